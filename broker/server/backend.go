@@ -1,0 +1,137 @@
+package server
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/faultline/faultline/broker/metadata"
+)
+
+// Backend is everything the request handlers need from the rest of the
+// broker. The node package wires the real implementations; tests may wire
+// fakes. The server does I/O (sockets, framing, dispatch) and leaves every
+// decision to these components.
+type Backend struct {
+	NodeID     int32
+	ClusterID  string
+	Metadata   metadata.Source
+	Controller Controller
+	Replicas   Replicas
+	Groups     Groups
+	// Listener names the advertised endpoint of this broker for clients,
+	// used when the metadata image does not list this node yet.
+	AdvertisedHost string
+	AdvertisedPort int32
+	// AutoCreateTopics mirrors auto.create.topics.enable.
+	AutoCreateTopics bool
+	// Configs answers DescribeConfigs for brokers and topics.
+	Configs ConfigSource
+	// MaxRequestBytes mirrors socket.request.max.bytes.
+	MaxRequestBytes int32
+}
+
+// Controller makes metadata changes. In a single-node cluster it is the local
+// controller; in a cluster it forwards to the active controller. Responses are
+// filled in completely (per-topic errors included); the server only sets the
+// response version.
+type Controller interface {
+	CreateTopics(ctx context.Context, req *kmsg.CreateTopicsRequest) *kmsg.CreateTopicsResponse
+	DeleteTopics(ctx context.Context, req *kmsg.DeleteTopicsRequest) *kmsg.DeleteTopicsResponse
+	CreatePartitions(ctx context.Context, req *kmsg.CreatePartitionsRequest) *kmsg.CreatePartitionsResponse
+	// InitProducerID allocates a producer id for an idempotent (non
+	// transactional) producer.
+	InitProducerID(ctx context.Context, req *kmsg.InitProducerIDRequest) *kmsg.InitProducerIDResponse
+}
+
+// ProduceResult is the outcome of appending one partition's records.
+type ProduceResult struct {
+	ErrorCode      int16
+	ErrorMessage   string
+	BaseOffset     int64
+	LogAppendTime  int64 // -1 unless the topic uses LogAppendTime
+	LogStartOffset int64
+}
+
+// FetchPartition is one partition of a Fetch request.
+type FetchPartition struct {
+	ReplicaID          int32 // -1 for consumers, the broker id for followers
+	ReplicaEpoch       int64 // the follower's broker epoch, -1 if unknown
+	CurrentLeaderEpoch int32 // -1 when the client does not know it
+	FetchOffset        int64
+	LastFetchedEpoch   int32 // -1 when not sent
+	LogStartOffset     int64 // the follower's log start offset, -1 for consumers
+	MaxBytes           int32
+	Isolation          int8 // 0 read_uncommitted, 1 read_committed
+}
+
+// DivergingEpoch tells a follower where its log diverged from the leader's.
+type DivergingEpoch struct {
+	Epoch     int32
+	EndOffset int64
+}
+
+// FetchResult is one partition's answer to a Fetch.
+type FetchResult struct {
+	ErrorCode        int16
+	HighWatermark    int64
+	LastStableOffset int64
+	LogStartOffset   int64
+	Records          []byte // whole record batches, possibly empty
+	DivergingEpoch   *DivergingEpoch
+	PreferredReplica int32 // -1
+}
+
+// Replicas is the partition layer of this broker (broker/replica).
+type Replicas interface {
+	// Produce appends records (one or more v2 batches as sent by the client)
+	// to the partition this broker leads and returns once the acks are
+	// satisfied (0: at once, 1: after the local append, -1: once the high
+	// watermark passes the batch), or with an error code. ctx carries the
+	// request's timeout.
+	Produce(ctx context.Context, topic string, partition int32, records []byte, acks int16) ProduceResult
+	// Fetch reads from a partition without waiting.
+	Fetch(ctx context.Context, topic string, partition int32, req FetchPartition) FetchResult
+	// Changed returns a channel that is closed the next time readable data
+	// of any partition grows (LEO or high watermark), for long polling.
+	Changed() <-chan struct{}
+	// ListOffset answers ListOffsets for one partition: timestamp -2 is the
+	// earliest offset, -1 the latest (high watermark, or LSO for
+	// read_committed), otherwise the first offset whose timestamp is >= it.
+	ListOffset(ctx context.Context, topic string, partition int32, currentLeaderEpoch int32, timestamp int64, isolation int8) (offset int64, ts int64, leaderEpoch int32, errCode int16)
+	// OffsetForLeaderEpoch answers where leaderEpoch ended on this leader.
+	OffsetForLeaderEpoch(ctx context.Context, topic string, partition int32, currentLeaderEpoch, leaderEpoch int32) (epoch int32, endOffset int64, errCode int16)
+}
+
+// Groups is the consumer-group coordinator (broker/group). Each method takes
+// the decoded request and returns a complete response; the server sets the
+// response version.
+type Groups interface {
+	FindCoordinator(ctx context.Context, req *kmsg.FindCoordinatorRequest) *kmsg.FindCoordinatorResponse
+	JoinGroup(ctx context.Context, req *kmsg.JoinGroupRequest) *kmsg.JoinGroupResponse
+	SyncGroup(ctx context.Context, req *kmsg.SyncGroupRequest) *kmsg.SyncGroupResponse
+	Heartbeat(ctx context.Context, req *kmsg.HeartbeatRequest) *kmsg.HeartbeatResponse
+	LeaveGroup(ctx context.Context, req *kmsg.LeaveGroupRequest) *kmsg.LeaveGroupResponse
+	OffsetCommit(ctx context.Context, req *kmsg.OffsetCommitRequest) *kmsg.OffsetCommitResponse
+	OffsetFetch(ctx context.Context, req *kmsg.OffsetFetchRequest) *kmsg.OffsetFetchResponse
+	DescribeGroups(ctx context.Context, req *kmsg.DescribeGroupsRequest) *kmsg.DescribeGroupsResponse
+	ListGroups(ctx context.Context, req *kmsg.ListGroupsRequest) *kmsg.ListGroupsResponse
+}
+
+// ConfigEntry is one configuration value as DescribeConfigs reports it.
+type ConfigEntry struct {
+	Name      string
+	Value     *string
+	ReadOnly  bool
+	IsDefault bool
+	Sensitive bool
+	Source    int8 // kmsg ConfigSource: 1 topic, 4 static broker, 5 default
+}
+
+// ConfigSource answers DescribeConfigs.
+type ConfigSource interface {
+	BrokerConfigs() []ConfigEntry
+	// TopicConfigs returns the effective configs of a topic, false if the
+	// topic does not exist.
+	TopicConfigs(topic string) ([]ConfigEntry, bool)
+}
