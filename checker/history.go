@@ -1,0 +1,60 @@
+package checker
+
+// OpType is the kind of a history entry, after Jepsen: an invoke is followed
+// by exactly one completion (ok, fail or info) from the same process.
+type OpType string
+
+const (
+	Invoke OpType = "invoke"
+	OK     OpType = "ok"
+	Fail   OpType = "fail" // certainly did not happen
+	Info   OpType = "info" // may or may not have happened
+)
+
+// NemesisProcess is the process number of fault operations; it is written
+// as the string "nemesis" in history.jsonl.
+const NemesisProcess = -1
+
+// Pair is one record as a poll or a completed send reports it.
+type Pair struct {
+	Offset int64
+	Value  int64
+}
+
+// MicroOp is one step of a send, poll or txn operation. In JSON it is
+// ["send", k, v] (invoke), ["send", k, [offset|null, v]] (completion),
+// ["poll"] (invoke) or ["poll", {"k": [[offset, value], ...]}] (completion).
+type MicroOp struct {
+	F     string // "send" or "poll"
+	Key   int    // send only
+	Value int64  // send only
+	// Offset is the offset a completed send reports; nil when unknown or not
+	// completed.
+	Offset *int64
+	// Completed marks the completion form of a send (["send", k, [o, v]]).
+	Completed bool
+	// Polls holds what a completed poll returned, per key, in order; nil for
+	// an invoked poll.
+	Polls map[int][]Pair
+}
+
+// Op is one line of history.jsonl.
+type Op struct {
+	Index   int64  // position in the history, from 0
+	Time    int64  // nanoseconds since the test started
+	Process int    // client process number, or NemesisProcess
+	Type    OpType // invoke, ok, fail, info
+	F       string // send, poll, txn, assign, subscribe, crash, or a nemesis f
+	// Mops is the value of send, poll and txn operations.
+	Mops []MicroOp
+	// Keys is the value of assign and subscribe operations.
+	Keys []int
+	// Raw is the value of any other operation (nemesis ops), kept verbatim.
+	Raw []byte
+	// SeekToBeginning is set on the final reads' assign.
+	SeekToBeginning bool
+	Error           string
+}
+
+// History is a whole test's operations in index order.
+type History []Op

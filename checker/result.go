@@ -1,0 +1,75 @@
+package checker
+
+// Validity is three-valued, as in Jepsen: merging takes the worst, with
+// Invalid > Unknown > Valid. In JSON it is true, false or "unknown".
+type Validity int8
+
+const (
+	Valid Validity = iota
+	Unknown
+	Invalid
+)
+
+// Merge returns the worse of two validities.
+func (v Validity) Merge(o Validity) Validity {
+	if o > v {
+		return o
+	}
+	return v
+}
+
+// AnomalyReport is one kind of anomaly: how many were found and a bounded
+// number of examples (each a JSON-encodable value naming keys, offsets,
+// values and the operations involved).
+type AnomalyReport struct {
+	Count    int   `json:"count"`
+	Examples []any `json:"examples"`
+}
+
+// CheckerResult is the outcome of one checker (one junit test case).
+type CheckerResult struct {
+	Name      string                   `json:"name"`
+	Valid     Validity                 `json:"valid"`
+	Error     string                   `json:"error,omitempty"` // why it is unknown
+	Anomalies map[string]AnomalyReport `json:"anomalies,omitempty"`
+}
+
+// Result is results.json: the merged verdict, every anomaly by Jepsen's
+// name, per-checker outcomes, statistics and performance figures.
+type Result struct {
+	Valid     Validity                 `json:"valid"`
+	Anomalies map[string]AnomalyReport `json:"anomalies"`
+	Checkers  []CheckerResult          `json:"checkers"`
+	Stats     Stats                    `json:"stats"`
+	Perf      Perf                     `json:"perf"`
+}
+
+// Stats counts operations by function and outcome.
+type Stats struct {
+	Count int                       `json:"count"`
+	ByF   map[string]map[OpType]int `json:"by-f"`
+	Keys  int                       `json:"keys"`
+	Sends int                       `json:"sends"`
+	Polls int                       `json:"polls"`
+}
+
+// Perf holds latency quantiles, throughput over time and unavailability
+// windows; the report plots them.
+type Perf struct {
+	// Latency quantiles in milliseconds per "f:type" (e.g. "send:ok").
+	LatencyQuantilesMs map[string]map[string]float64 `json:"latency-quantiles-ms"`
+	// Throughput in completed ops per second per bucket, per "f:type".
+	ThroughputBucketNs int64                `json:"throughput-bucket-ns"`
+	Throughput         map[string][]float64 `json:"throughput"`
+	// Unavailable lists windows with no successful send.
+	Unavailable []Window `json:"unavailable"`
+	// Faults lists the nemesis intervals, for shading plots.
+	Faults []Window `json:"faults"`
+}
+
+// Window is a time interval in nanoseconds since the test started.
+type Window struct {
+	Start int64  `json:"start"`
+	End   int64  `json:"end"`
+	Label string `json:"label,omitempty"`
+}
