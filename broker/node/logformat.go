@@ -29,7 +29,6 @@ type KafkaHandler struct {
 	component string
 	attrs     string // preformatted " k=v" pairs from WithAttrs
 	groups    string // dotted group prefix for later attribute keys
-	now       func() time.Time
 }
 
 // NewKafkaHandler returns a handler writing to w at level and above. A nil
@@ -38,7 +37,7 @@ func NewKafkaHandler(w io.Writer, level slog.Leveler) *KafkaHandler {
 	if level == nil {
 		level = slog.LevelInfo
 	}
-	return &KafkaHandler{mu: &sync.Mutex{}, w: w, level: level, now: time.Now}
+	return &KafkaHandler{mu: &sync.Mutex{}, w: w, level: level}
 }
 
 // Enabled implements slog.Handler.
@@ -76,7 +75,7 @@ func (h *KafkaHandler) WithGroup(name string) slog.Handler {
 func (h *KafkaHandler) Handle(_ context.Context, r slog.Record) error {
 	t := r.Time
 	if t.IsZero() {
-		t = h.now()
+		t = time.Now()
 	}
 	var b strings.Builder
 	b.Grow(128 + len(r.Message))
