@@ -1,0 +1,405 @@
+package harness
+
+import (
+	"archive/tar"
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/moby/moby/api/pkg/stdcopy"
+	"github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/api/types/network"
+	"github.com/moby/moby/client"
+)
+
+// Labels put on everything the harness creates in Docker, so that a run's
+// leftovers (after a crash or Ctrl-C) can be found and removed.
+const (
+	LabelManaged = "io.faultline.managed" // always "true"
+	LabelRun     = "io.faultline.run"     // the run id
+	imageRepo    = "faultline-node"
+)
+
+// ErrNoDocker is returned (wrapped) when no Docker daemon answers.
+var ErrNoDocker = errors.New("no Docker daemon reachable")
+
+// Docker runs nodes as containers through the Docker Engine API.
+type Docker struct {
+	cli   *client.Client
+	runID string
+}
+
+// NewDocker connects to the daemon named by the environment (DOCKER_HOST,
+// default the local socket) and checks that it answers. runID labels every
+// object this value creates.
+func NewDocker(ctx context.Context, runID string) (*Docker, error) {
+	cli, err := client.New(client.FromEnv, client.WithAPIVersionNegotiation())
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrNoDocker, err)
+	}
+	pingCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if _, err := cli.Ping(pingCtx, client.PingOptions{NegotiateAPIVersion: true}); err != nil {
+		_ = cli.Close()
+		return nil, fmt.Errorf("%w: %v (start the daemon or set DOCKER_HOST)", ErrNoDocker, err)
+	}
+	return &Docker{cli: cli, runID: runID}, nil
+}
+
+// Close releases the client connection.
+func (d *Docker) Close() error { return d.cli.Close() }
+
+func (d *Docker) labels() map[string]string {
+	return map[string]string{LabelManaged: "true", LabelRun: d.runID}
+}
+
+// ImageTag returns the tag an image built from files gets: the repository
+// and the first 12 hex digits of a hash over the sorted file names and
+// contents, so an unchanged broker is never rebuilt.
+func ImageTag(files map[string][]byte) string {
+	h := sha256.New()
+	for _, name := range sortedKeys(files) {
+		fmt.Fprintf(h, "%s\x00%d\x00", name, len(files[name]))
+		h.Write(files[name])
+	}
+	return imageRepo + ":" + hex.EncodeToString(h.Sum(nil))[:12]
+}
+
+// BuildImage builds an image from an in-memory context holding files (name
+// -> content, all mode 0755; "Dockerfile" must be among them) unless an
+// image with the same content tag exists. It returns the tag and whether a
+// build ran.
+func (d *Docker) BuildImage(ctx context.Context, files map[string][]byte) (tag string, built bool, err error) {
+	if _, ok := files["Dockerfile"]; !ok {
+		return "", false, errors.New("build image: the context has no Dockerfile")
+	}
+	tag = ImageTag(files)
+	list, err := d.cli.ImageList(ctx, client.ImageListOptions{Filters: make(client.Filters).Add("reference", tag)})
+	if err != nil {
+		return "", false, fmt.Errorf("list images: %w", err)
+	}
+	if len(list.Items) > 0 {
+		return tag, false, nil
+	}
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	for _, name := range sortedKeys(files) {
+		hdr := &tar.Header{Name: name, Mode: 0o755, Size: int64(len(files[name])), ModTime: time.Unix(0, 0)}
+		if err := tw.WriteHeader(hdr); err != nil {
+			return "", false, fmt.Errorf("build context %s: %w", name, err)
+		}
+		if _, err := tw.Write(files[name]); err != nil {
+			return "", false, fmt.Errorf("build context %s: %w", name, err)
+		}
+	}
+	if err := tw.Close(); err != nil {
+		return "", false, fmt.Errorf("build context: %w", err)
+	}
+	res, err := d.cli.ImageBuild(ctx, &buf, client.ImageBuildOptions{
+		Tags:        []string{tag},
+		Remove:      true,
+		ForceRemove: true,
+		Labels:      map[string]string{LabelManaged: "true"},
+	})
+	if err != nil {
+		return "", false, fmt.Errorf("build image %s: %w", tag, err)
+	}
+	defer res.Body.Close()
+	if err := readBuildStream(res.Body); err != nil {
+		return "", false, fmt.Errorf("build image %s: %w", tag, err)
+	}
+	return tag, true, nil
+}
+
+// readBuildStream drains the daemon's JSON progress stream and returns the
+// first error it reports.
+func readBuildStream(r io.Reader) error {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64*1024), 4*1024*1024)
+	for sc.Scan() {
+		var msg struct {
+			Error       string `json:"error"`
+			ErrorDetail struct {
+				Message string `json:"message"`
+			} `json:"errorDetail"`
+		}
+		if json.Unmarshal(sc.Bytes(), &msg) == nil && (msg.Error != "" || msg.ErrorDetail.Message != "") {
+			if msg.ErrorDetail.Message != "" {
+				return errors.New(msg.ErrorDetail.Message)
+			}
+			return errors.New(msg.Error)
+		}
+	}
+	return sc.Err()
+}
+
+// RemoveLeftovers removes every container, network and volume carrying the
+// faultline label, from this run or any earlier one (a crashed run leaves
+// them behind). Images are kept: they are cached by content.
+func (d *Docker) RemoveLeftovers(ctx context.Context) error {
+	return d.remove(ctx, make(client.Filters).Add("label", LabelManaged+"=true"))
+}
+
+// Teardown removes what this run created.
+func (d *Docker) Teardown(ctx context.Context) error {
+	return d.remove(ctx, make(client.Filters).Add("label", LabelRun+"="+d.runID))
+}
+
+func (d *Docker) remove(ctx context.Context, f client.Filters) error {
+	var errs []error
+	cs, err := d.cli.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: f})
+	if err != nil {
+		return fmt.Errorf("list containers: %w", err)
+	}
+	for _, c := range cs.Items {
+		if _, err := d.cli.ContainerRemove(ctx, c.ID, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true}); err != nil {
+			errs = append(errs, fmt.Errorf("remove container %s: %w", c.ID[:12], err))
+		}
+	}
+	ns, err := d.cli.NetworkList(ctx, client.NetworkListOptions{Filters: f})
+	if err != nil {
+		errs = append(errs, fmt.Errorf("list networks: %w", err))
+	} else {
+		for _, n := range ns.Items {
+			if _, err := d.cli.NetworkRemove(ctx, n.ID, client.NetworkRemoveOptions{}); err != nil {
+				errs = append(errs, fmt.Errorf("remove network %s: %w", n.Name, err))
+			}
+		}
+	}
+	vs, err := d.cli.VolumeList(ctx, client.VolumeListOptions{Filters: f})
+	if err != nil {
+		errs = append(errs, fmt.Errorf("list volumes: %w", err))
+	} else {
+		for _, v := range vs.Items {
+			if _, err := d.cli.VolumeRemove(ctx, v.Name, client.VolumeRemoveOptions{Force: true}); err != nil {
+				errs = append(errs, fmt.Errorf("remove volume %s: %w", v.Name, err))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// CreateNetwork creates a private bridge network for the run and returns its
+// name.
+func (d *Docker) CreateNetwork(ctx context.Context, name string) (string, error) {
+	if _, err := d.cli.NetworkCreate(ctx, name, client.NetworkCreateOptions{Driver: "bridge", Labels: d.labels()}); err != nil {
+		return "", fmt.Errorf("create network %s: %w", name, err)
+	}
+	return name, nil
+}
+
+// NodeSpec describes one node container.
+type NodeSpec struct {
+	Name    string // container name and hostname (n1, n2, ...)
+	Image   string
+	Network string
+	Cmd     []string // arguments to the image's entrypoint
+	Env     []string
+	// Files are written into the container before it starts (path ->
+	// content), e.g. /etc/faultline/server.properties.
+	Files map[string][]byte
+	// NetAdmin grants CAP_NET_ADMIN (network partitions through netfilter).
+	NetAdmin bool
+	// Fuse grants CAP_SYS_ADMIN and /dev/fuse (the fault filesystem).
+	Fuse bool
+	// DataDir is where the node's named volume is mounted; the volume
+	// outlives the container, so a killed node restarts on its own data.
+	DataDir string
+}
+
+// CreateNode creates (but does not start) a node container with its own data
+// volume, named <run>-<node>-data.
+func (d *Docker) CreateNode(ctx context.Context, spec NodeSpec) error {
+	hc := &container.HostConfig{NetworkMode: container.NetworkMode(spec.Network)}
+	if spec.NetAdmin {
+		hc.CapAdd = append(hc.CapAdd, "NET_ADMIN")
+	}
+	if spec.Fuse {
+		hc.CapAdd = append(hc.CapAdd, "SYS_ADMIN")
+		hc.Devices = append(hc.Devices, container.DeviceMapping{PathOnHost: "/dev/fuse", PathInContainer: "/dev/fuse", CgroupPermissions: "rwm"})
+	}
+	if spec.DataDir != "" {
+		vol := d.runID + "-" + spec.Name + "-data"
+		if _, err := d.cli.VolumeCreate(ctx, client.VolumeCreateOptions{Name: vol, Labels: d.labels()}); err != nil {
+			return fmt.Errorf("create volume %s: %w", vol, err)
+		}
+		hc.Binds = append(hc.Binds, vol+":"+spec.DataDir)
+	}
+	_, err := d.cli.ContainerCreate(ctx, client.ContainerCreateOptions{
+		Name: d.containerName(spec.Name),
+		Config: &container.Config{
+			Image:    spec.Image,
+			Hostname: spec.Name,
+			Cmd:      spec.Cmd,
+			Env:      spec.Env,
+			Labels:   d.labels(),
+		},
+		HostConfig: hc,
+		NetworkingConfig: &network.NetworkingConfig{EndpointsConfig: map[string]*network.EndpointSettings{
+			spec.Network: {Aliases: []string{spec.Name}},
+		}},
+	})
+	if err != nil {
+		return fmt.Errorf("create container %s: %w", spec.Name, err)
+	}
+	if len(spec.Files) > 0 {
+		if err := d.CopyFiles(ctx, spec.Name, spec.Files); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// CopyFiles writes files (absolute path -> content) into a node's container.
+func (d *Docker) CopyFiles(ctx context.Context, node string, files map[string][]byte) error {
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	dirs := map[string]bool{}
+	for _, name := range sortedKeys(files) {
+		rel := strings.TrimPrefix(name, "/")
+		parts := strings.Split(rel, "/")
+		for i := 1; i < len(parts); i++ {
+			dir := strings.Join(parts[:i], "/") + "/"
+			if !dirs[dir] {
+				dirs[dir] = true
+				if err := tw.WriteHeader(&tar.Header{Name: dir, Mode: 0o755, Typeflag: tar.TypeDir, ModTime: time.Unix(0, 0)}); err != nil {
+					return fmt.Errorf("copy files to %s: %w", node, err)
+				}
+			}
+		}
+		if err := tw.WriteHeader(&tar.Header{Name: rel, Mode: 0o644, Size: int64(len(files[name])), ModTime: time.Unix(0, 0)}); err != nil {
+			return fmt.Errorf("copy files to %s: %w", node, err)
+		}
+		if _, err := tw.Write(files[name]); err != nil {
+			return fmt.Errorf("copy files to %s: %w", node, err)
+		}
+	}
+	if err := tw.Close(); err != nil {
+		return fmt.Errorf("copy files to %s: %w", node, err)
+	}
+	_, err := d.cli.CopyToContainer(ctx, d.containerName(node), client.CopyToContainerOptions{DestinationPath: "/", Content: &buf})
+	if err != nil {
+		return fmt.Errorf("copy files to %s: %w", node, err)
+	}
+	return nil
+}
+
+func (d *Docker) containerName(node string) string { return d.runID + "-" + node }
+
+// Start starts (or restarts, after a kill) a node's container.
+func (d *Docker) Start(ctx context.Context, node string) error {
+	if _, err := d.cli.ContainerStart(ctx, d.containerName(node), client.ContainerStartOptions{}); err != nil {
+		return fmt.Errorf("start %s: %w", node, err)
+	}
+	return nil
+}
+
+// Signal sends a signal (e.g. "KILL", "TERM", "STOP", "CONT") to the node's
+// main process.
+func (d *Docker) Signal(ctx context.Context, node, signal string) error {
+	if _, err := d.cli.ContainerKill(ctx, d.containerName(node), client.ContainerKillOptions{Signal: signal}); err != nil {
+		return fmt.Errorf("signal %s %s: %w", signal, node, err)
+	}
+	return nil
+}
+
+// Running reports whether the node's container is running.
+func (d *Docker) Running(ctx context.Context, node string) (bool, error) {
+	res, err := d.cli.ContainerInspect(ctx, d.containerName(node), client.ContainerInspectOptions{})
+	if err != nil {
+		return false, fmt.Errorf("inspect %s: %w", node, err)
+	}
+	return res.Container.State != nil && res.Container.State.Running, nil
+}
+
+// Wait blocks until the node's container is no longer running, or ctx ends.
+func (d *Docker) Wait(ctx context.Context, node string) error {
+	for {
+		running, err := d.Running(ctx, node)
+		if err != nil {
+			return err
+		}
+		if !running {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("wait for %s to stop: %w", node, ctx.Err())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// Exec runs a command inside a running node and returns its stdout; a
+// non-zero exit is an error carrying stderr.
+func (d *Docker) Exec(ctx context.Context, node string, cmd []string) (string, error) {
+	ex, err := d.cli.ExecCreate(ctx, d.containerName(node), client.ExecCreateOptions{Cmd: cmd, AttachStdout: true, AttachStderr: true})
+	if err != nil {
+		return "", fmt.Errorf("exec %v on %s: %w", cmd, node, err)
+	}
+	att, err := d.cli.ExecAttach(ctx, ex.ID, client.ExecAttachOptions{})
+	if err != nil {
+		return "", fmt.Errorf("exec %v on %s: %w", cmd, node, err)
+	}
+	defer att.Close()
+	var stdout, stderr bytes.Buffer
+	if _, err := stdcopy.StdCopy(&stdout, &stderr, att.Reader); err != nil {
+		return "", fmt.Errorf("exec %v on %s: read output: %w", cmd, node, err)
+	}
+	ins, err := d.cli.ExecInspect(ctx, ex.ID, client.ExecInspectOptions{})
+	if err != nil {
+		return "", fmt.Errorf("exec %v on %s: %w", cmd, node, err)
+	}
+	if ins.ExitCode != 0 {
+		return stdout.String(), fmt.Errorf("exec %v on %s: exit %d: %s", cmd, node, ins.ExitCode, strings.TrimSpace(stderr.String()))
+	}
+	return stdout.String(), nil
+}
+
+// Logs copies the node's output (stdout and stderr, every incarnation) to w
+// until ctx ends or, when follow is false, until the current end.
+func (d *Docker) Logs(ctx context.Context, node string, w io.Writer, follow bool) error {
+	rc, err := d.cli.ContainerLogs(ctx, d.containerName(node), client.ContainerLogsOptions{ShowStdout: true, ShowStderr: true, Follow: follow})
+	if err != nil {
+		return fmt.Errorf("logs of %s: %w", node, err)
+	}
+	defer rc.Close()
+	if _, err := stdcopy.StdCopy(w, w, rc); err != nil && ctx.Err() == nil {
+		return fmt.Errorf("logs of %s: %w", node, err)
+	}
+	return nil
+}
+
+// IP returns the node's address on the run's network.
+func (d *Docker) IP(ctx context.Context, node, net string) (string, error) {
+	res, err := d.cli.ContainerInspect(ctx, d.containerName(node), client.ContainerInspectOptions{})
+	if err != nil {
+		return "", fmt.Errorf("inspect %s: %w", node, err)
+	}
+	if res.Container.NetworkSettings == nil {
+		return "", fmt.Errorf("inspect %s: no network settings", node)
+	}
+	ep, ok := res.Container.NetworkSettings.Networks[net]
+	if !ok || ep == nil || !ep.IPAddress.IsValid() {
+		return "", fmt.Errorf("inspect %s: not attached to network %s", node, net)
+	}
+	return ep.IPAddress.String(), nil
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
