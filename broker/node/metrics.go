@@ -29,44 +29,37 @@ type nodeMetrics struct {
 // newNodeMetrics builds a registry with the Go runtime and process
 // collectors and the node's gauges. state, partitions and leaders are read at
 // scrape time.
-func newNodeMetrics(nodeID int32, state func() BrokerState, partitions, leaders func() float64) *nodeMetrics {
+func newNodeMetrics(state func() BrokerState, partitions, leaders func() float64) *nodeMetrics {
 	m := &nodeMetrics{registry: prometheus.NewRegistry(), partitionCount: partitions, leaderCount: leaders}
 	m.registry.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)
-	labels := prometheus.Labels{"node_id": fmt.Sprint(nodeID)}
 	m.registry.MustRegister(
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Name:        "kafka_server_broker_state",
-			Help:        "Broker lifecycle state as kafka.server:type=KafkaServer,name=BrokerState: 0 NOT_RUNNING, 1 STARTING, 2 RECOVERY, 3 RUNNING, 6 PENDING_CONTROLLED_SHUTDOWN, 7 SHUTTING_DOWN.",
-			ConstLabels: labels,
+			Name: "kafka_server_broker_state",
+			Help: "Broker lifecycle state as kafka.server:type=KafkaServer,name=BrokerState: 0 NOT_RUNNING, 1 STARTING, 2 RECOVERY, 3 RUNNING, 6 PENDING_CONTROLLED_SHUTDOWN, 7 SHUTTING_DOWN.",
 		}, func() float64 { return float64(state()) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Name:        "kafka_log_log_load_time_ms",
-			Help:        "Time the log manager took to load (and recover) every partition log at startup, as kafka.log:type=LogManager,name=LogLoadTime.",
-			ConstLabels: labels,
+			Name: "kafka_log_log_load_time_ms",
+			Help: "Time the log manager took to load (and recover) every partition log at startup, as kafka.log:type=LogManager,name=LogLoadTime.",
 		}, func() float64 { return float64(m.logLoadTimeMs.Load()) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Name:        "kafka_log_num_partitions",
-			Help:        "Partition logs loaded from the log dirs at startup, as kafka.log:type=LogManager,name=NumPartitions.",
-			ConstLabels: labels,
+			Name: "kafka_log_num_partitions",
+			Help: "Partition logs loaded from the log dirs at startup, as kafka.log:type=LogManager,name=NumPartitions.",
 		}, func() float64 { return float64(m.numPartitions.Load()) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Name:        "kafka_server_replica_manager_partition_count",
-			Help:        "Partitions with a replica on this broker, as kafka.server:type=ReplicaManager,name=PartitionCount.",
-			ConstLabels: labels,
+			Name: "kafka_server_replica_manager_partition_count",
+			Help: "Partitions with a replica on this broker, as kafka.server:type=ReplicaManager,name=PartitionCount.",
 		}, func() float64 { return m.partitionCount() }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Name:        "kafka_server_replica_manager_leader_count",
-			Help:        "Partitions this broker leads, as kafka.server:type=ReplicaManager,name=LeaderCount.",
-			ConstLabels: labels,
+			Name: "kafka_server_replica_manager_leader_count",
+			Help: "Partitions this broker leads, as kafka.server:type=ReplicaManager,name=LeaderCount.",
 		}, func() float64 { return m.leaderCount() }),
 	)
 	m.unsafeSwitchSet = prometheus.NewGauge(prometheus.GaugeOpts{
-		Name:        "faultline_unsafe_switches",
-		Help:        "Number of unsafe.* switches in effect (planted bugs); 0 in any real deployment.",
-		ConstLabels: labels,
+		Name: "faultline_unsafe_switches",
+		Help: "Number of unsafe.* switches in effect (planted bugs); 0 in any real deployment.",
 	})
 	m.registry.MustRegister(m.unsafeSwitchSet)
 	return m
