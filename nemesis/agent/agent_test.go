@@ -1,0 +1,77 @@
+package agent_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/faultline/faultline/harness"
+)
+
+// TestPartitionInsideContainers installs and removes drop rules inside real
+// node containers (the only place the agent may run) and checks the effect
+// on TCP connections in both directions.
+func TestPartitionInsideContainers(t *testing.T) {
+	runID := fmt.Sprintf("flagent%d", time.Now().UnixNano()%1_000_000_000)
+	d, err := harness.NewDocker(context.Background(), runID)
+	if errors.Is(err, harness.ErrNoDocker) {
+		t.Skipf("skipping: %v", err)
+	}
+	require.NoError(t, err)
+	defer d.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	t.Cleanup(func() { _ = d.Teardown(context.Background()) })
+
+	bin := filepath.Join(t.TempDir(), "node")
+	build := exec.Command("go", "build", "-o", bin, "./testdata/agentnode")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	out, err := build.CombinedOutput()
+	require.NoError(t, err, string(out))
+	node, err := os.ReadFile(bin)
+	require.NoError(t, err)
+	tag, _, err := d.BuildImage(ctx, map[string][]byte{
+		"Dockerfile": []byte("FROM scratch\nCOPY node /node\nENTRYPOINT [\"/node\"]\n"),
+		"node":       node,
+	})
+	require.NoError(t, err)
+	net, err := d.CreateNetwork(ctx, runID+"-net")
+	require.NoError(t, err)
+	for _, n := range []string{"n1", "n2", "n3"} {
+		require.NoError(t, d.CreateNode(ctx, harness.NodeSpec{Name: n, Image: tag, Network: net, NetAdmin: true}))
+		require.NoError(t, d.Start(ctx, n))
+	}
+	reach := func(from, to string) bool {
+		out, err := d.Exec(ctx, from, []string{"/node", "dial", to + ":7000"})
+		return err == nil && strings.Contains(out, "connected")
+	}
+	require.Eventually(t, func() bool { return reach("n1", "n2") && reach("n2", "n1") && reach("n1", "n3") },
+		20*time.Second, 100*time.Millisecond)
+
+	_, err = d.Exec(ctx, "n1", []string{"/node", "drop", "n2"})
+	require.NoError(t, err)
+	assert.False(t, reach("n2", "n1"), "n1 drops n2's packets")
+	assert.False(t, reach("n1", "n2"), "the replies from n2 are dropped too")
+	assert.True(t, reach("n1", "n3"), "n3 is not cut")
+	assert.True(t, reach("n3", "n1"), "n3 is not cut")
+	count, err := d.Exec(ctx, "n1", []string{"/node", "dropped"})
+	require.NoError(t, err)
+	assert.Equal(t, "1", strings.TrimSpace(count))
+
+	_, err = d.Exec(ctx, "n1", []string{"/node", "heal"})
+	require.NoError(t, err)
+	assert.True(t, reach("n2", "n1"))
+	assert.True(t, reach("n1", "n2"))
+	count, err = d.Exec(ctx, "n1", []string{"/node", "dropped"})
+	require.NoError(t, err)
+	assert.Equal(t, "0", strings.TrimSpace(count))
+}
