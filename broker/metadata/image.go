@@ -15,6 +15,8 @@ type Broker struct {
 	Rack                 string
 	Fenced               bool
 	InControlledShutdown bool
+	// Endpoints lists every listener; Host and Port are the first one's.
+	Endpoints []Endpoint
 }
 
 // Partition is one partition's replica assignment and leadership.
@@ -45,6 +47,25 @@ type Image struct {
 	Brokers      map[int32]Broker
 	Topics       map[string]*Topic
 	TopicsByID   map[Uuid]*Topic
+	// NextProducerID is the first producer id not yet handed out.
+	NextProducerID int64
+	// BrokerConfigs holds dynamic broker configs by broker id as a string,
+	// "" for cluster-wide defaults.
+	BrokerConfigs map[string]map[string]string
+}
+
+// NewImage returns the empty image of a cluster: the image before the first
+// metadata record.
+func NewImage(clusterID string) *Image {
+	return &Image{
+		ClusterID:     clusterID,
+		ControllerID:  -1,
+		Offset:        -1,
+		Brokers:       map[int32]Broker{},
+		Topics:        map[string]*Topic{},
+		TopicsByID:    map[Uuid]*Topic{},
+		BrokerConfigs: map[string]map[string]string{},
+	}
 }
 
 // Source hands out the newest Image.
@@ -77,4 +98,24 @@ func (im *Image) Partition(topic string, p int32) *Partition {
 		return nil
 	}
 	return &t.Partitions[p]
+}
+
+// UnfencedBrokers returns the brokers that may lead and join ISRs, sorted by
+// id.
+func (im *Image) UnfencedBrokers() []Broker {
+	var out []Broker
+	for _, b := range im.Brokers {
+		if !b.Fenced && !b.InControlledShutdown {
+			out = append(out, b)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out
+}
+
+// Live reports whether broker id is registered, unfenced and not shutting
+// down.
+func (im *Image) Live(id int32) bool {
+	b, ok := im.Brokers[id]
+	return ok && !b.Fenced && !b.InControlledShutdown
 }
