@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/netip"
 	"sort"
 	"strings"
 	"time"
@@ -189,9 +190,14 @@ func (d *Docker) remove(ctx context.Context, f client.Filters) error {
 }
 
 // CreateNetwork creates a private bridge network for the run and returns its
-// name.
-func (d *Docker) CreateNetwork(ctx context.Context, name string) (string, error) {
-	if _, err := d.cli.NetworkCreate(ctx, name, client.NetworkCreateOptions{Driver: "bridge", Labels: d.labels()}); err != nil {
+// name. A valid subnet pins the network's addresses (so nodes can be given
+// fixed IPs that clients on the host reach too).
+func (d *Docker) CreateNetwork(ctx context.Context, name string, subnet netip.Prefix) (string, error) {
+	opts := client.NetworkCreateOptions{Driver: "bridge", Labels: d.labels()}
+	if subnet.IsValid() {
+		opts.IPAM = &network.IPAM{Config: []network.IPAMConfig{{Subnet: subnet}}}
+	}
+	if _, err := d.cli.NetworkCreate(ctx, name, opts); err != nil {
 		return "", fmt.Errorf("create network %s: %w", name, err)
 	}
 	return name, nil
@@ -214,6 +220,11 @@ type NodeSpec struct {
 	// DataDir is where the node's named volume is mounted; the volume
 	// outlives the container, so a killed node restarts on its own data.
 	DataDir string
+	// IP pins the node's address on the network (optional).
+	IP netip.Addr
+	// Volume names the data volume (default <run>-<name>-data); a one-shot
+	// container shares a node's data by naming its volume.
+	Volume string
 }
 
 // CreateNode creates (but does not start) a node container with its own data
@@ -228,11 +239,18 @@ func (d *Docker) CreateNode(ctx context.Context, spec NodeSpec) error {
 		hc.Devices = append(hc.Devices, container.DeviceMapping{PathOnHost: "/dev/fuse", PathInContainer: "/dev/fuse", CgroupPermissions: "rwm"})
 	}
 	if spec.DataDir != "" {
-		vol := d.runID + "-" + spec.Name + "-data"
+		vol := spec.Volume
+		if vol == "" {
+			vol = d.runID + "-" + spec.Name + "-data"
+		}
 		if _, err := d.cli.VolumeCreate(ctx, client.VolumeCreateOptions{Name: vol, Labels: d.labels()}); err != nil {
 			return fmt.Errorf("create volume %s: %w", vol, err)
 		}
 		hc.Binds = append(hc.Binds, vol+":"+spec.DataDir)
+	}
+	endpoint := &network.EndpointSettings{Aliases: []string{spec.Name}}
+	if spec.IP.IsValid() {
+		endpoint.IPAMConfig = &network.EndpointIPAMConfig{IPv4Address: spec.IP}
 	}
 	_, err := d.cli.ContainerCreate(ctx, client.ContainerCreateOptions{
 		Name: d.containerName(spec.Name),
@@ -245,7 +263,7 @@ func (d *Docker) CreateNode(ctx context.Context, spec NodeSpec) error {
 		},
 		HostConfig: hc,
 		NetworkingConfig: &network.NetworkingConfig{EndpointsConfig: map[string]*network.EndpointSettings{
-			spec.Network: {Aliases: []string{spec.Name}},
+			spec.Network: endpoint,
 		}},
 	})
 	if err != nil {
@@ -363,6 +381,38 @@ func (d *Docker) Exec(ctx context.Context, node string, cmd []string) (string, e
 		return stdout.String(), fmt.Errorf("exec %v on %s: exit %d: %s", cmd, node, ins.ExitCode, strings.TrimSpace(stderr.String()))
 	}
 	return stdout.String(), nil
+}
+
+// RunOnce runs a one-shot container (spec.Name must be unique in the run)
+// to completion and returns its combined output; a non-zero exit is an
+// error. The container is removed afterwards.
+func (d *Docker) RunOnce(ctx context.Context, spec NodeSpec) (string, error) {
+	if err := d.CreateNode(ctx, spec); err != nil {
+		return "", err
+	}
+	name := d.containerName(spec.Name)
+	defer func() {
+		_, _ = d.cli.ContainerRemove(context.WithoutCancel(ctx), name, client.ContainerRemoveOptions{Force: true})
+	}()
+	wait := d.cli.ContainerWait(ctx, name, client.ContainerWaitOptions{Condition: container.WaitConditionNextExit})
+	if err := d.Start(ctx, spec.Name); err != nil {
+		return "", err
+	}
+	var code int64
+	select {
+	case res := <-wait.Result:
+		code = res.StatusCode
+	case err := <-wait.Error:
+		return "", fmt.Errorf("wait for %s: %w", spec.Name, err)
+	}
+	var out strings.Builder
+	if err := d.Logs(ctx, spec.Name, &out, false); err != nil {
+		return "", err
+	}
+	if code != 0 {
+		return out.String(), fmt.Errorf("%s %v exited %d: %s", spec.Name, spec.Cmd, code, strings.TrimSpace(out.String()))
+	}
+	return out.String(), nil
 }
 
 // Logs copies the node's output (stdout and stderr, every incarnation) to w

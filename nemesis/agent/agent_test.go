@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -44,7 +45,7 @@ func TestPartitionInsideContainers(t *testing.T) {
 		"node":       node,
 	})
 	require.NoError(t, err)
-	net, err := d.CreateNetwork(ctx, runID+"-net")
+	net, err := d.CreateNetwork(ctx, runID+"-net", netip.Prefix{})
 	require.NoError(t, err)
 	for _, n := range []string{"n1", "n2", "n3"} {
 		require.NoError(t, d.CreateNode(ctx, harness.NodeSpec{Name: n, Image: tag, Network: net, NetAdmin: true}))

@@ -1,0 +1,151 @@
+package harness
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// Ports every node uses; on the process runtime each node has its own
+// 127.0.0.x address, so the ports do not collide.
+const (
+	ClientPort     = 9092
+	ControllerPort = 9093
+	MetricsPort    = 9100
+)
+
+// Cluster describes the cluster a test runs against.
+type Cluster struct {
+	// Nodes is how many nodes to start (n1..nK).
+	Nodes int
+	// Topology is "combined" (the first min(3, K) nodes run
+	// process.roles=broker,controller, the rest are brokers) or "split"
+	// (n1..n3 are controllers only, the rest brokers; needs K >= 4).
+	Topology string
+	// ClusterID is the id every node is formatted with.
+	ClusterID string
+	// BrokerConfig overrides or adds server.properties keys on every node.
+	BrokerConfig map[string]string
+	// BrokerBinary is the broker executable (a static binary for Docker).
+	BrokerBinary string
+	// AgentBinary is the faultline executable put into node images as the
+	// in-node fault agent (Docker runtime only).
+	AgentBinary string
+}
+
+// Validate checks the shape of the cluster.
+func (c Cluster) Validate() error {
+	if c.Nodes < 1 || c.Nodes > 9 {
+		return fmt.Errorf("--nodes must be between 1 and 9, got %d", c.Nodes)
+	}
+	switch c.Topology {
+	case "combined", "":
+	case "split":
+		if c.Nodes < 4 {
+			return fmt.Errorf("--topology split needs at least 4 nodes (3 controllers and a broker), got %d", c.Nodes)
+		}
+	default:
+		return fmt.Errorf("--topology must be combined or split, got %q", c.Topology)
+	}
+	if c.ClusterID == "" {
+		return fmt.Errorf("cluster id is empty")
+	}
+	return nil
+}
+
+func (c Cluster) controllers() int {
+	if c.Nodes < 3 {
+		return 1
+	}
+	return 3
+}
+
+// Roles returns node i's (1-based) process.roles.
+func (c Cluster) Roles(i int) string {
+	if i > c.controllers() {
+		return "broker"
+	}
+	if c.Topology == "split" {
+		return "controller"
+	}
+	return "broker,controller"
+}
+
+// Names returns n1..nK.
+func (c Cluster) Names() []string {
+	names := make([]string, c.Nodes)
+	for i := range names {
+		names[i] = "n" + strconv.Itoa(i+1)
+	}
+	return names
+}
+
+// Properties renders node i's server.properties. host(j) is the address
+// under which node j is reachable by the others and by clients; bind is the
+// address node i listens on; dataDir holds its logs.
+func (c Cluster) Properties(i int, host func(j int) string, bind, dataDir string) string {
+	roles := c.Roles(i)
+	props := map[string]string{
+		"process.roles":                                 roles,
+		"node.id":                                       strconv.Itoa(i),
+		"controller.listener.names":                     "CONTROLLER",
+		"listener.security.protocol.map":                "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+		"log.dirs":                                      dataDir + "/kafka",
+		"default.replication.factor":                    strconv.Itoa(min(3, c.brokers())),
+		"offsets.topic.replication.factor":              strconv.Itoa(min(3, c.brokers())),
+		"min.insync.replicas":                           strconv.Itoa(min(2, c.brokers())),
+		"unclean.leader.election.enable":                "false",
+		"group.initial.rebalance.delay.ms":              "0",
+		"faultline.metrics.address":                     fmt.Sprintf("%s:%d", bind, MetricsPort),
+		"broker.heartbeat.interval.ms":                  "500",
+		"broker.session.timeout.ms":                     "3000",
+		"replica.lag.time.max.ms":                       "5000",
+		"controller.quorum.voters":                      c.voters(host),
+		"auto.create.topics.enable":                     "false",
+		"log.flush.interval.messages":                   strconv.FormatInt(1<<62, 10),
+		"replica.high.watermark.checkpoint.interval.ms": "1000",
+	}
+	var listeners []string
+	if strings.Contains(roles, "broker") {
+		listeners = append(listeners, fmt.Sprintf("PLAINTEXT://%s:%d", bind, ClientPort))
+		props["advertised.listeners"] = fmt.Sprintf("PLAINTEXT://%s:%d", host(i), ClientPort)
+		props["inter.broker.listener.name"] = "PLAINTEXT"
+	}
+	if strings.Contains(roles, "controller") {
+		listeners = append(listeners, fmt.Sprintf("CONTROLLER://%s:%d", bind, ControllerPort))
+	}
+	props["listeners"] = strings.Join(listeners, ",")
+	for k, v := range c.BrokerConfig {
+		props[k] = v
+	}
+	keys := make([]string, 0, len(props))
+	for k := range props {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var b strings.Builder
+	fmt.Fprintf(&b, "# server.properties for n%d, written by faultline\n", i)
+	for _, k := range keys {
+		fmt.Fprintf(&b, "%s=%s\n", k, props[k])
+	}
+	return b.String()
+}
+
+func (c Cluster) brokers() int {
+	n := 0
+	for i := 1; i <= c.Nodes; i++ {
+		if strings.Contains(c.Roles(i), "broker") {
+			n++
+		}
+	}
+	return n
+}
+
+func (c Cluster) voters(host func(j int) string) string {
+	var vs []string
+	for j := 1; j <= c.controllers(); j++ {
+		vs = append(vs, fmt.Sprintf("%d@%s:%d", j, host(j), ControllerPort))
+	}
+	return strings.Join(vs, ",")
+}

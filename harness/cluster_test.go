@@ -1,0 +1,64 @@
+package harness
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func props(s string) map[string]string {
+	m := map[string]string{}
+	for _, line := range strings.Split(s, "\n") {
+		if k, v, ok := strings.Cut(line, "="); ok && !strings.HasPrefix(line, "#") {
+			m[k] = v
+		}
+	}
+	return m
+}
+
+func TestClusterRolesAndProperties(t *testing.T) {
+	c := Cluster{Nodes: 5, Topology: "combined", ClusterID: "x", BrokerConfig: map[string]string{"min.insync.replicas": "3", "unsafe.x": "true"}}
+	require.NoError(t, c.Validate())
+	assert.Equal(t, "broker,controller", c.Roles(1))
+	assert.Equal(t, "broker,controller", c.Roles(3))
+	assert.Equal(t, "broker", c.Roles(4))
+	host := func(j int) string { return ProcessHost(j) }
+	p := props(c.Properties(2, host, "0.0.0.0", "/data"))
+	assert.Equal(t, "2", p["node.id"])
+	assert.Equal(t, "1@127.0.0.11:9093,2@127.0.0.12:9093,3@127.0.0.13:9093", p["controller.quorum.voters"])
+	assert.Equal(t, "PLAINTEXT://0.0.0.0:9092,CONTROLLER://0.0.0.0:9093", p["listeners"])
+	assert.Equal(t, "PLAINTEXT://127.0.0.12:9092", p["advertised.listeners"])
+	assert.Equal(t, "3", p["min.insync.replicas"], "overrides win")
+	assert.Equal(t, "true", p["unsafe.x"])
+	assert.Equal(t, "/data/kafka", p["log.dirs"])
+
+	p = props(c.Properties(5, host, "0.0.0.0", "/data"))
+	assert.Equal(t, "PLAINTEXT://0.0.0.0:9092", p["listeners"], "a broker-only node has no controller listener")
+
+	split := Cluster{Nodes: 4, Topology: "split", ClusterID: "x"}
+	require.NoError(t, split.Validate())
+	p = props(split.Properties(1, host, "0.0.0.0", "/d"))
+	assert.Equal(t, "controller", p["process.roles"])
+	assert.NotContains(t, p, "advertised.listeners")
+	assert.Equal(t, "CONTROLLER://0.0.0.0:9093", p["listeners"])
+
+	single := Cluster{Nodes: 1, ClusterID: "x"}
+	p = props(single.Properties(1, host, "127.0.0.11", "/d"))
+	assert.Equal(t, "1@127.0.0.11:9093", p["controller.quorum.voters"])
+	assert.Equal(t, "1", p["min.insync.replicas"])
+	assert.Equal(t, "1", p["default.replication.factor"])
+}
+
+func TestClusterValidate(t *testing.T) {
+	assert.ErrorContains(t, Cluster{Nodes: 0, ClusterID: "x"}.Validate(), "--nodes")
+	assert.ErrorContains(t, Cluster{Nodes: 3, Topology: "split", ClusterID: "x"}.Validate(), "at least 4")
+	assert.ErrorContains(t, Cluster{Nodes: 3, Topology: "ring", ClusterID: "x"}.Validate(), "combined or split")
+}
+
+func TestSubnetForIsStableAndMoves(t *testing.T) {
+	assert.Equal(t, subnetFor("a", 0), subnetFor("a", 0))
+	assert.NotEqual(t, subnetFor("a", 0), subnetFor("a", 1))
+	assert.Equal(t, 24, subnetFor("a", 0).Bits())
+}

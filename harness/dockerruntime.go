@@ -1,0 +1,192 @@
+package harness
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"io"
+	"net/netip"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/faultline/faultline/docker"
+)
+
+const (
+	nodeDataDir   = "/data"
+	nodePropsPath = "/etc/faultline/server.properties"
+)
+
+// DockerRuntime runs each node in its own container on a private bridge
+// network with a pinned subnet, so node i has the fixed address .(10+i)
+// that both the other nodes and the harness on the host reach. Partitions
+// are made by the fault agent inside each node (`/faultline agent`).
+type DockerRuntime struct {
+	d       *Docker
+	cluster Cluster
+	network string
+	subnet  netip.Prefix
+	nodes   []string
+}
+
+// NewDockerRuntime connects to the daemon; runID names and labels the run's
+// containers, network and volumes.
+func NewDockerRuntime(ctx context.Context, runID string) (*DockerRuntime, error) {
+	d, err := NewDocker(ctx, runID)
+	if err != nil {
+		return nil, err
+	}
+	return &DockerRuntime{d: d}, nil
+}
+
+// subnetFor picks a /24 in 10.213.0.0/16 from the run id; attempt moves to
+// another one when the first is taken.
+func subnetFor(runID string, attempt int) netip.Prefix {
+	h := fnv.New32a()
+	h.Write([]byte(runID))
+	third := byte((h.Sum32() + uint32(attempt)*37) % 250)
+	return netip.PrefixFrom(netip.AddrFrom4([4]byte{10, 213, third, 0}), 24)
+}
+
+func (r *DockerRuntime) nodeIP(i int) netip.Addr {
+	a := r.subnet.Addr().As4()
+	a[3] = byte(10 + i)
+	return netip.AddrFrom4(a)
+}
+
+// Setup builds the node image (cached by content), removes leftovers of
+// crashed runs, creates the network, formats each node's volume in a
+// one-shot container and starts the nodes.
+func (r *DockerRuntime) Setup(ctx context.Context, c Cluster) ([]Node, error) {
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	r.cluster = c
+	files := map[string][]byte{"Dockerfile": docker.Dockerfile}
+	for name, path := range map[string]string{"broker": c.BrokerBinary, "faultline": c.AgentBinary} {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return nil, fmt.Errorf("node image needs the %s binary: %w (run make build)", name, err)
+		}
+		files[name] = b
+	}
+	if err := r.d.RemoveLeftovers(ctx); err != nil {
+		return nil, fmt.Errorf("remove leftovers of earlier runs: %w", err)
+	}
+	tag, _, err := r.d.BuildImage(ctx, files)
+	if err != nil {
+		return nil, err
+	}
+	for attempt := 0; ; attempt++ {
+		r.subnet = subnetFor(r.d.runID, attempt)
+		r.network, err = r.d.CreateNetwork(ctx, r.d.runID+"-net", r.subnet)
+		if err == nil {
+			break
+		}
+		if attempt == 5 || !strings.Contains(err.Error(), "overlap") {
+			return nil, err
+		}
+	}
+	host := func(j int) string { return r.nodeIP(j).String() }
+	var nodes []Node
+	for i, name := range c.Names() {
+		id := i + 1
+		props := []byte(c.Properties(id, host, "0.0.0.0", nodeDataDir))
+		// A broker must not advertise 0.0.0.0; it listens on every
+		// address and advertises its pinned one.
+		spec := NodeSpec{
+			Name: name, Image: tag, Network: r.network, IP: r.nodeIP(id), DataDir: nodeDataDir,
+			NetAdmin: true, Files: map[string][]byte{nodePropsPath: props},
+			Volume: r.d.runID + "-" + name + "-data",
+		}
+		format := spec
+		format.Name, format.IP = name+"-format", netip.Addr{}
+		format.Cmd = []string{"format", "-t", c.ClusterID, "-c", nodePropsPath}
+		if out, err := r.d.RunOnce(ctx, format); err != nil {
+			return nil, fmt.Errorf("format %s: %w\n%s", name, err, out)
+		}
+		spec.Cmd = []string{"serve", "-c", nodePropsPath}
+		if err := r.d.CreateNode(ctx, spec); err != nil {
+			return nil, err
+		}
+		r.nodes = append(r.nodes, name)
+		roles := c.Roles(id)
+		nodes = append(nodes, Node{Name: name, ID: int32(id), Addr: fmt.Sprintf("%s:%d", r.nodeIP(id), ClientPort),
+			Controller: roles != "broker", Broker: roles != "controller"})
+	}
+	for _, n := range nodes {
+		if err := r.d.Start(ctx, n.Name); err != nil {
+			return nil, err
+		}
+	}
+	return nodes, nil
+}
+
+// Kill sends SIGKILL and waits until the container has stopped.
+func (r *DockerRuntime) Kill(ctx context.Context, node string) error {
+	if err := r.d.Signal(ctx, node, "KILL"); err != nil {
+		return err
+	}
+	return r.d.Wait(ctx, node)
+}
+
+// Stop sends SIGTERM (controlled shutdown) and waits for the exit.
+func (r *DockerRuntime) Stop(ctx context.Context, node string) error {
+	_ = r.d.Signal(ctx, node, "CONT")
+	if err := r.d.Signal(ctx, node, "TERM"); err != nil {
+		return err
+	}
+	return r.d.Wait(ctx, node)
+}
+
+// Start restarts the node's container on its data volume.
+func (r *DockerRuntime) Start(ctx context.Context, node string) error { return r.d.Start(ctx, node) }
+
+// Pause sends SIGSTOP to the broker.
+func (r *DockerRuntime) Pause(ctx context.Context, node string) error {
+	return r.d.Signal(ctx, node, "STOP")
+}
+
+// Resume sends SIGCONT to the broker.
+func (r *DockerRuntime) Resume(ctx context.Context, node string) error {
+	return r.d.Signal(ctx, node, "CONT")
+}
+
+// Isolate asks the node's fault agent to drop packets from the named nodes
+// (or to heal, for an empty list).
+func (r *DockerRuntime) Isolate(ctx context.Context, node string, from []string) error {
+	cmd := []string{"/faultline", "agent", "heal"}
+	if len(from) > 0 {
+		var ips []string
+		for _, f := range from {
+			var id int
+			if _, err := fmt.Sscanf(f, "n%d", &id); err != nil {
+				return fmt.Errorf("isolate %s: unknown node %q", node, f)
+			}
+			ips = append(ips, r.nodeIP(id).String())
+		}
+		cmd = []string{"/faultline", "agent", "drop", strings.Join(ips, ",")}
+	}
+	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	_, err := r.d.Exec(ctx, node, cmd)
+	return err
+}
+
+// Running reports whether the node's container runs.
+func (r *DockerRuntime) Running(ctx context.Context, node string) (bool, error) {
+	return r.d.Running(ctx, node)
+}
+
+// Logs copies the node's output, every incarnation, to w.
+func (r *DockerRuntime) Logs(ctx context.Context, node string, w io.Writer) error {
+	return r.d.Logs(ctx, node, w, false)
+}
+
+// Teardown removes the run's containers, network and volumes.
+func (r *DockerRuntime) Teardown(ctx context.Context) error {
+	err := r.d.Teardown(ctx)
+	return errors.Join(err, r.d.Close())
+}

@@ -1,0 +1,218 @@
+package harness
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Process runs nodes as local child processes, node i listening on
+// 127.0.0.(10+i) (every 127/8 address is loopback on Linux, so no set-up is
+// needed). It makes the faults a process can honestly make: kill, stop,
+// pause. Network partitions need root and are refused with ErrUnsupported.
+type Process struct {
+	dir     string // per-run directory: nodes/<name>/{data,server.properties,broker.log}
+	cluster Cluster
+
+	mu    sync.Mutex
+	procs map[string]*exec.Cmd
+	exits map[string]chan struct{}
+}
+
+// NewProcess returns a process runtime keeping node data under dir.
+func NewProcess(dir string) *Process {
+	return &Process{dir: dir, procs: map[string]*exec.Cmd{}, exits: map[string]chan struct{}{}}
+}
+
+// ProcessHost returns node i's loopback address.
+func ProcessHost(i int) string { return "127.0.0." + strconv.Itoa(10+i) }
+
+func (p *Process) nodeDir(name string) string { return filepath.Join(p.dir, "nodes", name) }
+
+// Setup writes each node's server.properties, formats its data directory
+// and starts it.
+func (p *Process) Setup(ctx context.Context, c Cluster) ([]Node, error) {
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	if c.BrokerBinary == "" {
+		return nil, errors.New("process runtime: no broker binary (build it with make build)")
+	}
+	p.cluster = c
+	var nodes []Node
+	for i, name := range c.Names() {
+		id := i + 1
+		dir := p.nodeDir(name)
+		if err := os.MkdirAll(filepath.Join(dir, "data"), 0o755); err != nil {
+			return nil, fmt.Errorf("node %s: %w", name, err)
+		}
+		props := c.Properties(id, ProcessHost, ProcessHost(id), filepath.Join(dir, "data"))
+		propsPath := filepath.Join(dir, "server.properties")
+		if err := os.WriteFile(propsPath, []byte(props), 0o644); err != nil {
+			return nil, fmt.Errorf("node %s: %w", name, err)
+		}
+		out, err := exec.CommandContext(ctx, c.BrokerBinary, "format", "-t", c.ClusterID, "-c", propsPath).CombinedOutput()
+		if err != nil {
+			return nil, fmt.Errorf("format %s: %v: %s", name, err, out)
+		}
+		roles := c.Roles(id)
+		nodes = append(nodes, Node{
+			Name: name, ID: int32(id),
+			Addr:       fmt.Sprintf("%s:%d", ProcessHost(id), ClientPort),
+			Controller: roles != "broker",
+			Broker:     roles != "controller",
+		})
+	}
+	for _, n := range nodes {
+		if err := p.Start(ctx, n.Name); err != nil {
+			return nil, err
+		}
+	}
+	return nodes, nil
+}
+
+// Start starts a node's broker process, appending to its broker.log.
+func (p *Process) Start(_ context.Context, node string) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if _, running := p.procs[node]; running {
+		return fmt.Errorf("start %s: already running", node)
+	}
+	dir := p.nodeDir(node)
+	logf, err := os.OpenFile(filepath.Join(dir, "broker.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return fmt.Errorf("start %s: %w", node, err)
+	}
+	cmd := exec.Command(p.cluster.BrokerBinary, "serve", "-c", filepath.Join(dir, "server.properties"))
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		return fmt.Errorf("start %s: %w", node, err)
+	}
+	exited := make(chan struct{})
+	p.procs[node], p.exits[node] = cmd, exited
+	go func() {
+		_ = cmd.Wait()
+		logf.Close()
+		p.mu.Lock()
+		if p.procs[node] == cmd {
+			delete(p.procs, node)
+			delete(p.exits, node)
+		}
+		p.mu.Unlock()
+		close(exited)
+	}()
+	return nil
+}
+
+func (p *Process) signal(node string, sig syscall.Signal) (chan struct{}, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	cmd, ok := p.procs[node]
+	if !ok {
+		return nil, fmt.Errorf("signal %s: %s is not running", sig, node)
+	}
+	if err := cmd.Process.Signal(sig); err != nil {
+		return nil, fmt.Errorf("signal %s %s: %w", sig, node, err)
+	}
+	return p.exits[node], nil
+}
+
+func waitExit(ctx context.Context, node string, exited chan struct{}) error {
+	select {
+	case <-exited:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("wait for %s to exit: %w", node, ctx.Err())
+	}
+}
+
+// Kill sends SIGKILL and waits for the process to be gone.
+func (p *Process) Kill(ctx context.Context, node string) error {
+	exited, err := p.signal(node, syscall.SIGKILL)
+	if err != nil {
+		return err
+	}
+	return waitExit(ctx, node, exited)
+}
+
+// Stop sends SIGTERM and waits for the controlled shutdown to finish; a
+// paused process is resumed first so it can act on the signal.
+func (p *Process) Stop(ctx context.Context, node string) error {
+	exited, err := p.signal(node, syscall.SIGTERM)
+	if err != nil {
+		return err
+	}
+	_, _ = p.signal(node, syscall.SIGCONT)
+	return waitExit(ctx, node, exited)
+}
+
+// Pause sends SIGSTOP.
+func (p *Process) Pause(_ context.Context, node string) error {
+	_, err := p.signal(node, syscall.SIGSTOP)
+	return err
+}
+
+// Resume sends SIGCONT.
+func (p *Process) Resume(_ context.Context, node string) error {
+	_, err := p.signal(node, syscall.SIGCONT)
+	return err
+}
+
+// Isolate is refused: cutting traffic between local processes needs root
+// and rules on the host, which this runtime never touches.
+func (p *Process) Isolate(_ context.Context, node string, from []string) error {
+	if len(from) == 0 {
+		return nil
+	}
+	return fmt.Errorf("partition %s: %w (use --runtime docker)", node, ErrUnsupported)
+}
+
+// Running reports whether the node's process is up.
+func (p *Process) Running(_ context.Context, node string) (bool, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	_, ok := p.procs[node]
+	return ok, nil
+}
+
+// Logs copies the node's broker.log to w.
+func (p *Process) Logs(_ context.Context, node string, w io.Writer) error {
+	f, err := os.Open(filepath.Join(p.nodeDir(node), "broker.log"))
+	if err != nil {
+		return fmt.Errorf("logs of %s: %w", node, err)
+	}
+	defer f.Close()
+	_, err = io.Copy(w, f)
+	return err
+}
+
+// Teardown kills every node still running. Data stays in the run directory
+// for the report.
+func (p *Process) Teardown(ctx context.Context) error {
+	p.mu.Lock()
+	var names []string
+	for n := range p.procs {
+		names = append(names, n)
+	}
+	p.mu.Unlock()
+	var errs []error
+	for _, n := range names {
+		_, _ = p.signal(n, syscall.SIGCONT)
+		kctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		if err := p.Kill(kctx, n); err != nil {
+			errs = append(errs, err)
+		}
+		cancel()
+	}
+	return errors.Join(errs...)
+}
