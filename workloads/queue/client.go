@@ -1,0 +1,405 @@
+package queue
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/faultline/faultline/checker"
+)
+
+// Options configure the Kafka clients of the queue workload.
+type Options struct {
+	Seeds []string // bootstrap brokers, host:port
+	// PartitionsPerTopic maps keys onto topics: key k is partition
+	// k mod P of topic "t<k div P>" (default 4).
+	PartitionsPerTopic int
+	ReplicationFactor  int16 // default 3
+	// TopicConfigs are set on every topic the workload creates (e.g.
+	// min.insync.replicas=2, unclean.leader.election.enable=false).
+	TopicConfigs map[string]*string
+	// Acks: -1 (all, the default), 1 or 0.
+	Acks int
+	// Idempotent enables the idempotent producer (default on; it needs
+	// acks=-1, so it is turned off for other acks).
+	DisableIdempotence bool
+	// RequestTimeout bounds each produce and admin request (default 5 s).
+	RequestTimeout time.Duration
+	// PollTimeout is how long a poll waits for records (default 100 ms).
+	PollTimeout time.Duration
+	// Group is the consumer group of subscribe operations.
+	Group string
+}
+
+func (o Options) withDefaults() Options {
+	if o.PartitionsPerTopic <= 0 {
+		o.PartitionsPerTopic = 4
+	}
+	if o.ReplicationFactor == 0 {
+		o.ReplicationFactor = 3
+	}
+	if o.Acks == 0 {
+		o.Acks = -1
+	}
+	if o.RequestTimeout <= 0 {
+		o.RequestTimeout = 5 * time.Second
+	}
+	if o.PollTimeout <= 0 {
+		o.PollTimeout = 100 * time.Millisecond
+	}
+	if o.Group == "" {
+		o.Group = "faultline"
+	}
+	return o
+}
+
+// TopicPartition returns the topic and partition key k maps onto.
+func (o Options) TopicPartition(k int) (string, int32) {
+	p := o.withDefaults().PartitionsPerTopic
+	return "t" + strconv.Itoa(k/p), int32(k % p)
+}
+
+// Key returns the key of a topic-partition, or false for a topic the
+// workload did not make.
+func (o Options) Key(topic string, partition int32) (int, bool) {
+	p := o.withDefaults().PartitionsPerTopic
+	if len(topic) < 2 || topic[0] != 't' {
+		return 0, false
+	}
+	t, err := strconv.Atoi(topic[1:])
+	if err != nil || t < 0 || partition < 0 || int(partition) >= p {
+		return 0, false
+	}
+	return t*p + int(partition), true
+}
+
+// Topics creates the topics that hold keys, tolerating ones that exist.
+// It is shared by every client of a test so each topic is created once.
+type Topics struct {
+	opts    Options
+	adm     *kadm.Client
+	mu      sync.Mutex
+	created map[string]bool
+}
+
+// NewTopics returns a topic creator using its own admin connection.
+func NewTopics(opts Options) (*Topics, error) {
+	opts = opts.withDefaults()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(opts.Seeds...), kgo.RequestRetries(3), kgo.RetryTimeout(opts.RequestTimeout))
+	if err != nil {
+		return nil, fmt.Errorf("admin client: %w", err)
+	}
+	return &Topics{opts: opts, adm: kadm.NewClient(cl), created: map[string]bool{}}, nil
+}
+
+// Ensure creates the topic of every key in keys that was not created yet.
+func (t *Topics) Ensure(ctx context.Context, keys []int) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var missing []string
+	for _, k := range keys {
+		topic, _ := t.opts.TopicPartition(k)
+		if !t.created[topic] {
+			missing = append(missing, topic)
+			t.created[topic] = true // asked for at most once at a time
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, t.opts.RequestTimeout)
+	defer cancel()
+	res, err := t.adm.CreateTopics(ctx, int32(t.opts.PartitionsPerTopic), t.opts.ReplicationFactor, t.opts.TopicConfigs, missing...)
+	if err == nil {
+		for _, r := range res {
+			if r.Err != nil && !errors.Is(r.Err, kerr.TopicAlreadyExists) {
+				err = fmt.Errorf("create topic %s: %w", r.Topic, r.Err)
+				break
+			}
+		}
+	}
+	if err != nil {
+		for _, m := range missing {
+			delete(t.created, m)
+		}
+		return err
+	}
+	return nil
+}
+
+// EndOffsets returns each key's end offset (the offset the next write
+// gets), for the final reads.
+func (t *Topics) EndOffsets(ctx context.Context, keys []int) (map[int]int64, error) {
+	topics := map[string]bool{}
+	for _, k := range keys {
+		topic, _ := t.opts.TopicPartition(k)
+		topics[topic] = true
+	}
+	names := make([]string, 0, len(topics))
+	for n := range topics {
+		names = append(names, n)
+	}
+	ctx, cancel := context.WithTimeout(ctx, t.opts.RequestTimeout)
+	defer cancel()
+	listed, err := t.adm.ListEndOffsets(ctx, names...)
+	if err != nil {
+		return nil, fmt.Errorf("list end offsets: %w", err)
+	}
+	ends := map[int]int64{}
+	var errs []error
+	listed.Each(func(o kadm.ListedOffset) {
+		k, ok := t.opts.Key(o.Topic, o.Partition)
+		if !ok {
+			return
+		}
+		if o.Err != nil {
+			errs = append(errs, fmt.Errorf("end offset of %s-%d: %w", o.Topic, o.Partition, o.Err))
+			return
+		}
+		ends[k] = o.Offset
+	})
+	return ends, errors.Join(errs...)
+}
+
+// Close releases the admin connection.
+func (t *Topics) Close() { t.adm.Close() }
+
+// Client is one process's Kafka client: a producer and an assigning (or
+// group) consumer, after Jepsen's Kafka client.
+type Client struct {
+	opts     Options
+	topics   *Topics
+	producer *kgo.Client
+	consumer *kgo.Client
+	assigned map[int]bool
+	group    bool
+}
+
+// NewClient connects a client for one process.
+func NewClient(opts Options, topics *Topics) (*Client, error) {
+	opts = opts.withDefaults()
+	popts := []kgo.Opt{
+		kgo.SeedBrokers(opts.Seeds...),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		kgo.ProducerLinger(0),
+		kgo.ProduceRequestTimeout(opts.RequestTimeout),
+		kgo.RecordDeliveryTimeout(2 * opts.RequestTimeout),
+		kgo.RetryTimeout(opts.RequestTimeout),
+	}
+	switch opts.Acks {
+	case 1:
+		popts = append(popts, kgo.RequiredAcks(kgo.LeaderAck()), kgo.DisableIdempotentWrite())
+	case 0:
+		popts = append(popts, kgo.RequiredAcks(kgo.NoAck()), kgo.DisableIdempotentWrite())
+	default:
+		popts = append(popts, kgo.RequiredAcks(kgo.AllISRAcks()))
+		if opts.DisableIdempotence {
+			popts = append(popts, kgo.DisableIdempotentWrite())
+		}
+	}
+	producer, err := kgo.NewClient(popts...)
+	if err != nil {
+		return nil, fmt.Errorf("producer: %w", err)
+	}
+	c := &Client{opts: opts, topics: topics, producer: producer, assigned: map[int]bool{}}
+	if err := c.newConsumer(nil, false); err != nil {
+		producer.Close()
+		return nil, err
+	}
+	return c, nil
+}
+
+// newConsumer replaces the consumer: an assigning one (group == false), or
+// a member of the test's consumer group subscribed to topics.
+func (c *Client) newConsumer(topics []string, group bool) error {
+	if c.consumer != nil {
+		c.consumer.Close()
+		c.consumer = nil
+	}
+	copts := []kgo.Opt{
+		kgo.SeedBrokers(c.opts.Seeds...),
+		kgo.FetchMaxWait(c.opts.PollTimeout),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.RetryTimeout(c.opts.RequestTimeout),
+	}
+	if group {
+		copts = append(copts, kgo.ConsumerGroup(c.opts.Group), kgo.ConsumeTopics(topics...), kgo.DisableAutoCommit())
+	}
+	cl, err := kgo.NewClient(copts...)
+	if err != nil {
+		return fmt.Errorf("consumer: %w", err)
+	}
+	c.consumer, c.group = cl, group
+	return nil
+}
+
+// Close closes both clients.
+func (c *Client) Close() {
+	c.producer.Close()
+	if c.consumer != nil {
+		c.consumer.Close()
+	}
+}
+
+// Invoke performs one operation.
+func (c *Client) Invoke(ctx context.Context, op checker.Op) checker.Op {
+	switch op.F {
+	case "send":
+		return c.send(ctx, op)
+	case "poll":
+		return c.poll(ctx, op)
+	case "assign":
+		return c.assign(ctx, op)
+	case "subscribe":
+		return c.subscribe(ctx, op)
+	}
+	op.Type, op.Error = checker.Fail, "unknown operation "+op.F
+	return op
+}
+
+func (c *Client) send(ctx context.Context, op checker.Op) checker.Op {
+	mops := append([]checker.MicroOp(nil), op.Mops...)
+	op.Mops = mops
+	for i, m := range mops {
+		if err := c.topics.Ensure(ctx, []int{m.Key}); err != nil {
+			// Nothing was sent: the topic could not even be created.
+			op.Type, op.Error = checker.Fail, err.Error()
+			return op
+		}
+		topic, part := c.opts.TopicPartition(m.Key)
+		rec := &kgo.Record{Topic: topic, Partition: part, Key: []byte(strconv.Itoa(m.Key)), Value: []byte(strconv.FormatInt(m.Value, 10))}
+		sctx, cancel := context.WithTimeout(ctx, 3*c.opts.RequestTimeout)
+		err := c.producer.ProduceSync(sctx, rec).FirstErr()
+		cancel()
+		if err != nil {
+			// A produce that errors may still have been written (a lost
+			// acknowledgement, or retries that raced a leader change), so
+			// the outcome is indeterminate.
+			op.Type, op.Error = checker.Info, err.Error()
+			return op
+		}
+		mops[i].Completed = true
+		if c.opts.Acks != 0 {
+			off := rec.Offset
+			mops[i].Offset = &off
+		}
+	}
+	op.Type = checker.OK
+	return op
+}
+
+func (c *Client) poll(ctx context.Context, op checker.Op) checker.Op {
+	pctx, cancel := context.WithTimeout(ctx, c.opts.PollTimeout)
+	fetches := c.consumer.PollRecords(pctx, 1000)
+	cancel()
+	polls := map[int][]checker.Pair{}
+	fetches.EachRecord(func(r *kgo.Record) {
+		k, ok := c.opts.Key(r.Topic, r.Partition)
+		if !ok {
+			return
+		}
+		v, err := strconv.ParseInt(string(r.Value), 10, 64)
+		if err != nil {
+			return
+		}
+		polls[k] = append(polls[k], checker.Pair{Offset: r.Offset, Value: v})
+	})
+	var ferr error
+	fetches.EachError(func(_ string, _ int32, err error) {
+		if ferr == nil && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
+			ferr = err
+		}
+	})
+	if ferr != nil && len(polls) == 0 {
+		// A poll changes nothing on the broker, so a failed one is a
+		// definite fail.
+		op.Type, op.Error = checker.Fail, ferr.Error()
+		return op
+	}
+	if c.group && len(polls) > 0 {
+		cctx, cancel := context.WithTimeout(ctx, c.opts.RequestTimeout)
+		if err := c.consumer.CommitUncommittedOffsets(cctx); err != nil {
+			op.Error = "commit: " + err.Error()
+		}
+		cancel()
+	}
+	op.Mops = []checker.MicroOp{{F: "poll", Polls: polls}}
+	op.Type = checker.OK
+	return op
+}
+
+func (c *Client) assign(ctx context.Context, op checker.Op) checker.Op {
+	if err := c.topics.Ensure(ctx, op.Keys); err != nil {
+		op.Type, op.Error = checker.Fail, err.Error()
+		return op
+	}
+	if c.group {
+		if err := c.newConsumer(nil, false); err != nil {
+			op.Type, op.Error = checker.Fail, err.Error()
+			return op
+		}
+		c.assigned = map[int]bool{}
+	}
+	want := map[int]bool{}
+	for _, k := range op.Keys {
+		want[k] = true
+	}
+	remove := map[string][]int32{}
+	for k := range c.assigned {
+		if !want[k] || op.SeekToBeginning {
+			t, p := c.opts.TopicPartition(k)
+			remove[t] = append(remove[t], p)
+			delete(c.assigned, k)
+		}
+	}
+	if len(remove) > 0 {
+		c.consumer.RemoveConsumePartitions(remove)
+	}
+	add := map[string]map[int32]kgo.Offset{}
+	for k := range want {
+		if c.assigned[k] {
+			continue
+		}
+		t, p := c.opts.TopicPartition(k)
+		if add[t] == nil {
+			add[t] = map[int32]kgo.Offset{}
+		}
+		add[t][p] = kgo.NewOffset().AtStart()
+		c.assigned[k] = true
+	}
+	if len(add) > 0 {
+		c.consumer.AddConsumePartitions(add)
+	}
+	op.Type = checker.OK
+	return op
+}
+
+func (c *Client) subscribe(ctx context.Context, op checker.Op) checker.Op {
+	if err := c.topics.Ensure(ctx, op.Keys); err != nil {
+		op.Type, op.Error = checker.Fail, err.Error()
+		return op
+	}
+	seen := map[string]bool{}
+	var topics []string
+	for _, k := range op.Keys {
+		t, _ := c.opts.TopicPartition(k)
+		if !seen[t] {
+			seen[t] = true
+			topics = append(topics, t)
+		}
+	}
+	if err := c.newConsumer(topics, true); err != nil {
+		op.Type, op.Error = checker.Fail, err.Error()
+		return op
+	}
+	c.assigned = map[int]bool{}
+	op.Type = checker.OK
+	return op
+}

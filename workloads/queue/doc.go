@@ -1,0 +1,14 @@
+// Package queue is Jepsen's Kafka workload (jepsen/tests/kafka.clj) for
+// franz-go: integer keys map onto topic-partitions (key k is partition
+// k mod P of topic "t<k div P>"); producers send unique integer values
+// ([send k v] completes as [send k [offset v]]); consumers poll ([poll]
+// completes as [poll {k [[offset v] ...]}]); assign and subscribe (consumer
+// groups) are mixed in; keys rotate after a bounded number of writes; and a
+// final phase assigns every key from the beginning and polls until each
+// partition's end offset is reached.
+//
+// A send that errors is recorded as info (it may have been written: a lost
+// acknowledgement, or a retry racing a leader change); a poll that errors
+// without returning records is a fail (reads change nothing). The client
+// never decides correctness: the checker does.
+package queue

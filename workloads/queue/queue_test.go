@@ -1,0 +1,159 @@
+package queue
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kfake"
+
+	"github.com/faultline/faultline/checker"
+)
+
+func TestKeyMapping(t *testing.T) {
+	o := Options{PartitionsPerTopic: 4}
+	for k := 0; k < 20; k++ {
+		topic, p := o.TopicPartition(k)
+		back, ok := o.Key(topic, p)
+		require.True(t, ok)
+		assert.Equal(t, k, back)
+	}
+	topic, p := o.TopicPartition(9)
+	assert.Equal(t, "t2", topic)
+	assert.Equal(t, int32(1), p)
+	_, ok := o.Key("other", 0)
+	assert.False(t, ok)
+	_, ok = o.Key("t1", 4)
+	assert.False(t, ok, "partition past the per-topic count is not a key")
+}
+
+func TestGeneratorIsDeterministic(t *testing.T) {
+	run := func(seed int64) []checker.Op {
+		g := NewGenerator(seed, GenOptions{ActiveKeys: 3, MaxWritesPerKey: 5})
+		var ops []checker.Op
+		for i := 0; i < 200; i++ {
+			op, ok := g.Next(i % 4)
+			require.True(t, ok)
+			ops = append(ops, op)
+			op.Type = checker.OK
+			g.Update(op)
+		}
+		return ops
+	}
+	assert.Equal(t, run(7), run(7))
+	assert.NotEqual(t, run(7), run(8))
+}
+
+func TestGeneratorRotatesKeysAndValuesAreUnique(t *testing.T) {
+	g := NewGenerator(1, GenOptions{ActiveKeys: 2, MaxWritesPerKey: 3})
+	values := map[int64]bool{}
+	perKey := map[int]int{}
+	for i := 0; i < 500; i++ {
+		op, _ := g.Next(0)
+		for _, m := range op.Mops {
+			if m.F == "send" {
+				assert.False(t, values[m.Value], "value %d sent twice", m.Value)
+				values[m.Value] = true
+				perKey[m.Key]++
+			}
+		}
+	}
+	for k, n := range perKey {
+		assert.LessOrEqual(t, n, 3, "key %d got more writes than the rotation bound", k)
+	}
+	assert.Greater(t, len(perKey), 2, "keys rotate")
+}
+
+func TestFinalGeneratorStopsWhenEveryKeyIsRead(t *testing.T) {
+	f := NewFinalGenerator([]int{0, 1, 2}, map[int]int64{0: 3, 1: 1})
+	op, ok := f.Next(5)
+	require.True(t, ok)
+	assert.Equal(t, "assign", op.F)
+	assert.True(t, op.SeekToBeginning)
+	op, ok = f.Next(5)
+	require.True(t, ok)
+	assert.Equal(t, "poll", op.F)
+	f.Update(checker.Op{Type: checker.OK, F: "poll", Mops: []checker.MicroOp{{F: "poll", Polls: map[int][]checker.Pair{0: {{Offset: 0, Value: 1}, {Offset: 1, Value: 2}}, 1: {{Offset: 0, Value: 5}}}}}})
+	assert.Equal(t, []int{0}, f.Missing())
+	f.Update(checker.Op{Type: checker.OK, F: "poll", Mops: []checker.MicroOp{{F: "poll", Polls: map[int][]checker.Pair{0: {{Offset: 2, Value: 3}}}}}})
+	assert.True(t, f.Done())
+	_, ok = f.Next(5)
+	assert.False(t, ok)
+}
+
+// TestWorkloadAgainstKfake drives the real client against franz-go's fake
+// cluster: every acknowledged send is found by the final reads at the
+// offset it was acknowledged with.
+func TestWorkloadAgainstKfake(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1))
+	require.NoError(t, err)
+	defer c.Close()
+	opts := Options{Seeds: c.ListenAddrs(), PartitionsPerTopic: 2, ReplicationFactor: 1, RequestTimeout: 3 * time.Second}
+	topics, err := NewTopics(opts)
+	require.NoError(t, err)
+	defer topics.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+
+	g := NewGenerator(42, GenOptions{ActiveKeys: 4, MaxWritesPerKey: 20})
+	clients := map[int]*Client{}
+	for p := 0; p < 2; p++ {
+		cl, err := NewClient(opts, topics)
+		require.NoError(t, err)
+		defer cl.Close()
+		clients[p] = cl
+	}
+	acked := map[int]map[int64]int64{} // key -> value -> offset
+	for i := 0; i < 300; i++ {
+		p := i % 2
+		op, ok := g.Next(p)
+		require.True(t, ok)
+		done := clients[p].Invoke(ctx, op)
+		require.Equal(t, checker.OK, done.Type, "op %d %s: %s", i, done.F, done.Error)
+		g.Update(done)
+		for _, m := range done.Mops {
+			if m.F == "send" {
+				require.NotNil(t, m.Offset)
+				if acked[m.Key] == nil {
+					acked[m.Key] = map[int64]int64{}
+				}
+				acked[m.Key][m.Value] = *m.Offset
+			}
+		}
+	}
+	require.NotEmpty(t, acked)
+
+	ends, err := topics.EndOffsets(ctx, g.Keys())
+	require.NoError(t, err)
+	final := NewFinalGenerator(g.Keys(), ends)
+	reader, err := NewClient(opts, topics)
+	require.NoError(t, err)
+	defer reader.Close()
+	read := map[int]map[int64]int64{}
+	for !final.Done() && ctx.Err() == nil {
+		op, ok := final.Next(9)
+		if !ok {
+			break
+		}
+		done := reader.Invoke(ctx, op)
+		final.Update(done)
+		for _, m := range done.Mops {
+			for k, pairs := range m.Polls {
+				for _, pr := range pairs {
+					if read[k] == nil {
+						read[k] = map[int64]int64{}
+					}
+					read[k][pr.Value] = pr.Offset
+				}
+			}
+		}
+	}
+	require.True(t, final.Done(), "final reads did not reach the end of %v", final.Missing())
+	for k, vals := range acked {
+		for v, off := range vals {
+			assert.Equal(t, off, read[k][v], "key %d value %d", k, v)
+		}
+	}
+}
