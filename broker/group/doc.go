@@ -1,0 +1,48 @@
+// Package group is the classic (pre-KIP-848) consumer-group coordinator of
+// the faultline broker: JoinGroup, SyncGroup, Heartbeat, LeaveGroup,
+// OffsetCommit, OffsetFetch, DescribeGroups, ListGroups and FindCoordinator,
+// with committed offsets and group metadata stored in the replicated
+// __consumer_offsets topic in Kafka's own record formats.
+//
+// # How to use it
+//
+// The node builds one Coordinator per broker with New, handing it the
+// metadata image (metadata.Source) and an OffsetsLog, the node's adapter
+// over the partition layer that appends to and replays __consumer_offsets.
+// It subscribes ApplyImage to metadata changes (or calls
+// OnPartitionLeadership itself): when this broker becomes leader of an
+// offsets partition the coordinator replays that partition
+// (COORDINATOR_LOAD_IN_PROGRESS meanwhile) and then owns the groups hashed
+// to it; when it stops leading, the groups are dropped and clients get
+// NOT_COORDINATOR. The Coordinator implements server.Groups; the server can
+// attach the client id and host of a request with WithClient so member ids
+// look like Kafka's (clientId-UUID).
+//
+// A group lives on partition abs(javaHashCode(group)) mod the partition
+// count of __consumer_offsets, exactly as Kafka places it, so a Kafka client
+// and a Kafka broker agree on the coordinator.
+//
+// # State machine
+//
+// Groups move through Empty → PreparingRebalance → CompletingRebalance →
+// Stable, back to PreparingRebalance on any membership change, and to Empty
+// when the last member leaves. JoinGroup and SyncGroup park until the
+// rebalance completes; timers (an injectable Clock) drive the initial
+// rebalance delay, the rebalance timeout, the wait for SyncGroup and session
+// expiry. One mutex guards all group state; appends to an offsets partition
+// are serialised by a per-partition lock that is always taken before the
+// state mutex and never while holding it, so the order of records in the
+// log is the order in which their effects are applied in memory.
+//
+// Not implemented: offsets retention (offsets.retention.minutes; committed
+// offsets never expire), transactional offset commits, DeleteGroups and
+// OffsetDelete, KIP-848 consumer groups. FindCoordinator for transaction
+// coordinators answers COORDINATOR_NOT_AVAILABLE.
+//
+// # What it must never do
+//
+// Panic on bytes from the network or from the log: a record in
+// __consumer_offsets that does not decode is skipped with a log line. Answer
+// a commit or a SyncGroup before its record is committed in the log. Hold
+// the state mutex while waiting for the log.
+package group

@@ -1,0 +1,29 @@
+package group
+
+import "unicode/utf16"
+
+// javaStringHashCode is Java's String.hashCode: s[0]*31^(n-1) + ... + s[n-1]
+// over the UTF-16 code units of s, in wrapping 32-bit arithmetic. Go strings
+// are UTF-8; invalid bytes decode to U+FFFD, as Kafka's UTF-8 decoder
+// replaces malformed input.
+func javaStringHashCode(s string) int32 {
+	var h int32
+	for _, u := range utf16.Encode([]rune(s)) {
+		h = 31*h + int32(u)
+	}
+	return h
+}
+
+// partitionFor places a group on an offsets partition as Kafka does:
+// Utils.abs(groupId.hashCode) % partitions, where Utils.abs maps
+// Integer.MIN_VALUE to 0 instead of overflowing.
+func partitionFor(group string, partitions int32) int32 {
+	h := javaStringHashCode(group)
+	switch {
+	case h == -1<<31:
+		h = 0
+	case h < 0:
+		h = -h
+	}
+	return h % partitions
+}
