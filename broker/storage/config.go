@@ -1,0 +1,65 @@
+package storage
+
+import (
+	"fmt"
+	"math"
+)
+
+// Timestamp types of message.timestamp.type.
+const (
+	TimestampCreateTime    = "CreateTime"
+	TimestampLogAppendTime = "LogAppendTime"
+)
+
+// LogConfig is the per-log configuration (Kafka's topic-level configs).
+type LogConfig struct {
+	SegmentBytes          int64  // segment.bytes
+	SegmentMs             int64  // segment.ms
+	IndexIntervalBytes    int32  // index.interval.bytes
+	SegmentIndexBytes     int32  // segment.index.bytes
+	FlushIntervalMessages int64  // flush.messages; <= 0 or MaxInt64: never
+	FlushIntervalMs       int64  // flush.ms; <= 0 or MaxInt64: never
+	RetentionMs           int64  // retention.ms; < 0: unlimited
+	RetentionBytes        int64  // retention.bytes; < 0: unlimited
+	MaxMessageBytes       int32  // max.message.bytes
+	MessageTimestampType  string // CreateTime or LogAppendTime
+}
+
+// DefaultLogConfig returns Kafka's defaults.
+func DefaultLogConfig() LogConfig {
+	return LogConfig{
+		SegmentBytes:          1 << 30,
+		SegmentMs:             7 * 24 * 60 * 60 * 1000,
+		IndexIntervalBytes:    4096,
+		SegmentIndexBytes:     10 << 20,
+		FlushIntervalMessages: math.MaxInt64,
+		FlushIntervalMs:       math.MaxInt64,
+		RetentionMs:           7 * 24 * 60 * 60 * 1000,
+		RetentionBytes:        -1,
+		MaxMessageBytes:       1048588,
+		MessageTimestampType:  TimestampCreateTime,
+	}
+}
+
+// Validate rejects values Kafka rejects, naming the key.
+func (c LogConfig) Validate() error {
+	switch {
+	case c.SegmentBytes < BatchHeaderSize:
+		return fmt.Errorf("segment.bytes %d: must be at least %d", c.SegmentBytes, BatchHeaderSize)
+	case c.SegmentBytes > math.MaxInt32:
+		return fmt.Errorf("segment.bytes %d: must be at most %d", c.SegmentBytes, int64(math.MaxInt32))
+	case c.SegmentMs < 1:
+		return fmt.Errorf("segment.ms %d: must be at least 1", c.SegmentMs)
+	case c.IndexIntervalBytes < 0:
+		return fmt.Errorf("index.interval.bytes %d: must be at least 0", c.IndexIntervalBytes)
+	case c.SegmentIndexBytes < offsetIndexEntrySize*4:
+		return fmt.Errorf("segment.index.bytes %d: must be at least %d", c.SegmentIndexBytes, offsetIndexEntrySize*4)
+	case c.MaxMessageBytes < 0:
+		return fmt.Errorf("max.message.bytes %d: must be at least 0", c.MaxMessageBytes)
+	case c.MessageTimestampType != TimestampCreateTime && c.MessageTimestampType != TimestampLogAppendTime:
+		return fmt.Errorf("message.timestamp.type %q: must be CreateTime or LogAppendTime", c.MessageTimestampType)
+	}
+	return nil
+}
+
+func flushEnabled(v int64) bool { return v > 0 && v != math.MaxInt64 }

@@ -1,0 +1,39 @@
+// Package storage is faultline's storage engine: Kafka's on-disk formats and
+// the logic around them, byte for byte where Kafka defines them.
+//
+// What it provides:
+//   - record batch v2 (BatchHeader, ParseBatchHeader, ValidateBatch with
+//     CRC-32C, ForEachBatch, BuildBatch for internal writers, DecodeRecords
+//     including gzip, snappy, lz4 and zstd batches);
+//   - segments of a partition dir <topic>-<partition>: <20-digit base>.log,
+//     .index (i32 relative offset, i32 position) and .timeindex (i64
+//     timestamp, i32 relative offset), an index entry every
+//     index.interval.bytes;
+//   - Log: leader and follower appends (offset assignment, partition leader
+//     epoch stamping, idempotent producer checks), reads, truncation, roll by
+//     size and time, retention by time and size, flush policy, the leader
+//     epoch cache (leader-epoch-checkpoint) and producer snapshots
+//     (<offset>.snapshot, Kafka's v1 format);
+//   - LogManager: loads every partition of every log dir, recovering after an
+//     unclean shutdown (no .kafka_cleanshutdown marker) with
+//     num.recovery.threads.per.data.dir workers per dir; writes the offset
+//     checkpoints (recovery-point-offset-checkpoint,
+//     replication-offset-checkpoint, log-start-offset-checkpoint) and the
+//     marker at shutdown;
+//   - meta.properties reading, writing and FormatLogDir for `format`;
+//   - FS, the file-system interface all I/O goes through, with OS and
+//     ErrorFS (fault injection for tests: EIO, torn and short writes).
+//
+// How to use it: build a LogManager over the log dirs, call Load once, then
+// GetOrCreateLog per partition; call RunBackground for the periodic
+// checkpoints, retention and time-based flushes, and Shutdown on a controlled
+// shutdown. Map errors to Kafka error codes with errors.Is against the
+// exported sentinels (ErrOffsetOutOfRange, ErrCorruptBatch,
+// ErrOutOfOrderSequence, ...).
+//
+// What it must never do: know about replication, the network or the
+// metadata (the replica layer decides what to append and truncate; this
+// package only keeps the log consistent); panic on bytes read from disk or
+// received from a client; fsync on the append path unless flush.messages
+// asks for it (Kafka leaves durability to replication and the OS).
+package storage

@@ -1,0 +1,253 @@
+package storage
+
+import (
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// loadParams is what the LogManager knows about a partition before opening
+// it: the log dir's checkpoints and whether the dir shut down cleanly.
+type loadParams struct {
+	cleanShutdown  bool
+	recoveryPoint  int64 // -1: not in the checkpoint
+	logStartOffset int64 // -1: not in the checkpoint
+	highWatermark  int64 // -1: not in the checkpoint
+	logger         *slog.Logger
+	now            func() time.Time
+}
+
+// loadResult reports what loading a log did.
+type loadResult struct {
+	recovered bool
+	segments  int
+}
+
+// openLog opens (creating if needed) the log in dir, recovering it when the
+// shutdown was unclean, as Kafka's LogLoader does.
+func openLog(fs FS, dir string, tp TopicPartition, cfg LogConfig, p loadParams) (*Log, loadResult, error) {
+	start := time.Now()
+	var res loadResult
+	if err := cfg.Validate(); err != nil {
+		return nil, res, fmt.Errorf("log %s: %w", tp, err)
+	}
+	if p.now == nil {
+		p.now = time.Now
+	}
+	if p.logger == nil {
+		p.logger = slog.New(slog.DiscardHandler)
+	}
+	if err := fs.MkdirAll(dir, 0o755); err != nil {
+		return nil, res, fmt.Errorf("create %s: %w", dir, err)
+	}
+	l := &Log{fs: fs, dir: dir, tp: tp, cfg: cfg, logger: p.logger, now: p.now, producers: newProducerState()}
+	nowMs := p.now().UnixMilli()
+	l.lastFlushMs = nowMs
+	bases, err := cleanupPartitionDir(fs, dir)
+	if err != nil {
+		return nil, res, fmt.Errorf("load %s: %w", tp, err)
+	}
+	epochs, err := loadEpochCache(fs, dir)
+	if err != nil {
+		p.logger.Warn(fmt.Sprintf("Discarding unreadable leader epoch checkpoint of %s", tp), "err", err)
+		epochs.entries = nil
+	}
+	l.epochs = epochs
+	fail := func(err error) (*Log, loadResult, error) {
+		for _, s := range l.segments {
+			_ = s.close()
+		}
+		return nil, res, fmt.Errorf("load %s: %w", tp, err)
+	}
+	maxBatch := int(max(cfg.SegmentBytes, int64(cfg.MaxMessageBytes)))
+	for _, base := range bases {
+		s, needsRecovery, err := openSegment(fs, dir, base, cfg, nowMs)
+		if err != nil {
+			return fail(err)
+		}
+		s.needsRecovery = needsRecovery
+		if needsRecovery && p.cleanShutdown {
+			p.logger.Info(fmt.Sprintf("Rebuilding indexes of segment %d of %s", base, tp))
+			if _, err := s.recover(maxBatch, nil); err != nil {
+				_ = s.close()
+				return fail(err)
+			}
+		}
+		l.segments = append(l.segments, s)
+	}
+	recoveryPoint := max(p.recoveryPoint, 0)
+	if !p.cleanShutdown && len(l.segments) > 0 {
+		res.recovered = true
+		p.logger.Info(fmt.Sprintf("Recovering log %s", tp))
+		if err := l.recoverSegments(recoveryPoint, maxBatch); err != nil {
+			return fail(err)
+		}
+	}
+	if len(l.segments) == 0 {
+		s, err := createSegment(fs, dir, max(p.logStartOffset, 0), cfg, nowMs)
+		if err != nil {
+			return fail(err)
+		}
+		l.segments = append(l.segments, s)
+	}
+	leo := l.leo()
+	l.logStartOffset = max(p.logStartOffset, l.segments[0].baseOffset)
+	if leo < l.logStartOffset {
+		p.logger.Warn(fmt.Sprintf("Log end offset %d of %s is below its log start offset %d; starting empty at the log start", leo, tp, l.logStartOffset))
+		if err := l.truncateFullyAndStartAt(l.logStartOffset); err != nil {
+			return fail(err)
+		}
+		leo = l.leo()
+	}
+	if p.cleanShutdown {
+		l.recoveryPoint = leo
+	} else {
+		l.recoveryPoint = min(recoveryPoint, leo)
+	}
+	l.highWatermark = min(max(p.highWatermark, l.logStartOffset), leo)
+	if err := l.epochs.truncateFromEnd(leo, false); err != nil {
+		return fail(err)
+	}
+	if err := l.epochs.truncateFromStart(l.logStartOffset, false); err != nil {
+		return fail(err)
+	}
+	if err := l.epochs.flush(); err != nil {
+		return fail(fmt.Errorf("leader epoch checkpoint: %w", err))
+	}
+	if err := l.rebuildProducerState(leo, true); err != nil {
+		return fail(err)
+	}
+	if res.recovered {
+		p.logger.Info(fmt.Sprintf("Completed recovery of %s. New Log End Offset is %d", tp, leo))
+	}
+	res.segments = len(l.segments)
+	p.logger.Info(fmt.Sprintf("Completed load of log %s with %d segments, log start offset %d and log end offset %d in %d ms",
+		tp, len(l.segments), l.logStartOffset, leo, time.Since(start).Milliseconds()))
+	return l, res, nil
+}
+
+// recoverSegments validates every segment from the one holding the recovery
+// point to the end, truncating at the first invalid byte and deleting every
+// later segment, and reassigns leader epochs from the surviving batches.
+func (l *Log) recoverSegments(recoveryPoint int64, maxBatch int) error {
+	first := l.segmentFor(recoveryPoint)
+	for i, s := range l.segments[:first] {
+		if s.needsRecovery {
+			first = i
+			break
+		}
+	}
+	prevEnd := int64(-1)
+	if first > 0 {
+		prevEnd = l.segments[first-1].nextOffset
+	}
+	for i := first; i < len(l.segments); i++ {
+		s := l.segments[i]
+		if s.baseOffset < prevEnd {
+			l.logger.Warn(fmt.Sprintf("Segment %d of %s overlaps the previous one ending at %d; deleting it and later segments", s.baseOffset, l.tp, prevEnd))
+			return l.dropSegmentsFrom(i)
+		}
+		l.logger.Info(fmt.Sprintf("Recovering unflushed segment %d of %s", s.baseOffset, l.tp))
+		cut, err := s.recover(maxBatch, func(h BatchHeader) {
+			if h.PartitionLeaderEpoch >= 0 {
+				if e, ok := l.epochs.latest(); !ok || e.Epoch < h.PartitionLeaderEpoch {
+					_, _ = l.epochs.assign(h.PartitionLeaderEpoch, h.BaseOffset, false)
+				}
+			}
+		})
+		if err != nil {
+			return err
+		}
+		prevEnd = s.nextOffset
+		if cut > 0 {
+			l.logger.Warn(fmt.Sprintf("Found invalid bytes at byte %d of segment %d of %s; truncated %d bytes, log end offset is now %d",
+				s.size, s.baseOffset, l.tp, cut, s.nextOffset))
+			return l.dropSegmentsFrom(i + 1)
+		}
+	}
+	return nil
+}
+
+// dropSegmentsFrom deletes segments i and later, keeping at least one.
+func (l *Log) dropSegmentsFrom(i int) error {
+	if i == 0 {
+		i = 1
+		if err := l.segments[0].remove(); err != nil {
+			return err
+		}
+		s, err := createSegment(l.fs, l.dir, l.segments[0].baseOffset, l.cfg, l.now().UnixMilli())
+		if err != nil {
+			return err
+		}
+		l.segments[0] = s
+	}
+	for j := len(l.segments) - 1; j >= i; j-- {
+		l.logger.Warn(fmt.Sprintf("Deleting segment %d of %s after a truncation during recovery", l.segments[j].baseOffset, l.tp))
+		if err := l.segments[j].remove(); err != nil {
+			return err
+		}
+	}
+	l.segments = l.segments[:i]
+	return nil
+}
+
+// cleanupPartitionDir deletes leftovers of interrupted operations (.deleted,
+// .cleaned, .tmp files, unfinished .swap files, index files without a log)
+// and returns the base offsets of the .log files, ascending.
+func cleanupPartitionDir(fs FS, dir string) ([]int64, error) {
+	ents, err := fs.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("list %s: %w", dir, err)
+	}
+	logs := map[int64]bool{}
+	var indexes []string
+	for _, e := range ents {
+		name := e.Name()
+		full := filepath.Join(dir, name)
+		switch {
+		case e.IsDir():
+			continue
+		case strings.HasSuffix(name, ".deleted"), strings.HasSuffix(name, ".cleaned"), strings.HasSuffix(name, ".tmp"), strings.HasSuffix(name, ".swap"):
+			if err := fs.Remove(full); err != nil && !os.IsNotExist(err) {
+				return nil, fmt.Errorf("delete %s: %w", full, err)
+			}
+		case strings.HasSuffix(name, logSuffix):
+			if base, ok := parseOffsetName(name, logSuffix); ok {
+				logs[base] = true
+			}
+		case strings.HasSuffix(name, indexSuffix), strings.HasSuffix(name, timeIndexSuffix), strings.HasSuffix(name, txnIndexSuffix):
+			indexes = append(indexes, name)
+		}
+	}
+	for _, name := range indexes {
+		suffix := filepath.Ext(name)
+		if base, ok := parseOffsetName(name, suffix); ok && !logs[base] {
+			if err := fs.Remove(filepath.Join(dir, name)); err != nil && !os.IsNotExist(err) {
+				return nil, fmt.Errorf("delete orphan index %s: %w", name, err)
+			}
+		}
+	}
+	bases := make([]int64, 0, len(logs))
+	for b := range logs {
+		bases = append(bases, b)
+	}
+	sort.Slice(bases, func(i, j int) bool { return bases[i] < bases[j] })
+	return bases, nil
+}
+
+func parseOffsetName(name, suffix string) (int64, bool) {
+	s := strings.TrimSuffix(name, suffix)
+	if len(s) != 20 {
+		return 0, false
+	}
+	v, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || v < 0 {
+		return 0, false
+	}
+	return v, true
+}

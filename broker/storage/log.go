@@ -1,0 +1,1007 @@
+package storage
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// TopicPartition names a partition.
+type TopicPartition struct {
+	Topic     string
+	Partition int32
+}
+
+func (tp TopicPartition) String() string { return tp.Topic + "-" + strconv.Itoa(int(tp.Partition)) }
+
+// DirName is the partition's directory name, <topic>-<partition>.
+func (tp TopicPartition) DirName() string { return tp.String() }
+
+// ParseTopicPartitionDir parses a partition directory name at its last '-'.
+// It rejects names of directories pending deletion or replacement
+// (-delete, -future, -stray).
+func ParseTopicPartitionDir(name string) (TopicPartition, bool) {
+	for _, suffix := range []string{"-delete", "-future", "-stray"} {
+		if strings.HasSuffix(name, suffix) {
+			return TopicPartition{}, false
+		}
+	}
+	i := strings.LastIndexByte(name, '-')
+	if i <= 0 || i == len(name)-1 {
+		return TopicPartition{}, false
+	}
+	p, err := strconv.ParseInt(name[i+1:], 10, 32)
+	if err != nil || p < 0 || strconv.FormatInt(p, 10) != name[i+1:] {
+		return TopicPartition{}, false
+	}
+	return TopicPartition{Topic: name[:i], Partition: int32(p)}, true
+}
+
+func sortedPartitions[V any](m map[TopicPartition]V) []TopicPartition {
+	tps := make([]TopicPartition, 0, len(m))
+	for tp := range m {
+		tps = append(tps, tp)
+	}
+	sort.Slice(tps, func(i, j int) bool {
+		if tps[i].Topic != tps[j].Topic {
+			return tps[i].Topic < tps[j].Topic
+		}
+		return tps[i].Partition < tps[j].Partition
+	})
+	return tps
+}
+
+// AppendInfo describes a completed append.
+type AppendInfo struct {
+	FirstOffset   int64
+	LastOffset    int64
+	MaxTimestamp  int64
+	LogAppendTime int64 // -1 unless the log uses LogAppendTime
+	// Duplicate: the batch repeated one already in the log; nothing was
+	// appended and the offsets are the original ones.
+	Duplicate   bool
+	RecordCount int
+}
+
+// Log is one partition's log: its segments, indexes, leader epoch cache and
+// producer state. It is safe for concurrent use: appends and mutations are
+// serialized; reads run concurrently with each other.
+type Log struct {
+	mu     sync.RWMutex
+	fs     FS
+	dir    string
+	tp     TopicPartition
+	cfg    LogConfig
+	logger *slog.Logger
+	now    func() time.Time
+
+	segments       []*segment // ascending base offset; the last is active
+	logStartOffset int64
+	highWatermark  int64
+	recoveryPoint  int64
+	epochs         *epochCache
+	producers      *producerState
+
+	unflushedMessages int64
+	lastFlushMs       int64
+	// failed is set when the files no longer match memory; every later
+	// write fails with it.
+	failed  error
+	closed  bool
+	flushes sync.WaitGroup
+}
+
+// Dir is the partition directory.
+func (l *Log) Dir() string { return l.dir }
+
+// TopicPartition is the log's partition.
+func (l *Log) TopicPartition() TopicPartition { return l.tp }
+
+// Config returns the log's configuration.
+func (l *Log) Config() LogConfig {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.cfg
+}
+
+// SetConfig replaces the log's configuration (a topic config change).
+func (l *Log) SetConfig(cfg LogConfig) error {
+	if err := cfg.Validate(); err != nil {
+		return fmt.Errorf("log %s: %w", l.tp, err)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.cfg = cfg
+	for _, s := range l.segments {
+		s.indexIntervalBytes = int64(cfg.IndexIntervalBytes)
+		s.idx.maxEntries = int(cfg.SegmentIndexBytes) / offsetIndexEntrySize
+	}
+	return nil
+}
+
+func (l *Log) active() *segment { return l.segments[len(l.segments)-1] }
+
+func (l *Log) leo() int64 { return l.active().nextOffset }
+
+// LogEndOffset is the offset the next appended record gets.
+func (l *Log) LogEndOffset() int64 {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.leo()
+}
+
+// LogStartOffset is the first offset still readable.
+func (l *Log) LogStartOffset() int64 {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.logStartOffset
+}
+
+// HighWatermark is the last value set with UpdateHighWatermark (or loaded
+// from the checkpoint), clamped to [log start, LEO].
+func (l *Log) HighWatermark() int64 {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.highWatermark
+}
+
+// UpdateHighWatermark sets the high watermark clamped to [log start, LEO]
+// and returns the value set.
+func (l *Log) UpdateHighWatermark(hw int64) int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.highWatermark = min(max(hw, l.logStartOffset), l.leo())
+	return l.highWatermark
+}
+
+// RecoveryPoint is the offset below which everything is known flushed.
+func (l *Log) RecoveryPoint() int64 {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.recoveryPoint
+}
+
+// NumSegments is the number of segments.
+func (l *Log) NumSegments() int {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return len(l.segments)
+}
+
+// Size is the total size of the segment files in bytes.
+func (l *Log) Size() int64 {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.size()
+}
+
+func (l *Log) size() int64 {
+	var n int64
+	for _, s := range l.segments {
+		n += s.size
+	}
+	return n
+}
+
+// SegmentBaseOffsets lists the base offsets of the segments, ascending.
+func (l *Log) SegmentBaseOffsets() []int64 {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	out := make([]int64, len(l.segments))
+	for i, s := range l.segments {
+		out[i] = s.baseOffset
+	}
+	return out
+}
+
+func (l *Log) checkWritable() error {
+	if l.closed {
+		return fmt.Errorf("log %s: %w", l.tp, ErrLogClosed)
+	}
+	if l.failed != nil {
+		return fmt.Errorf("log %s: %w", l.tp, l.failed)
+	}
+	return nil
+}
+
+// fail marks the log unusable when err says the files were damaged.
+func (l *Log) fail(err error) error {
+	if errors.Is(err, errSegmentDamaged) && l.failed == nil {
+		l.failed = err
+	}
+	return err
+}
+
+// parseForAppend validates every batch of records (whole batches, v2,
+// CRC, sizes) and returns their headers.
+func (l *Log) parseForAppend(records []byte, leader bool) ([]BatchHeader, error) {
+	var headers []BatchHeader
+	err := ForEachBatch(records, func(_ BatchHeader, batch []byte) error {
+		h, err := ValidateBatch(batch)
+		if err != nil {
+			return err
+		}
+		if l.cfg.MaxMessageBytes > 0 && h.Size() > int(l.cfg.MaxMessageBytes) && leader {
+			return fmt.Errorf("%w: batch of %d bytes, max.message.bytes %d", ErrRecordTooLarge, h.Size(), l.cfg.MaxMessageBytes)
+		}
+		if int64(h.Size()) > l.cfg.SegmentBytes {
+			return fmt.Errorf("%w: batch of %d bytes, segment.bytes %d", ErrRecordTooLarge, h.Size(), l.cfg.SegmentBytes)
+		}
+		if leader {
+			if h.Compression() == CompressionNone {
+				if err := checkUncompressedRecords(h, batch); err != nil {
+					return err
+				}
+			} else if int64(h.RecordCount) != int64(h.LastOffsetDelta)+1 {
+				return fmt.Errorf("%w: %d records, lastOffsetDelta %d", ErrInvalidRecord, h.RecordCount, h.LastOffsetDelta)
+			}
+			if h.Compression() > CompressionZstd {
+				return fmt.Errorf("%w: codec %d", ErrUnsupportedCompression, h.Compression())
+			}
+		}
+		headers = append(headers, h)
+		return nil
+	})
+	if err != nil {
+		if !leader && errors.Is(err, ErrIncompleteBatch) && len(headers) > 0 {
+			return headers, nil
+		}
+		return nil, fmt.Errorf("append to %s: %w", l.tp, err)
+	}
+	if len(headers) == 0 {
+		return nil, fmt.Errorf("append to %s: %w: no record batch", l.tp, ErrInvalidRecord)
+	}
+	return headers, nil
+}
+
+// AppendAsLeader validates records (one or more v2 batches from a client),
+// checks idempotent producer sequences, assigns offsets from the log end,
+// stamps leaderEpoch into every batch (and the append time for
+// LogAppendTime logs) and appends them. It modifies records in place.
+// A batch that repeats one of its producer's last five batches appends
+// nothing and returns the original offsets with Duplicate set.
+func (l *Log) AppendAsLeader(records []byte, leaderEpoch int32, nowMs int64) (AppendInfo, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.checkWritable(); err != nil {
+		return AppendInfo{}, err
+	}
+	headers, err := l.parseForAppend(records, true)
+	if err != nil {
+		return AppendInfo{}, err
+	}
+	pa := l.producers.begin()
+	for _, h := range headers {
+		if !h.HasProducerID() {
+			continue
+		}
+		dup, isDup, err := pa.check(h)
+		if err != nil {
+			return AppendInfo{}, fmt.Errorf("append to %s: %w", l.tp, err)
+		}
+		if isDup {
+			return AppendInfo{
+				FirstOffset:   dup.firstOffset,
+				LastOffset:    dup.lastOffset,
+				MaxTimestamp:  dup.timestamp,
+				LogAppendTime: -1,
+				Duplicate:     true,
+			}, nil
+		}
+		pa.record(h) // offsets fixed below, before commit
+	}
+	logAppendTime := l.cfg.MessageTimestampType == TimestampLogAppendTime
+	info := AppendInfo{FirstOffset: l.leo(), MaxTimestamp: NoTimestamp, LogAppendTime: -1}
+	if logAppendTime {
+		info.LogAppendTime = nowMs
+	}
+	next := info.FirstOffset
+	pos := 0
+	pa = l.producers.begin()
+	for i := range headers {
+		h := &headers[i]
+		b := records[pos : pos+h.Size()]
+		setBaseOffset(b, next)
+		setPartitionLeaderEpoch(b, leaderEpoch)
+		h.BaseOffset = next
+		h.PartitionLeaderEpoch = leaderEpoch
+		if logAppendTime {
+			setLogAppendTime(b, nowMs)
+			h.MaxTimestamp = nowMs
+			h.Attributes |= attrLogAppendTime
+		}
+		if h.MaxTimestamp > info.MaxTimestamp {
+			info.MaxTimestamp = h.MaxTimestamp
+		}
+		if h.HasProducerID() {
+			pa.record(*h)
+		}
+		info.RecordCount += int(h.RecordCount)
+		next = h.NextOffset()
+		pos += h.Size()
+	}
+	info.LastOffset = next - 1
+	if err := l.appendBatches(records[:pos], headers, nowMs); err != nil {
+		return AppendInfo{}, err
+	}
+	pa.commit()
+	if leaderEpoch >= 0 {
+		if l2, ok := l.epochs.latest(); !ok || l2.Epoch < leaderEpoch {
+			if _, err := l.epochs.assign(leaderEpoch, info.FirstOffset, true); err != nil {
+				return info, fmt.Errorf("append to %s: leader epoch checkpoint: %w", l.tp, err)
+			}
+		}
+	}
+	return info, l.maybeFlushAfterAppend(info.RecordCount, nowMs)
+}
+
+// AppendAsFollower appends batches whose offsets the leader assigned. The
+// first batch must start at or after the log end offset and offsets must
+// increase; a trailing partial batch is ignored. It updates the leader
+// epoch cache from the batches' partition leader epochs and the producer
+// state without sequence checks.
+func (l *Log) AppendAsFollower(records []byte) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.checkWritable(); err != nil {
+		return err
+	}
+	headers, err := l.parseForAppend(records, false)
+	if err != nil {
+		return err
+	}
+	next := l.leo()
+	size := 0
+	count := 0
+	for _, h := range headers {
+		if h.BaseOffset < next {
+			return fmt.Errorf("append to %s: %w: batch at %d, expected at least %d", l.tp, ErrNonMonotonicOffset, h.BaseOffset, next)
+		}
+		next = h.NextOffset()
+		size += h.Size()
+		count += int(h.RecordCount)
+	}
+	nowMs := l.now().UnixMilli()
+	if err := l.appendBatches(records[:size], headers, nowMs); err != nil {
+		return err
+	}
+	for _, h := range headers {
+		l.producers.replay(h)
+		if h.PartitionLeaderEpoch >= 0 {
+			if e, ok := l.epochs.latest(); !ok || e.Epoch < h.PartitionLeaderEpoch {
+				if _, err := l.epochs.assign(h.PartitionLeaderEpoch, h.BaseOffset, true); err != nil {
+					return fmt.Errorf("append to %s: leader epoch checkpoint: %w", l.tp, err)
+				}
+			}
+		}
+	}
+	return l.maybeFlushAfterAppend(count, nowMs)
+}
+
+// appendBatches writes batches with final offsets, rolling first when the
+// active segment cannot take them.
+func (l *Log) appendBatches(data []byte, headers []BatchHeader, nowMs int64) error {
+	first, last := headers[0], headers[len(headers)-1]
+	maxTs := int64(NoTimestamp)
+	for _, h := range headers {
+		maxTs = max(maxTs, h.MaxTimestamp)
+	}
+	if l.shouldRoll(int64(len(data)), maxTs, first.BaseOffset, last.LastOffset(), nowMs) {
+		if err := l.roll(first.BaseOffset, nowMs); err != nil {
+			return err
+		}
+	}
+	if err := l.active().append(data, headers); err != nil {
+		return l.fail(fmt.Errorf("append to %s: %w", l.tp, err))
+	}
+	return nil
+}
+
+func (l *Log) shouldRoll(size, maxTs, firstOffset, lastOffset, nowMs int64) bool {
+	s := l.active()
+	if s.size == 0 {
+		return !s.canHold(lastOffset) || firstOffset < s.baseOffset
+	}
+	waited := nowMs - s.createdMs
+	if s.rollBaseTimestamp >= 0 && maxTs >= 0 {
+		waited = maxTs - s.rollBaseTimestamp
+	}
+	return s.size > l.cfg.SegmentBytes-size ||
+		waited > l.cfg.SegmentMs ||
+		s.idx.full() ||
+		!s.canHold(lastOffset)
+}
+
+func (l *Log) maybeFlushAfterAppend(count int, nowMs int64) error {
+	l.unflushedMessages += int64(count)
+	if flushEnabled(l.cfg.FlushIntervalMessages) && l.unflushedMessages >= l.cfg.FlushIntervalMessages {
+		return l.flushLocked(nowMs)
+	}
+	return nil
+}
+
+// Roll starts a new active segment at the log end offset (a no-op when the
+// active segment is empty).
+func (l *Log) Roll() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.checkWritable(); err != nil {
+		return err
+	}
+	return l.roll(l.leo(), l.now().UnixMilli())
+}
+
+// roll closes the active segment for writes, creates a new one at base,
+// snapshots producer state there and flushes the older segments in the
+// background, moving the recovery point to base.
+func (l *Log) roll(base int64, nowMs int64) error {
+	old := l.active()
+	if old.size == 0 {
+		if old.baseOffset == base {
+			return nil
+		}
+		if len(l.segments) == 1 || base >= old.baseOffset {
+			if err := old.remove(); err != nil {
+				return l.fail(fmt.Errorf("roll %s: %w: %w", l.tp, err, errSegmentDamaged))
+			}
+			l.segments = l.segments[:len(l.segments)-1]
+		}
+	} else if err := old.finalizeTimeIndex(); err != nil {
+		return l.fail(fmt.Errorf("roll %s: %w", l.tp, err))
+	}
+	s, err := createSegment(l.fs, l.dir, base, l.cfg, nowMs)
+	if err != nil {
+		if len(l.segments) == 0 {
+			l.failed = fmt.Errorf("roll %s: %w: %w", l.tp, err, errSegmentDamaged)
+		}
+		return fmt.Errorf("roll %s: %w", l.tp, err)
+	}
+	l.segments = append(l.segments, s)
+	if err := writeProducerSnapshot(l.fs, l.dir, base, l.producers); err != nil {
+		l.logger.Warn(fmt.Sprintf("Failed to snapshot producer state of %s at offset %d", l.tp, base), "err", err)
+	}
+	if len(l.segments) > 1 {
+		l.flushAsync(base)
+	}
+	return nil
+}
+
+// flushAsync fsyncs, without holding the lock, every segment below upTo and
+// then moves the recovery point to upTo.
+func (l *Log) flushAsync(upTo int64) {
+	var segs []*segment
+	for _, s := range l.segments {
+		if s.baseOffset < upTo && s.nextOffset > l.recoveryPoint {
+			segs = append(segs, s)
+		}
+	}
+	l.flushes.Add(1)
+	go func() {
+		defer l.flushes.Done()
+		for _, s := range segs {
+			if err := s.sync(); err != nil && !errors.Is(err, os.ErrClosed) {
+				l.logger.Warn(fmt.Sprintf("Failed to flush segment %d of %s", s.baseOffset, l.tp), "err", err)
+				return
+			}
+		}
+		if err := l.fs.SyncDir(l.dir); err != nil {
+			l.logger.Warn(fmt.Sprintf("Failed to flush directory of %s", l.tp), "err", err)
+			return
+		}
+		l.mu.Lock()
+		if upTo > l.recoveryPoint && upTo <= l.leo() {
+			l.recoveryPoint = upTo
+		}
+		l.mu.Unlock()
+	}()
+}
+
+// Flush fsyncs every segment with unflushed data and the partition
+// directory, and moves the recovery point to the log end offset.
+func (l *Log) Flush() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return fmt.Errorf("flush %s: %w", l.tp, ErrLogClosed)
+	}
+	return l.flushLocked(l.now().UnixMilli())
+}
+
+func (l *Log) flushLocked(nowMs int64) error {
+	leo := l.leo()
+	for _, s := range l.segments {
+		if s.nextOffset <= l.recoveryPoint && s != l.active() {
+			continue
+		}
+		if err := s.sync(); err != nil {
+			return fmt.Errorf("flush %s: %w", l.tp, err)
+		}
+	}
+	if err := l.fs.SyncDir(l.dir); err != nil {
+		return fmt.Errorf("flush %s: dir: %w", l.tp, err)
+	}
+	l.recoveryPoint = leo
+	l.unflushedMessages = 0
+	l.lastFlushMs = nowMs
+	return nil
+}
+
+// MaybeFlushByTime flushes when flush.ms has passed since the last flush.
+func (l *Log) MaybeFlushByTime(nowMs int64) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed || !flushEnabled(l.cfg.FlushIntervalMs) || l.unflushedMessages == 0 {
+		return nil
+	}
+	if nowMs-l.lastFlushMs < l.cfg.FlushIntervalMs {
+		return nil
+	}
+	return l.flushLocked(nowMs)
+}
+
+// segmentFor returns the index of the segment holding offset: the last
+// segment whose base is <= offset.
+func (l *Log) segmentFor(offset int64) int {
+	i := sort.Search(len(l.segments), func(i int) bool { return l.segments[i].baseOffset > offset })
+	return max(i-1, 0)
+}
+
+// Read returns whole batches starting with the one holding offset, at most
+// maxBytes of them (but at least one when minOneBatch), and none whose base
+// offset is at or after maxOffset (pass the high watermark for consumers,
+// the LEO for followers). An offset below the log start or above the log end
+// fails with ErrOffsetOutOfRange; reading at the log end returns nothing.
+func (l *Log) Read(offset int64, maxBytes int32, maxOffset int64, minOneBatch bool) ([]byte, error) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	if l.closed {
+		return nil, fmt.Errorf("read %s: %w", l.tp, ErrLogClosed)
+	}
+	leo := l.leo()
+	if offset < l.logStartOffset || offset > leo {
+		return nil, fmt.Errorf("read %s at %d: %w: log is [%d, %d)", l.tp, offset, ErrOffsetOutOfRange, l.logStartOffset, leo)
+	}
+	maxOffset = min(maxOffset, leo)
+	if offset >= maxOffset || maxBytes < 0 {
+		return nil, nil
+	}
+	for i := l.segmentFor(offset); i < len(l.segments); i++ {
+		b, err := l.segments[i].read(offset, int(maxBytes), maxOffset, minOneBatch)
+		if err != nil {
+			return nil, fmt.Errorf("read %s at %d: %w", l.tp, offset, err)
+		}
+		if len(b) > 0 || l.segments[i].nextOffset > offset {
+			return b, nil
+		}
+	}
+	return nil, nil
+}
+
+// LatestEpoch is the newest leader epoch in the epoch cache.
+func (l *Log) LatestEpoch() (int32, bool) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	e, ok := l.epochs.latest()
+	return e.Epoch, ok
+}
+
+// EpochEntries returns a copy of the leader epoch cache.
+func (l *Log) EpochEntries() []EpochEntry {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.epochs.snapshot()
+}
+
+// AssignEpochStartOffset records that epoch starts at startOffset (a new
+// leader calls it with its LEO) and persists the epoch cache.
+func (l *Log) AssignEpochStartOffset(epoch int32, startOffset int64) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.checkWritable(); err != nil {
+		return err
+	}
+	if _, err := l.epochs.assign(epoch, startOffset, true); err != nil {
+		return fmt.Errorf("assign epoch %d of %s: %w", epoch, l.tp, err)
+	}
+	return nil
+}
+
+// EndOffsetForEpoch is Kafka's endOffsetFor: the largest epoch <= epoch and
+// the offset where it ended (the LEO for the latest epoch); (-1, -1) when
+// epoch is undefined or newer than every known epoch.
+func (l *Log) EndOffsetForEpoch(epoch int32) (int32, int64) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.epochs.endOffsetFor(epoch, l.leo())
+}
+
+// FetchOffsetByTimestamp finds the first record at or after the log start
+// whose timestamp is >= ts and returns its offset, timestamp and the leader
+// epoch of its batch; ok is false when no record qualifies.
+func (l *Log) FetchOffsetByTimestamp(ts int64) (offset int64, timestamp int64, epoch int32, ok bool, err error) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	for i := l.segmentFor(l.logStartOffset); i < len(l.segments); i++ {
+		s := l.segments[i]
+		if s.maxTimestamp < ts || s.size == 0 {
+			continue
+		}
+		start := l.logStartOffset
+		if rel, found := s.idx.lookupTime(ts); found && s.baseOffset+int64(rel) > start {
+			start = s.baseOffset + int64(rel)
+		}
+		off, rts, ep, found, err := l.searchTimestamp(s, start, ts)
+		if err != nil {
+			return -1, -1, -1, false, fmt.Errorf("offset for timestamp %d in %s: %w", ts, l.tp, err)
+		}
+		if found {
+			return off, rts, ep, true, nil
+		}
+	}
+	return -1, -1, -1, false, nil
+}
+
+func (l *Log) searchTimestamp(s *segment, from int64, ts int64) (int64, int64, int32, bool, error) {
+	var hb [BatchHeaderSize]byte
+	pos, _, found, err := s.findPosition(from, hb[:])
+	if err != nil || !found {
+		return 0, 0, 0, false, err
+	}
+	for pos < s.size {
+		h, err := s.headerAt(pos, hb[:])
+		if err != nil {
+			return 0, 0, 0, false, err
+		}
+		if h.MaxTimestamp >= ts && h.LastOffset() >= l.logStartOffset {
+			batch := make([]byte, h.Size())
+			if _, err := s.log.ReadAt(batch, pos); err != nil {
+				return 0, 0, 0, false, err
+			}
+			recs, err := DecodeRecords(batch)
+			if err != nil {
+				return 0, 0, 0, false, err
+			}
+			for _, r := range recs {
+				if r.TimestampMs >= ts && r.Offset >= l.logStartOffset {
+					return r.Offset, r.TimestampMs, h.PartitionLeaderEpoch, true, nil
+				}
+			}
+		}
+		pos += int64(h.Size())
+	}
+	return 0, 0, 0, false, nil
+}
+
+// TruncateTo removes every batch whose last offset is >= offset (a follower
+// cutting a diverged suffix). The log end becomes min(offset, base of the
+// first removed batch); the high watermark, recovery point, epoch cache and
+// producer state follow.
+func (l *Log) TruncateTo(offset int64) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.checkWritable(); err != nil {
+		return err
+	}
+	if offset < 0 {
+		return fmt.Errorf("truncate %s to %d: %w", l.tp, offset, ErrInvalidOffset)
+	}
+	if offset >= l.leo() {
+		return nil
+	}
+	if offset <= l.segments[0].baseOffset || offset < l.logStartOffset {
+		return l.truncateFullyAndStartAt(offset)
+	}
+	i := l.segmentFor(offset)
+	for j := len(l.segments) - 1; j > i; j-- {
+		if err := l.segments[j].remove(); err != nil {
+			l.segments = l.segments[:j]
+			return l.fail(fmt.Errorf("truncate %s: %w: %w", l.tp, err, errSegmentDamaged))
+		}
+	}
+	l.segments = l.segments[:i+1]
+	if _, err := l.segments[i].truncateTo(offset); err != nil {
+		return l.fail(fmt.Errorf("truncate %s: %w: %w", l.tp, err, errSegmentDamaged))
+	}
+	leo := l.leo()
+	l.highWatermark = min(l.highWatermark, leo)
+	l.recoveryPoint = min(l.recoveryPoint, leo)
+	if err := l.epochs.truncateFromEnd(leo, true); err != nil {
+		return fmt.Errorf("truncate %s: leader epoch checkpoint: %w", l.tp, err)
+	}
+	return l.rebuildProducerState(leo, false)
+}
+
+// TruncateFullyAndStartAt deletes every segment and restarts the log empty
+// at offset (a follower far behind a leader's log start).
+func (l *Log) TruncateFullyAndStartAt(offset int64) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.checkWritable(); err != nil {
+		return err
+	}
+	if offset < 0 {
+		return fmt.Errorf("truncate %s to %d: %w", l.tp, offset, ErrInvalidOffset)
+	}
+	return l.truncateFullyAndStartAt(offset)
+}
+
+func (l *Log) truncateFullyAndStartAt(offset int64) error {
+	for _, s := range l.segments {
+		if err := s.remove(); err != nil {
+			l.failed = fmt.Errorf("truncate %s: %w: %w", l.tp, err, errSegmentDamaged)
+			return l.failed
+		}
+	}
+	l.segments = l.segments[:0]
+	s, err := createSegment(l.fs, l.dir, offset, l.cfg, l.now().UnixMilli())
+	if err != nil {
+		l.failed = fmt.Errorf("truncate %s: %w: %w", l.tp, err, errSegmentDamaged)
+		return l.failed
+	}
+	l.segments = append(l.segments, s)
+	l.logStartOffset = offset
+	l.highWatermark = offset
+	l.recoveryPoint = offset
+	if err := l.epochs.clear(true); err != nil {
+		return fmt.Errorf("truncate %s: leader epoch checkpoint: %w", l.tp, err)
+	}
+	l.producers = newProducerState()
+	if offs, err := listSnapshots(l.fs, l.dir); err == nil {
+		for _, o := range offs {
+			_ = removeSnapshot(l.fs, l.dir, o)
+		}
+	}
+	return nil
+}
+
+// IncrementLogStartOffset advances the log start offset (DeleteRecords, or a
+// follower following its leader's log start) and deletes segments that lie
+// wholly below it. offset may not pass the high watermark.
+func (l *Log) IncrementLogStartOffset(offset int64) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.checkWritable(); err != nil {
+		return err
+	}
+	if offset > l.highWatermark {
+		return fmt.Errorf("advance log start of %s to %d: %w: high watermark is %d", l.tp, offset, ErrOffsetOutOfRange, l.highWatermark)
+	}
+	if offset <= l.logStartOffset {
+		return nil
+	}
+	l.logStartOffset = offset
+	if err := l.epochs.truncateFromStart(offset, true); err != nil {
+		return fmt.Errorf("advance log start of %s: leader epoch checkpoint: %w", l.tp, err)
+	}
+	l.producers.dropBefore(offset)
+	_, err := l.deleteSegmentsWhile(func(s *segment, next *segment) bool {
+		return next != nil && next.baseOffset <= l.logStartOffset
+	})
+	return err
+}
+
+// DeleteOldSegments applies retention: segments wholly below the log start,
+// segments whose newest timestamp is older than retention.ms, and the oldest
+// segments while the log is larger than retention.bytes. The active segment
+// is rolled first when it has to go. It returns how many were deleted.
+func (l *Log) DeleteOldSegments(nowMs int64) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.checkWritable(); err != nil {
+		return 0, err
+	}
+	total := 0
+	n, err := l.deleteSegmentsWhile(func(s, next *segment) bool {
+		return next != nil && next.baseOffset <= l.logStartOffset
+	})
+	total += n
+	if err != nil {
+		return total, err
+	}
+	if l.cfg.RetentionMs >= 0 {
+		n, err := l.deleteSegmentsWhile(func(s, _ *segment) bool {
+			return s.size > 0 && s.maxTimestamp != NoTimestamp && nowMs-s.maxTimestamp > l.cfg.RetentionMs
+		})
+		total += n
+		if err != nil {
+			return total, err
+		}
+	}
+	if l.cfg.RetentionBytes >= 0 {
+		excess := l.size() - l.cfg.RetentionBytes
+		n, err := l.deleteSegmentsWhile(func(s, _ *segment) bool {
+			if s.size == 0 || excess-s.size < 0 {
+				return false
+			}
+			excess -= s.size
+			return true
+		})
+		total += n
+		if err != nil {
+			return total, err
+		}
+	}
+	return total, nil
+}
+
+// deleteSegmentsWhile deletes segments from the oldest while pred holds,
+// rolling first when the active segment is among them, then advances the
+// log start offset to the first remaining segment.
+func (l *Log) deleteSegmentsWhile(pred func(s, next *segment) bool) (int, error) {
+	n := 0
+	for n < len(l.segments) {
+		var next *segment
+		if n+1 < len(l.segments) {
+			next = l.segments[n+1]
+		}
+		if !pred(l.segments[n], next) {
+			break
+		}
+		n++
+	}
+	if n == 0 {
+		return 0, nil
+	}
+	if n == len(l.segments) {
+		if err := l.roll(l.leo(), l.now().UnixMilli()); err != nil {
+			return 0, err
+		}
+	}
+	for i := 0; i < n; i++ {
+		s := l.segments[0]
+		l.segments = l.segments[1:]
+		if err := s.remove(); err != nil {
+			l.logger.Warn(fmt.Sprintf("Failed to delete segment %d of %s", s.baseOffset, l.tp), "err", err)
+		}
+	}
+	base := l.segments[0].baseOffset
+	if base > l.logStartOffset {
+		l.logStartOffset = base
+		l.highWatermark = max(l.highWatermark, base)
+		l.recoveryPoint = max(l.recoveryPoint, base)
+		if err := l.epochs.truncateFromStart(base, true); err != nil {
+			return n, fmt.Errorf("retention of %s: leader epoch checkpoint: %w", l.tp, err)
+		}
+		l.producers.dropBefore(base)
+	}
+	if offs, err := listSnapshots(l.fs, l.dir); err == nil {
+		for _, o := range offs {
+			if o < base {
+				_ = removeSnapshot(l.fs, l.dir, o)
+			}
+		}
+	}
+	l.logger.Info(fmt.Sprintf("Deleted %d segments of %s; log start offset is now %d", n, l.tp, l.logStartOffset))
+	return n, nil
+}
+
+// rebuildProducerState loads the newest valid snapshot at or below upTo
+// and replays the batches between it and upTo. Snapshots above upTo are
+// deleted.
+func (l *Log) rebuildProducerState(upTo int64, logLoad bool) error {
+	offs, err := listSnapshots(l.fs, l.dir)
+	if err != nil {
+		return err
+	}
+	l.producers = newProducerState()
+	from := l.logStartOffset
+	for i := len(offs) - 1; i >= 0; i-- {
+		o := offs[i]
+		if o > upTo {
+			_ = removeSnapshot(l.fs, l.dir, o)
+			continue
+		}
+		if o < l.segments[0].baseOffset {
+			break
+		}
+		data, err := readFile(l.fs, offsetFileName(l.dir, o, snapshotSuffix))
+		if err == nil {
+			var ps *producerState
+			if ps, err = decodeProducerSnapshot(data); err == nil {
+				l.producers = ps
+				from = o
+				break
+			}
+		}
+		l.logger.Warn(fmt.Sprintf("Deleting unreadable producer snapshot %d of %s", o, l.tp), "err", err)
+		_ = removeSnapshot(l.fs, l.dir, o)
+	}
+	if logLoad {
+		l.logger.Info(fmt.Sprintf("Loading producer state from offset %d for partition %s", from, l.tp))
+	}
+	if from >= upTo {
+		return nil
+	}
+	for i := l.segmentFor(from); i < len(l.segments); i++ {
+		s := l.segments[i]
+		if s.baseOffset >= upTo {
+			break
+		}
+		start := int64(0)
+		if from > s.baseOffset {
+			var hb [BatchHeaderSize]byte
+			pos, _, found, err := s.findPosition(from, hb[:])
+			if err != nil {
+				return fmt.Errorf("replay producer state of %s: %w", l.tp, err)
+			}
+			if !found {
+				continue
+			}
+			start = pos
+		}
+		sc := newBatchScanner(s.log, s.size, 0)
+		sc.bufPos = start
+		for {
+			_, h, _, err := sc.next(false)
+			if err != nil {
+				if errors.Is(err, io.EOF) {
+					break
+				}
+				return fmt.Errorf("replay producer state of %s: %w", l.tp, err)
+			}
+			if h.BaseOffset >= upTo {
+				break
+			}
+			if h.LastOffset() >= from {
+				l.producers.replay(h)
+			}
+		}
+	}
+	return nil
+}
+
+// Close flushes nothing: it finalizes the active time index and closes the
+// files. Use Flush first for durability (the LogManager's Shutdown does).
+func (l *Log) Close() error {
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return nil
+	}
+	l.closed = true
+	l.mu.Unlock()
+	l.flushes.Wait()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var first error
+	if len(l.segments) > 0 && l.failed == nil {
+		if err := l.active().finalizeTimeIndex(); err != nil {
+			first = err
+		}
+	}
+	for _, s := range l.segments {
+		if err := s.close(); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+// closeForShutdown flushes, snapshots producer state at the LEO and closes.
+func (l *Log) closeForShutdown() error {
+	l.mu.Lock()
+	var first error
+	if l.failed != nil {
+		first = l.failed
+	} else if !l.closed {
+		if err := l.active().finalizeTimeIndex(); err != nil {
+			first = err
+		} else if err := l.flushLocked(l.now().UnixMilli()); err != nil {
+			first = err
+		} else if err := writeProducerSnapshot(l.fs, l.dir, l.leo(), l.producers); err != nil {
+			first = fmt.Errorf("snapshot producer state of %s: %w", l.tp, err)
+		}
+	}
+	l.mu.Unlock()
+	if err := l.Close(); err != nil && first == nil {
+		first = err
+	}
+	return first
+}

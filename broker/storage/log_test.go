@@ -1,0 +1,101 @@
+package storage
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func testConfig() LogConfig {
+	c := DefaultLogConfig()
+	c.IndexIntervalBytes = 256
+	return c
+}
+
+func openTestLog(t *testing.T, fs FS, dir string, cfg LogConfig, clean bool) *Log {
+	t.Helper()
+	l, _, err := openLog(fs, dir, TopicPartition{Topic: "t", Partition: 0}, cfg, loadParams{
+		cleanShutdown: clean, recoveryPoint: -1, logStartOffset: -1, highWatermark: -1,
+	})
+	require.NoError(t, err)
+	return l
+}
+
+func records(n int, prefix string, ts int64) []Record {
+	out := make([]Record, n)
+	for i := range out {
+		out[i] = Record{TimestampMs: ts + int64(i), Key: []byte(fmt.Sprintf("k%d", i)), Value: []byte(fmt.Sprintf("%s-%d", prefix, i))}
+	}
+	return out
+}
+
+func TestBuildAndDecodeRoundTrip(t *testing.T) {
+	recs := records(3, "v", 1000)
+	recs[1].Key = nil
+	recs[2].Headers = []RecordHeader{{Key: "h", Value: []byte("x")}, {Key: "n", Value: nil}}
+	b := BuildBatch(recs, BatchOptions{BaseOffset: 10, Producer: &BatchProducer{ID: 7, Epoch: 1, BaseSequence: 4}})
+	h, err := ValidateBatch(b)
+	require.NoError(t, err)
+	assert.Equal(t, int64(10), h.BaseOffset)
+	assert.Equal(t, int64(12), h.LastOffset())
+	assert.Equal(t, int32(3), h.RecordCount)
+	assert.Equal(t, int64(1000), h.BaseTimestamp)
+	assert.Equal(t, int64(1002), h.MaxTimestamp)
+	assert.Equal(t, int64(7), h.ProducerID)
+	assert.Equal(t, int32(6), h.LastSequence())
+	got, err := DecodeRecords(b)
+	require.NoError(t, err)
+	require.Len(t, got, 3)
+	for i, r := range got {
+		assert.Equal(t, int64(10+i), r.Offset)
+		assert.Equal(t, recs[i].TimestampMs, r.TimestampMs)
+		assert.Equal(t, recs[i].Key, r.Key)
+		assert.Equal(t, recs[i].Value, r.Value)
+		assert.Equal(t, recs[i].Headers, r.Headers)
+	}
+	b[len(b)-1] ^= 1
+	_, err = ValidateBatch(b)
+	assert.ErrorIs(t, err, ErrCorruptBatch)
+}
+
+func TestAppendReadRoundTrip(t *testing.T) {
+	l := openTestLog(t, OS, t.TempDir(), testConfig(), true)
+	defer l.Close()
+	for i := 0; i < 50; i++ {
+		info, err := l.AppendAsLeader(BuildBatch(records(4, fmt.Sprint(i), int64(i*10)), BatchOptions{}), 3, 1)
+		require.NoError(t, err)
+		assert.Equal(t, int64(i*4), info.FirstOffset)
+		assert.Equal(t, int64(i*4+3), info.LastOffset)
+	}
+	assert.Equal(t, int64(200), l.LogEndOffset())
+	assert.NotEmpty(t, l.active().idx.offsets, "index entries every 256 bytes")
+	for _, off := range []int64{0, 1, 77, 199} {
+		b, err := l.Read(off, 1<<20, 200, true)
+		require.NoError(t, err)
+		var first BatchHeader
+		require.NoError(t, ForEachBatch(b, func(h BatchHeader, _ []byte) error {
+			if first.Magic == 0 {
+				first = h
+			}
+			return nil
+		}))
+		assert.LessOrEqual(t, first.BaseOffset, off)
+		assert.GreaterOrEqual(t, first.LastOffset(), off)
+		assert.Equal(t, int32(3), first.PartitionLeaderEpoch)
+	}
+	b, err := l.Read(0, 1<<20, 8, true)
+	require.NoError(t, err)
+	n := 0
+	require.NoError(t, ForEachBatch(b, func(h BatchHeader, _ []byte) error { n++; assert.Less(t, h.BaseOffset, int64(8)); return nil }))
+	assert.Equal(t, 2, n)
+	_, err = l.Read(201, 100, 300, true)
+	assert.ErrorIs(t, err, ErrOffsetOutOfRange)
+	b, err = l.Read(200, 100, 300, true)
+	require.NoError(t, err)
+	assert.Empty(t, b)
+	ep, ok := l.LatestEpoch()
+	assert.True(t, ok)
+	assert.Equal(t, int32(3), ep)
+}
