@@ -1,0 +1,298 @@
+package reports
+
+import (
+	"bytes"
+	"encoding/json"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/faultline/faultline/checker"
+)
+
+// analysis is what the report derives from the history once, before
+// rendering.
+type analysis struct {
+	h checker.History
+	// pos maps an operation index to its position in h.
+	pos map[int64]int
+	// latencies pairs each client invoke with its completion.
+	latencies []latencyPoint
+	// nemesis holds the positions of nemesis operations in h, in order.
+	nemesis []int
+	// completionOf maps an invoke's position to its completion's position.
+	completionOf map[int]int
+	subscribe    bool
+	endNs        int64
+}
+
+// latencyPoint is one completed client operation.
+type latencyPoint struct {
+	startNs   int64
+	latencyNs int64
+	f         string
+	typ       checker.OpType
+}
+
+func analyze(h checker.History) *analysis {
+	a := &analysis{h: h, pos: make(map[int64]int, len(h)), completionOf: make(map[int]int, len(h)/2)}
+	open := map[int]int{} // process -> position of its pending invoke
+	for i, op := range h {
+		a.pos[op.Index] = i
+		if op.Time > a.endNs {
+			a.endNs = op.Time
+		}
+		if op.Process == checker.NemesisProcess {
+			a.nemesis = append(a.nemesis, i)
+			continue
+		}
+		if op.F == "subscribe" {
+			a.subscribe = true
+		}
+		if op.Type == checker.Invoke {
+			open[op.Process] = i
+			continue
+		}
+		inv, ok := open[op.Process]
+		if !ok {
+			continue
+		}
+		delete(open, op.Process)
+		a.completionOf[inv] = i
+		a.latencies = append(a.latencies, latencyPoint{
+			startNs:   h[inv].Time,
+			latencyNs: op.Time - h[inv].Time,
+			f:         h[inv].F,
+			typ:       op.Type,
+		})
+	}
+	return a
+}
+
+// op returns the operation with the given index.
+func (a *analysis) op(index int64) (checker.Op, bool) {
+	i, ok := a.pos[index]
+	if !ok {
+		return checker.Op{}, false
+	}
+	return a.h[i], true
+}
+
+// nemesisBefore returns the last nemesis operation that is not an invoke at
+// or before t (falling back to invokes when the nemesis records only those).
+func (a *analysis) nemesisBefore(t int64) (checker.Op, bool) {
+	var best checker.Op
+	found := false
+	for _, i := range a.nemesis {
+		op := a.h[i]
+		if op.Time > t {
+			break
+		}
+		if !found || op.Type != checker.Invoke || best.Type == checker.Invoke {
+			best, found = op, true
+		}
+	}
+	return best, found
+}
+
+// nemesisAfter returns the first nemesis operation at or after t that
+// injects a fault (not a heal), preferring completions to invokes.
+func (a *analysis) nemesisAfter(t int64) (checker.Op, bool) {
+	for _, i := range a.nemesis {
+		op := a.h[i]
+		if op.Time < t || isHeal(op.F) {
+			continue
+		}
+		if op.Type == checker.Invoke {
+			if c, ok := a.nemesisCompletion(i); ok {
+				return c, true
+			}
+		}
+		return op, true
+	}
+	return checker.Op{}, false
+}
+
+func (a *analysis) nemesisCompletion(invokePos int) (checker.Op, bool) {
+	for j := invokePos + 1; j < len(a.h); j++ {
+		op := a.h[j]
+		if op.Process == checker.NemesisProcess {
+			if op.Type != checker.Invoke && op.F == a.h[invokePos].F {
+				return op, true
+			}
+			return checker.Op{}, false
+		}
+	}
+	return checker.Op{}, false
+}
+
+func isHeal(f string) bool {
+	f = strings.ToLower(f)
+	for _, w := range []string{"heal", "stop", "resume", "restart", "recover", "cont", "start-node", "unpause"} {
+		if strings.Contains(f, w) {
+			return true
+		}
+	}
+	return f == "start"
+}
+
+// describeNemesis says what a nemesis operation did: "killed n1".
+func describeNemesis(op checker.Op) string {
+	target := rawSummary(op.Raw)
+	f := strings.ToLower(op.F)
+	verb := ""
+	switch {
+	case strings.Contains(f, "kill"):
+		verb = "killed"
+	case strings.Contains(f, "unpause") || strings.Contains(f, "resume") || strings.Contains(f, "cont"):
+		verb = "resumed"
+	case strings.Contains(f, "pause") || strings.Contains(f, "stop-process"):
+		verb = "paused"
+	case strings.Contains(f, "heal") || strings.Contains(f, "stop-partition"):
+		verb = "healed the network partition"
+	case strings.Contains(f, "partition"):
+		verb = "partitioned the network"
+	case strings.Contains(f, "restart") || f == "start" || strings.Contains(f, "start-node"):
+		verb = "restarted"
+	case strings.Contains(f, "shutdown"):
+		verb = "shut down"
+	}
+	if verb == "" {
+		s := "ran " + strconv.Quote(op.F)
+		if target != "" {
+			s += " on " + target
+		}
+		return s
+	}
+	if target == "" {
+		return verb
+	}
+	if strings.HasPrefix(verb, "partitioned") || strings.HasPrefix(verb, "healed") {
+		return verb + " (" + target + ")"
+	}
+	return verb + " " + target
+}
+
+// rawSummary renders a nemesis value briefly: a list of node names as
+// "n1, n2", anything else as compact JSON cut at 80 bytes.
+func rawSummary(raw []byte) string {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || string(raw) == "null" {
+		return ""
+	}
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	var list []string
+	if json.Unmarshal(raw, &list) == nil {
+		return strings.Join(list, ", ")
+	}
+	var buf bytes.Buffer
+	if json.Compact(&buf, raw) != nil {
+		return truncate(string(raw), 80)
+	}
+	return truncate(buf.String(), 80)
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := n
+	for cut > 0 && !utf8Start(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
+}
+
+func utf8Start(b byte) bool { return b&0xC0 != 0x80 }
+
+// formatValue renders an operation's value in history.jsonl's notation,
+// cut at maxLen bytes.
+func formatValue(op checker.Op, maxLen int) string {
+	var b strings.Builder
+	switch {
+	case op.Mops != nil:
+		b.WriteByte('[')
+		for i, m := range op.Mops {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			writeMop(&b, m)
+			if b.Len() > maxLen {
+				break
+			}
+		}
+		b.WriteByte(']')
+	case op.Keys != nil:
+		b.WriteByte('[')
+		for i, k := range op.Keys {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			b.WriteString(strconv.Itoa(k))
+		}
+		b.WriteByte(']')
+		if op.SeekToBeginning {
+			b.WriteString(" seek-to-beginning")
+		}
+	case len(op.Raw) > 0:
+		b.WriteString(rawSummary(op.Raw))
+	}
+	return truncate(b.String(), maxLen)
+}
+
+func writeMop(b *strings.Builder, m checker.MicroOp) {
+	switch m.F {
+	case "send":
+		b.WriteString(`["send",`)
+		b.WriteString(strconv.Itoa(m.Key))
+		b.WriteByte(',')
+		if m.Completed {
+			b.WriteByte('[')
+			if m.Offset != nil {
+				b.WriteString(strconv.FormatInt(*m.Offset, 10))
+			} else {
+				b.WriteString("null")
+			}
+			b.WriteByte(',')
+			b.WriteString(strconv.FormatInt(m.Value, 10))
+			b.WriteByte(']')
+		} else {
+			b.WriteString(strconv.FormatInt(m.Value, 10))
+		}
+		b.WriteByte(']')
+	case "poll":
+		if m.Polls == nil {
+			b.WriteString(`["poll"]`)
+			return
+		}
+		b.WriteString(`["poll",{`)
+		keys := make([]int, 0, len(m.Polls))
+		for k := range m.Polls {
+			keys = append(keys, k)
+		}
+		sort.Ints(keys)
+		for i, k := range keys {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			b.WriteString(`"` + strconv.Itoa(k) + `":[`)
+			for j, p := range m.Polls[k] {
+				if j > 0 {
+					b.WriteByte(',')
+				}
+				b.WriteString("[" + strconv.FormatInt(p.Offset, 10) + "," + strconv.FormatInt(p.Value, 10) + "]")
+				if b.Len() > 4096 {
+					b.WriteString(",…")
+					break
+				}
+			}
+			b.WriteByte(']')
+		}
+		b.WriteString("}]")
+	default:
+		b.WriteString(`["` + m.F + `"]`)
+	}
+}

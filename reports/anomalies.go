@@ -1,0 +1,137 @@
+package reports
+
+import (
+	"fmt"
+	"sort"
+)
+
+// anomalyKind describes one of Jepsen's anomaly names in plain language.
+type anomalyKind struct {
+	Name       string
+	Definition string
+	// one and many phrase a count of this anomaly as the start of a
+	// sentence; many has one %d verb.
+	one, many string
+	// allowedAlways and allowedSubscribe say when Jepsen tolerates it.
+	allowedAlways, allowedSubscribe bool
+	// loss marks anomalies about acknowledged writes that went missing; the
+	// verdict then relates them to the fault that followed the writes.
+	loss bool
+}
+
+// anomalyCatalog lists every anomaly name the checker may report, in the
+// order the report presents them (the worst first).
+var anomalyCatalog = []anomalyKind{
+	{Name: "lost-write", loss: true,
+		Definition: "An acknowledged send sits below the highest offset any poll read on its partition, yet no poll ever returned it: the log lost a committed record.",
+		one:        "1 acknowledged write was lost", many: "%d acknowledged writes were lost"},
+	{Name: "unseen", loss: true,
+		Definition: "An acknowledged send that no poll had returned by the end of the test, after the final reads. Either it was lost above the highest offset read, or reads never caught up.",
+		one:        "1 acknowledged write was never read back", many: "%d acknowledged writes were never read back"},
+	{Name: "inconsistent-offsets",
+		Definition: "One offset of a partition held two or more different values, as seen by sends and polls.",
+		one:        "1 offset held two different values", many: "%d offsets held two or more different values"},
+	{Name: "duplicate",
+		Definition: "One value appeared at more than one offset of a partition: a send was written twice.",
+		one:        "1 value was written at two offsets", many: "%d values were written at more than one offset"},
+	{Name: "G1a",
+		Definition: "Aborted read: a poll returned a value whose send definitely failed.",
+		one:        "1 poll read a value whose send had failed", many: "%d polls read values whose sends had failed"},
+	{Name: "precommitted-read",
+		Definition: "A transaction read its own write before committing, under read_committed isolation.",
+		one:        "1 transaction read its own uncommitted write", many: "%d transactions read their own uncommitted writes"},
+	{Name: "nonlinearizable",
+		Definition: "Porcupine found no order of the operations on a partition that explains what the clients observed, treating the partition as one log (sends append, polls read a contiguous slice).",
+		one:        "1 partition had no linearizable explanation", many: "%d partitions had no linearizable explanation"},
+	{Name: "poll-skip", allowedSubscribe: true,
+		Definition: "A consumer's next poll on a partition started after the offset following the last one it read: offsets were skipped between two polls. Legal across consumer-group rebalances.",
+		one:        "1 time a consumer skipped offsets between polls", many: "%d times a consumer skipped offsets between polls"},
+	{Name: "int-poll-skip",
+		Definition: "Within a single poll, the records of one partition jumped over offsets that exist.",
+		one:        "1 poll skipped offsets inside its own result", many: "%d polls skipped offsets inside their own results"},
+	{Name: "nonmonotonic-poll", allowedSubscribe: true,
+		Definition: "A consumer's next poll on a partition went backwards or repeated an offset it had already read. Legal across consumer-group rebalances.",
+		one:        "1 time a consumer's poll went backwards", many: "%d times a consumer's poll went backwards"},
+	{Name: "int-nonmonotonic-poll",
+		Definition: "Within a single poll, offsets of one partition went backwards or repeated.",
+		one:        "1 poll returned offsets out of order", many: "%d polls returned offsets out of order"},
+	{Name: "nonmonotonic-send",
+		Definition: "One producer's later send to a partition was acknowledged at a lower offset than its earlier send.",
+		one:        "1 time a producer's later send landed at a lower offset", many: "%d times a producer's later send landed at a lower offset"},
+	{Name: "int-nonmonotonic-send",
+		Definition: "Within one transaction, a later send to a partition landed at a lower offset than an earlier one.",
+		one:        "1 transaction's sends landed out of order", many: "%d transactions' sends landed out of order"},
+	{Name: "int-send-skip", allowedAlways: true,
+		Definition: "Another writer's record landed between two sends of one transaction to the same partition. Normal in Kafka, always allowed.",
+		one:        "1 transaction had another writer's record between its sends", many: "%d transactions had other writers' records between their sends"},
+	{Name: "G0", allowedAlways: true,
+		Definition: "Write cycle: transactions whose writes are ordered differently on two partitions (write-write dependency cycle). Kafka does not prevent it; always allowed.",
+		one:        "1 write-write cycle between transactions", many: "%d write-write cycles between transactions"},
+	{Name: "G0-process", allowedAlways: true,
+		Definition: "A write cycle that also involves the order of one process's operations.",
+		one:        "1 write cycle including process order", many: "%d write cycles including process order"},
+	{Name: "G0-realtime", allowedAlways: true,
+		Definition: "A write cycle that also involves real-time order between operations.",
+		one:        "1 write cycle including real-time order", many: "%d write cycles including real-time order"},
+	{Name: "G1c",
+		Definition: "Circular information flow: a cycle of write-write and write-read dependencies between transactions.",
+		one:        "1 write-read dependency cycle between transactions", many: "%d write-read dependency cycles between transactions"},
+	{Name: "G1c-process",
+		Definition: "A G1c cycle that also involves the order of one process's operations.",
+		one:        "1 G1c cycle including process order", many: "%d G1c cycles including process order"},
+	{Name: "G1c-realtime",
+		Definition: "A G1c cycle that also involves real-time order between operations.",
+		one:        "1 G1c cycle including real-time order", many: "%d G1c cycles including real-time order"},
+}
+
+var anomalyByName = func() map[string]*anomalyKind {
+	m := make(map[string]*anomalyKind, len(anomalyCatalog))
+	for i := range anomalyCatalog {
+		m[anomalyCatalog[i].Name] = &anomalyCatalog[i]
+	}
+	return m
+}()
+
+// kindOf returns the catalog entry for a name, or a generic one for a name
+// the catalog does not know (a checker added after this package).
+func kindOf(name string) anomalyKind {
+	if k, ok := anomalyByName[name]; ok {
+		return *k
+	}
+	return anomalyKind{
+		Name:       name,
+		Definition: "Reported by the checker; this report has no description of it.",
+		one:        "1 " + name + " anomaly", many: "%d " + name + " anomalies",
+	}
+}
+
+// allowed says whether Jepsen tolerates the anomaly in this mode.
+func (k anomalyKind) allowed(subscribe bool) bool {
+	return k.allowedAlways || (subscribe && k.allowedSubscribe)
+}
+
+// phrase states a count of the anomaly.
+func (k anomalyKind) phrase(count int) string {
+	if count == 1 {
+		return k.one
+	}
+	return fmt.Sprintf(k.many, count)
+}
+
+// orderedAnomalyNames returns the names in results first in catalog order,
+// then unknown names alphabetically.
+func orderedAnomalyNames[V any](m map[string]V) []string {
+	var out, extra []string
+	for _, k := range anomalyCatalog {
+		if _, ok := m[k.Name]; ok {
+			out = append(out, k.Name)
+		}
+	}
+	for name := range m {
+		if _, ok := anomalyByName[name]; !ok {
+			extra = append(extra, name)
+		}
+	}
+	sort.Strings(extra)
+	return append(out, extra...)
+}

@@ -1,0 +1,426 @@
+package reports
+
+import (
+	"embed"
+	"encoding/json"
+	"fmt"
+	"html/template"
+	"io"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/faultline/faultline/checker"
+)
+
+//go:embed assets/report.html.tmpl assets/report.css assets/report.js
+var assets embed.FS
+
+var reportTemplate = template.Must(template.New("report.html.tmpl").ParseFS(assets, "assets/report.html.tmpl"))
+
+var (
+	reportCSS = mustAsset("assets/report.css")
+	reportJS  = mustAsset("assets/report.js")
+)
+
+func mustAsset(name string) string {
+	b, err := assets.ReadFile(name)
+	if err != nil {
+		panic("reports: embedded asset missing: " + name)
+	}
+	return string(b)
+}
+
+// Bounds on what one anomaly section lists.
+const (
+	examplesPerAnomalyMax = 5
+	exampleBytesMax       = 4000
+	opsPerAnomalyMax      = 40
+	valueBytesMax         = 300
+	nemesisOpsMax         = 500
+)
+
+type page struct {
+	Title         string
+	Verdict       pageVerdict
+	Notes         []string
+	Facts         []labelValue
+	Anomalies     []anomalySection
+	Checkers      []checkerRow
+	Catalog       []catalogRow
+	Plots         plotSet
+	Quantiles     []quantileRow
+	QuantileNames []string
+	Faults        []windowRow
+	Unavailable   []windowRow
+	NemesisOps    []opRow
+	SpecRows      []labelValue
+	Config        [][2]string
+	SpecJSON      string
+	Links         Links
+	Mode          string
+	CSS           template.CSS
+	JS            template.JS
+}
+
+type pageVerdict struct {
+	verdict
+	Class string
+}
+
+type labelValue struct{ Label, Value string }
+
+type anomalySection struct {
+	Name, Anchor, Definition, Sentence string
+	Count                              int
+	Allowed                            bool
+	Texts                              []string
+	Examples                           []string
+	ExamplesTotal                      int
+	Ops                                []opRow
+	OpsOmitted                         int
+}
+
+type opRow struct {
+	Index                                int64
+	Time, Process, Type, F, Value, Error string
+	Class                                string
+}
+
+type checkerRow struct {
+	Name, Word, Class, Anomalies, Error string
+}
+
+type catalogRow struct {
+	Name, Anchor, Definition string
+	Allowed                  bool
+	Count                    int
+}
+
+type quantileRow struct {
+	Name   string
+	Values []string
+}
+
+type windowRow struct {
+	Label, Start, End, Duration string
+}
+
+// WriteHTML renders the report page for one run. The page is
+// self-contained: styles, script and plots are inline, and links to the
+// run's other files are relative.
+func WriteHTML(w io.Writer, in Input) error {
+	var a *analysis
+	if len(in.History) > 0 {
+		a = analyze(in.History)
+	}
+	p := buildPage(in, a)
+	if err := reportTemplate.Execute(w, p); err != nil {
+		return fmt.Errorf("render report: %w", err)
+	}
+	return nil
+}
+
+func buildPage(in Input, a *analysis) page {
+	subscribe := in.Spec.Subscribe || (a != nil && a.subscribe)
+	v := buildVerdict(in, a)
+	p := page{
+		Title:   in.Spec.Name,
+		Verdict: pageVerdict{verdict: v, Class: strings.ToLower(v.Word)},
+		Links:   in.Links,
+		Notes:   in.Notes,
+		Mode:    "assign",
+		CSS:     template.CSS(reportCSS), //nolint:gosec // our own embedded stylesheet
+		JS:      template.JS(reportJS),   //nolint:gosec // our own embedded script
+	}
+	if p.Title == "" {
+		p.Title = "unnamed test"
+	}
+	if subscribe {
+		p.Mode = "subscribe: consumer groups, rebalances"
+	}
+	p.Facts = facts(in, a)
+	for _, name := range orderedAnomalyNames(in.Result.Anomalies) {
+		rep := in.Result.Anomalies[name]
+		if rep.Count <= 0 {
+			continue
+		}
+		p.Anomalies = append(p.Anomalies, anomalySectionOf(in, a, name, rep, subscribe))
+	}
+	for _, c := range in.Result.Checkers {
+		p.Checkers = append(p.Checkers, checkerRow{
+			Name: c.Name, Word: c.Valid.String(), Class: c.Valid.String(),
+			Anomalies: anomalyCounts(c.Anomalies), Error: c.Error,
+		})
+	}
+	for _, k := range anomalyCatalog {
+		p.Catalog = append(p.Catalog, catalogRow{
+			Name: k.Name, Anchor: "anomaly-" + k.Name, Definition: k.Definition,
+			Allowed: k.allowed(subscribe), Count: in.Result.Anomalies[k.Name].Count,
+		})
+	}
+	for _, name := range orderedAnomalyNames(in.Result.Anomalies) {
+		if _, known := anomalyByName[name]; !known {
+			k := kindOf(name)
+			p.Catalog = append(p.Catalog, catalogRow{Name: name, Anchor: "anomaly-" + name, Definition: k.Definition, Count: in.Result.Anomalies[name].Count})
+		}
+	}
+	faults := faultWindows(in, a)
+	p.Plots = buildPlots(in, a, faults)
+	q := quantiles(in, a)
+	p.QuantileNames = quantileNames(q)
+	for _, name := range sortedKeys(q) {
+		row := quantileRow{Name: name}
+		for _, qn := range p.QuantileNames {
+			if val, ok := q[name][qn]; ok {
+				row.Values = append(row.Values, strconv.FormatFloat(val, 'f', 1, 64))
+			} else {
+				row.Values = append(row.Values, "")
+			}
+		}
+		p.Quantiles = append(p.Quantiles, row)
+	}
+	p.Faults = windowRows(faults)
+	p.Unavailable = windowRows(in.Result.Perf.Unavailable)
+	if a != nil {
+		for i, pos := range a.nemesis {
+			if i == nemesisOpsMax {
+				break
+			}
+			p.NemesisOps = append(p.NemesisOps, rowOf(a.h[pos]))
+		}
+	}
+	p.SpecRows = specRows(in.Spec)
+	p.Config = in.Spec.sortedConfig()
+	if in.Spec.Raw != nil {
+		if b, err := json.MarshalIndent(in.Spec.Raw, "", "  "); err == nil {
+			p.SpecJSON = string(b)
+		}
+	}
+	return p
+}
+
+func facts(in Input, a *analysis) []labelValue {
+	var out []labelValue
+	add := func(label, value string) {
+		if value != "" {
+			out = append(out, labelValue{label, value})
+		}
+	}
+	add("workload", in.Spec.Workload)
+	nemesis := strings.Join(in.Spec.Nemesis, ", ")
+	if nemesis == "" && a != nil {
+		nemesis = strings.Join(faultNames(in, a), ", ")
+	}
+	if nemesis == "" {
+		nemesis = "none"
+	}
+	add("nemesis", nemesis)
+	if len(in.Spec.Nodes) > 0 {
+		add("nodes", fmt.Sprintf("%d (%s)", len(in.Spec.Nodes), strings.Join(in.Spec.Nodes, ", ")))
+	}
+	if in.Spec.Raw != nil || in.Spec.Seed != 0 {
+		add("seed", strconv.FormatInt(in.Spec.Seed, 10))
+	}
+	if in.Spec.TimeLimit > 0 {
+		add("time limit", in.Spec.TimeLimit.String())
+	}
+	ops := in.Result.Stats.Count
+	if a != nil {
+		ops = len(a.h)
+		add("duration", seconds(a.endNs))
+	}
+	add("operations", strconv.Itoa(ops))
+	if st := in.Result.Stats; st.Sends > 0 || st.Polls > 0 {
+		add("sends / polls", fmt.Sprintf("%d / %d", st.Sends, st.Polls))
+	}
+	if in.Result.Stats.Keys > 0 {
+		add("keys", strconv.Itoa(in.Result.Stats.Keys))
+	}
+	if a != nil {
+		counts := map[checker.OpType]int{}
+		for _, p := range a.latencies {
+			counts[p.typ]++
+		}
+		add("client outcomes", fmt.Sprintf("%d ok, %d fail, %d info", counts[checker.OK], counts[checker.Fail], counts[checker.Info]))
+	}
+	return out
+}
+
+func anomalySectionOf(in Input, a *analysis, name string, rep checker.AnomalyReport, subscribe bool) anomalySection {
+	k := kindOf(name)
+	sentence, detail := anomalySentence(in, a, name, rep)
+	s := anomalySection{
+		Name: name, Anchor: "anomaly-" + name, Definition: k.Definition,
+		Sentence: capitalizeAll([]string{withDetail(sentence, detail)})[0],
+		Count:    rep.Count, Allowed: k.allowed(subscribe), ExamplesTotal: len(rep.Examples),
+	}
+	var ops []int64
+	for i, ex := range rep.Examples {
+		f := factsOf(ex)
+		if i < examplesPerAnomalyMax {
+			s.Examples = append(s.Examples, exampleJSON(ex, exampleBytesMax))
+			if f.text != "" {
+				s.Texts = append(s.Texts, f.text)
+			}
+		}
+		ops = append(ops, f.ops...)
+	}
+	if a == nil {
+		return s
+	}
+	positions := relatedPositions(a, uniqueInt64s(ops))
+	if len(positions) > opsPerAnomalyMax {
+		s.OpsOmitted = len(positions) - opsPerAnomalyMax
+		positions = positions[:opsPerAnomalyMax]
+	}
+	for _, pos := range positions {
+		s.Ops = append(s.Ops, rowOf(a.h[pos]))
+	}
+	return s
+}
+
+// relatedPositions returns the history positions of the given operations
+// and of their invoke or completion, in history order.
+func relatedPositions(a *analysis, ops []int64) []int {
+	invokeOf := make(map[int]int, len(a.completionOf))
+	for inv, c := range a.completionOf {
+		invokeOf[c] = inv
+	}
+	seen := map[int]bool{}
+	var out []int
+	add := func(p int) {
+		if !seen[p] {
+			seen[p] = true
+			out = append(out, p)
+		}
+	}
+	for _, idx := range ops {
+		p, ok := a.pos[idx]
+		if !ok {
+			continue
+		}
+		add(p)
+		if c, ok := a.completionOf[p]; ok {
+			add(c)
+		}
+		if inv, ok := invokeOf[p]; ok {
+			add(inv)
+		}
+	}
+	sort.Ints(out)
+	return out
+}
+
+func rowOf(op checker.Op) opRow {
+	proc := strconv.Itoa(op.Process)
+	class := string(op.Type)
+	if op.Process == checker.NemesisProcess {
+		proc = "nemesis"
+		class = "nemesis"
+	}
+	return opRow{
+		Index: op.Index, Time: seconds(op.Time), Process: proc, Type: string(op.Type),
+		F: op.F, Value: formatValue(op, valueBytesMax), Error: op.Error, Class: class,
+	}
+}
+
+func anomalyCounts(m map[string]checker.AnomalyReport) string {
+	var parts []string
+	for _, name := range orderedAnomalyNames(m) {
+		if m[name].Count > 0 {
+			parts = append(parts, fmt.Sprintf("%s: %d", name, m[name].Count))
+		}
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, ", ")
+}
+
+func windowRows(ws []checker.Window) []windowRow {
+	out := make([]windowRow, 0, len(ws))
+	for _, w := range ws {
+		out = append(out, windowRow{
+			Label: w.Label, Start: seconds(w.Start), End: seconds(w.End),
+			Duration: seconds(w.End - w.Start),
+		})
+	}
+	return out
+}
+
+func specRows(s Spec) []labelValue {
+	var out []labelValue
+	add := func(label, value string) {
+		if value != "" {
+			out = append(out, labelValue{label, value})
+		}
+	}
+	add("name", s.Name)
+	add("workload", s.Workload)
+	add("nemesis", strings.Join(s.Nemesis, ", "))
+	add("nodes", strings.Join(s.Nodes, ", "))
+	if s.Raw != nil || s.Seed != 0 {
+		add("seed", strconv.FormatInt(s.Seed, 10))
+	}
+	if s.TimeLimit > 0 {
+		add("time limit", s.TimeLimit.String())
+	}
+	if s.PartitionsPerTopic > 0 {
+		add("partitions per topic", strconv.Itoa(s.PartitionsPerTopic))
+	}
+	mode := "assign"
+	if s.Subscribe {
+		mode = "subscribe"
+	}
+	add("consumer mode", mode)
+	return out
+}
+
+// quantiles returns the checker's latency quantiles in ms per "f:type",
+// or computes p50, p95, p99 and max from the history when the checker gave
+// none.
+func quantiles(in Input, a *analysis) map[string]map[string]float64 {
+	if len(in.Result.Perf.LatencyQuantilesMs) > 0 || a == nil {
+		return in.Result.Perf.LatencyQuantilesMs
+	}
+	by := map[string][]int64{}
+	for _, p := range a.latencies {
+		k := p.f + ":" + string(p.typ)
+		by[k] = append(by[k], p.latencyNs)
+	}
+	out := make(map[string]map[string]float64, len(by))
+	for k, lats := range by {
+		sort.Slice(lats, func(i, j int) bool { return lats[i] < lats[j] })
+		q := func(f float64) float64 {
+			i := int(math.Ceil(f*float64(len(lats)))) - 1
+			return float64(lats[min(max(i, 0), len(lats)-1)]) / 1e6
+		}
+		out[k] = map[string]float64{"0.5": q(0.5), "0.95": q(0.95), "0.99": q(0.99), "1": q(1)}
+	}
+	return out
+}
+
+// quantileNames orders quantile columns numerically ("0.5" < "0.99" < "1").
+func quantileNames(q map[string]map[string]float64) []string {
+	seen := map[string]bool{}
+	var names []string
+	for _, m := range q {
+		for n := range m {
+			if !seen[n] {
+				seen[n] = true
+				names = append(names, n)
+			}
+		}
+	}
+	sort.Slice(names, func(i, j int) bool {
+		a, errA := strconv.ParseFloat(strings.TrimPrefix(names[i], "p"), 64)
+		b, errB := strconv.ParseFloat(strings.TrimPrefix(names[j], "p"), 64)
+		if errA != nil || errB != nil || a == b {
+			return names[i] < names[j]
+		}
+		return a < b
+	})
+	return names
+}

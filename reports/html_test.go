@@ -1,0 +1,204 @@
+package reports
+
+import (
+	"bytes"
+	"encoding/xml"
+	"html"
+	"io"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/faultline/faultline/checker"
+)
+
+// contains asserts that page holds want, without dumping the page.
+func contains(t *testing.T, page, want string) {
+	t.Helper()
+	assert.True(t, strings.Contains(page, want), "page lacks %q", want)
+}
+
+func lacks(t *testing.T, page, unwanted string) {
+	t.Helper()
+	assert.False(t, strings.Contains(page, unwanted), "page holds %q", unwanted)
+}
+
+func render(t *testing.T, in Input) string {
+	t.Helper()
+	var buf bytes.Buffer
+	require.NoError(t, WriteHTML(&buf, in))
+	return buf.String()
+}
+
+// parseLoose tokenizes the whole page with encoding/xml in HTML mode and
+// returns the ids of its elements; it fails the test on a tokenizing error.
+func parseLoose(t *testing.T, page string) map[string]bool {
+	t.Helper()
+	dec := xml.NewDecoder(strings.NewReader(page))
+	dec.Strict = false
+	dec.AutoClose = xml.HTMLAutoClose
+	dec.Entity = xml.HTMLEntity
+	ids := map[string]bool{}
+	for {
+		tok, err := dec.Token()
+		if err == io.EOF {
+			return ids
+		}
+		require.NoError(t, err)
+		if se, ok := tok.(xml.StartElement); ok {
+			for _, a := range se.Attr {
+				if a.Name.Local == "id" {
+					ids[a.Value] = true
+				}
+			}
+		}
+	}
+}
+
+var svgRE = regexp.MustCompile(`(?s)<svg .*?</svg>`)
+
+// checkSVGs parses every SVG of the page strictly as XML and returns how
+// many there are.
+func checkSVGs(t *testing.T, page string) int {
+	t.Helper()
+	svgs := svgRE.FindAllString(page, -1)
+	for _, s := range svgs {
+		dec := xml.NewDecoder(strings.NewReader(s))
+		depth := 0
+		for {
+			tok, err := dec.Token()
+			if err == io.EOF {
+				break
+			}
+			require.NoError(t, err, "SVG is not well-formed XML: %.300s", s)
+			switch tok.(type) {
+			case xml.StartElement:
+				depth++
+			case xml.EndElement:
+				depth--
+			}
+		}
+		assert.Zero(t, depth, "SVG elements are balanced")
+	}
+	return len(svgs)
+}
+
+func TestWriteHTMLInvalidStatesVerdictAndAnomalies(t *testing.T) {
+	page := render(t, invalidInput())
+	want := "INVALID: 3 acknowledged writes were lost on key 2 (t0-2) after the nemesis killed n1 at 41.2 s (lost-write; acknowledged between 40.3 s and 40.6 s)."
+	contains(t, page, html.EscapeString(want))
+	contains(t, page, html.EscapeString("1 value was written at two offsets on key 2 (t0-2) after the nemesis killed n1 at 41.2 s (duplicate; first seen at 50.0 s)."))
+	ids := parseLoose(t, page)
+	for _, id := range []string{"verdict", "anomaly-lost-write", "anomaly-duplicate", "plots", "offsets", "porcupine", "spec", "reference"} {
+		assert.True(t, ids[id], "section %s present", id)
+	}
+	contains(t, page, `class="verdict invalid"`)
+	contains(t, page, html.EscapeString(kindOf("lost-write").Definition))
+	contains(t, page, "value 102 acknowledged at offset 2 of key 2 was never read")
+	// The lost writes' operations are listed: their invoke and completion.
+	for _, frag := range []string{`["send",2,[2,102]]`, `["send",2,[4,104]]`, `["send",2,103]`} {
+		contains(t, page, html.EscapeString(frag))
+	}
+	contains(t, page, `src="porcupine/key-2.html"`)
+	contains(t, page, "3 lost</span>")
+	contains(t, page, "never read: lost (3)")
+	assert.GreaterOrEqual(t, checkSVGs(t, page), 4, "latency per f, throughput, offsets")
+	for _, external := range []string{`src="http`, `href="http`, `src="//`, `href="//`, "@import", "url(http"} {
+		lacks(t, page, external)
+	}
+}
+
+func TestWriteHTMLValid(t *testing.T) {
+	page := render(t, validInput())
+	contains(t, page, html.EscapeString("VALID: no anomalies in 18 operations (6 sends, 1 poll over 1 key) under kill."))
+	contains(t, page, `class="verdict valid"`)
+	contains(t, page, "No anomaly was found.")
+	contains(t, page, `href="nodes/n1/broker.log"`)
+	ids := parseLoose(t, page)
+	assert.False(t, ids["porcupine"], "no porcupine section without files")
+	assert.GreaterOrEqual(t, checkSVGs(t, page), 3)
+	// Derived fault window from kill..start is shaded.
+	contains(t, page, "nemesis killed n1 10.0 s–20.0 s")
+}
+
+func TestWriteHTMLUnknown(t *testing.T) {
+	page := render(t, unknownInput())
+	contains(t, page, html.EscapeString("UNKNOWN: the linearizable checker could not decide: porcupine timed out after 30s on key 2."))
+	contains(t, page, `class="verdict unknown"`)
+	parseLoose(t, page)
+	checkSVGs(t, page)
+}
+
+func TestWriteHTMLAllowedAnomalyInSubscribeMode(t *testing.T) {
+	in := validInput()
+	in.Spec.Subscribe = true
+	in.Result.Anomalies = map[string]checker.AnomalyReport{"poll-skip": {Count: 2, Examples: []any{map[string]any{"key": 2}}}}
+	page := render(t, in)
+	contains(t, page, html.EscapeString("2 times a consumer skipped offsets between polls on key 2 (t0-2) (poll-skip, allowed in this mode)."))
+	contains(t, page, "allowed in this mode</span>")
+}
+
+func TestWriteHTMLWithoutHistoryUsesPerf(t *testing.T) {
+	in := invalidInput()
+	in.History = nil
+	in.Result.Perf.ThroughputBucketNs = 1e9
+	in.Result.Perf.Throughput = map[string][]float64{"send:ok": {3, 4, 0, 2}}
+	page := render(t, in)
+	contains(t, page, "INVALID: 3 acknowledged writes were lost on key 2 (t0-2) (lost-write).")
+	assert.Equal(t, 1, checkSVGs(t, page), "only the throughput plot")
+}
+
+func TestWriteHTMLEscapesData(t *testing.T) {
+	in := invalidInput()
+	in.Spec.Name = `<script>alert(1)</script>`
+	in.Result.Perf.Faults[0].Label = `<b>"kill" & run</b>`
+	page := render(t, in)
+	lacks(t, page, `<script>alert(1)`)
+	lacks(t, page, `<b>"kill"`)
+	checkSVGs(t, page)
+}
+
+func TestDownsampleLatencyKeepsEnvelopeAndIsDeterministic(t *testing.T) {
+	var pts []latencyPoint
+	for i := range 10000 {
+		pts = append(pts, latencyPoint{startNs: int64(i) * 1e6, latencyNs: int64(1e6 + (i*7919)%1000*1e3), f: "send", typ: checker.OK})
+	}
+	pts[5000].latencyNs = 9e9 // one outlier
+	got := downsampleLatency(pts, 1000)
+	assert.LessOrEqual(t, len(got), 1000)
+	assert.Equal(t, got, downsampleLatency(pts, 1000))
+	found := false
+	for _, p := range got {
+		found = found || p.latencyNs == 9e9
+	}
+	assert.True(t, found, "the outlier survives")
+	assert.Len(t, downsampleLatency(pts[:10], 1000), 10)
+}
+
+func TestLargeHistoryIsDownsampledAndSaysSo(t *testing.T) {
+	in := validInput()
+	in.History = syntheticHistory(40000, 4)
+	page := render(t, in)
+	contains(t, page, "Downsampled:")
+	contains(t, page, "points drawn")
+	// Every fail is drawn: the title of the fail series states their count
+	// and no downsampling note names it.
+	lacks(t, page, "send fail latency:")
+	checkSVGs(t, page)
+	assert.Less(t, len(page), 4<<20, "page stays small")
+}
+
+func TestAnomalySentenceShapes(t *testing.T) {
+	in := invalidInput()
+	a := analyze(in.History)
+	rep := checker.AnomalyReport{Count: 9, Examples: []any{
+		map[string]any{"key": 1}, map[string]any{"key": 4}, map[string]any{"key": 7}, map[string]any{"key": 9},
+	}}
+	s, _ := anomalySentence(in, a, "inconsistent-offsets", rep)
+	assert.Equal(t, "9 offsets held two or more different values on 4 or more keys (key 1 (t0-1), key 4 (t1-1), …)", s)
+	s, _ = anomalySentence(in, a, "brand-new", checker.AnomalyReport{Count: 1})
+	assert.Equal(t, "1 brand-new anomaly", s)
+}

@@ -1,0 +1,543 @@
+package reports
+
+import (
+	"fmt"
+	"html/template"
+	"math"
+	"sort"
+	"strconv"
+
+	"github.com/faultline/faultline/checker"
+)
+
+// Bounds that keep the page light for histories of 10^5 and more
+// operations. Downsampling is deterministic (time buckets keeping each
+// bucket's extremes), so the same history renders the same page.
+const (
+	// okPointsPerSeriesMax caps the ok points of one latency series.
+	okPointsPerSeriesMax = 4000
+	// failInfoPointsPerSeriesMax caps fail and info points, which are
+	// otherwise all kept; only a run that is mostly failing reaches it.
+	failInfoPointsPerSeriesMax = 50000
+	// throughputBucketsMax bounds the throughput plot's resolution.
+	throughputBucketsMax = 150
+	// offsetKeysMax bounds how many keys get an offset timeline.
+	offsetKeysMax = 48
+	// sendPointsPerKeyMax and pollBarsPerKeyMax bound one key's timeline.
+	sendPointsPerKeyMax = 1500
+	pollBarsPerKeyMax   = 600
+)
+
+// plotSet is every plot of the page plus the notes that explain it.
+type plotSet struct {
+	Latency    []template.HTML
+	Throughput template.HTML
+	Offsets    []keyTimeline
+	// Notes say what was downsampled or left out.
+	Notes []string
+	// OffsetNotes say which keys were left out.
+	OffsetNotes []string
+}
+
+type keyTimeline struct {
+	Label    string
+	Anchor   string
+	Lost     int
+	Unseen   int
+	SVG      template.HTML
+	Acked    int
+	ReadMax  int64
+	HasReads bool
+}
+
+func outcomeColor(t checker.OpType) string {
+	switch t {
+	case checker.OK:
+		return colorOK
+	case checker.Fail:
+		return colorFail
+	default:
+		return colorInfo
+	}
+}
+
+func buildPlots(in Input, a *analysis, faults []checker.Window) plotSet {
+	var ps plotSet
+	endNs := int64(0)
+	if a != nil {
+		endNs = a.endNs
+	}
+	for _, w := range append(append([]checker.Window{}, faults...), in.Result.Perf.Unavailable...) {
+		endNs = max(endNs, w.End)
+	}
+	if n := len(firstThroughput(in.Result.Perf)); n > 0 && in.Result.Perf.ThroughputBucketNs > 0 {
+		endNs = max(endNs, int64(n)*in.Result.Perf.ThroughputBucketNs)
+	}
+	endS := float64(endNs) / 1e9
+	var nemesisXs []float64
+	var nemesisTitles []string
+	if a != nil && len(faults) == 0 {
+		for _, i := range a.nemesis {
+			op := a.h[i]
+			nemesisXs = append(nemesisXs, float64(op.Time)/1e9)
+			nemesisTitles = append(nemesisTitles, fmt.Sprintf("nemesis %s %s at %s", op.F, formatValue(op, 60), seconds(op.Time)))
+		}
+	}
+	if a != nil {
+		ps.Latency, ps.Notes = latencyPlots(a, faults, endS, nemesisXs, nemesisTitles)
+		ps.Offsets, ps.OffsetNotes = offsetTimelines(in, a, faults, endS)
+	}
+	ps.Throughput = throughputPlot(in, a, faults, endS, nemesisXs, nemesisTitles)
+	return ps
+}
+
+func firstThroughput(p checker.Perf) []float64 {
+	for _, k := range sortedKeys(p.Throughput) {
+		return p.Throughput[k]
+	}
+	return nil
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// latencyPlots draws one scatter per function: invoke time against latency
+// on a log scale, colored by outcome.
+func latencyPlots(a *analysis, faults []checker.Window, endS float64, nxs []float64, ntitles []string) ([]template.HTML, []string) {
+	byF := map[string]map[checker.OpType][]latencyPoint{}
+	minMs, maxMs := math.Inf(1), 0.0
+	for _, p := range a.latencies {
+		m := byF[p.f]
+		if m == nil {
+			m = map[checker.OpType][]latencyPoint{}
+			byF[p.f] = m
+		}
+		m[p.typ] = append(m[p.typ], p)
+		ms := float64(p.latencyNs) / 1e6
+		if ms > 0 {
+			minMs = math.Min(minMs, ms)
+		}
+		maxMs = math.Max(maxMs, ms)
+	}
+	if len(byF) == 0 {
+		return nil, nil
+	}
+	if math.IsInf(minMs, 1) {
+		minMs = 0.001
+	}
+	lo := math.Pow(10, math.Floor(math.Log10(minMs)))
+	hi := math.Pow(10, math.Ceil(math.Log10(math.Max(maxMs, lo*10))))
+	if hi <= lo {
+		hi = lo * 10
+	}
+	var plots []template.HTML
+	var notes []string
+	for _, f := range sortedKeys(byF) {
+		p := newPlot("latency of "+f+" operations", 280, endS, axis{min: lo, max: hi, log: true})
+		p.shadeWindows(faults, colorFault, "fault", 0.25)
+		p.vlines(nxs, ntitles)
+		p.axes("time since test start (s)", "latency")
+		if len(faults) > 0 {
+			p.legendEntry("fault", "fault in force", colorFault, "band")
+		}
+		for _, t := range []checker.OpType{checker.OK, checker.Info, checker.Fail} {
+			pts := byF[f][t]
+			if len(pts) == 0 {
+				continue
+			}
+			limit := okPointsPerSeriesMax
+			if t != checker.OK {
+				limit = failInfoPointsPerSeriesMax
+			}
+			kept := downsampleLatency(pts, limit)
+			if len(kept) < len(pts) {
+				notes = append(notes, fmt.Sprintf("%s %s latency: %d of %d points drawn (each time bucket keeps its fastest and slowest operation).", f, t, len(kept), len(pts)))
+			}
+			xs := make([]float64, len(kept))
+			ys := make([]float64, len(kept))
+			for i, q := range kept {
+				xs[i] = float64(q.startNs) / 1e9
+				ys[i] = float64(q.latencyNs) / 1e6
+			}
+			series := f + "-" + string(t)
+			radius := 1.6
+			if t != checker.OK {
+				radius = 2.4
+			}
+			p.dots(series, outcomeColor(t), radius, xs, ys, fmt.Sprintf("%s %s: %d operations", f, t, len(pts)))
+			p.legendEntry(series, fmt.Sprintf("%s (%d)", t, len(pts)), outcomeColor(t), "dot")
+		}
+		plots = append(plots, p.html())
+	}
+	return plots, notes
+}
+
+// downsampleLatency keeps at most limit points: it splits the time range
+// into limit/2 buckets and keeps the fastest and the slowest point of each,
+// so the envelope of the cloud (and every outlier bucket) survives.
+func downsampleLatency(pts []latencyPoint, limit int) []latencyPoint {
+	if len(pts) <= limit || limit < 2 {
+		return pts
+	}
+	t0, t1 := pts[0].startNs, pts[0].startNs
+	for _, p := range pts {
+		t0 = min(t0, p.startNs)
+		t1 = max(t1, p.startNs)
+	}
+	buckets := limit / 2
+	span := t1 - t0 + 1
+	minAt := make([]int, buckets)
+	maxAt := make([]int, buckets)
+	for i := range minAt {
+		minAt[i], maxAt[i] = -1, -1
+	}
+	for i, p := range pts {
+		b := int(float64(p.startNs-t0) / float64(span) * float64(buckets))
+		b = min(max(b, 0), buckets-1)
+		if minAt[b] < 0 || p.latencyNs < pts[minAt[b]].latencyNs {
+			minAt[b] = i
+		}
+		if maxAt[b] < 0 || p.latencyNs > pts[maxAt[b]].latencyNs {
+			maxAt[b] = i
+		}
+	}
+	out := make([]latencyPoint, 0, limit)
+	for b := range buckets {
+		if minAt[b] >= 0 {
+			out = append(out, pts[minAt[b]])
+		}
+		if maxAt[b] >= 0 && maxAt[b] != minAt[b] {
+			out = append(out, pts[maxAt[b]])
+		}
+	}
+	return out
+}
+
+// throughputPlot draws completed operations per second over time: ok per
+// function, and fail and info over all functions. It uses the history when
+// there is one and the checker's Perf.Throughput otherwise.
+func throughputPlot(in Input, a *analysis, faults []checker.Window, endS float64, nxs []float64, ntitles []string) template.HTML {
+	type series struct {
+		name, color string
+		perS        []float64
+	}
+	var all []series
+	bucketNs := int64(0)
+	if a != nil && len(a.latencies) > 0 {
+		bucketNs = throughputBucket(int64(endS * 1e9))
+		n := int(int64(endS*1e9)/bucketNs) + 1
+		counts := map[string][]float64{}
+		for _, p := range a.latencies {
+			name := p.f + " ok"
+			if p.typ != checker.OK {
+				name = string(p.typ)
+			}
+			c := counts[name]
+			if c == nil {
+				c = make([]float64, n)
+				counts[name] = c
+			}
+			b := min(int((p.startNs+p.latencyNs)/bucketNs), n-1)
+			c[max(b, 0)]++
+		}
+		for i, name := range sortedKeys(counts) {
+			color := seriesPalette[i%len(seriesPalette)]
+			switch name {
+			case "fail":
+				color = colorFail
+			case "info":
+				color = colorInfo
+			}
+			perS := counts[name]
+			for j := range perS {
+				perS[j] /= float64(bucketNs) / 1e9
+			}
+			all = append(all, series{name, color, perS})
+		}
+	} else if in.Result.Perf.ThroughputBucketNs > 0 {
+		bucketNs = in.Result.Perf.ThroughputBucketNs
+		for i, name := range sortedKeys(in.Result.Perf.Throughput) {
+			all = append(all, series{name, seriesPalette[i%len(seriesPalette)], in.Result.Perf.Throughput[name]})
+		}
+	}
+	if len(all) == 0 {
+		return ""
+	}
+	peak := 1.0
+	for _, s := range all {
+		for _, v := range s.perS {
+			peak = math.Max(peak, v)
+		}
+	}
+	p := newPlot("throughput", 260, endS, axis{min: 0, max: peak * 1.05})
+	p.shadeWindows(faults, colorFault, "fault", 0.25)
+	p.vlines(nxs, ntitles)
+	p.axes(fmt.Sprintf("time since test start (s), %s buckets", seconds(bucketNs)), "completed ops/s")
+	p.underline(in.Result.Perf.Unavailable, colorUnavailable)
+	if len(faults) > 0 {
+		p.legendEntry("fault", "fault in force", colorFault, "band")
+	}
+	if len(in.Result.Perf.Unavailable) > 0 {
+		p.legendEntry("unavailable", "no send succeeded", colorUnavailable, "band")
+	}
+	for _, s := range all {
+		xs := make([]float64, len(s.perS))
+		for i := range s.perS {
+			xs[i] = (float64(i) + 0.5) * float64(bucketNs) / 1e9
+		}
+		p.polyline("tp-"+s.name, s.color, xs, s.perS, s.name+" per second")
+		p.legendEntry("tp-"+s.name, s.name, s.color, "line")
+	}
+	return p.html()
+}
+
+// throughputBucket picks a bucket of 1, 2, 5, 10, ... seconds (or 100 ms
+// for short runs) so the plot has at most throughputBucketsMax points.
+func throughputBucket(endNs int64) int64 {
+	for _, b := range []int64{1e8, 2e8, 5e8, 1e9, 2e9, 5e9, 1e10, 3e10, 6e10, 3e11, 6e11, 36e11} {
+		if endNs/b < throughputBucketsMax {
+			return b
+		}
+	}
+	return 36e11
+}
+
+// offsetTimelines draws, per key, the offsets acknowledged to sends and
+// the ranges returned by polls over time, and marks acknowledged offsets
+// that no poll returned: below the highest offset read they are lost,
+// above it unseen (Jepsen's definitions; the verdict comes from the
+// checker, these marks only show where to look).
+func offsetTimelines(in Input, a *analysis, faults []checker.Window, endS float64) ([]keyTimeline, []string) {
+	type sendPt struct {
+		t      int64
+		offset int64
+		index  int64
+	}
+	type pollBar struct {
+		t      int64
+		lo, hi int64
+	}
+	sends := map[int][]sendPt{}
+	polls := map[int][]pollBar{}
+	read := map[int]map[int64]bool{}
+	readMax := map[int]int64{}
+	for _, op := range a.h {
+		if op.Process == checker.NemesisProcess || op.Type != checker.OK {
+			continue
+		}
+		for _, m := range op.Mops {
+			switch {
+			case m.F == "send" && m.Completed && m.Offset != nil:
+				sends[m.Key] = append(sends[m.Key], sendPt{op.Time, *m.Offset, op.Index})
+			case m.F == "poll":
+				for k, pairs := range m.Polls {
+					if len(pairs) == 0 {
+						continue
+					}
+					bar := pollBar{op.Time, pairs[0].Offset, pairs[0].Offset}
+					r := read[k]
+					if r == nil {
+						r = map[int64]bool{}
+						read[k] = r
+						readMax[k] = -1
+					}
+					for _, pr := range pairs {
+						bar.lo = min(bar.lo, pr.Offset)
+						bar.hi = max(bar.hi, pr.Offset)
+						r[pr.Offset] = true
+					}
+					readMax[k] = max(readMax[k], bar.hi)
+					polls[k] = append(polls[k], bar)
+				}
+			}
+		}
+	}
+	anomalyKeys := map[int]bool{}
+	for _, rep := range in.Result.Anomalies {
+		for _, ex := range rep.Examples {
+			for _, k := range factsOf(ex).keys {
+				anomalyKeys[k] = true
+			}
+		}
+	}
+	type keyInfo struct {
+		key          int
+		lost, unseen []sendPt
+	}
+	var keys []keyInfo
+	for k := range sends {
+		keys = append(keys, keyInfo{key: k})
+	}
+	for k := range polls {
+		if _, ok := sends[k]; !ok {
+			keys = append(keys, keyInfo{key: k})
+		}
+	}
+	for i := range keys {
+		k := keys[i].key
+		rm, hasReads := readMax[k]
+		for _, s := range sends[k] {
+			if read[k][s.offset] {
+				continue
+			}
+			if hasReads && s.offset < rm {
+				keys[i].lost = append(keys[i].lost, s)
+			} else {
+				keys[i].unseen = append(keys[i].unseen, s)
+			}
+		}
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		ai := anomalyKeys[keys[i].key] || len(keys[i].lost)+len(keys[i].unseen) > 0
+		aj := anomalyKeys[keys[j].key] || len(keys[j].lost)+len(keys[j].unseen) > 0
+		if ai != aj {
+			return ai
+		}
+		return keys[i].key < keys[j].key
+	})
+	var notes []string
+	if len(keys) > offsetKeysMax {
+		notes = append(notes, fmt.Sprintf("Showing %d of %d keys: keys with anomalies or unread offsets first, then the lowest keys.", offsetKeysMax, len(keys)))
+		keys = keys[:offsetKeysMax]
+	}
+	var out []keyTimeline
+	for _, ki := range keys {
+		k := ki.key
+		ss, ps := sends[k], polls[k]
+		offMax := int64(0)
+		for _, s := range ss {
+			offMax = max(offMax, s.offset)
+		}
+		for _, b := range ps {
+			offMax = max(offMax, b.hi)
+		}
+		label := in.Spec.keyLabel(k)
+		p := newPlot("offsets of "+label, 190, endS, axis{min: 0, max: float64(offMax) + 1})
+		p.shadeWindows(faults, colorFault, "fault", 0.25)
+		p.axes("time since test start (s)", "offset")
+		series := "k" + strconv.Itoa(k)
+		stride := 1
+		if len(ss) > sendPointsPerKeyMax {
+			stride = (len(ss) + sendPointsPerKeyMax - 1) / sendPointsPerKeyMax
+			notes = append(notes, fmt.Sprintf("%s: every %d-th of %d acknowledged sends drawn.", label, stride, len(ss)))
+		}
+		var xs, ys []float64
+		for i := 0; i < len(ss); i += stride {
+			xs = append(xs, float64(ss[i].t)/1e9)
+			ys = append(ys, float64(ss[i].offset))
+		}
+		merged := mergePollBars(ps, pollBarsPerKeyMax, func(b pollBar) (int64, int64, int64) { return b.t, b.lo, b.hi })
+		if len(merged) < len(ps) {
+			notes = append(notes, fmt.Sprintf("%s: %d polls merged into %d time buckets.", label, len(ps), len(merged)))
+		}
+		bx := make([]float64, len(merged))
+		b0 := make([]float64, len(merged))
+		b1 := make([]float64, len(merged))
+		for i, m := range merged {
+			bx[i], b0[i], b1[i] = float64(m[0])/1e9, float64(m[1]), float64(m[2])
+		}
+		p.vbars(series+"-poll", "#2a6fdb", bx, b0, b1, fmt.Sprintf("%d polls: offset ranges read", len(ps)))
+		p.dots(series+"-send", colorOK, 1.6, xs, ys, fmt.Sprintf("%d acknowledged sends", len(ss)))
+		p.legendEntry(series+"-send", "send acknowledged", colorOK, "dot")
+		p.legendEntry(series+"-poll", "offsets polled", "#2a6fdb", "line")
+		for _, group := range []struct {
+			name, color string
+			pts         []sendPt
+		}{{"lost", colorFail, ki.lost}, {"unseen", colorInfo, ki.unseen}} {
+			if len(group.pts) == 0 {
+				continue
+			}
+			mx := make([]float64, len(group.pts))
+			my := make([]float64, len(group.pts))
+			titles := make([]string, len(group.pts))
+			for i, s := range group.pts {
+				mx[i], my[i] = float64(s.t)/1e9, float64(s.offset)
+				titles[i] = fmt.Sprintf("offset %d acknowledged to op %d at %s, never polled (%s)", s.offset, s.index, seconds(s.t), group.name)
+			}
+			p.crosses(series+"-"+group.name, group.color, mx, my, titles)
+			p.legendEntry(series+"-"+group.name, fmt.Sprintf("never read: %s (%d)", group.name, len(group.pts)), group.color, "cross")
+		}
+		rm, hasReads := readMax[k]
+		out = append(out, keyTimeline{
+			Label: label, Anchor: "key-" + strconv.Itoa(k), Lost: len(ki.lost), Unseen: len(ki.unseen),
+			SVG: p.html(), Acked: len(ss), ReadMax: rm, HasReads: hasReads,
+		})
+	}
+	return out, notes
+}
+
+// mergePollBars merges bars into at most limit time buckets, each keeping
+// the lowest and highest offset read in it. It returns (time, lo, hi).
+func mergePollBars[T any](bars []T, limit int, get func(T) (int64, int64, int64)) [][3]int64 {
+	out := make([][3]int64, 0, min(len(bars), limit))
+	if len(bars) <= limit {
+		for _, b := range bars {
+			t, lo, hi := get(b)
+			out = append(out, [3]int64{t, lo, hi})
+		}
+		return out
+	}
+	t0, _, _ := get(bars[0])
+	t1 := t0
+	for _, b := range bars {
+		t, _, _ := get(b)
+		t0, t1 = min(t0, t), max(t1, t)
+	}
+	span := t1 - t0 + 1
+	idx := make([]int, limit)
+	for i := range idx {
+		idx[i] = -1
+	}
+	for _, b := range bars {
+		t, lo, hi := get(b)
+		k := min(int(float64(t-t0)/float64(span)*float64(limit)), limit-1)
+		if idx[k] < 0 {
+			idx[k] = len(out)
+			out = append(out, [3]int64{t, lo, hi})
+			continue
+		}
+		m := &out[idx[k]]
+		m[1], m[2] = min(m[1], lo), max(m[2], hi)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i][0] < out[j][0] })
+	return out
+}
+
+// faultWindows returns the checker's fault intervals, or derives them from
+// the nemesis operations: a fault opens a window labeled with what it did,
+// the next heal closes every open window, and the end of the history closes
+// the rest.
+func faultWindows(in Input, a *analysis) []checker.Window {
+	if len(in.Result.Perf.Faults) > 0 || a == nil {
+		return in.Result.Perf.Faults
+	}
+	var out []checker.Window
+	var open []checker.Window
+	for _, i := range a.nemesis {
+		op := a.h[i]
+		if op.Type == checker.Invoke {
+			continue
+		}
+		if isHeal(op.F) {
+			for _, w := range open {
+				w.End = op.Time
+				out = append(out, w)
+			}
+			open = open[:0]
+			continue
+		}
+		open = append(open, checker.Window{Start: op.Time, Label: "nemesis " + describeNemesis(op)})
+	}
+	for _, w := range open {
+		w.End = a.endNs
+		out = append(out, w)
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Start < out[j].Start })
+	return out
+}

@@ -1,0 +1,252 @@
+package reports
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net/url"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/faultline/faultline/checker"
+)
+
+// Names of the files of one run directory (DESIGN.md's store layout).
+const (
+	FileHistory = "history.jsonl"
+	FileResults = "results.json"
+	FileReport  = "report.html"
+	FileJUnit   = "junit.xml"
+	FileSpec    = "test.json"
+	DirNodes    = "nodes"
+	// DirPorcupine holds porcupine's visualizations, one HTML file per
+	// failing partition (e.g. porcupine/key-2.html); files named
+	// porcupine*.html at the top of the run directory are found too.
+	DirPorcupine = "porcupine"
+)
+
+// RenderDir re-renders report.html and junit.xml of a stored run from its
+// results.json, history.jsonl and test.json (`faultline report DIR`). Only
+// results.json is required; problems with the other files are stated on the
+// page. Each file is written to a temporary name and renamed, so a reader
+// never sees half a report.
+func RenderDir(dir string) error {
+	in, err := LoadDir(dir)
+	if err != nil {
+		return err
+	}
+	if err := writeFileAtomic(dir, FileReport, func(w io.Writer) error { return WriteHTML(w, in) }); err != nil {
+		return err
+	}
+	return writeFileAtomic(dir, FileJUnit, func(w io.Writer) error { return WriteJUnit(w, in) })
+}
+
+// LoadDir reads a stored run directory into an Input, with links relative
+// to the directory.
+func LoadDir(dir string) (Input, error) {
+	in, err := loadRun(os.DirFS(dir), ".")
+	if err != nil {
+		return Input{}, fmt.Errorf("load run %s: %w", dir, err)
+	}
+	return in, nil
+}
+
+// loadRun reads the run at dir inside fsys.
+func loadRun(fsys fs.FS, dir string) (Input, error) {
+	var in Input
+	data, err := fs.ReadFile(fsys, path.Join(dir, FileResults))
+	if err != nil {
+		return Input{}, fmt.Errorf("read %s: %w", FileResults, err)
+	}
+	in.Result, err = decodeResult(data)
+	if err != nil {
+		return Input{}, fmt.Errorf("parse %s: %w", FileResults, err)
+	}
+	in.Links.Results = FileResults
+	if data, err := fs.ReadFile(fsys, path.Join(dir, FileSpec)); err == nil {
+		spec, perr := ParseSpec(data)
+		if perr != nil {
+			in.Notes = append(in.Notes, fmt.Sprintf("%s could not be parsed (%v); the test spec is not shown.", FileSpec, perr))
+		} else {
+			in.Spec = spec
+		}
+		in.Links.Spec = FileSpec
+	} else {
+		in.Notes = append(in.Notes, FileSpec+" is missing: the test spec is not shown.")
+	}
+	if in.Spec.Name == "" {
+		in.Spec.Name = runName(dir)
+	}
+	h, note := readHistoryFS(fsys, path.Join(dir, FileHistory))
+	in.History = h
+	if note != "" {
+		in.Notes = append(in.Notes, note)
+	}
+	if h != nil {
+		in.Links.History = FileHistory
+	}
+	if _, err := fs.Stat(fsys, path.Join(dir, FileJUnit)); err == nil {
+		in.Links.JUnit = FileJUnit
+	}
+	in.Links.NodeLogs = nodeLogs(fsys, dir)
+	in.Links.Porcupine = porcupineFiles(fsys, dir)
+	return in, nil
+}
+
+// runName names a run without a spec after its directory.
+func runName(dir string) string {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return filepath.Base(dir)
+	}
+	return filepath.Base(filepath.Dir(abs)) + "/" + filepath.Base(abs)
+}
+
+// decodeResult parses results.json.
+func decodeResult(data []byte) (checker.Result, error) {
+	var r checker.Result
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if err := dec.Decode(&r); err != nil {
+		return checker.Result{}, err
+	}
+	return r, nil
+}
+
+// readHistoryFS reads history.jsonl through the checker's codec. A missing
+// or unreadable history is not an error for the report, which then draws
+// what results.json holds; the returned note says what happened.
+func readHistoryFS(fsys fs.FS, name string) (checker.History, string) {
+	f, err := fsys.Open(name)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, FileHistory + " is missing: plots are drawn from results.json alone and operations are not listed."
+	}
+	if err != nil {
+		return nil, fmt.Sprintf("%s could not be opened (%v): plots are drawn from results.json alone.", FileHistory, err)
+	}
+	defer f.Close()
+	h, err := checker.NewReader(f).ReadAll()
+	if err != nil {
+		return nil, fmt.Sprintf("%s could not be read (%v): plots are drawn from results.json alone.", FileHistory, err)
+	}
+	if err := h.Validate(); err != nil {
+		return h, fmt.Sprintf("%s breaks the invoke/completion discipline (%v); latencies of the affected operations may be wrong.", FileHistory, err)
+	}
+	return h, ""
+}
+
+// nodeLogs links every regular file under nodes/<node>/ (one level).
+func nodeLogs(fsys fs.FS, dir string) []Link {
+	nodes, err := fs.ReadDir(fsys, path.Join(dir, DirNodes))
+	if err != nil {
+		return nil
+	}
+	var out []Link
+	for _, n := range nodes {
+		if !n.IsDir() {
+			continue
+		}
+		files, err := fs.ReadDir(fsys, path.Join(dir, DirNodes, n.Name()))
+		if err != nil {
+			continue
+		}
+		for _, f := range files {
+			if f.Type().IsRegular() {
+				out = append(out, Link{
+					Name: n.Name() + " " + f.Name(),
+					Href: relHref(DirNodes, n.Name(), f.Name()),
+				})
+			}
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return naturalLess(out[i].Name, out[j].Name) })
+	return out
+}
+
+// porcupineFiles links porcupine's visualizations.
+func porcupineFiles(fsys fs.FS, dir string) []Link {
+	var out []Link
+	if files, err := fs.ReadDir(fsys, path.Join(dir, DirPorcupine)); err == nil {
+		for _, f := range files {
+			if f.Type().IsRegular() && strings.HasSuffix(f.Name(), ".html") {
+				out = append(out, Link{Name: strings.TrimSuffix(f.Name(), ".html"), Href: relHref(DirPorcupine, f.Name())})
+			}
+		}
+	}
+	if files, err := fs.ReadDir(fsys, dir); err == nil {
+		for _, f := range files {
+			if f.Type().IsRegular() && strings.HasPrefix(f.Name(), "porcupine") && strings.HasSuffix(f.Name(), ".html") {
+				out = append(out, Link{Name: strings.TrimSuffix(f.Name(), ".html"), Href: relHref(f.Name())})
+			}
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return naturalLess(out[i].Name, out[j].Name) })
+	return out
+}
+
+func relHref(parts ...string) string {
+	esc := make([]string, len(parts))
+	for i, p := range parts {
+		esc[i] = url.PathEscape(p)
+	}
+	return strings.Join(esc, "/")
+}
+
+// naturalLess orders "n2" before "n10".
+func naturalLess(a, b string) bool {
+	for a != "" && b != "" {
+		da, db := leadingDigits(a), leadingDigits(b)
+		if da != "" && db != "" {
+			if len(da) != len(db) {
+				return len(da) < len(db)
+			}
+			if da != db {
+				return da < db
+			}
+			a, b = a[len(da):], b[len(db):]
+			continue
+		}
+		if a[0] != b[0] {
+			return a[0] < b[0]
+		}
+		a, b = a[1:], b[1:]
+	}
+	return len(a) < len(b)
+}
+
+func leadingDigits(s string) string {
+	i := 0
+	for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+		i++
+	}
+	return s[:i]
+}
+
+// writeFileAtomic writes dir/name through a temporary file and a rename.
+func writeFileAtomic(dir, name string, write func(io.Writer) error) error {
+	tmp, err := os.CreateTemp(dir, "."+name+".*.tmp")
+	if err != nil {
+		return fmt.Errorf("write %s: %w", name, err)
+	}
+	defer os.Remove(tmp.Name())
+	if err := write(tmp); err != nil {
+		tmp.Close()
+		return fmt.Errorf("write %s: %w", filepath.Join(dir, name), err)
+	}
+	if err := tmp.Chmod(0o644); err != nil {
+		tmp.Close()
+		return fmt.Errorf("write %s: %w", filepath.Join(dir, name), err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("write %s: %w", filepath.Join(dir, name), err)
+	}
+	if err := os.Rename(tmp.Name(), filepath.Join(dir, name)); err != nil {
+		return fmt.Errorf("write %s: %w", filepath.Join(dir, name), err)
+	}
+	return nil
+}

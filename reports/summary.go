@@ -1,0 +1,123 @@
+package reports
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/faultline/faultline/checker"
+)
+
+// Summary renders a one-screen text summary for the terminal: the verdict,
+// anomaly counts with one example each, operations by function and outcome,
+// latency p50/p99 and the windows in which no send succeeded.
+func Summary(in Input) string {
+	var a *analysis
+	if len(in.History) > 0 {
+		a = analyze(in.History)
+	}
+	v := buildVerdict(in, a)
+	var b strings.Builder
+	if in.Spec.Name != "" {
+		fmt.Fprintf(&b, "%s\n", in.Spec.Name)
+	}
+	fmt.Fprintf(&b, "%s\n", v.Headline)
+	for _, s := range v.Sentences {
+		fmt.Fprintf(&b, "  - %s\n", s)
+	}
+	subscribe := in.Spec.Subscribe || (a != nil && a.subscribe)
+	if names := orderedAnomalyNames(in.Result.Anomalies); len(names) > 0 {
+		b.WriteString("\nanomalies:\n")
+		for _, name := range names {
+			rep := in.Result.Anomalies[name]
+			allowed := ""
+			if kindOf(name).allowed(subscribe) {
+				allowed = " (allowed)"
+			}
+			fmt.Fprintf(&b, "  %-22s %6d%s\n", name, rep.Count, allowed)
+			if len(rep.Examples) > 0 {
+				fmt.Fprintf(&b, "    e.g. %s\n", compactExample(rep.Examples[0], 110))
+			}
+		}
+	}
+	for _, c := range in.Result.Checkers {
+		if c.Valid == checker.Unknown {
+			fmt.Fprintf(&b, "checker %s: unknown: %s\n", c.Name, c.Error)
+		}
+	}
+	byF := opsByF(in, a)
+	if len(byF) > 0 {
+		b.WriteString("\noperations (ok/fail/info):\n")
+		for _, f := range sortedKeys(byF) {
+			m := byF[f]
+			fmt.Fprintf(&b, "  %-10s %7d ok %6d fail %6d info\n", f, m[checker.OK], m[checker.Fail], m[checker.Info])
+		}
+	}
+	q := quantiles(in, a)
+	if len(q) > 0 {
+		b.WriteString("\nlatency ms (p50 / p99):\n")
+		for _, k := range sortedKeys(q) {
+			p50, ok50 := pickQuantile(q[k], "0.5", "p50", "50")
+			p99, ok99 := pickQuantile(q[k], "0.99", "p99", "99")
+			if !ok50 && !ok99 {
+				continue
+			}
+			fmt.Fprintf(&b, "  %-14s %9.1f / %9.1f\n", k, p50, p99)
+		}
+	}
+	if un := in.Result.Perf.Unavailable; len(un) > 0 {
+		total := int64(0)
+		for _, w := range un {
+			total += w.End - w.Start
+		}
+		fmt.Fprintf(&b, "\nno successful send for %s in %d windows:\n", seconds(total), len(un))
+		for i, w := range un {
+			if i == 8 {
+				fmt.Fprintf(&b, "  … %d more\n", len(un)-i)
+				break
+			}
+			label := ""
+			if w.Label != "" {
+				label = " (" + w.Label + ")"
+			}
+			fmt.Fprintf(&b, "  %s – %s%s\n", seconds(w.Start), seconds(w.End), label)
+		}
+	} else {
+		b.WriteString("\nno unavailability window: sends succeeded throughout\n")
+	}
+	return b.String()
+}
+
+func opsByF(in Input, a *analysis) map[string]map[checker.OpType]int {
+	if a == nil {
+		return in.Result.Stats.ByF
+	}
+	out := map[string]map[checker.OpType]int{}
+	for _, p := range a.latencies {
+		m := out[p.f]
+		if m == nil {
+			m = map[checker.OpType]int{}
+			out[p.f] = m
+		}
+		m[p.typ]++
+	}
+	return out
+}
+
+func pickQuantile(m map[string]float64, names ...string) (float64, bool) {
+	for _, n := range names {
+		if v, ok := m[n]; ok {
+			return v, true
+		}
+	}
+	return 0, false
+}
+
+// compactExample renders an example as one line of JSON, cut at maxLen.
+func compactExample(example any, maxLen int) string {
+	b, err := json.Marshal(example)
+	if err != nil {
+		return "(example not encodable: " + err.Error() + ")"
+	}
+	return truncate(string(b), maxLen)
+}

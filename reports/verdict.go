@@ -1,0 +1,257 @@
+package reports
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/faultline/faultline/checker"
+)
+
+// verdict is the report's opening: one headline and the sentences behind it.
+type verdict struct {
+	Validity checker.Validity
+	Word     string // VALID, INVALID, UNKNOWN
+	Headline string
+	// Sentences explain each anomaly that makes the run invalid, each
+	// checker that could not decide, and the allowed anomalies observed.
+	Sentences []string
+}
+
+func validityWord(v checker.Validity) string {
+	switch v {
+	case checker.Valid:
+		return "VALID"
+	case checker.Invalid:
+		return "INVALID"
+	default:
+		return "UNKNOWN"
+	}
+}
+
+// anomalySentence states one anomaly: what, where, and which fault preceded
+// it, e.g. "3 acknowledged writes were lost on key 2 (t0-2) after the
+// nemesis killed n1 at 41.2 s"; detail adds when it was seen
+// ("acknowledged between 40.0 s and 40.8 s"), or is empty.
+func anomalySentence(in Input, a *analysis, name string, rep checker.AnomalyReport) (sentence, detail string) {
+	kind := kindOf(name)
+	var keys []int
+	var ops []int64
+	for _, ex := range rep.Examples {
+		f := factsOf(ex)
+		keys = append(keys, f.keys...)
+		ops = append(ops, f.ops...)
+	}
+	keys = uniqueInts(keys)
+	s := kind.phrase(rep.Count) + keysPhrase(in.Spec, keys, rep.Count)
+	if a == nil {
+		return s, ""
+	}
+	first, last, ok := timesOf(a, ops)
+	if !ok {
+		return s, ""
+	}
+	if kind.loss {
+		when := "acknowledged at " + seconds(first)
+		if last != first {
+			when = "acknowledged between " + seconds(first) + " and " + seconds(last)
+		}
+		if n, found := a.nemesisAfter(first); found {
+			return s + " after the nemesis " + describeNemesis(n) + " at " + seconds(n.Time), when
+		}
+		return s + " with no fault injected after the writes", when
+	}
+	if n, found := a.nemesisBefore(first); found {
+		return s + " after the nemesis " + describeNemesis(n) + " at " + seconds(n.Time), "first seen at " + seconds(first)
+	}
+	return s + " before any fault", "first seen at " + seconds(first)
+}
+
+// withDetail joins a sentence and its parenthesized details.
+func withDetail(sentence string, details ...string) string {
+	var parts []string
+	for _, d := range details {
+		if d != "" {
+			parts = append(parts, d)
+		}
+	}
+	if len(parts) == 0 {
+		return sentence
+	}
+	return sentence + " (" + strings.Join(parts, "; ") + ")"
+}
+
+func keysPhrase(spec Spec, keys []int, count int) string {
+	switch {
+	case len(keys) == 0:
+		return ""
+	case len(keys) == 1:
+		return " on " + spec.keyLabel(keys[0])
+	case len(keys) <= 3:
+		labels := make([]string, len(keys))
+		for i, k := range keys {
+			labels[i] = spec.keyLabel(k)
+		}
+		return " on " + strings.Join(labels[:len(labels)-1], ", ") + " and " + labels[len(labels)-1]
+	default:
+		more := ""
+		if count > len(keys) {
+			more = " or more"
+		}
+		return fmt.Sprintf(" on %d%s keys (%s, %s, …)", len(keys), more, spec.keyLabel(keys[0]), spec.keyLabel(keys[1]))
+	}
+}
+
+// timesOf returns the earliest and latest time of the given operations
+// that are in the history; for an invoke, its completion counts.
+func timesOf(a *analysis, ops []int64) (first, last int64, ok bool) {
+	for _, idx := range ops {
+		i, found := a.pos[idx]
+		if !found {
+			continue
+		}
+		if c, has := a.completionOf[i]; has {
+			i = c
+		}
+		t := a.h[i].Time
+		if !ok || t < first {
+			first = t
+		}
+		if !ok || t > last {
+			last = t
+		}
+		ok = true
+	}
+	return first, last, ok
+}
+
+// plural counts a noun: "1 poll", "2 polls".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return strconv.Itoa(n) + " " + noun + "s"
+}
+
+func seconds(ns int64) string {
+	return strconv.FormatFloat(float64(ns)/1e9, 'f', 1, 64) + " s"
+}
+
+func buildVerdict(in Input, a *analysis) verdict {
+	r := in.Result
+	subscribe := in.Spec.Subscribe || (a != nil && a.subscribe)
+	v := verdict{Validity: r.Valid, Word: validityWord(r.Valid)}
+	var bad, allowed []string
+	for _, name := range orderedAnomalyNames(r.Anomalies) {
+		rep := r.Anomalies[name]
+		if rep.Count <= 0 {
+			continue
+		}
+		sentence, detail := anomalySentence(in, a, name, rep)
+		if kindOf(name).allowed(subscribe) {
+			allowed = append(allowed, withDetail(sentence, name+", allowed in this mode", detail))
+			continue
+		}
+		bad = append(bad, withDetail(sentence, name, detail))
+	}
+	var undecided []string
+	for _, c := range r.Checkers {
+		if c.Valid == checker.Unknown {
+			why := c.Error
+			if why == "" {
+				why = "no reason given"
+			}
+			undecided = append(undecided, "the "+c.Name+" checker could not decide: "+why)
+		}
+	}
+	switch r.Valid {
+	case checker.Valid:
+		v.Headline = "VALID: " + validSentence(in, a)
+	case checker.Invalid:
+		if len(bad) > 0 {
+			v.Headline = "INVALID: " + bad[0]
+			bad = bad[1:]
+		} else {
+			v.Headline = "INVALID: the checkers found the history inconsistent" + failedCheckers(r)
+		}
+	default:
+		if len(undecided) > 0 {
+			v.Headline = "UNKNOWN: " + undecided[0]
+			undecided = undecided[1:]
+		} else {
+			v.Headline = "UNKNOWN: the checkers could not decide whether the history is valid"
+		}
+	}
+	v.Sentences = append(v.Sentences, capitalizeAll(bad)...)
+	v.Sentences = append(v.Sentences, capitalizeAll(undecided)...)
+	v.Sentences = append(v.Sentences, capitalizeAll(allowed)...)
+	return v
+}
+
+func failedCheckers(r checker.Result) string {
+	var names []string
+	for _, c := range r.Checkers {
+		if c.Valid == checker.Invalid {
+			names = append(names, c.Name)
+		}
+	}
+	if len(names) == 0 {
+		return ""
+	}
+	return " (" + strings.Join(names, ", ") + ")"
+}
+
+func validSentence(in Input, a *analysis) string {
+	st := in.Result.Stats
+	ops := st.Count
+	if ops == 0 && a != nil {
+		ops = len(a.h)
+	}
+	s := "no anomalies in " + plural(ops, "operation")
+	if st.Sends > 0 || st.Polls > 0 {
+		s += " (" + plural(st.Sends, "send") + ", " + plural(st.Polls, "poll")
+		if st.Keys > 0 {
+			s += " over " + plural(st.Keys, "key")
+		}
+		s += ")"
+	}
+	if faults := faultNames(in, a); len(faults) > 0 {
+		s += " under " + strings.Join(faults, ", ")
+	}
+	return s
+}
+
+// faultNames lists the kinds of faults injected, from the spec or else the
+// history's nemesis operations.
+func faultNames(in Input, a *analysis) []string {
+	var out []string
+	for _, n := range in.Spec.Nemesis {
+		if n != "" && n != "none" {
+			out = append(out, n)
+		}
+	}
+	if len(out) > 0 || a == nil {
+		return out
+	}
+	seen := map[string]bool{}
+	for _, i := range a.nemesis {
+		f := a.h[i].F
+		if !seen[f] && !isHeal(f) {
+			seen[f] = true
+			out = append(out, f)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+func capitalizeAll(in []string) []string {
+	out := make([]string, len(in))
+	for i, s := range in {
+		if s != "" {
+			out[i] = strings.ToUpper(s[:1]) + s[1:]
+		}
+	}
+	return out
+}
