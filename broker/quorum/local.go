@@ -1,0 +1,236 @@
+package quorum
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/faultline/faultline/broker/metadata"
+	"github.com/faultline/faultline/broker/storage"
+)
+
+// LogOpener opens or creates a partition log; *storage.LogManager is one.
+type LogOpener interface {
+	GetOrCreateLog(tp storage.TopicPartition, cfg storage.LogConfig) (*storage.Log, error)
+}
+
+// LocalConfig configures a Local quorum.
+type LocalConfig struct {
+	NodeID int32
+	// Logs opens __cluster_metadata-0 (the LogManager of the metadata log
+	// dir).
+	Logs      LogOpener
+	LogConfig storage.LogConfig // zero: storage.DefaultLogConfig()
+	Logger    *slog.Logger
+	Now       func() time.Time
+}
+
+// Local is a quorum with a single voter, this node: a batch is committed
+// as soon as it is fsynced to the local metadata log.
+type Local struct {
+	nodeID int32
+	log    *storage.Log
+	logger *slog.Logger
+	now    func() time.Time
+	epoch  int32
+
+	mu     sync.Mutex // serializes appends, subscriptions and delivery
+	subs   map[int]func(Batch) error
+	order  []int
+	nextID int
+	closed bool
+}
+
+// OpenLocal opens (or creates) the metadata log and becomes its leader with
+// an epoch one above the log's newest one.
+func OpenLocal(cfg LocalConfig) (*Local, error) {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.LogConfig == (storage.LogConfig{}) {
+		cfg.LogConfig = storage.DefaultLogConfig()
+	}
+	l, err := cfg.Logs.GetOrCreateLog(MetadataPartition, cfg.LogConfig)
+	if err != nil {
+		return nil, fmt.Errorf("open metadata log: %w", err)
+	}
+	epoch := int32(1)
+	if e, ok := l.LatestEpoch(); ok {
+		epoch = e + 1
+	}
+	leo := l.LogEndOffset()
+	if err := l.AssignEpochStartOffset(epoch, leo); err != nil {
+		return nil, fmt.Errorf("open metadata log: %w", err)
+	}
+	// Everything on disk was fsynced before it was acknowledged, and a
+	// single voter has nobody to disagree with: it is all committed.
+	l.UpdateHighWatermark(leo)
+	cfg.Logger.Info(fmt.Sprintf("Local controller quorum: node %d leads epoch %d, metadata log end offset %d", cfg.NodeID, epoch, leo))
+	return &Local{
+		nodeID: cfg.NodeID,
+		log:    l,
+		logger: cfg.Logger,
+		now:    cfg.Now,
+		epoch:  epoch,
+		subs:   map[int]func(Batch) error{},
+	}, nil
+}
+
+// Append implements Quorum.
+func (q *Local) Append(ctx context.Context, records []metadata.Record) (int64, error) {
+	if len(records) == 0 {
+		return 0, fmt.Errorf("append to metadata log: no records")
+	}
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.closed {
+		return 0, ErrClosed
+	}
+	nowMs := q.now().UnixMilli()
+	recs := make([]storage.Record, len(records))
+	for i, r := range records {
+		recs[i] = storage.Record{TimestampMs: nowMs, Value: metadata.Encode(r)}
+	}
+	batch := storage.BuildBatch(recs, storage.BatchOptions{})
+	info, err := q.log.AppendAsLeader(batch, q.epoch, nowMs)
+	if err != nil {
+		return 0, fmt.Errorf("append to metadata log: %w", err)
+	}
+	if err := q.log.Flush(); err != nil {
+		return 0, fmt.Errorf("append to metadata log: fsync: %w", err)
+	}
+	q.log.UpdateHighWatermark(info.LastOffset + 1)
+	b := Batch{BaseOffset: info.FirstOffset, LastOffset: info.LastOffset, Epoch: q.epoch, AppendTimeMs: nowMs, Records: records}
+	for _, id := range q.order {
+		if err := q.subs[id](b); err != nil {
+			q.logger.Error("Metadata subscriber failed to apply a committed batch", "offset", b.LastOffset, "err", err)
+		}
+	}
+	return info.LastOffset, nil
+}
+
+// Subscribe implements Quorum: it replays the log from disk, then adds fn.
+func (q *Local) Subscribe(fn func(Batch) error) (func(), error) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.closed {
+		return nil, ErrClosed
+	}
+	if err := q.replay(fn); err != nil {
+		return nil, err
+	}
+	id := q.nextID
+	q.nextID++
+	q.subs[id] = fn
+	q.order = append(q.order, id)
+	return func() {
+		q.mu.Lock()
+		defer q.mu.Unlock()
+		delete(q.subs, id)
+		for i, x := range q.order {
+			if x == id {
+				q.order = append(q.order[:i:i], q.order[i+1:]...)
+				break
+			}
+		}
+	}, nil
+}
+
+// replayReadBytes bounds one read of the metadata log during replay.
+const replayReadBytes = 1 << 20
+
+func (q *Local) replay(fn func(Batch) error) error {
+	end := q.log.LogEndOffset()
+	for off := q.log.LogStartOffset(); off < end; {
+		data, err := q.log.Read(off, replayReadBytes, end, true)
+		if err != nil {
+			return fmt.Errorf("replay metadata log at %d: %w", off, err)
+		}
+		if len(data) == 0 {
+			return fmt.Errorf("replay metadata log at %d: no batch below the log end %d", off, end)
+		}
+		err = storage.ForEachBatch(data, func(h storage.BatchHeader, raw []byte) error {
+			if h.NextOffset() <= off {
+				return nil
+			}
+			b, err := decodeBatch(h, raw)
+			if err != nil {
+				return err
+			}
+			if err := fn(b); err != nil {
+				return fmt.Errorf("apply metadata batch at offset %d: %w", h.BaseOffset, err)
+			}
+			off = h.NextOffset()
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("replay metadata log: %w", err)
+		}
+	}
+	return nil
+}
+
+// decodeBatch turns one stored batch into metadata records. Control batches
+// carry no metadata and become empty batches (they still advance offsets).
+func decodeBatch(h storage.BatchHeader, raw []byte) (Batch, error) {
+	b := Batch{BaseOffset: h.BaseOffset, LastOffset: h.LastOffset(), Epoch: h.PartitionLeaderEpoch, AppendTimeMs: h.MaxTimestamp}
+	if h.IsControl() {
+		return b, nil
+	}
+	recs, err := storage.DecodeRecords(raw)
+	if err != nil {
+		return Batch{}, fmt.Errorf("decode metadata batch at offset %d: %w", h.BaseOffset, err)
+	}
+	for _, r := range recs {
+		m, err := metadata.Decode(r.Value)
+		if err != nil {
+			return Batch{}, fmt.Errorf("metadata record at offset %d: %w", r.Offset, err)
+		}
+		b.Records = append(b.Records, m)
+	}
+	return b, nil
+}
+
+// Leader implements Quorum: this node, always.
+func (q *Local) Leader() LeaderAndEpoch {
+	return LeaderAndEpoch{LeaderID: q.nodeID, Epoch: q.epoch}
+}
+
+// Describe implements Quorum.
+func (q *Local) Describe() Description {
+	leo := q.log.LogEndOffset()
+	now := q.now().UnixMilli()
+	return Description{
+		LeaderID:      q.nodeID,
+		LeaderEpoch:   q.epoch,
+		HighWatermark: q.log.HighWatermark(),
+		Voters:        []ReplicaState{{ReplicaID: q.nodeID, LogEndOffset: leo, LastFetchTimestamp: now, LastCaughtUpTimestamp: now}},
+	}
+}
+
+// Close stops appends and delivery. The log itself belongs to the log
+// manager, which flushes and closes it at shutdown.
+func (q *Local) Close() error {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.closed = true
+	q.subs = map[int]func(Batch) error{}
+	q.order = nil
+	return nil
+}
+
+// FeedPublisher subscribes a metadata publisher to the quorum: every
+// committed batch is applied to the publisher's image and published.
+func FeedPublisher(q Quorum, p *metadata.Publisher) (cancel func(), err error) {
+	return q.Subscribe(func(b Batch) error {
+		return p.ApplyBatch(b.LastOffset, b.Records)
+	})
+}
