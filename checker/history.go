@@ -54,6 +54,17 @@ type Op struct {
 	// SeekToBeginning is set on the final reads' assign.
 	SeekToBeginning bool
 	Error           string
+	// RebalanceLog lists the consumer-group rebalances a subscribed
+	// consumer went through during this operation ("rebalance-log" in JSON,
+	// as Jepsen records it). Keys named there are exempt from the
+	// within-operation poll checks.
+	RebalanceLog []Rebalance
+}
+
+// Rebalance is one entry of an operation's rebalance log: the keys assigned
+// to the consumer after the rebalance.
+type Rebalance struct {
+	Keys []int `json:"keys"`
 }
 
 // History is a whole test's operations in index order.

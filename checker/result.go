@@ -24,7 +24,15 @@ func (v Validity) Merge(o Validity) Validity {
 type AnomalyReport struct {
 	Count    int   `json:"count"`
 	Examples []any `json:"examples"`
+	// Allowed marks an anomaly that the test's mode tolerates (Jepsen's
+	// allowed-error-types): it is reported but does not make the result
+	// invalid.
+	Allowed bool `json:"allowed,omitempty"`
 }
+
+// ExamplesMax bounds the examples kept per anomaly, as Jepsen condenses its
+// errors; Count still counts every case.
+const ExamplesMax = 32
 
 // CheckerResult is the outcome of one checker (one junit test case).
 type CheckerResult struct {
@@ -32,6 +40,9 @@ type CheckerResult struct {
 	Valid     Validity                 `json:"valid"`
 	Error     string                   `json:"error,omitempty"` // why it is unknown
 	Anomalies map[string]AnomalyReport `json:"anomalies,omitempty"`
+	// Visualizations is porcupine's HTML for failing partitions, by key;
+	// Merge gathers them into Result.Visualizations.
+	Visualizations map[int][]byte `json:"-"`
 }
 
 // Result is results.json: the merged verdict, every anomaly by Jepsen's
@@ -42,6 +53,14 @@ type Result struct {
 	Checkers  []CheckerResult          `json:"checkers"`
 	Stats     Stats                    `json:"stats"`
 	Perf      Perf                     `json:"perf"`
+	// Mode is the consumer mode the anomalies were judged in: "assign" or
+	// "subscribe"; Txn tells whether transactions were in play.
+	Mode string `json:"mode,omitempty"`
+	Txn  bool   `json:"txn,omitempty"`
+	// Visualizations holds porcupine's self-contained HTML for some failing
+	// partitions, by key (at most Options.VisualizeMax). It is not part of
+	// results.json: the harness writes each as linear-<key>.html.
+	Visualizations map[int][]byte `json:"-"`
 }
 
 // Stats counts operations by function and outcome.
@@ -51,6 +70,13 @@ type Stats struct {
 	Keys  int                       `json:"keys"`
 	Sends int                       `json:"sends"`
 	Polls int                       `json:"polls"`
+	// SendsOK counts acknowledged send micro-ops; ValuesRead the distinct
+	// (key, value) pairs any ok poll returned; Processes the distinct client
+	// processes; DurationNs the time of the last operation.
+	SendsOK    int   `json:"sends-ok"`
+	ValuesRead int   `json:"values-read"`
+	Processes  int   `json:"processes"`
+	DurationNs int64 `json:"duration-ns"`
 }
 
 // Perf holds latency quantiles, throughput over time and unavailability

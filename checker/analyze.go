@@ -1,0 +1,141 @@
+package checker
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// Consumer modes (Options.Mode).
+const (
+	ModeAssign    = "assign"
+	ModeSubscribe = "subscribe"
+)
+
+// Options tune Analyze. The zero value is usable: every zero field takes the
+// default named in its comment.
+type Options struct {
+	// Mode is ModeAssign or ModeSubscribe; empty infers subscribe when the
+	// history holds any subscribe op. Subscribe allows poll-skip and
+	// nonmonotonic-poll (AllowedAnomalies).
+	Mode string
+	// Txn forces transactional semantics (offsets may have gaps); without
+	// it they are inferred from any txn op in the history.
+	Txn bool
+	// Timeout bounds each checker (default 5 minutes); a checker still
+	// running then is unknown.
+	Timeout time.Duration
+	// LinearTimeout bounds porcupine on one partition (default 10 s).
+	LinearTimeout time.Duration
+	// LinearOpsMax bounds the operations of one partition given to
+	// porcupine (default 20 000); a larger partition is unknown.
+	LinearOpsMax int
+	// SkipLinear turns the porcupine checker off.
+	SkipLinear bool
+	// ExamplesMax bounds examples per anomaly (default ExamplesMax).
+	ExamplesMax int
+	// VisualizeMax bounds the failing partitions visualized (default 3);
+	// VisualizeOpsMax the operations of one visualized partition (default
+	// 5000).
+	VisualizeMax    int
+	VisualizeOpsMax int
+	// UnavailableMin is the shortest window without a successful send that
+	// counts as unavailability (default 1 s).
+	UnavailableMin time.Duration
+	// ThroughputBucket is the width of one throughput bucket (default 1 s;
+	// widened so a series has at most 2000 buckets).
+	ThroughputBucket time.Duration
+
+	subscribe, txn bool
+}
+
+func (o Options) resolve(h History) Options {
+	if o.Timeout <= 0 {
+		o.Timeout = 5 * time.Minute
+	}
+	if o.LinearTimeout <= 0 {
+		o.LinearTimeout = 10 * time.Second
+	}
+	if o.LinearOpsMax <= 0 {
+		o.LinearOpsMax = 20000
+	}
+	if o.ExamplesMax <= 0 {
+		o.ExamplesMax = ExamplesMax
+	}
+	if o.VisualizeMax <= 0 {
+		o.VisualizeMax = 3
+	}
+	if o.VisualizeOpsMax <= 0 {
+		o.VisualizeOpsMax = 5000
+	}
+	if o.UnavailableMin <= 0 {
+		o.UnavailableMin = time.Second
+	}
+	if o.ThroughputBucket <= 0 {
+		o.ThroughputBucket = time.Second
+	}
+	o.subscribe = o.Mode == ModeSubscribe
+	o.txn = o.Txn
+	for i := range h {
+		if o.Mode == "" && h[i].F == FSubscribe {
+			o.subscribe = true
+		}
+		if h[i].F == FTxn {
+			o.txn = true
+		}
+	}
+	return o
+}
+
+// Analyze checks a history: the discipline of its operations, Jepsen's
+// Kafka analyses ("queue") and porcupine per partition ("linearizable"),
+// composed so that a panic or timeout makes a checker unknown; plus Stats
+// and Perf. It never returns without a verdict. A history that breaks the
+// invoke/complete discipline is unknown: the analyses would misread it.
+func Analyze(ctx context.Context, h History, opts Options) Result {
+	opts = opts.resolve(h)
+	p := pair(h)
+	var res Result
+	if err := p.err(); err != nil {
+		res = Merge(CheckerResult{Name: "history", Valid: Unknown, Error: err.Error()})
+	} else {
+		checkers := []Checker{
+			Func{CheckerName: "history", Fn: func(context.Context, History) CheckerResult {
+				return CheckerResult{Valid: Valid}
+			}},
+			Func{CheckerName: "queue", Fn: func(ctx context.Context, h History) CheckerResult {
+				return runQueue(ctx, h, p, opts)
+			}},
+		}
+		if !opts.SkipLinear {
+			checkers = append(checkers, Func{CheckerName: "linearizable", Fn: func(ctx context.Context, h History) CheckerResult {
+				return runLinear(ctx, h, p, opts)
+			}})
+		}
+		res = Compose(ctx, h, opts.Timeout, checkers...)
+	}
+	res.Mode = ModeAssign
+	if opts.subscribe {
+		res.Mode = ModeSubscribe
+	}
+	res.Txn = opts.txn
+	res.Stats = computeStats(h, p)
+	res.Perf = computePerf(h, p, opts)
+	return res
+}
+
+// CheckFile reads history.jsonl at path and analyzes it. A file that cannot
+// be read or decoded is an error (the CLI exits 254/255); a history that
+// decodes but breaks the discipline yields an unknown Result and the error.
+// The analysis is bounded by opts' timeouts.
+func CheckFile(path string, opts Options) (Result, error) {
+	h, err := ReadHistory(path)
+	if h == nil && err != nil {
+		return Result{Valid: Unknown}, err
+	}
+	res := Analyze(context.Background(), h, opts)
+	if err != nil {
+		return res, fmt.Errorf("check %s: %w", path, err)
+	}
+	return res, nil
+}

@@ -1,0 +1,409 @@
+package checker
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"unicode/utf8"
+)
+
+// Functions whose value is a list of micro-ops.
+const (
+	FSend      = "send"
+	FPoll      = "poll"
+	FTxn       = "txn"
+	FAssign    = "assign"
+	FSubscribe = "subscribe"
+	FCrash     = "crash"
+)
+
+// hasMops reports whether ops with function f carry micro-ops as value.
+func hasMops(f string) bool { return f == FSend || f == FPoll || f == FTxn }
+
+// hasKeys reports whether ops with function f carry a key list as value.
+func hasKeys(f string) bool { return f == FAssign || f == FSubscribe }
+
+// opJSON is the envelope of one history line; Value is decoded by F.
+type opJSON struct {
+	Index           *int64          `json:"index"`
+	Time            int64           `json:"time"`
+	Process         json.RawMessage `json:"process"`
+	Type            OpType          `json:"type"`
+	F               string          `json:"f"`
+	Value           json.RawMessage `json:"value"`
+	Error           string          `json:"error"`
+	SeekToBeginning bool            `json:"seek-to-beginning"`
+	RebalanceLog    []Rebalance     `json:"rebalance-log"`
+}
+
+// UnmarshalJSON decodes one history line as DESIGN.md describes it. It is
+// strict about the parts the checker relies on (type, process, integer keys,
+// offsets and values) and keeps the value of any other function verbatim.
+func (o *Op) UnmarshalJSON(data []byte) error {
+	var j opJSON
+	if err := json.Unmarshal(data, &j); err != nil {
+		return err
+	}
+	if j.Index == nil {
+		return errors.New(`missing "index"`)
+	}
+	switch j.Type {
+	case Invoke, OK, Fail, Info:
+	case "":
+		return errors.New(`missing "type"`)
+	default:
+		return fmt.Errorf("type %q is not invoke, ok, fail or info", j.Type)
+	}
+	if j.F == "" {
+		return errors.New(`missing "f"`)
+	}
+	process, err := decodeProcess(j.Process)
+	if err != nil {
+		return err
+	}
+	*o = Op{
+		Index:           *j.Index,
+		Time:            j.Time,
+		Process:         process,
+		Type:            j.Type,
+		F:               j.F,
+		Error:           j.Error,
+		SeekToBeginning: j.SeekToBeginning,
+		RebalanceLog:    j.RebalanceLog,
+	}
+	value := j.Value
+	if len(value) == 0 || string(value) == "null" {
+		return nil
+	}
+	switch {
+	case hasMops(j.F):
+		mops, err := decodeMops(value)
+		if err != nil {
+			return fmt.Errorf("%s value: %w", j.F, err)
+		}
+		o.Mops = mops
+	case hasKeys(j.F):
+		var keys []int
+		if err := json.Unmarshal(value, &keys); err != nil {
+			return fmt.Errorf("%s value must be a list of integer keys: %w", j.F, err)
+		}
+		o.Keys = keys
+	default:
+		var buf bytes.Buffer
+		if err := json.Compact(&buf, value); err != nil {
+			return fmt.Errorf("%s value: %w", j.F, err)
+		}
+		o.Raw = buf.Bytes()
+	}
+	return nil
+}
+
+func decodeProcess(raw json.RawMessage) (int, error) {
+	if len(raw) == 0 {
+		return 0, errors.New(`missing "process"`)
+	}
+	if raw[0] == '"' {
+		var s string
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return 0, fmt.Errorf("process: %w", err)
+		}
+		if s != "nemesis" {
+			return 0, fmt.Errorf(`process %q is neither an integer nor "nemesis"`, s)
+		}
+		return NemesisProcess, nil
+	}
+	p, err := strconv.Atoi(string(raw))
+	if err != nil || p < 0 {
+		return 0, fmt.Errorf(`process %s is neither a non-negative integer nor "nemesis"`, raw)
+	}
+	return p, nil
+}
+
+func decodeMops(value json.RawMessage) ([]MicroOp, error) {
+	var raws []json.RawMessage
+	if err := json.Unmarshal(value, &raws); err != nil {
+		return nil, fmt.Errorf("want a list of micro-ops: %w", err)
+	}
+	mops := make([]MicroOp, 0, len(raws))
+	for i, raw := range raws {
+		m, err := decodeMop(raw)
+		if err != nil {
+			return nil, fmt.Errorf("micro-op %d: %w", i, err)
+		}
+		mops = append(mops, m)
+	}
+	return mops, nil
+}
+
+func decodeMop(raw json.RawMessage) (MicroOp, error) {
+	var parts []json.RawMessage
+	if err := json.Unmarshal(raw, &parts); err != nil {
+		return MicroOp{}, fmt.Errorf(`want ["send", k, v] or ["poll", ...]: %w`, err)
+	}
+	if len(parts) == 0 {
+		return MicroOp{}, errors.New("empty micro-op")
+	}
+	var f string
+	if err := json.Unmarshal(parts[0], &f); err != nil {
+		return MicroOp{}, fmt.Errorf("micro-op name: %w", err)
+	}
+	switch f {
+	case FSend:
+		if len(parts) != 3 {
+			return MicroOp{}, fmt.Errorf("send has %d elements, want 3", len(parts))
+		}
+		m := MicroOp{F: FSend}
+		if err := json.Unmarshal(parts[1], &m.Key); err != nil {
+			return MicroOp{}, fmt.Errorf("send key: %w", err)
+		}
+		if len(parts[2]) > 0 && parts[2][0] == '[' {
+			var pair []*int64
+			if err := json.Unmarshal(parts[2], &pair); err != nil {
+				return MicroOp{}, fmt.Errorf("send [offset, value]: %w", err)
+			}
+			if len(pair) != 2 || pair[1] == nil {
+				return MicroOp{}, errors.New("send completion must be [offset|null, value]")
+			}
+			m.Completed = true
+			m.Offset = pair[0]
+			m.Value = *pair[1]
+			return m, nil
+		}
+		if err := json.Unmarshal(parts[2], &m.Value); err != nil || string(parts[2]) == "null" {
+			return MicroOp{}, fmt.Errorf("send value %s is not an integer", parts[2])
+		}
+		return m, nil
+	case FPoll:
+		switch len(parts) {
+		case 1:
+			return MicroOp{F: FPoll}, nil
+		case 2:
+			var byKey map[int][][]*int64
+			if err := json.Unmarshal(parts[1], &byKey); err != nil {
+				return MicroOp{}, fmt.Errorf(`poll result must be {"key": [[offset, value], ...]}: %w`, err)
+			}
+			polls := make(map[int][]Pair, len(byKey))
+			for k, raws := range byKey {
+				pairs := make([]Pair, 0, len(raws))
+				for _, p := range raws {
+					if len(p) != 2 || p[0] == nil || p[1] == nil {
+						return MicroOp{}, fmt.Errorf("poll of key %d: a pair must be [offset, value] with both integers", k)
+					}
+					pairs = append(pairs, Pair{Offset: *p[0], Value: *p[1]})
+				}
+				polls[k] = pairs
+			}
+			return MicroOp{F: FPoll, Polls: polls}, nil
+		default:
+			return MicroOp{}, fmt.Errorf("poll has %d elements, want 1 or 2", len(parts))
+		}
+	default:
+		return MicroOp{}, fmt.Errorf("unknown micro-op %q (want send or poll)", f)
+	}
+}
+
+// MarshalJSON encodes the op as one history line (without the newline).
+func (o Op) MarshalJSON() ([]byte, error) {
+	return o.appendJSON(make([]byte, 0, 128)), nil
+}
+
+// appendJSON appends the op's JSON form to b. Keys of polls are written in
+// ascending order, so equal ops encode to equal bytes.
+func (o Op) appendJSON(b []byte) []byte {
+	b = append(b, `{"index":`...)
+	b = strconv.AppendInt(b, o.Index, 10)
+	b = append(b, `,"time":`...)
+	b = strconv.AppendInt(b, o.Time, 10)
+	b = append(b, `,"process":`...)
+	if o.Process == NemesisProcess {
+		b = append(b, `"nemesis"`...)
+	} else {
+		b = strconv.AppendInt(b, int64(o.Process), 10)
+	}
+	b = append(b, `,"type":`...)
+	b = appendString(b, string(o.Type))
+	b = append(b, `,"f":`...)
+	b = appendString(b, o.F)
+	switch {
+	case o.Mops != nil:
+		b = append(b, `,"value":`...)
+		b = appendMops(b, o.Mops)
+	case o.Keys != nil:
+		b = append(b, `,"value":[`...)
+		for i, k := range o.Keys {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = strconv.AppendInt(b, int64(k), 10)
+		}
+		b = append(b, ']')
+	case o.Raw != nil:
+		b = append(b, `,"value":`...)
+		b = appendRaw(b, o.Raw)
+	}
+	if o.Error != "" {
+		b = append(b, `,"error":`...)
+		b = appendString(b, o.Error)
+	}
+	if o.SeekToBeginning {
+		b = append(b, `,"seek-to-beginning":true`...)
+	}
+	if o.RebalanceLog != nil {
+		b = append(b, `,"rebalance-log":[`...)
+		for i, r := range o.RebalanceLog {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, `{"keys":`...)
+			if r.Keys == nil {
+				b = append(b, "null"...)
+			} else {
+				b = append(b, '[')
+				for j, k := range r.Keys {
+					if j > 0 {
+						b = append(b, ',')
+					}
+					b = strconv.AppendInt(b, int64(k), 10)
+				}
+				b = append(b, ']')
+			}
+			b = append(b, '}')
+		}
+		b = append(b, ']')
+	}
+	return append(b, '}')
+}
+
+func appendMops(b []byte, mops []MicroOp) []byte {
+	b = append(b, '[')
+	for i, m := range mops {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		switch {
+		case m.F == FSend && m.Completed:
+			b = append(b, `["send",`...)
+			b = strconv.AppendInt(b, int64(m.Key), 10)
+			b = append(b, ",["...)
+			if m.Offset == nil {
+				b = append(b, "null"...)
+			} else {
+				b = strconv.AppendInt(b, *m.Offset, 10)
+			}
+			b = append(b, ',')
+			b = strconv.AppendInt(b, m.Value, 10)
+			b = append(b, "]]"...)
+		case m.F == FSend:
+			b = append(b, `["send",`...)
+			b = strconv.AppendInt(b, int64(m.Key), 10)
+			b = append(b, ',')
+			b = strconv.AppendInt(b, m.Value, 10)
+			b = append(b, ']')
+		case m.Polls == nil:
+			b = append(b, `["poll"]`...)
+		default:
+			b = append(b, `["poll",{`...)
+			keys := make([]int, 0, len(m.Polls))
+			for k := range m.Polls {
+				keys = append(keys, k)
+			}
+			slices.Sort(keys)
+			for j, k := range keys {
+				if j > 0 {
+					b = append(b, ',')
+				}
+				b = append(b, '"')
+				b = strconv.AppendInt(b, int64(k), 10)
+				b = append(b, `":[`...)
+				for n, p := range m.Polls[k] {
+					if n > 0 {
+						b = append(b, ',')
+					}
+					b = append(b, '[')
+					b = strconv.AppendInt(b, p.Offset, 10)
+					b = append(b, ',')
+					b = strconv.AppendInt(b, p.Value, 10)
+					b = append(b, ']')
+				}
+				b = append(b, ']')
+			}
+			b = append(b, "}]"...)
+		}
+	}
+	return append(b, ']')
+}
+
+// appendRaw appends a verbatim JSON value, compacted; a value that is not
+// valid JSON is written as a JSON string so the line stays parseable.
+func appendRaw(b []byte, raw []byte) []byte {
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, raw); err != nil {
+		return appendString(b, string(raw))
+	}
+	return append(b, buf.Bytes()...)
+}
+
+// appendString appends s as a JSON string; plain ASCII takes a fast path.
+func appendString(b []byte, s string) []byte {
+	plain := true
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c < 0x20 || c == '"' || c == '\\' || c >= utf8.RuneSelf || c == '<' || c == '>' || c == '&' {
+			plain = false
+			break
+		}
+	}
+	if plain {
+		b = append(b, '"')
+		b = append(b, s...)
+		return append(b, '"')
+	}
+	enc, err := json.Marshal(s)
+	if err != nil {
+		// json.Marshal of a string cannot fail; keep the line valid anyway.
+		return append(b, `""`...)
+	}
+	return append(b, enc...)
+}
+
+// MarshalJSON writes true, false or "unknown".
+func (v Validity) MarshalJSON() ([]byte, error) {
+	switch v {
+	case Valid:
+		return []byte("true"), nil
+	case Invalid:
+		return []byte("false"), nil
+	default:
+		return []byte(`"unknown"`), nil
+	}
+}
+
+// UnmarshalJSON reads true, false or "unknown".
+func (v *Validity) UnmarshalJSON(data []byte) error {
+	switch string(bytes.TrimSpace(data)) {
+	case "true":
+		*v = Valid
+	case "false":
+		*v = Invalid
+	case `"unknown"`:
+		*v = Unknown
+	default:
+		return fmt.Errorf(`validity %s is not true, false or "unknown"`, data)
+	}
+	return nil
+}
+
+// String returns "valid", "invalid" or "unknown".
+func (v Validity) String() string {
+	switch v {
+	case Valid:
+		return "valid"
+	case Invalid:
+		return "invalid"
+	default:
+		return "unknown"
+	}
+}

@@ -1,0 +1,64 @@
+// Package checker is faultline's history model and its judges: the
+// history.jsonl codec, Jepsen's Kafka analyses, porcupine linearizability
+// per partition, and the performance figures the report plots. It is a pure
+// function of a history: it imports nothing of the harness, reaches no
+// broker, and must never panic on a history read from disk (malformed input
+// is an error naming the line; a checker that fails anyway becomes unknown).
+//
+// # Recording and reading histories
+//
+// The harness records with a Writer (one JSON object per line, see
+// DESIGN.md "History") and the checker reads with a Reader or ReadHistory,
+// which also validates Jepsen's discipline (History.Validate): each client
+// invoke gets exactly one completion from the same process with the same f,
+// a process whose op ended info never invokes again, and invokes left
+// pending at the end count as info.
+//
+// # Checking
+//
+// Analyze(ctx, h, Options) runs three checkers through Compose, which runs
+// them concurrently and turns a panic or timeout into unknown:
+//
+//   - "history": the discipline above; when it fails the others do not run
+//     and the result is unknown.
+//   - "queue": Jepsen's analyses (jepsen/tests/kafka.clj) with its names:
+//     lost-write, unseen, duplicate, inconsistent-offsets, poll-skip,
+//     int-poll-skip, nonmonotonic-poll, int-nonmonotonic-poll,
+//     nonmonotonic-send, int-nonmonotonic-send, int-send-skip, G1a and
+//     precommitted-read. They run over a per-key version order built from
+//     every poll and from every send with a known offset that must have
+//     committed (ok, or info with a value some ok poll read), in linear
+//     passes with memory proportional to the values.
+//   - "linearizable": porcupine on each key, with the log model described
+//     in linear.go; a partition that times out or exceeds
+//     Options.LinearOpsMax is unknown, a failing one yields
+//     "nonlinearizable" and porcupine's HTML in Result.Visualizations.
+//
+// Validity merges Invalid > Unknown > Valid. As in Jepsen's
+// allowed-error-types, int-send-skip and G0 never invalidate a result, and in
+// subscribe mode (Options.Mode, or any subscribe op in the history) neither
+// do poll-skip and nonmonotonic-poll; they are still reported, with
+// AnomalyReport.Allowed set. Every other anomaly found, unseen included,
+// makes the result invalid: an acknowledged value no poll returned by the
+// end of the final reads is loss as far as the test can tell. Jepsen's
+// elle-based G0/G1c cycle search is not implemented.
+//
+// Each example is an Example: key, offsets, values, the op indexes involved
+// and one sentence of text.
+//
+// # Faults in the history
+//
+// The nemesis records each fault as ops of process "nemesis": f
+// "start-<fault>" when it begins and "stop-<fault>" when it ends (e.g.
+// start-kill / stop-kill, start-partition / stop-partition, start-pause /
+// stop-pause), each an invoke followed by a completion (ok or info) whose
+// value (any JSON, e.g. ["n1"]) names the targets. Perf.Faults holds one
+// window per fault, from the start op's completion to the stop op's
+// completion (open faults run to the end of the history; a second start of
+// a fault already in force is ignored); any other nemesis f is an instant.
+// Perf.Unavailable lists windows of at least Options.UnavailableMin in which
+// sends were being made but none succeeded, labelled with the faults in
+// force.
+//
+// CheckFile(path, Options) is what `faultline check` calls.
+package checker

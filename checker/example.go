@@ -1,0 +1,36 @@
+package checker
+
+// Example is one instance of an anomaly, as the checker reports it in
+// AnomalyReport.Examples. Fields that do not apply to an anomaly are left
+// out of the JSON; Text always says in one sentence what happened. Op
+// references (Writer, Reader, Ops) are op indexes of completions in the
+// history, so the report can show those lines.
+type Example struct {
+	Key     int     `json:"key"`
+	Value   *int64  `json:"value,omitempty"`
+	Values  []int64 `json:"values,omitempty"`
+	Offset  *int64  `json:"offset,omitempty"`
+	Offsets []int64 `json:"offsets,omitempty"`
+	// Count is the number of offsets (duplicate) or values (unseen)
+	// involved.
+	Count int `json:"count,omitempty"`
+	// Delta is the distance in log positions between two reads or sends
+	// (poll-skip and nonmonotonic cases): >1 skipped, <1 went backwards.
+	Delta *int64 `json:"delta,omitempty"`
+	// Skipped lists values the log holds between two reads (at most
+	// ExamplesMax of them).
+	Skipped []int64 `json:"skipped,omitempty"`
+	// LogIndex is the value's position in the key's log with gaps removed
+	// (Jepsen's "index"); MaxReadIndex the highest position any ok poll
+	// observed (lost-write).
+	LogIndex     *int64  `json:"log-index,omitempty"`
+	MaxReadIndex *int64  `json:"max-read-index,omitempty"`
+	Writer       *int64  `json:"writer,omitempty"`
+	Reader       *int64  `json:"reader,omitempty"`
+	Ops          []int64 `json:"ops,omitempty"`
+	// Result is porcupine's verdict for a partition (nonlinearizable).
+	Result string `json:"result,omitempty"`
+	Text   string `json:"text"`
+}
+
+func ptr[T any](v T) *T { return &v }
