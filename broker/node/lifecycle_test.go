@@ -1,0 +1,92 @@
+package node
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/faultline/faultline/broker/storage"
+)
+
+// assertInOrder checks that each of lines appears in log, in the given order.
+func assertInOrder(t *testing.T, log string, lines ...string) {
+	t.Helper()
+	at := 0
+	for _, l := range lines {
+		i := strings.Index(log[at:], l)
+		if !assert.GreaterOrEqual(t, i, 0, "missing (in order) log line %q", l) {
+			return
+		}
+		at += i + len(l)
+	}
+}
+
+func scrape(t *testing.T, n *Node) string {
+	t.Helper()
+	require.NotNil(t, n.MetricsAddr())
+	resp, err := http.Get("http://" + n.MetricsAddr().String() + "/metrics")
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	return string(body)
+}
+
+func TestStartupPhasesLogAndMetrics(t *testing.T) {
+	dir := t.TempDir()
+	n, logs := startNodeLogs(t, map[string]string{"log.dirs": filepath.Join(dir, "data"), "unsafe.test.switch": "true"})
+	assert.Equal(t, StateRunning, n.State())
+	assertInOrder(t, logs.String(),
+		"INFO Starting Kafka version",
+		"WARN Unsafe switches in effect (planted bugs, never for real data): unsafe.test.switch=true",
+		"Loading logs from log dirs [",
+		"Kafka broker 1 is ready to serve requests (KafkaServer)",
+	)
+	body := scrape(t, n)
+	assert.Contains(t, body, "kafka_server_broker_state 3\n")
+	assert.Contains(t, body, "kafka_log_log_load_time_ms ")
+	assert.Contains(t, body, "kafka_server_replica_manager_leader_count ")
+	assert.Contains(t, body, "go_goroutines ")
+
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	require.NoError(t, n.Shutdown(ctx))
+	assert.Equal(t, StateNotRunning, n.State())
+	_, err := os.Stat(filepath.Join(dir, "data", storage.CleanShutdownFile))
+	assert.NoError(t, err, "clean shutdown marker")
+	select {
+	case <-n.Done():
+	default:
+		t.Fatal("Done not closed after Shutdown")
+	}
+	assert.NoError(t, n.Err())
+}
+
+func TestStartRefusesUnformattedAndMismatchedDirs(t *testing.T) {
+	dir := t.TempDir()
+	props := nodeProps(t, map[string]string{"log.dirs": filepath.Join(dir, "a") + "," + filepath.Join(dir, "b")})
+	cfg := testConfig(t, props)
+	_, err := Start(context.Background(), cfg, nil)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "no meta.properties found in "+filepath.Join(dir, "a"))
+
+	require.NoError(t, storage.FormatLogDir(storage.OS, filepath.Join(dir, "a"), testClusterID, 1, false))
+	require.NoError(t, storage.FormatLogDir(storage.OS, filepath.Join(dir, "b"), RandomUUID(), 1, false))
+	_, err = Start(context.Background(), cfg, nil)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "cluster id mismatch")
+
+	other := nodeProps(t, map[string]string{"log.dirs": filepath.Join(dir, "a"), "node.id": "2", "controller.quorum.voters": "2@127.0.0.1:9093"})
+	_, err = Start(context.Background(), testConfig(t, other), nil)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "does not match node.id 2")
+}

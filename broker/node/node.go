@@ -1,0 +1,411 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/faultline/faultline/broker/config"
+	"github.com/faultline/faultline/broker/metadata"
+	"github.com/faultline/faultline/broker/server"
+	"github.com/faultline/faultline/broker/storage"
+)
+
+// Node is one running broker. Build it with Start; stop it with Shutdown.
+type Node struct {
+	cfg       *config.Config
+	logger    *slog.Logger // the root logger handed to the components
+	log       *slog.Logger // the node's own lines (KafkaServer)
+	state     stateBox
+	clusterID string
+
+	metrics    *nodeMetrics
+	metricsSrv *metricsServer
+
+	logs      *storage.LogManager
+	publisher *metadata.Publisher
+	server    *server.Server
+	listener  net.Listener
+
+	// stops run in reverse order at shutdown: each phase of Start that
+	// succeeded pushes the way to undo it.
+	stops []stopFunc
+
+	bgCancel context.CancelFunc
+
+	shutdownOnce sync.Once
+	shutdownErr  error
+	done         chan struct{}
+	errMu        sync.Mutex
+	err          error
+}
+
+// stopFunc undoes one startup phase; clean is false when the node is
+// abandoning a failed start.
+type stopFunc struct {
+	name string
+	fn   func(ctx context.Context) error
+}
+
+// Start runs the startup phases of seed 000 in order and returns once the
+// broker is ready to serve requests: configuration checks and banner, log
+// loading (and recovery), metadata replay, registration, replica manager,
+// group coordinator, network layer. A failure undoes the phases that
+// completed and returns an error saying what to fix. ctx bounds the startup
+// only, not the life of the node.
+func Start(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*Node, error) {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	n := &Node{
+		cfg:    cfg,
+		logger: logger,
+		log:    logger.With(ComponentKey, "KafkaServer"),
+		done:   make(chan struct{}),
+	}
+	n.state.set(StateStarting)
+	if err := n.startup(ctx); err != nil {
+		n.log.Error(fmt.Sprintf("Fatal error during broker startup: %v", err))
+		n.runStops(context.Background())
+		n.state.set(StateNotRunning)
+		close(n.done)
+		return nil, err
+	}
+	return n, nil
+}
+
+func (n *Node) startup(ctx context.Context) error {
+	cfg := n.cfg
+	// Phase 1: configuration.
+	n.log.Info(fmt.Sprintf("Starting Kafka version %s (faultline broker)", VersionString()))
+	n.log.Info(fmt.Sprintf("Kafka server started with broker ID %d, process.roles=%s, log.dirs=%v",
+		cfg.NodeID, strings.Join(cfg.ProcessRoles, ","), cfg.LogDirs))
+	if unsafe := unsafeSwitches(cfg); len(unsafe) > 0 {
+		n.log.Warn(fmt.Sprintf("Unsafe switches in effect (planted bugs, never for real data): %s", strings.Join(unsafe, ", ")))
+	}
+	if err := checkSingleNode(cfg); err != nil {
+		return err
+	}
+	clusterID, err := checkFormatted(cfg)
+	if err != nil {
+		return err
+	}
+	n.clusterID = clusterID
+	n.log.Info(fmt.Sprintf("Cluster ID = %s", clusterID))
+
+	n.metrics = newNodeMetrics(n.State, n.partitionCount, n.leaderCount)
+	n.metrics.unsafeSwitchSet.Set(float64(len(unsafeSwitches(cfg))))
+	if cfg.MetricsAddress != "" {
+		ms, err := startMetricsServer(cfg.MetricsAddress, n.metrics.registry, n.logger)
+		if err != nil {
+			return err
+		}
+		n.metricsSrv = ms
+		n.pushStop("metrics endpoint", ms.close)
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+
+	// Phase 2: log manager.
+	n.state.set(StateRecovery)
+	if err := n.startLogManager(); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+
+	// Phase 3: metadata.
+	n.publisher = metadata.NewPublisher(metadata.NewImage(clusterID))
+
+	// Phase 4: network layer.
+	if err := n.startNetwork(); err != nil {
+		return err
+	}
+
+	n.state.set(StateRunning)
+	n.log.Info(fmt.Sprintf("Kafka broker %d is ready to serve requests", cfg.NodeID))
+	return nil
+}
+
+// startLogManager loads every partition log of the log dirs, recovering the
+// dirs that were not shut down cleanly.
+func (n *Node) startLogManager() error {
+	cfg := n.cfg
+	lm, err := storage.NewLogManager(storage.OS, cfg.LogDirs, storage.ManagerOptions{
+		RecoveryThreadsPerDataDir:         int(cfg.NumRecoveryThreadsPerDataDir),
+		DefaultLogConfig:                  defaultLogConfig(cfg),
+		Logger:                            n.logger.With(ComponentKey, "LogManager"),
+		HighWatermarkCheckpointIntervalMs: cfg.ReplicaHighWatermarkCheckpointIntervalMs,
+		RecoveryPointCheckpointIntervalMs: cfg.LogFlushOffsetCheckpointIntervalMs,
+		RetentionCheckIntervalMs:          cfg.LogRetentionCheckIntervalMs,
+	})
+	if err != nil {
+		return err
+	}
+	stats, err := lm.Load()
+	if err != nil {
+		return fmt.Errorf("load logs: %w", err)
+	}
+	n.logs = lm
+	n.metrics.logLoadTimeMs.Store(stats.LogLoadTimeMs)
+	n.metrics.numPartitions.Store(int64(stats.Logs))
+	n.pushStop("log manager", func(context.Context) error {
+		return lm.Shutdown(n.brokerEpoch())
+	})
+	bgCtx, cancel := context.WithCancel(context.Background())
+	n.bgCancel = cancel
+	lm.RunBackground(bgCtx)
+	return nil
+}
+
+// startNetwork binds the client listener, learns its port (listeners with
+// port 0 work) and starts serving.
+func (n *Node) startNetwork() error {
+	cfg := n.cfg
+	listeners := cfg.BrokerListeners()
+	if len(listeners) == 0 {
+		return errors.New("listeners: no broker listener (every listener is named in controller.listener.names)")
+	}
+	l := listeners[0]
+	ln, err := net.Listen("tcp", l.Address())
+	if err != nil {
+		return fmt.Errorf("listeners: bind %s: %w", l, err)
+	}
+	host, port := advertised(cfg, l, ln.Addr())
+	backend := server.Backend{
+		NodeID:           cfg.NodeID,
+		ClusterID:        n.clusterID,
+		Metadata:         n.publisher,
+		AdvertisedHost:   host,
+		AdvertisedPort:   port,
+		AutoCreateTopics: cfg.AutoCreateTopicsEnable,
+		MaxRequestBytes:  cfg.SocketRequestMaxBytes,
+	}
+	idle := time.Duration(cfg.ConnectionsMaxIdleMs) * time.Millisecond
+	if cfg.ConnectionsMaxIdleMs < 0 {
+		idle = -1
+	}
+	srv, err := server.New(server.Options{
+		ListenerName:    l.Name,
+		MaxRequestBytes: cfg.SocketRequestMaxBytes,
+		IdleTimeout:     idle,
+	}, backend, n.logger, n.metrics.registry)
+	if err != nil {
+		_ = ln.Close()
+		return err
+	}
+	n.server, n.listener = srv, ln
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, server.ErrServerClosed) {
+			n.fail(fmt.Errorf("listener %s: %w", l, err))
+		}
+	}()
+	n.pushStop("network layer", srv.Shutdown)
+	return nil
+}
+
+// advertised returns the host and port clients are told to use: the
+// advertised listener of the same name, else the bound address; a port of 0
+// (or an advertised listener copied from a port-0 listener) becomes the
+// bound port.
+func advertised(cfg *config.Config, l config.Listener, bound net.Addr) (string, int32) {
+	host, port := l.Host, l.Port
+	for _, a := range cfg.AdvertisedListeners {
+		if a.Name == l.Name {
+			host, port = a.Host, a.Port
+			break
+		}
+	}
+	if tcp, ok := bound.(*net.TCPAddr); ok && port == 0 {
+		port = int32(tcp.Port)
+	}
+	if host == "" || host == "0.0.0.0" || host == "::" {
+		if tcp, ok := bound.(*net.TCPAddr); ok && !tcp.IP.IsUnspecified() {
+			host = tcp.IP.String()
+		} else {
+			host = "localhost"
+		}
+	}
+	return host, port
+}
+
+// checkSingleNode rejects the topologies this node cannot run yet: it is
+// the single-node broker, a combined broker and controller that is the only
+// voter of its quorum.
+func checkSingleNode(cfg *config.Config) error {
+	if !cfg.IsBroker() || !cfg.IsController() {
+		return fmt.Errorf("process.roles=%s: this build runs a combined node only; set process.roles=broker,controller", strings.Join(cfg.ProcessRoles, ","))
+	}
+	for _, v := range cfg.ControllerQuorumVoters {
+		if v.ID != cfg.NodeID {
+			return fmt.Errorf("controller.quorum.voters lists voter %d: this build runs a single-node quorum whose only voter is node.id %d", v.ID, cfg.NodeID)
+		}
+	}
+	return nil
+}
+
+// unsafeSwitches lists the unsafe.* keys that are on, sorted.
+func unsafeSwitches(cfg *config.Config) []string {
+	var on []string
+	for k, v := range cfg.Unsafe {
+		if v {
+			on = append(on, k+"=true")
+		}
+	}
+	sort.Strings(on)
+	return on
+}
+
+// defaultLogConfig maps the broker's log.* keys onto a storage.LogConfig.
+func defaultLogConfig(cfg *config.Config) storage.LogConfig {
+	lc := storage.DefaultLogConfig()
+	lc.SegmentBytes = int64(cfg.LogSegmentBytes)
+	lc.SegmentMs = cfg.LogRollMs
+	lc.IndexIntervalBytes = cfg.LogIndexIntervalBytes
+	lc.SegmentIndexBytes = cfg.LogIndexSizeMaxBytes
+	lc.FlushIntervalMessages = cfg.LogFlushIntervalMessages
+	lc.FlushIntervalMs = cfg.LogFlushIntervalMs
+	lc.RetentionMs = cfg.LogRetentionMs
+	lc.RetentionBytes = cfg.LogRetentionBytes
+	lc.MaxMessageBytes = cfg.MessageMaxBytes
+	lc.MessageTimestampType = cfg.LogMessageTimestampType
+	return lc
+}
+
+func (n *Node) pushStop(name string, fn func(ctx context.Context) error) {
+	n.stops = append(n.stops, stopFunc{name: name, fn: fn})
+}
+
+// runStops undoes the started phases in reverse order; it returns the first
+// error and logs the others.
+func (n *Node) runStops(ctx context.Context) error {
+	var first error
+	for i := len(n.stops) - 1; i >= 0; i-- {
+		s := n.stops[i]
+		if s.name == "log manager" && n.bgCancel != nil {
+			n.bgCancel()
+		}
+		if err := s.fn(ctx); err != nil {
+			n.log.Error(fmt.Sprintf("Error while stopping the %s: %v", s.name, err))
+			if first == nil {
+				first = fmt.Errorf("stop %s: %w", s.name, err)
+			}
+		}
+	}
+	n.stops = nil
+	return first
+}
+
+// brokerEpoch is the epoch written into the clean shutdown marker.
+func (n *Node) brokerEpoch() int64 { return -1 }
+
+func (n *Node) partitionCount() float64 {
+	if n.publisher == nil {
+		return 0
+	}
+	count := 0
+	im := n.publisher.Image()
+	for _, t := range im.Topics {
+		for _, p := range t.Partitions {
+			for _, r := range p.Replicas {
+				if r == n.cfg.NodeID {
+					count++
+					break
+				}
+			}
+		}
+	}
+	return float64(count)
+}
+
+func (n *Node) leaderCount() float64 {
+	if n.publisher == nil {
+		return 0
+	}
+	count := 0
+	for _, t := range n.publisher.Image().Topics {
+		for _, p := range t.Partitions {
+			if p.Leader == n.cfg.NodeID {
+				count++
+			}
+		}
+	}
+	return float64(count)
+}
+
+// fail records a fatal error of a running node and stops it.
+func (n *Node) fail(err error) {
+	n.errMu.Lock()
+	if n.err == nil {
+		n.err = err
+	}
+	n.errMu.Unlock()
+	n.log.Error(fmt.Sprintf("Fatal error, shutting down: %v", err))
+	go func() { _ = n.Shutdown(context.Background()) }()
+}
+
+// State returns the current BrokerState.
+func (n *Node) State() BrokerState { return n.state.get() }
+
+// Addr is the bound address of the client listener.
+func (n *Node) Addr() net.Addr { return n.listener.Addr() }
+
+// MetricsAddr is the bound address of the /metrics endpoint, nil when
+// faultline.metrics.address is not set.
+func (n *Node) MetricsAddr() net.Addr {
+	if n.metricsSrv == nil {
+		return nil
+	}
+	return n.metricsSrv.addr()
+}
+
+// ClusterID is the cluster id read from meta.properties.
+func (n *Node) ClusterID() string { return n.clusterID }
+
+// Done is closed once the node has stopped, by Shutdown or a fatal error.
+func (n *Node) Done() <-chan struct{} { return n.done }
+
+// Err is the fatal error that stopped the node, nil after a requested
+// shutdown.
+func (n *Node) Err() error {
+	n.errMu.Lock()
+	defer n.errMu.Unlock()
+	return n.err
+}
+
+// Shutdown is a controlled shutdown: the node stops accepting connections,
+// lets in-flight requests finish, stops the coordinator and replica manager,
+// flushes every log, writes the checkpoints and the clean-shutdown marker.
+// When ctx ends first, the remaining steps are cut short and the marker may
+// be missing, so the next start recovers. Calling it again waits for the
+// first call and returns its result.
+func (n *Node) Shutdown(ctx context.Context) error {
+	n.shutdownOnce.Do(func() {
+		n.state.set(StatePendingControlledShutdown)
+		n.log.Info(fmt.Sprintf("Starting controlled shutdown of broker %d", n.cfg.NodeID))
+		n.state.set(StateShuttingDown)
+		n.log.Info("shutting down")
+		n.shutdownErr = n.runStops(ctx)
+		n.state.set(StateNotRunning)
+		n.log.Info("shut down completed")
+		close(n.done)
+	})
+	<-n.done
+	return n.shutdownErr
+}
+
+// ShutdownTimeout bounds a controlled shutdown started by a signal:
+// controlled.shutdown.max.retries attempts spaced by
+// controlled.shutdown.retry.backoff.ms, and at least 30 s for flushing.
+func ShutdownTimeout(cfg *config.Config) time.Duration {
+	d := time.Duration(cfg.ControlledShutdownMaxRetries) * time.Duration(cfg.ControlledShutdownRetryBackoffMs) * time.Millisecond
+	return max(d, 30*time.Second)
+}
