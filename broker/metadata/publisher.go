@@ -76,6 +76,19 @@ func (p *Publisher) ApplyBatch(lastOffset int64, recs []Record) error {
 	return nil
 }
 
+// Update publishes fn(current) atomically with respect to other publishes.
+// An error from fn publishes nothing.
+func (p *Publisher) Update(fn func(current *Image) (*Image, error)) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	next, err := fn(p.Image())
+	if err != nil {
+		return err
+	}
+	p.publishLocked(next)
+	return nil
+}
+
 // Subscribe registers fn and calls it once at once with (nil, current) so
 // the subscriber starts from the current image. The returned function
 // unsubscribes.

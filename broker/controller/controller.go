@@ -1,0 +1,342 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/faultline/faultline/broker/metadata"
+	"github.com/faultline/faultline/broker/quorum"
+)
+
+// Config configures a Controller.
+type Config struct {
+	NodeID         int32
+	ClusterID      string
+	Defaults       Defaults
+	ValidateConfig ConfigValidator // nil accepts every topic config
+	Logger         *slog.Logger
+	// Rand draws topic ids and placement offsets; nil seeds one from the
+	// clock.
+	Rand *rand.Rand
+}
+
+// Controller is the active controller: it decides with a ClusterState and
+// writes the records through the quorum, one decision at a time. Its image
+// follows the committed metadata log. It implements server.Controller.
+type Controller struct {
+	cfg    Config
+	q      quorum.Quorum
+	logger *slog.Logger
+
+	mu      sync.Mutex // one decision at a time; guards rand and the producer id block
+	pidNext int64
+	pidEnd  int64
+
+	imageMu sync.Mutex
+	image   *metadata.Image
+	applied chan struct{} // closed and replaced when image advances
+
+	cancel func()
+}
+
+// ErrNotCaughtUp: the controller's image did not reach an offset in time.
+var ErrNotCaughtUp = errors.New("controller image behind the metadata log")
+
+// New replays the quorum's committed log into the controller's image and
+// follows it from then on.
+func New(cfg Config, q quorum.Quorum) (*Controller, error) {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Rand == nil {
+		seed := uint64(time.Now().UnixNano())
+		cfg.Rand = rand.New(rand.NewPCG(seed, seed>>7|1))
+	}
+	c := &Controller{cfg: cfg, q: q, logger: cfg.Logger, image: metadata.NewImage(cfg.ClusterID), applied: make(chan struct{})}
+	cancel, err := q.Subscribe(c.applyCommitted)
+	if err != nil {
+		return nil, fmt.Errorf("controller: replay metadata log: %w", err)
+	}
+	c.cancel = cancel
+	im := c.Image()
+	c.logger.Info(fmt.Sprintf("Controller %d replayed the metadata log up to offset %d: %d broker(s), %d topic(s)", cfg.NodeID, im.Offset, len(im.Brokers), len(im.Topics)))
+	return c, nil
+}
+
+func (c *Controller) applyCommitted(b quorum.Batch) error {
+	c.imageMu.Lock()
+	defer c.imageMu.Unlock()
+	next, err := c.image.ApplyBatch(b.LastOffset, b.Records)
+	if err != nil {
+		return err
+	}
+	next.ControllerID = c.q.Leader().LeaderID
+	c.image = next
+	close(c.applied)
+	c.applied = make(chan struct{})
+	return nil
+}
+
+// Image is the controller's view: the committed metadata log.
+func (c *Controller) Image() *metadata.Image {
+	c.imageMu.Lock()
+	defer c.imageMu.Unlock()
+	return c.image
+}
+
+// Close stops following the log.
+func (c *Controller) Close() {
+	if c.cancel != nil {
+		c.cancel()
+	}
+}
+
+func (c *Controller) state() *ClusterState {
+	return &ClusterState{Image: c.Image(), Defaults: c.cfg.Defaults, ValidateConfig: c.cfg.ValidateConfig, Rand: c.cfg.Rand}
+}
+
+// commit appends records and waits until the controller's image holds them.
+// Callers hold c.mu.
+func (c *Controller) commit(ctx context.Context, recs []metadata.Record) error {
+	if len(recs) == 0 {
+		return nil
+	}
+	if l := c.q.Leader(); l.LeaderID != c.cfg.NodeID {
+		return fmt.Errorf("controller %d: leader is %d: %w", c.cfg.NodeID, l.LeaderID, quorum.ErrNotLeader)
+	}
+	last, err := c.q.Append(ctx, recs)
+	if err != nil {
+		return fmt.Errorf("controller: append %d record(s): %w", len(recs), err)
+	}
+	for {
+		c.imageMu.Lock()
+		off, ch := c.image.Offset, c.applied
+		c.imageMu.Unlock()
+		if off >= last {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return fmt.Errorf("controller: wait for offset %d: %w: %w", last, ErrNotCaughtUp, ctx.Err())
+		}
+	}
+}
+
+// failureCode maps a commit failure to the error code clients see.
+func failureCode(err error) (int16, string) {
+	switch {
+	case errors.Is(err, quorum.ErrNotLeader):
+		return kerr.NotController.Code, "this node is not the active controller"
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
+		return kerr.RequestTimedOut.Code, "timed out waiting for the metadata log to commit"
+	default:
+		return kerr.UnknownServerError.Code, err.Error()
+	}
+}
+
+// CreateTopics implements server.Controller.
+func (c *Controller) CreateTopics(ctx context.Context, req *kmsg.CreateTopicsRequest) *kmsg.CreateTopicsResponse {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	resp, res, warnings := c.state().CreateTopics(req)
+	for _, w := range warnings {
+		c.logger.Warn(w)
+	}
+	if err := c.commit(ctx, res.Records); err != nil {
+		code, msg := failureCode(err)
+		c.logger.Error("CreateTopics failed to commit", "err", err)
+		for i := range resp.Topics {
+			if resp.Topics[i].ErrorCode == 0 {
+				resp.Topics[i].ErrorCode, resp.Topics[i].ErrorMessage = code, &msg
+			}
+		}
+		return resp
+	}
+	if !req.ValidateOnly {
+		for _, t := range resp.Topics {
+			if t.ErrorCode == 0 {
+				c.logger.Info(fmt.Sprintf("Created topic %s with %d partition(s) and replication factor %d", t.Topic, t.NumPartitions, t.ReplicationFactor))
+			}
+		}
+	}
+	return resp
+}
+
+// DeleteTopics implements server.Controller.
+func (c *Controller) DeleteTopics(ctx context.Context, req *kmsg.DeleteTopicsRequest) *kmsg.DeleteTopicsResponse {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	resp, res := c.state().DeleteTopics(req)
+	if err := c.commit(ctx, res.Records); err != nil {
+		code, msg := failureCode(err)
+		for i := range resp.Topics {
+			if resp.Topics[i].ErrorCode == 0 {
+				resp.Topics[i].ErrorCode, resp.Topics[i].ErrorMessage = code, &msg
+			}
+		}
+		return resp
+	}
+	for _, t := range resp.Topics {
+		if t.ErrorCode == 0 && t.Topic != nil {
+			c.logger.Info(fmt.Sprintf("Deleted topic %s", *t.Topic))
+		}
+	}
+	return resp
+}
+
+// CreatePartitions implements server.Controller.
+func (c *Controller) CreatePartitions(ctx context.Context, req *kmsg.CreatePartitionsRequest) *kmsg.CreatePartitionsResponse {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	resp, res := c.state().CreatePartitions(req)
+	if err := c.commit(ctx, res.Records); err != nil {
+		code, msg := failureCode(err)
+		for i := range resp.Topics {
+			if resp.Topics[i].ErrorCode == 0 {
+				resp.Topics[i].ErrorCode, resp.Topics[i].ErrorMessage = code, &msg
+			}
+		}
+	}
+	return resp
+}
+
+// InitProducerID implements server.Controller for idempotent producers: a
+// fresh producer id at epoch 0, from a block of ProducerIDBlockSize ids
+// reserved in the metadata log, so no id is handed out twice even across
+// restarts (the unused rest of a block is skipped after a restart).
+// Transactional ids are not supported: INVALID_REQUEST.
+func (c *Controller) InitProducerID(ctx context.Context, req *kmsg.InitProducerIDRequest) *kmsg.InitProducerIDResponse {
+	resp := kmsg.NewPtrInitProducerIDResponse()
+	resp.ProducerID, resp.ProducerEpoch = -1, -1
+	if req.TransactionalID != nil && *req.TransactionalID != "" {
+		resp.ErrorCode = kerr.InvalidRequest.Code
+		return resp
+	}
+	id, err := c.nextProducerID(ctx)
+	if err != nil {
+		resp.ErrorCode, _ = failureCode(err)
+		c.logger.Error("InitProducerId failed", "err", err)
+		return resp
+	}
+	resp.ProducerID, resp.ProducerEpoch = id, 0
+	return resp
+}
+
+func (c *Controller) nextProducerID(ctx context.Context) (int64, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.pidNext >= c.pidEnd {
+		im := c.Image()
+		epoch := int64(-1)
+		if b, ok := im.Brokers[c.cfg.NodeID]; ok {
+			epoch = b.Epoch
+		}
+		start, res, err := c.state().AllocateProducerIDs(c.cfg.NodeID, epoch)
+		if err != nil {
+			return 0, err
+		}
+		if err := c.commit(ctx, res.Records); err != nil {
+			return 0, err
+		}
+		c.pidNext, c.pidEnd = start, start+ProducerIDBlockSize
+	}
+	id := c.pidNext
+	c.pidNext++
+	return id, nil
+}
+
+// RegisterBroker registers a broker incarnation (BrokerRegistration) and
+// returns its broker epoch.
+func (c *Controller) RegisterBroker(ctx context.Context, reg BrokerRegistration) (int64, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	epoch, res, err := c.state().RegisterBroker(reg)
+	if err != nil {
+		return 0, err
+	}
+	if err := c.commit(ctx, res.Records); err != nil {
+		return 0, err
+	}
+	return epoch, nil
+}
+
+// Heartbeat handles a broker heartbeat (BrokerHeartbeat).
+func (c *Controller) Heartbeat(ctx context.Context, hb Heartbeat) (HeartbeatReply, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	reply, res, err := c.state().Heartbeat(hb)
+	if err != nil {
+		return HeartbeatReply{}, err
+	}
+	if err := c.commit(ctx, res.Records); err != nil {
+		return HeartbeatReply{}, err
+	}
+	return reply, nil
+}
+
+// BootstrapLocalBroker registers this node's broker with the local
+// controller and heartbeats until it is unfenced: the single-node version of
+// a broker's registration and first heartbeats. The broker counts as caught
+// up once pub (its metadata image, fed from the quorum) has applied its own
+// registration. It returns the broker epoch.
+func (c *Controller) BootstrapLocalBroker(ctx context.Context, reg BrokerRegistration, pub *metadata.Publisher) (int64, error) {
+	epoch, err := c.RegisterBroker(ctx, reg)
+	if err != nil {
+		return 0, fmt.Errorf("register broker %d: %w", reg.BrokerID, err)
+	}
+	c.logger.Info(fmt.Sprintf("Registered broker %d with controller quorum", reg.BrokerID), "brokerEpoch", epoch)
+	for {
+		changed := pub.Changed()
+		reply, err := c.Heartbeat(ctx, Heartbeat{BrokerID: reg.BrokerID, BrokerEpoch: epoch, MetadataOffset: pub.Image().Offset})
+		if err != nil {
+			return 0, fmt.Errorf("heartbeat of broker %d: %w", reg.BrokerID, err)
+		}
+		if reply.ErrorCode != 0 {
+			return 0, fmt.Errorf("heartbeat of broker %d: %w", reg.BrokerID, kerr.ErrorForCode(reply.ErrorCode))
+		}
+		if !reply.IsFenced {
+			c.logger.Info(fmt.Sprintf("Broker %d is unfenced at broker epoch %d", reg.BrokerID, epoch))
+			return epoch, nil
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return 0, fmt.Errorf("broker %d waiting to catch up with the metadata log: %w", reg.BrokerID, ctx.Err())
+		}
+	}
+}
+
+// ControlledShutdownLocalBroker moves leadership away from this node's
+// broker (with a want-shutdown heartbeat) until the controller says it may
+// stop. In a single-node cluster its partitions are left without a leader,
+// as Kafka leaves them; the next start elects it again with a new leader
+// epoch.
+func (c *Controller) ControlledShutdownLocalBroker(ctx context.Context, brokerID int32, brokerEpoch int64, pub *metadata.Publisher) error {
+	for {
+		changed := pub.Changed()
+		reply, err := c.Heartbeat(ctx, Heartbeat{BrokerID: brokerID, BrokerEpoch: brokerEpoch, MetadataOffset: pub.Image().Offset, WantShutDown: true})
+		if err != nil {
+			return fmt.Errorf("controlled shutdown of broker %d: %w", brokerID, err)
+		}
+		if reply.ErrorCode != 0 {
+			return fmt.Errorf("controlled shutdown of broker %d: %w", brokerID, kerr.ErrorForCode(reply.ErrorCode))
+		}
+		if reply.ShouldShutDown {
+			return nil
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return fmt.Errorf("controlled shutdown of broker %d: %w", brokerID, ctx.Err())
+		}
+	}
+}

@@ -1,0 +1,116 @@
+package controller
+
+import (
+	"context"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/faultline/faultline/broker/metadata"
+	"github.com/faultline/faultline/broker/quorum"
+	"github.com/faultline/faultline/broker/storage"
+)
+
+type node struct {
+	lm  *storage.LogManager
+	q   *quorum.Local
+	pub *metadata.Publisher
+	c   *Controller
+}
+
+func startNode(t *testing.T, dir string, incarnation byte) *node {
+	t.Helper()
+	lm, err := storage.NewLogManager(storage.OS, []string{dir}, storage.ManagerOptions{})
+	require.NoError(t, err)
+	_, err = lm.Load()
+	require.NoError(t, err)
+	q, err := quorum.OpenLocal(quorum.LocalConfig{NodeID: 1, Logs: lm})
+	require.NoError(t, err)
+	pub := metadata.NewPublisher(metadata.NewImage("cluster"))
+	_, err = quorum.FeedPublisher(q, pub)
+	require.NoError(t, err)
+	c, err := New(Config{NodeID: 1, ClusterID: "cluster", Defaults: Defaults{NumPartitions: 3, ReplicationFactor: 1},
+		Rand: rand.New(rand.NewPCG(1, 1))}, q)
+	require.NoError(t, err)
+	_, err = c.BootstrapLocalBroker(context.Background(), BrokerRegistration{BrokerID: 1, IncarnationID: metadata.Uuid{incarnation},
+		Endpoints: []metadata.Endpoint{{Name: "PLAINTEXT", Host: "localhost", Port: 9092}}}, pub)
+	require.NoError(t, err)
+	return &node{lm: lm, q: q, pub: pub, c: c}
+}
+
+func (n *node) stop(t *testing.T) {
+	n.c.Close()
+	require.NoError(t, n.q.Close())
+	require.NoError(t, n.lm.Shutdown(0))
+}
+
+func TestControllerSingleNodeRestart(t *testing.T) {
+	dir := t.TempDir()
+	ctx := context.Background()
+	n := startNode(t, dir, 1)
+	im := n.pub.Image()
+	assert.True(t, im.Live(1))
+	assert.Equal(t, int32(1), im.ControllerID)
+	assert.Equal(t, "localhost", im.Brokers[1].Host)
+
+	resp := n.c.CreateTopics(ctx, createReq(topic("orders", -1, -1), topic("orders", 1, 1)))
+	assert.Equal(t, kerr.InvalidRequest.Code, resp.Topics[0].ErrorCode, "duplicate in one request")
+	resp = n.c.CreateTopics(ctx, createReq(topic("orders", -1, -1), topic("bad/name", 1, 1), topic("rf2", 1, 2)))
+	assert.Equal(t, []int16{0, kerr.InvalidTopicException.Code, kerr.InvalidReplicationFactor.Code},
+		[]int16{resp.Topics[0].ErrorCode, resp.Topics[1].ErrorCode, resp.Topics[2].ErrorCode})
+	p := n.pub.Image().Partition("orders", 2)
+	require.NotNil(t, p, "the image is published before CreateTopics returns")
+	assert.Equal(t, int32(1), p.Leader)
+	assert.Equal(t, int32(0), p.LeaderEpoch, "a new partition starts at leader epoch 0")
+
+	resp = n.c.CreateTopics(ctx, createReq(topic("orders", 1, 1)))
+	assert.Equal(t, kerr.TopicAlreadyExists.Code, resp.Topics[0].ErrorCode)
+
+	cp := kmsg.NewPtrCreatePartitionsRequest()
+	cp.Topics = []kmsg.CreatePartitionsRequestTopic{{Topic: "orders", Count: 4}}
+	assert.Equal(t, int16(0), n.c.CreatePartitions(ctx, cp).Topics[0].ErrorCode)
+
+	var pids []int64
+	for range 3 {
+		r := n.c.InitProducerID(ctx, kmsg.NewPtrInitProducerIDRequest())
+		require.Equal(t, int16(0), r.ErrorCode)
+		pids = append(pids, r.ProducerID)
+	}
+	assert.Equal(t, []int64{0, 1, 2}, pids)
+	txn := kmsg.NewPtrInitProducerIDRequest()
+	txn.TransactionalID = sp("t")
+	assert.Equal(t, kerr.InvalidRequest.Code, n.c.InitProducerID(ctx, txn).ErrorCode)
+
+	require.NoError(t, n.c.ControlledShutdownLocalBroker(ctx, 1, n.pub.Image().Brokers[1].Epoch, n.pub))
+	assert.Equal(t, metadata.NoLeader, n.pub.Image().Partition("orders", 0).Leader)
+	n.stop(t)
+
+	n = startNode(t, dir, 2)
+	defer n.stop(t)
+	im = n.pub.Image()
+	require.NotNil(t, im.Topic("orders"))
+	assert.Len(t, im.Topic("orders").Partitions, 4)
+	assert.Equal(t, int32(1), im.Partition("orders", 0).Leader, "re-elected after the restart")
+	assert.Greater(t, im.Partition("orders", 0).LeaderEpoch, p.LeaderEpoch)
+	r := n.c.InitProducerID(ctx, kmsg.NewPtrInitProducerIDRequest())
+	assert.Equal(t, int64(ProducerIDBlockSize), r.ProducerID, "ids never repeat across restarts")
+
+	del := kmsg.NewPtrDeleteTopicsRequest()
+	del.TopicNames = []string{"orders"}
+	assert.Equal(t, int16(0), n.c.DeleteTopics(ctx, del).Topics[0].ErrorCode)
+	assert.Nil(t, n.pub.Image().Topic("orders"))
+	assert.Equal(t, n.c.Image().Offset, n.pub.Image().Offset)
+}
+
+func TestControllerCommitFailureFillsErrors(t *testing.T) {
+	n := startNode(t, t.TempDir(), 1)
+	require.NoError(t, n.q.Close())
+	resp := n.c.CreateTopics(context.Background(), createReq(topic("a", 1, 1), topic("a.", 1, 9)))
+	assert.Equal(t, kerr.UnknownServerError.Code, resp.Topics[0].ErrorCode)
+	assert.Equal(t, kerr.InvalidReplicationFactor.Code, resp.Topics[1].ErrorCode, "decision errors are kept")
+	require.NoError(t, n.lm.Shutdown(0))
+}
