@@ -139,3 +139,18 @@ func CheckFile(path string, opts Options) (Result, error) {
 	}
 	return res, nil
 }
+
+// QueueChecker returns Jepsen's Kafka analyses as a Checker named "queue".
+func QueueChecker(opts Options) Checker {
+	return Func{CheckerName: "queue", Fn: func(ctx context.Context, h History) CheckerResult {
+		return runQueue(ctx, h, pair(h), opts.resolve(h))
+	}}
+}
+
+// LinearChecker returns the per-partition porcupine check as a Checker named
+// "linearizable".
+func LinearChecker(opts Options) Checker {
+	return Func{CheckerName: "linearizable", Fn: func(ctx context.Context, h History) CheckerResult {
+		return runLinear(ctx, h, pair(h), opts.resolve(h))
+	}}
+}
