@@ -282,7 +282,7 @@ func (d *keyDef) expectation(outOfType bool) string {
 	}
 	lo, hi := d.typeBounds()
 	switch {
-	case d.hasMax || (outOfType && (d.hasMin || lo != math.MinInt64)):
+	case d.hasMax || outOfType:
 		if d.hasMin {
 			lo = d.min
 		}

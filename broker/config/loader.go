@@ -148,6 +148,7 @@ func (l *loader) identity() {
 	case brokerSet && !nodeSet:
 		c.NodeID = int32(l.int64Of("broker.id"))
 	case !nodeSet:
+		l.bad["node.id"] = true // unknown: skip the checks that need it
 		l.problemf("node.id", "required; set node.id to this node's unique id, e.g. node.id=1")
 	}
 	if l.ok("process.roles") && len(c.ProcessRoles) == 0 {
@@ -335,6 +336,9 @@ func (l *loader) advertised() {
 				c.AdvertisedListeners = append(c.AdvertisedListeners, a)
 			}
 		}
+		if c.IsController() && len(c.AdvertisedControllerListeners) == 0 {
+			c.AdvertisedControllerListeners = c.ControllerListeners()
+		}
 		return
 	}
 	for _, ln := range c.Listeners {
@@ -372,9 +376,13 @@ func (l *loader) protocols() {
 			}
 		}
 	}
+	// A controller without controller.listener.names already has a problem
+	// reported; its controller listener would only add a confusing one here.
+	namesMissing := c.IsController() && len(c.ControllerListenerNames) == 0
 	for _, ln := range c.Listeners {
 		proto, ok := c.ListenerSecurityProtocolMap[ln.Name]
 		switch {
+		case !ok && namesMissing:
 		case !ok:
 			l.problemf("listener.security.protocol.map", "no entry for listener %s; add %s:PLAINTEXT", ln.Name, ln.Name)
 		case proto != "PLAINTEXT":
@@ -416,7 +424,7 @@ func (l *loader) interBroker() {
 // roles.
 func (l *loader) quorum() {
 	c := l.c
-	if !l.ok("controller.quorum.voters", "controller.quorum.bootstrap.servers", "process.roles", "node.id", "broker.id") {
+	if !l.ok("controller.quorum.voters", "controller.quorum.bootstrap.servers") {
 		return
 	}
 	voters, bootstrap := len(c.ControllerQuorumVoters) > 0, len(c.ControllerQuorumBootstrapServers) > 0
@@ -427,7 +435,7 @@ func (l *loader) quorum() {
 	if voters && bootstrap {
 		l.warnf("controller.quorum.bootstrap.servers", "ignored because controller.quorum.voters is set (a static quorum)")
 	}
-	if !voters || len(c.ProcessRoles) == 0 {
+	if !voters || len(c.ProcessRoles) == 0 || !l.ok("process.roles", "node.id", "broker.id") {
 		return
 	}
 	isVoter := false

@@ -74,7 +74,7 @@ func (t TopicConfig) DeletesByRetention() bool { return contains(t.CleanupPolicy
 // TopicConfig field it fills.
 type topicKey struct {
 	keyDef
-	brokerKey string
+	brokerKey  string
 	topicField func(*TopicConfig) any
 }
 
