@@ -1,0 +1,455 @@
+package replica
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/faultline/faultline/broker/metadata"
+	"github.com/faultline/faultline/broker/storage"
+)
+
+// Settings are the parts of a topic's effective config the replica layer
+// uses.
+type Settings struct {
+	Log               storage.LogConfig
+	MinInsyncReplicas int
+}
+
+// LogStore creates, finds and deletes partition logs; *storage.LogManager is
+// one.
+type LogStore interface {
+	GetOrCreateLog(tp storage.TopicPartition, cfg storage.LogConfig) (*storage.Log, error)
+	GetLog(tp storage.TopicPartition) (*storage.Log, bool)
+	DeleteLog(tp storage.TopicPartition) error
+}
+
+// Config configures a Manager.
+type Config struct {
+	NodeID int32
+	Logs   LogStore
+	// TopicSettings turns a topic's config overrides into its effective
+	// settings; nil gives storage.DefaultLogConfig() and
+	// min.insync.replicas 1 to every topic.
+	TopicSettings func(overrides map[string]string) (Settings, error)
+	// ReplicaLagTimeMaxMs mirrors replica.lag.time.max.ms (default 30000).
+	ReplicaLagTimeMaxMs int64
+	// Registerer receives the metrics; nil registers nothing.
+	Registerer prometheus.Registerer
+	Logger     *slog.Logger
+	Now        func() time.Time
+}
+
+// Manager holds the partitions of this broker. It follows the metadata image
+// (ApplyImage): a partition whose replicas include this node gets a log, and
+// the role the image gives it. It implements server.Replicas.
+type Manager struct {
+	cfg    Config
+	logger *slog.Logger
+
+	mu    sync.RWMutex
+	parts map[storage.TopicPartition]*partition
+
+	image atomic.Pointer[metadata.Image]
+
+	changedMu sync.Mutex
+	changed   chan struct{}
+
+	isrShrinks prometheus.Counter
+	isrExpands prometheus.Counter
+}
+
+// partition is one partition of this broker.
+type partition struct {
+	tp       storage.TopicPartition
+	topicID  metadata.Uuid
+	log      *storage.Log
+	settings Settings
+
+	// mu: role changes take it exclusively; produce and fetch share it, so
+	// that a role never changes in the middle of an append.
+	mu          sync.RWMutex
+	state       ReplicaState
+	leader      int32
+	leaderEpoch int32
+
+	// stMu guards st and hwMoved; appends and fetches update st under a
+	// shared mu.
+	stMu    sync.Mutex
+	st      *State        // nil unless leader
+	hwMoved chan struct{} // closed when the high watermark moves or the role changes
+}
+
+// New makes a Manager with no partitions; feed it images with ApplyImage.
+func New(cfg Config) (*Manager, error) {
+	if cfg.Logs == nil {
+		return nil, errors.New("replica manager: no log store")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.ReplicaLagTimeMaxMs <= 0 {
+		cfg.ReplicaLagTimeMaxMs = 30000
+	}
+	if cfg.TopicSettings == nil {
+		cfg.TopicSettings = func(map[string]string) (Settings, error) {
+			return Settings{Log: storage.DefaultLogConfig(), MinInsyncReplicas: 1}, nil
+		}
+	}
+	m := &Manager{
+		cfg:     cfg,
+		logger:  cfg.Logger,
+		parts:   map[storage.TopicPartition]*partition{},
+		changed: make(chan struct{}),
+		isrShrinks: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "kafka_server_replica_manager_isr_shrinks_total",
+			Help: "ISR shrinks of partitions this broker leads (IsrShrinksPerSec).",
+		}),
+		isrExpands: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "kafka_server_replica_manager_isr_expands_total",
+			Help: "ISR expansions of partitions this broker leads (IsrExpandsPerSec).",
+		}),
+	}
+	m.image.Store(metadata.NewImage(""))
+	if cfg.Registerer != nil {
+		collectors := []prometheus.Collector{
+			m.isrShrinks, m.isrExpands,
+			prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+				Name: "kafka_server_replica_manager_leader_count",
+				Help: "Partitions this broker leads (LeaderCount).",
+			}, func() float64 { return float64(m.count(func(p *partition) bool { return p.state == OnlineReplica })) }),
+			prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+				Name: "kafka_server_replica_manager_partition_count",
+				Help: "Partitions with a replica on this broker (PartitionCount).",
+			}, func() float64 { return float64(m.count(func(*partition) bool { return true })) }),
+			prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+				Name: "kafka_server_replica_manager_under_replicated_partitions",
+				Help: "Partitions this broker leads whose ISR is smaller than their replica set (UnderReplicatedPartitions).",
+			}, func() float64 { return float64(m.count(func(p *partition) bool { return p.underReplicated() })) }),
+		}
+		for _, c := range collectors {
+			if err := cfg.Registerer.Register(c); err != nil {
+				var are prometheus.AlreadyRegisteredError
+				if !errors.As(err, &are) {
+					return nil, fmt.Errorf("replica manager: register metrics: %w", err)
+				}
+				m.logger.Warn("Replica manager metric already registered by another component; keeping the existing one", "err", err)
+			}
+		}
+	}
+	return m, nil
+}
+
+func (m *Manager) count(pred func(*partition) bool) int {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	n := 0
+	for _, p := range m.parts {
+		p.mu.RLock()
+		if pred(p) {
+			n++
+		}
+		p.mu.RUnlock()
+	}
+	return n
+}
+
+func (p *partition) underReplicated() bool {
+	if p.state != OnlineReplica {
+		return false
+	}
+	p.stMu.Lock()
+	defer p.stMu.Unlock()
+	return p.st != nil && p.st.UnderReplicated()
+}
+
+// Changed implements server.Replicas: the channel is closed the next time a
+// log end offset or high watermark of any partition grows.
+func (m *Manager) Changed() <-chan struct{} {
+	m.changedMu.Lock()
+	defer m.changedMu.Unlock()
+	return m.changed
+}
+
+func (m *Manager) signalChanged() {
+	m.changedMu.Lock()
+	close(m.changed)
+	m.changed = make(chan struct{})
+	m.changedMu.Unlock()
+}
+
+func (m *Manager) get(topic string, partition int32) *partition {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return m.parts[storage.TopicPartition{Topic: topic, Partition: partition}]
+}
+
+// State returns the replica state of a partition on this broker.
+func (m *Manager) State(topic string, partition int32) ReplicaState {
+	p := m.get(topic, partition)
+	if p == nil {
+		return NonExistentReplica
+	}
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	return p.state
+}
+
+// HighWatermark returns a partition's high watermark, or -1 when this broker
+// has no replica of it.
+func (m *Manager) HighWatermark(topic string, partition int32) int64 {
+	p := m.get(topic, partition)
+	if p == nil {
+		return -1
+	}
+	return p.log.HighWatermark()
+}
+
+// ApplyImage brings the partitions in line with a new metadata image; use it
+// as a metadata.Publisher subscriber. Partitions whose replicas include this
+// node get a log and the role the image names: leader, follower, or offline
+// when the partition has no leader. Partitions that are gone from the image
+// (topic deleted, replica moved away) have their logs deleted. Failures are
+// logged and leave the partition offline: one bad partition must not stop
+// the others.
+func (m *Manager) ApplyImage(_, next *metadata.Image) {
+	if next == nil {
+		return
+	}
+	m.image.Store(next)
+	nowMs := m.cfg.Now().UnixMilli()
+	want := map[storage.TopicPartition]bool{}
+	for _, name := range next.TopicNames() {
+		t := next.Topics[name]
+		for _, pt := range t.Partitions {
+			if !slices.Contains(pt.Replicas, m.cfg.NodeID) {
+				continue
+			}
+			tp := storage.TopicPartition{Topic: t.Name, Partition: pt.Partition}
+			want[tp] = true
+			if err := m.applyPartition(t, pt, tp, nowMs); err != nil {
+				m.logger.Error(fmt.Sprintf("Partition %s could not take its role from the metadata image", tp), "err", err)
+			}
+		}
+	}
+	m.mu.RLock()
+	var gone []*partition
+	for tp, p := range m.parts {
+		if !want[tp] {
+			gone = append(gone, p)
+		}
+	}
+	m.mu.RUnlock()
+	sort.Slice(gone, func(i, j int) bool { return gone[i].tp.String() < gone[j].tp.String() })
+	for _, p := range gone {
+		if err := m.deletePartition(p); err != nil {
+			m.logger.Error(fmt.Sprintf("Deleting partition %s failed", p.tp), "err", err)
+		}
+	}
+	m.signalChanged()
+}
+
+func (m *Manager) applyPartition(t *metadata.Topic, pt metadata.Partition, tp storage.TopicPartition, nowMs int64) error {
+	settings, err := m.cfg.TopicSettings(t.Configs)
+	if err != nil {
+		return fmt.Errorf("config of topic %s: %w", t.Name, err)
+	}
+	p := m.get(tp.Topic, tp.Partition)
+	if p != nil && p.topicID != (metadata.Uuid{}) && p.topicID != t.ID {
+		// The topic was deleted and created again under the same name.
+		if err := m.deletePartition(p); err != nil {
+			return err
+		}
+		p = nil
+	}
+	if p == nil {
+		log, err := m.cfg.Logs.GetOrCreateLog(tp, settings.Log)
+		if err != nil {
+			return fmt.Errorf("create log: %w", err)
+		}
+		p = &partition{tp: tp, topicID: t.ID, log: log, settings: settings, state: NewReplica, leader: -1, leaderEpoch: -1, hwMoved: make(chan struct{})}
+		m.mu.Lock()
+		m.parts[tp] = p
+		m.mu.Unlock()
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.topicID = t.ID
+	if settings != p.settings {
+		if err := p.log.SetConfig(settings.Log); err != nil {
+			return fmt.Errorf("apply config of topic %s: %w", t.Name, err)
+		}
+		p.settings = settings
+		p.stMu.Lock()
+		if p.st != nil {
+			p.st.MinInsyncReplicas = settings.MinInsyncReplicas
+		}
+		p.stMu.Unlock()
+	}
+	switch {
+	case pt.Leader == m.cfg.NodeID:
+		if p.state == OnlineReplica && p.leaderEpoch == pt.LeaderEpoch {
+			p.stMu.Lock()
+			moved := p.st.SetISR(pt.ISR, pt.PartitionEpoch)
+			p.stMu.Unlock()
+			if moved {
+				p.publishHW()
+			}
+			return nil
+		}
+		return m.becomeLeader(p, pt, nowMs)
+	case pt.Leader == metadata.NoLeader:
+		m.setRole(p, OfflineReplica, pt)
+	default:
+		// Issue 3: start fetching from pt.Leader, truncating first.
+		m.setRole(p, OnlineFetchingReplica, pt)
+	}
+	return nil
+}
+
+// becomeLeader makes p the leader of pt's epoch. Callers hold p.mu.
+func (m *Manager) becomeLeader(p *partition, pt metadata.Partition, nowMs int64) error {
+	leo := p.log.LogEndOffset()
+	if latest, ok := p.log.LatestEpoch(); !ok || latest < pt.LeaderEpoch {
+		if err := p.log.AssignEpochStartOffset(pt.LeaderEpoch, leo); err != nil {
+			m.setRole(p, OfflineReplica, pt)
+			return fmt.Errorf("become leader: %w", err)
+		}
+	}
+	st := NewLeaderState(m.cfg.NodeID, pt.LeaderEpoch, pt.PartitionEpoch, pt.Replicas, pt.ISR, p.settings.MinInsyncReplicas, leo, p.log.HighWatermark(), nowMs)
+	p.log.UpdateHighWatermark(st.HW)
+	m.transition(p, OnlineReplica)
+	p.leader, p.leaderEpoch = pt.Leader, pt.LeaderEpoch
+	p.stMu.Lock()
+	p.st = st
+	close(p.hwMoved)
+	p.hwMoved = make(chan struct{})
+	p.stMu.Unlock()
+	m.logger.Info(fmt.Sprintf("Partition %s: leader at epoch %d from offset %d with partition epoch %d, high watermark %d, ISR %v",
+		p.tp, pt.LeaderEpoch, leo, pt.PartitionEpoch, st.HW, pt.ISR))
+	return nil
+}
+
+// setRole moves p to a non-leader state. Callers hold p.mu.
+func (m *Manager) setRole(p *partition, state ReplicaState, pt metadata.Partition) {
+	if p.state != state {
+		m.logger.Info(fmt.Sprintf("Partition %s: %s, leader %d at epoch %d", p.tp, state, pt.Leader, pt.LeaderEpoch))
+	}
+	m.transition(p, state)
+	p.leader, p.leaderEpoch = pt.Leader, pt.LeaderEpoch
+	p.stMu.Lock()
+	p.st = nil
+	close(p.hwMoved)
+	p.hwMoved = make(chan struct{})
+	p.stMu.Unlock()
+}
+
+// transition changes p.state, logging moves the state machine does not
+// list (they are bugs, but not worth stopping a broker for).
+func (m *Manager) transition(p *partition, to ReplicaState) {
+	if p.state != to && !CanTransition(p.state, to) {
+		m.logger.Warn(fmt.Sprintf("Partition %s: unexpected replica state change %s -> %s", p.tp, p.state, to))
+	}
+	p.state = to
+}
+
+func (m *Manager) deletePartition(p *partition) error {
+	p.mu.Lock()
+	m.transition(p, DeletingReplica)
+	p.stMu.Lock()
+	p.st = nil
+	close(p.hwMoved)
+	p.hwMoved = make(chan struct{})
+	p.stMu.Unlock()
+	err := m.cfg.Logs.DeleteLog(p.tp)
+	m.transition(p, NonExistentReplica)
+	p.mu.Unlock()
+	m.mu.Lock()
+	if m.parts[p.tp] == p {
+		delete(m.parts, p.tp)
+	}
+	m.mu.Unlock()
+	if err != nil {
+		return fmt.Errorf("delete log of %s: %w", p.tp, err)
+	}
+	m.logger.Info(fmt.Sprintf("Deleted log for partition %s", p.tp))
+	return nil
+}
+
+// publishHW writes the state's high watermark to the log and wakes waiters.
+func (p *partition) publishHW() {
+	p.stMu.Lock()
+	defer p.stMu.Unlock()
+	if p.st != nil {
+		p.log.UpdateHighWatermark(p.st.HW)
+	}
+	close(p.hwMoved)
+	p.hwMoved = make(chan struct{})
+}
+
+// errorCode maps a storage error to the Kafka error code a producer sees.
+func errorCode(err error) int16 {
+	switch {
+	case err == nil:
+		return 0
+	case errors.Is(err, storage.ErrCorruptBatch), errors.Is(err, storage.ErrIncompleteBatch):
+		return kerr.CorruptMessage.Code
+	case errors.Is(err, storage.ErrRecordTooLarge):
+		return kerr.MessageTooLarge.Code
+	case errors.Is(err, storage.ErrOutOfOrderSequence):
+		return kerr.OutOfOrderSequenceNumber.Code
+	case errors.Is(err, storage.ErrInvalidProducerEpoch):
+		return kerr.InvalidProducerEpoch.Code
+	case errors.Is(err, storage.ErrUnsupportedMagic):
+		return kerr.UnsupportedForMessageFormat.Code
+	case errors.Is(err, storage.ErrUnsupportedCompression):
+		return kerr.UnsupportedCompressionType.Code
+	case errors.Is(err, storage.ErrInvalidRecord):
+		return kerr.InvalidRecord.Code
+	case errors.Is(err, storage.ErrInvalidTimestamp):
+		return kerr.InvalidTimestamp.Code
+	case errors.Is(err, storage.ErrOffsetOutOfRange):
+		return kerr.OffsetOutOfRange.Code
+	case errors.Is(err, storage.ErrLogClosed):
+		return kerr.NotLeaderForPartition.Code
+	}
+	return kerr.KafkaStorageError.Code
+}
+
+// clientError reports whether a storage error is the client's fault (bad
+// records), as opposed to a failure of this broker's disk.
+func clientError(code int16) bool {
+	return code != kerr.KafkaStorageError.Code && code != kerr.NotLeaderForPartition.Code
+}
+
+// unknownOrNotLeader is the error for a partition this broker has no
+// leader replica of.
+func (m *Manager) unknownOrNotLeader(topic string, partition int32) int16 {
+	if m.image.Load().Partition(topic, partition) == nil {
+		return kerr.UnknownTopicOrPartition.Code
+	}
+	return kerr.NotLeaderForPartition.Code
+}
+
+// checkLeaderEpoch compares a client's current leader epoch with ours.
+func checkLeaderEpoch(current, ours int32) int16 {
+	switch {
+	case current < 0 || current == ours:
+		return 0
+	case current < ours:
+		return kerr.FencedLeaderEpoch.Code
+	default:
+		return kerr.UnknownLeaderEpoch.Code
+	}
+}

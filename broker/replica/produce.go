@@ -1,0 +1,116 @@
+package replica
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/faultline/faultline/broker/server"
+	"github.com/faultline/faultline/broker/storage"
+)
+
+// Produce implements server.Replicas: it appends a client's batches to a
+// partition this broker leads with the leader epoch stamped in, and answers
+// per acks: 0 and 1 after the local append, -1 once the high watermark
+// passes the last appended offset. acks=-1 with the ISR below
+// min.insync.replicas fails with NOT_ENOUGH_REPLICAS before anything is
+// written. A batch the log recognizes as a retry of one of its producer's
+// last five batches is answered with the original offsets.
+func (m *Manager) Produce(ctx context.Context, topic string, partition int32, records []byte, acks int16) server.ProduceResult {
+	res := server.ProduceResult{BaseOffset: -1, LogAppendTime: -1, LogStartOffset: -1}
+	if acks != 0 && acks != 1 && acks != -1 {
+		res.ErrorCode = kerr.InvalidRequiredAcks.Code
+		return res
+	}
+	p := m.get(topic, partition)
+	if p == nil {
+		res.ErrorCode = m.unknownOrNotLeader(topic, partition)
+		return res
+	}
+	p.mu.RLock()
+	if p.state != OnlineReplica {
+		p.mu.RUnlock()
+		res.ErrorCode = kerr.NotLeaderForPartition.Code
+		return res
+	}
+	p.stMu.Lock()
+	st := p.st
+	under := st.UnderMinISR()
+	isrSize := len(st.ISR)
+	p.stMu.Unlock()
+	if acks == -1 && under {
+		p.mu.RUnlock()
+		res.ErrorCode = kerr.NotEnoughReplicas.Code
+		res.ErrorMessage = fmt.Sprintf("the ISR of %s has %d replica(s), min.insync.replicas is %d", p.tp, isrSize, p.settings.MinInsyncReplicas)
+		return res
+	}
+	info, err := p.log.AppendAsLeader(records, p.leaderEpoch, m.cfg.Now().UnixMilli())
+	if err != nil {
+		code := errorCode(err)
+		p.mu.RUnlock()
+		res.ErrorCode, res.ErrorMessage = code, err.Error()
+		if !clientError(code) {
+			m.logger.Error(fmt.Sprintf("Append to partition %s failed", p.tp), "err", err)
+		}
+		return res
+	}
+	p.stMu.Lock()
+	moved := st.Appended(p.log.LogEndOffset())
+	p.stMu.Unlock()
+	if moved {
+		p.publishHW()
+	}
+	p.mu.RUnlock()
+	if !info.Duplicate {
+		m.signalChanged()
+	}
+	res.BaseOffset = info.FirstOffset
+	res.LogAppendTime = info.LogAppendTime
+	res.LogStartOffset = p.log.LogStartOffset()
+	if acks != -1 {
+		return res
+	}
+	res.ErrorCode, res.ErrorMessage = m.awaitHW(ctx, p, st, info.LastOffset)
+	return res
+}
+
+// awaitHW waits until the high watermark of p passes lastOffset while st is
+// still p's leader state.
+func (m *Manager) awaitHW(ctx context.Context, p *partition, st *State, lastOffset int64) (int16, string) {
+	for {
+		p.stMu.Lock()
+		current, hw, under, ch := p.st, st.HW, st.UnderMinISR(), p.hwMoved
+		p.stMu.Unlock()
+		if current != st {
+			return kerr.NotLeaderForPartition.Code, fmt.Sprintf("%s lost leadership before offset %d was replicated", p.tp, lastOffset)
+		}
+		if hw > lastOffset {
+			if under {
+				return kerr.NotEnoughReplicasAfterAppend.Code, fmt.Sprintf("%s: the ISR shrank below min.insync.replicas after the append", p.tp)
+			}
+			return 0, ""
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return kerr.RequestTimedOut.Code, fmt.Sprintf("%s: high watermark %d did not pass offset %d in time", p.tp, hw, lastOffset)
+		}
+	}
+}
+
+// AppendInternal appends records written by the broker itself (the group
+// coordinator's offsets and group metadata in __consumer_offsets) with
+// acks=all semantics and returns the offset of the last one. Errors wrap
+// the Kafka error (kerr) the append failed with.
+func (m *Manager) AppendInternal(ctx context.Context, topic string, partition int32, records []storage.Record) (int64, error) {
+	if len(records) == 0 {
+		return -1, fmt.Errorf("append to %s-%d: no records", topic, partition)
+	}
+	batch := storage.BuildBatch(records, storage.BatchOptions{})
+	res := m.Produce(ctx, topic, partition, batch, -1)
+	if res.ErrorCode != 0 {
+		return -1, fmt.Errorf("append to %s-%d: %w: %s", topic, partition, kerr.ErrorForCode(res.ErrorCode), res.ErrorMessage)
+	}
+	return res.BaseOffset + int64(len(records)) - 1, nil
+}
