@@ -11,7 +11,7 @@ import (
 
 // LineBytesMax bounds one line of history.jsonl. A poll returning thousands
 // of records stays far below it; a longer line is reported, not buffered.
-const LineBytesMax = 64 << 20
+const LineBytesMax = 16 << 20
 
 // Reader decodes history.jsonl one operation at a time, so a history can be
 // streamed without holding its text in memory. Blank lines are skipped.

@@ -1,0 +1,164 @@
+package checker
+
+import (
+	"bytes"
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func fixed(name string, v Validity, anomalies map[string]AnomalyReport) Checker {
+	return Func{CheckerName: name, Fn: func(context.Context, History) CheckerResult {
+		return CheckerResult{Valid: v, Anomalies: anomalies}
+	}}
+}
+
+func TestMergeTakesTheWorst(t *testing.T) {
+	cases := []struct {
+		in   []Validity
+		want Validity
+	}{
+		{nil, Valid},
+		{[]Validity{Valid, Valid}, Valid},
+		{[]Validity{Valid, Unknown}, Unknown},
+		{[]Validity{Unknown, Invalid, Valid}, Invalid},
+		{[]Validity{Invalid, Unknown}, Invalid},
+	}
+	for _, c := range cases {
+		var rs []CheckerResult
+		for _, v := range c.in {
+			rs = append(rs, CheckerResult{Valid: v})
+		}
+		assert.Equal(t, c.want, Merge(rs...).Valid, "%v", c.in)
+	}
+}
+
+func TestComposeMergesAnomalies(t *testing.T) {
+	a := fixed("a", Invalid, map[string]AnomalyReport{"duplicate": {Count: 2, Examples: []any{1, 2}}})
+	b := fixed("b", Valid, map[string]AnomalyReport{"duplicate": {Count: 1, Examples: []any{3}}, "int-send-skip": {Count: 1, Allowed: true, Examples: []any{}}})
+	res := Compose(context.Background(), nil, time.Second, a, b, Noop{})
+	assert.Equal(t, Invalid, res.Valid)
+	assert.Equal(t, 3, res.Anomalies["duplicate"].Count)
+	assert.Equal(t, []any{1, 2, 3}, res.Anomalies["duplicate"].Examples)
+	assert.Equal(t, []string{"duplicate"}, res.BadAnomalies())
+	require.Len(t, res.Checkers, 3)
+	assert.Equal(t, "noop", res.Checkers[2].Name)
+}
+
+func TestComposePanicIsUnknown(t *testing.T) {
+	boom := Func{CheckerName: "boom", Fn: func(context.Context, History) CheckerResult { panic("index out of range") }}
+	res := Compose(context.Background(), nil, time.Second, Noop{}, boom)
+	assert.Equal(t, Unknown, res.Valid)
+	assert.Equal(t, "boom", res.Checkers[1].Name)
+	assert.Contains(t, res.Checkers[1].Error, "index out of range")
+}
+
+func TestComposeTimeoutIsUnknownAndDoesNotWait(t *testing.T) {
+	release := make(chan struct{})
+	defer close(release)
+	stuck := Func{CheckerName: "stuck", Fn: func(context.Context, History) CheckerResult {
+		<-release // ignores its context on purpose
+		return CheckerResult{Valid: Invalid}
+	}}
+	done := make(chan Result)
+	go func() { done <- Compose(context.Background(), nil, 10*time.Millisecond, stuck, Noop{}) }()
+	select {
+	case res := <-done:
+		assert.Equal(t, Unknown, res.Valid)
+		assert.Equal(t, "stuck", res.Checkers[0].Name)
+		assert.Contains(t, res.Checkers[0].Error, "deadline")
+		assert.Equal(t, Valid, res.Checkers[1].Valid)
+	case <-time.After(time.Minute):
+		t.Fatal("Compose waited for a checker that ignores its context")
+	}
+}
+
+func TestComposeParentCancelled(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	blocked := Func{CheckerName: "blocked", Fn: func(ctx context.Context, _ History) CheckerResult {
+		<-ctx.Done()
+		return CheckerResult{Valid: Unknown, Error: "cancelled"}
+	}}
+	res := Compose(ctx, nil, 0, blocked)
+	assert.Equal(t, Unknown, res.Valid)
+}
+
+func readTestdata(t *testing.T, name string) History {
+	t.Helper()
+	h, err := ReadHistory(filepath.Join("testdata", name+".jsonl"))
+	require.NoError(t, err)
+	return h
+}
+
+func TestSubscribeModeAllowsPollSkip(t *testing.T) {
+	h := readTestdata(t, "poll-skip")
+	assert.Equal(t, Invalid, Analyze(context.Background(), h, Options{}).Valid)
+	res := Analyze(context.Background(), h, Options{Mode: ModeSubscribe})
+	assert.Equal(t, Valid, res.Valid)
+	assert.True(t, res.Anomalies[AnomalyPollSkip].Allowed)
+	assert.Equal(t, ModeSubscribe, res.Mode)
+}
+
+func TestLinearTimeoutIsUnknown(t *testing.T) {
+	h := readTestdata(t, "valid-basic")
+	res := Analyze(context.Background(), h, Options{LinearOpsMax: 2})
+	assert.Equal(t, Unknown, res.Valid)
+	lin := res.Checkers[2]
+	assert.Equal(t, "linearizable", lin.Name)
+	assert.Contains(t, lin.Error, "exceed the bound of 2")
+}
+
+func TestNonlinearizableVisualization(t *testing.T) {
+	h := readTestdata(t, "nonlinearizable")
+	res := Analyze(context.Background(), h, Options{})
+	require.Contains(t, res.Visualizations, 0)
+	assert.Contains(t, string(res.Visualizations[0]), "<html")
+	var buf bytes.Buffer
+	require.NoError(t, VisualizeKey(h, 0, Options{}, &buf))
+	assert.Contains(t, buf.String(), "send 11 → @0")
+	assert.Error(t, VisualizeKey(h, 42, Options{}, &buf))
+}
+
+func TestPerfAndStats(t *testing.T) {
+	h := readTestdata(t, "valid-basic")
+	res := Analyze(context.Background(), h, Options{UnavailableMin: time.Microsecond, ThroughputBucket: 5 * time.Microsecond})
+	require.Len(t, res.Perf.Faults, 1)
+	assert.Equal(t, Window{Start: 7000, End: 16000, Label: `kill ["n1"]`}, res.Perf.Faults[0])
+	// Sends: invoked from 2000, ok at 6000, 8000, 11000.
+	assert.Equal(t, []Window{
+		{Start: 2000, End: 6000},
+		{Start: 6000, End: 8000, Label: `kill ["n1"]`},
+		{Start: 8000, End: 11000, Label: `kill ["n1"]`},
+	}, res.Perf.Unavailable)
+	q := res.Perf.LatencyQuantilesMs["send:ok"]
+	assert.InDelta(t, 0.004, q["p50"], 1e-9) // latencies 4000, 5000, 2000 ns
+	assert.InDelta(t, 0.005, q["max"], 1e-9)
+	assert.Equal(t, int64(5000), res.Perf.ThroughputBucketNs)
+	// send:ok completions at 6000, 8000 (bucket 1) and 11000 (bucket 2).
+	assert.InDeltaSlice(t, []float64{0, 4e5, 2e5, 0, 0}, res.Perf.Throughput["send:ok"], 1e-6)
+	assert.Equal(t, 3, res.Stats.SendsOK)
+	assert.Equal(t, 3, res.Stats.ValuesRead)
+	assert.Equal(t, 1, res.Stats.Keys)
+	assert.Equal(t, 3, res.Stats.ByF["send"][OK])
+	assert.Equal(t, 4, res.Stats.Processes)
+}
+
+func TestDisciplineErrors(t *testing.T) {
+	_, err := ReadHistory(filepath.Join("testdata", "bad-discipline.jsonl"))
+	require.Error(t, err)
+	for _, want := range []string{"still pending", "no pending invoke", "after its op 5 ended info", "differs from its invoke"} {
+		assert.Contains(t, err.Error(), want)
+	}
+	ok := History{{Index: 0, Process: 0, Type: Invoke, F: FSend}}
+	assert.NoError(t, ok.Validate(), "a pending invoke at the end is allowed")
+	backwards := History{{Index: 1, Time: 5, Process: 0, Type: Invoke, F: FSend}, {Index: 0, Time: 4, Process: 0, Type: OK, F: FSend}}
+	err = backwards.Validate()
+	require.Error(t, err)
+	assert.True(t, strings.Contains(err.Error(), "indexes must increase") && strings.Contains(err.Error(), "before its invoke"))
+}
