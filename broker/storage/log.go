@@ -242,6 +242,9 @@ func (l *Log) parseForAppend(records []byte, leader bool) ([]BatchHeader, error)
 			} else if int64(h.RecordCount) != int64(h.LastOffsetDelta)+1 {
 				return fmt.Errorf("%w: %d records, lastOffsetDelta %d", ErrInvalidRecord, h.RecordCount, h.LastOffsetDelta)
 			}
+			if h.HasProducerID() && h.BaseSequence < 0 {
+				return fmt.Errorf("%w: producer %d batch without a sequence number", ErrInvalidRecord, h.ProducerID)
+			}
 			if h.Compression() > CompressionZstd {
 				return fmt.Errorf("%w: codec %d", ErrUnsupportedCompression, h.Compression())
 			}

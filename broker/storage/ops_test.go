@@ -1,0 +1,200 @@
+package storage
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestRollBySizeAndTime(t *testing.T) {
+	cfg := testConfig()
+	cfg.SegmentBytes = 1000
+	cfg.SegmentMs = 60_000
+	l := openTestLog(t, OS, t.TempDir(), cfg, true)
+	defer l.Close()
+	appendN(t, l, 30, 3, 0)
+	assert.GreaterOrEqual(t, l.NumSegments(), 3)
+	for _, s := range l.segments[:len(l.segments)-1] {
+		assert.LessOrEqual(t, s.size, cfg.SegmentBytes)
+	}
+	bases := l.SegmentBaseOffsets()
+	for i := 1; i < len(bases); i++ {
+		assert.Equal(t, l.segments[i-1].nextOffset, bases[i], "segments are contiguous")
+	}
+	_, err := os.Stat(offsetFileName(l.Dir(), bases[1], snapshotSuffix))
+	assert.NoError(t, err, "producer snapshot at every roll")
+
+	cfg.SegmentBytes = 1 << 30
+	require.NoError(t, l.SetConfig(cfg))
+	n := l.NumSegments()
+	_, err = l.AppendAsLeader(BuildBatch([]Record{{TimestampMs: 10_000, Value: []byte("a")}}, BatchOptions{}), 0, 10_000)
+	require.NoError(t, err)
+	_, err = l.AppendAsLeader(BuildBatch([]Record{{TimestampMs: 30_000, Value: []byte("b")}}, BatchOptions{}), 0, 30_000)
+	require.NoError(t, err)
+	assert.Equal(t, n, l.NumSegments(), "within segment.ms of the first batch")
+	_, err = l.AppendAsLeader(BuildBatch([]Record{{TimestampMs: 200_000, Value: []byte("c")}}, BatchOptions{}), 0, 200_000)
+	require.NoError(t, err)
+	assert.Equal(t, n+1, l.NumSegments(), "segment.ms passed")
+}
+
+func TestRecordTooLarge(t *testing.T) {
+	cfg := testConfig()
+	cfg.MaxMessageBytes = 200
+	l := openTestLog(t, OS, t.TempDir(), cfg, true)
+	defer l.Close()
+	_, err := l.AppendAsLeader(BuildBatch([]Record{{Value: make([]byte, 300)}}, BatchOptions{}), 0, 1)
+	assert.ErrorIs(t, err, ErrRecordTooLarge)
+	assert.Equal(t, int64(0), l.LogEndOffset())
+}
+
+func TestRetentionBySizeTimeAndLogStart(t *testing.T) {
+	cfg := testConfig()
+	cfg.SegmentBytes = 800
+	l := openTestLog(t, OS, t.TempDir(), cfg, true)
+	defer l.Close()
+	appendN(t, l, 40, 2, 0) // timestamps 1000..1039+
+	l.UpdateHighWatermark(l.LogEndOffset())
+	segs := l.NumSegments()
+	require.Greater(t, segs, 4)
+
+	n, err := l.DeleteOldSegments(2000)
+	require.NoError(t, err)
+	assert.Equal(t, 0, n, "7 days of retention keeps everything")
+
+	cfg.RetentionBytes = 2000
+	require.NoError(t, l.SetConfig(cfg))
+	n, err = l.DeleteOldSegments(2000)
+	require.NoError(t, err)
+	assert.Positive(t, n)
+	assert.Less(t, l.Size()-l.segments[0].size, int64(2000), "Kafka keeps the oldest segment that brings the size under retention.bytes")
+	assert.Equal(t, l.SegmentBaseOffsets()[0], l.LogStartOffset())
+	_, err = l.Read(0, 100, 1000, true)
+	assert.ErrorIs(t, err, ErrOffsetOutOfRange)
+
+	start := l.LogStartOffset()
+	require.NoError(t, l.IncrementLogStartOffset(start+3))
+	assert.Equal(t, start+3, l.LogStartOffset())
+	assert.Error(t, l.IncrementLogStartOffset(l.LogEndOffset()+1), "not past the high watermark")
+
+	cfg.RetentionBytes = -1
+	cfg.RetentionMs = 500
+	require.NoError(t, l.SetConfig(cfg))
+	leo := l.LogEndOffset()
+	n, err = l.DeleteOldSegments(1_000_000)
+	require.NoError(t, err)
+	assert.Positive(t, n)
+	assert.Equal(t, 1, l.NumSegments(), "everything expired: a fresh active segment")
+	assert.Equal(t, leo, l.LogStartOffset())
+	assert.Equal(t, leo, l.LogEndOffset())
+	info, err := l.AppendAsLeader(BuildBatch(records(1, "after", 5), BatchOptions{}), 0, 1)
+	require.NoError(t, err)
+	assert.Equal(t, leo, info.FirstOffset)
+}
+
+func TestTruncateToAndEpochs(t *testing.T) {
+	cfg := testConfig()
+	cfg.SegmentBytes = 700
+	dir := t.TempDir()
+	l := openTestLog(t, OS, dir, cfg, true)
+	appendN(t, l, 10, 2, 1) // 0..19 epoch 1
+	require.NoError(t, l.AssignEpochStartOffset(3, 20))
+	appendN(t, l, 10, 2, 3) // 20..39 epoch 3
+	l.UpdateHighWatermark(35)
+
+	e, off := l.EndOffsetForEpoch(1)
+	assert.Equal(t, int32(1), e)
+	assert.Equal(t, int64(20), off)
+	e, off = l.EndOffsetForEpoch(2)
+	assert.Equal(t, int32(1), e)
+	assert.Equal(t, int64(20), off)
+	e, off = l.EndOffsetForEpoch(3)
+	assert.Equal(t, int32(3), e)
+	assert.Equal(t, int64(40), off)
+	e, off = l.EndOffsetForEpoch(4)
+	assert.Equal(t, int32(-1), e)
+	assert.Equal(t, int64(-1), off)
+	e, off = l.EndOffsetForEpoch(0)
+	assert.Equal(t, int32(0), e)
+	assert.Equal(t, int64(0), off)
+
+	require.NoError(t, l.TruncateTo(25))
+	assert.Equal(t, int64(24), l.LogEndOffset(), "the batch holding 25 goes entirely (batches are 2 records)")
+	assert.Equal(t, int64(24), l.HighWatermark())
+	require.NoError(t, l.TruncateTo(17))
+	assert.Equal(t, int64(16), l.LogEndOffset())
+	assert.Equal(t, []EpochEntry{{Epoch: 1, StartOffset: 0}}, l.EpochEntries())
+	info, err := l.AppendAsLeader(BuildBatch(records(2, "again", 1), BatchOptions{}), 4, 1)
+	require.NoError(t, err)
+	assert.Equal(t, int64(16), info.FirstOffset)
+	b, err := l.Read(16, 1000, 100, true)
+	require.NoError(t, err)
+	recs, err := DecodeRecords(b)
+	require.NoError(t, err)
+	assert.Equal(t, "again-0", string(recs[0].Value))
+	require.NoError(t, l.Close())
+
+	// The truncated state is what a clean reload sees.
+	l2 := openTestLog(t, OS, dir, cfg, false)
+	defer l2.Close()
+	assert.Equal(t, int64(18), l2.LogEndOffset())
+	assert.Equal(t, []EpochEntry{{Epoch: 1, StartOffset: 0}, {Epoch: 4, StartOffset: 16}}, l2.EpochEntries())
+
+	require.NoError(t, l2.TruncateFullyAndStartAt(100))
+	assert.Equal(t, int64(100), l2.LogStartOffset())
+	assert.Equal(t, int64(100), l2.LogEndOffset())
+	assert.Empty(t, l2.EpochEntries())
+	assert.Equal(t, 1, l2.NumSegments())
+	require.NoError(t, l2.AppendAsFollower(BuildBatch(records(3, "f", 1), BatchOptions{BaseOffset: 100, PartitionLeaderEpoch: 7})))
+	assert.Equal(t, int64(103), l2.LogEndOffset())
+	assert.Equal(t, []EpochEntry{{Epoch: 7, StartOffset: 100}}, l2.EpochEntries())
+	err = l2.AppendAsFollower(BuildBatch(records(1, "g", 1), BatchOptions{BaseOffset: 101}))
+	assert.ErrorIs(t, err, ErrNonMonotonicOffset)
+}
+
+func TestFetchOffsetByTimestamp(t *testing.T) {
+	cfg := testConfig()
+	cfg.SegmentBytes = 600
+	l := openTestLog(t, OS, t.TempDir(), cfg, true)
+	defer l.Close()
+	for i := 0; i < 30; i++ {
+		recs := []Record{{TimestampMs: int64(i * 100), Value: []byte("a")}, {TimestampMs: int64(i*100 + 50), Value: []byte("b")}}
+		_, err := l.AppendAsLeader(BuildBatch(recs, BatchOptions{}), 2, 1)
+		require.NoError(t, err)
+	}
+	for ts, want := range map[int64]int64{0: 0, 1: 1, 50: 1, 51: 2, 1234: 25, 2950: 59} {
+		off, gotTs, ep, ok, err := l.FetchOffsetByTimestamp(ts)
+		require.NoError(t, err)
+		require.True(t, ok, "ts %d", ts)
+		assert.Equal(t, want, off, "ts %d", ts)
+		assert.GreaterOrEqual(t, gotTs, ts)
+		assert.Equal(t, int32(2), ep)
+	}
+	_, _, _, ok, err := l.FetchOffsetByTimestamp(3000)
+	require.NoError(t, err)
+	assert.False(t, ok)
+}
+
+func TestLogAppendTimeAndFlushMessages(t *testing.T) {
+	cfg := testConfig()
+	cfg.MessageTimestampType = TimestampLogAppendTime
+	cfg.FlushIntervalMessages = 1
+	dir := t.TempDir()
+	l := openTestLog(t, OS, dir, cfg, true)
+	defer l.Close()
+	info, err := l.AppendAsLeader(BuildBatch(records(2, "x", 5), BatchOptions{}), 0, 777)
+	require.NoError(t, err)
+	assert.Equal(t, int64(777), info.LogAppendTime)
+	assert.Equal(t, int64(2), l.RecoveryPoint(), "flush.messages=1 flushes every append")
+	b, err := l.Read(0, 1000, 10, true)
+	require.NoError(t, err)
+	recs, err := DecodeRecords(b)
+	require.NoError(t, err)
+	for _, r := range recs {
+		assert.Equal(t, int64(777), r.TimestampMs)
+	}
+	_, err = os.Stat(filepath.Join(dir, LeaderEpochCheckpointFile))
+	assert.NoError(t, err)
+}
