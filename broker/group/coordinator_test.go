@@ -3,8 +3,8 @@ package group
 import (
 	"context"
 	"fmt"
-	"testing"
 	"sync/atomic"
+	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"

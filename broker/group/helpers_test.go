@@ -87,7 +87,9 @@ func (c *fakeClock) Advance(d time.Duration) {
 }
 
 // fakeSource is a metadata.Source whose image tests replace.
-type fakeSource struct{ im atomic.Pointer[metadata.Image] }
+type fakeSource struct {
+	im atomic.Pointer[metadata.Image]
+}
 
 func (s *fakeSource) Image() *metadata.Image { return s.im.Load() }
 
