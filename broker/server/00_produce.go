@@ -1,0 +1,166 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Produce: v3-v11
+//
+// Behaviour:
+//   - Only record batches (magic 2, v3+) are served; message sets (v0-v2)
+//     are not.
+//   - Acks must be 0, 1 or -1; anything else is INVALID_REQUIRED_ACKS on
+//     every partition.
+//   - A topic or partition missing from the metadata image is
+//     UNKNOWN_TOPIC_OR_PARTITION (auto-creation is a Metadata matter) and
+//     an empty records field is CORRUPT_MESSAGE; everything else, batch
+//     validation and idempotence included, is Replicas.Produce's decision.
+//   - Partitions are appended concurrently; ctx carries TimeoutMillis, and
+//     Replicas answers REQUEST_TIMED_OUT when acks=-1 cannot be met in time.
+//   - The produce requests of one connection are handled one after another
+//     in arrival order, so an idempotent producer's pipelined batches reach
+//     the log in sequence order.
+//   - acks=0 gets no response; if any partition failed the connection is
+//     closed instead, as Kafka does, so the client refreshes its metadata.
+//   - v10+ (KIP-951): NOT_LEADER_OR_FOLLOWER and FENCED_LEADER_EPOCH carry
+//     the current leader and its endpoint from the image.
+//
+// Version notes: v3 transactional id, record batches; v5 LogStartOffset;
+// v8 per-record errors and ErrorMessage; v9 flexible; v10-v11 leader
+// hints (v11: the client may ask for them); v12 (implicit transaction
+// partitions) and v13 (topic ids) are not served.
+
+func init() {
+	register(api{key: 0, min: 3, max: 11, serial: true, needs: needMetadata | needReplicas, handle: handleProduce, fail: failProduce})
+}
+
+func handleProduce(s *Server, r *request) (kmsg.Response, error) {
+	req := r.kreq.(*kmsg.ProduceRequest)
+	resp := req.ResponseKind().(*kmsg.ProduceResponse)
+	resp.Topics = make([]kmsg.ProduceResponseTopic, len(req.Topics))
+	for i := range req.Topics {
+		rt := kmsg.NewProduceResponseTopic()
+		rt.Topic = req.Topics[i].Topic
+		rt.Partitions = make([]kmsg.ProduceResponseTopicPartition, len(req.Topics[i].Partitions))
+		for j := range rt.Partitions {
+			rp := kmsg.NewProduceResponseTopicPartition()
+			rp.Partition = req.Topics[i].Partitions[j].Partition
+			rt.Partitions[j] = rp
+		}
+		resp.Topics[i] = rt
+	}
+
+	if req.Acks != 0 && req.Acks != 1 && req.Acks != -1 {
+		for i := range resp.Topics {
+			for j := range resp.Topics[i].Partitions {
+				resp.Topics[i].Partitions[j].ErrorCode = kerr.InvalidRequiredAcks.Code
+				r.noteError(kerr.InvalidRequiredAcks.Code)
+			}
+		}
+		return resp, nil
+	}
+
+	ctx := r.ctx
+	if req.TimeoutMillis > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, time.Duration(req.TimeoutMillis)*time.Millisecond)
+		defer cancel()
+	}
+	img := s.backend.Metadata.Image()
+	var wg sync.WaitGroup
+	for i := range req.Topics {
+		t := &req.Topics[i]
+		for j := range t.Partitions {
+			p := &t.Partitions[j]
+			rp := &resp.Topics[i].Partitions[j]
+			switch {
+			case img.Partition(t.Topic, p.Partition) == nil:
+				rp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+				continue
+			case len(p.Records) == 0:
+				rp.ErrorCode = kerr.CorruptMessage.Code
+				continue
+			}
+			produce := func() {
+				res := s.backend.Replicas.Produce(ctx, t.Topic, p.Partition, p.Records, req.Acks)
+				rp.ErrorCode, rp.BaseOffset, rp.LogAppendTime, rp.LogStartOffset = res.ErrorCode, res.BaseOffset, res.LogAppendTime, res.LogStartOffset
+				if res.ErrorMessage != "" {
+					msg := res.ErrorMessage
+					rp.ErrorMessage = &msg
+				}
+			}
+			if len(req.Topics) == 1 && len(t.Partitions) == 1 {
+				produce()
+				continue
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				defer func() {
+					if p := recover(); p != nil {
+						rp.ErrorCode = kerr.UnknownServerError.Code
+						_ = s.bug(p, "producing to "+t.Topic)
+					}
+				}()
+				produce()
+			}()
+		}
+	}
+	wg.Wait()
+
+	failed := false
+	leaders := map[int32]bool{}
+	for i := range resp.Topics {
+		for j := range resp.Topics[i].Partitions {
+			rp := &resp.Topics[i].Partitions[j]
+			if rp.ErrorCode == 0 {
+				continue
+			}
+			failed = true
+			r.noteError(rp.ErrorCode)
+			rp.BaseOffset, rp.LogStartOffset = -1, -1
+			if req.Version >= 10 && (rp.ErrorCode == kerr.NotLeaderForPartition.Code || rp.ErrorCode == kerr.FencedLeaderEpoch.Code) {
+				if p := img.Partition(resp.Topics[i].Topic, rp.Partition); p != nil && p.Leader >= 0 {
+					rp.CurrentLeader.LeaderID, rp.CurrentLeader.LeaderEpoch = p.Leader, p.LeaderEpoch
+					leaders[p.Leader] = true
+				}
+			}
+		}
+	}
+	for id := range leaders {
+		if b, ok := s.broker(img, id); ok {
+			pb := kmsg.NewProduceResponseBroker()
+			pb.NodeID, pb.Host, pb.Port, pb.Rack = b.ID, b.Host, b.Port, rackPtr(b.Rack)
+			resp.Brokers = append(resp.Brokers, pb)
+		}
+	}
+	if req.Acks == 0 {
+		if failed {
+			return nil, fmt.Errorf("acks=0 produce failed on at least one partition")
+		}
+		return nil, nil
+	}
+	return resp, nil
+}
+
+func failProduce(req kmsg.Request, code int16) kmsg.Response {
+	preq := req.(*kmsg.ProduceRequest)
+	resp := preq.ResponseKind().(*kmsg.ProduceResponse)
+	for _, t := range preq.Topics {
+		rt := kmsg.NewProduceResponseTopic()
+		rt.Topic, rt.TopicID = t.Topic, t.TopicID
+		for _, p := range t.Partitions {
+			rp := kmsg.NewProduceResponseTopicPartition()
+			rp.Partition, rp.ErrorCode, rp.BaseOffset, rp.LogStartOffset = p.Partition, code, -1, -1
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	return resp
+}

@@ -1,0 +1,62 @@
+package server
+
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// ApiVersions: v0-v5
+//
+// Behaviour:
+//   - Lists every API key this server registered and whose Backend
+//     component is wired, with the version range its file registered.
+//   - A version we do not serve is answered by the dispatcher, not here: a
+//     v0-format response (no header tags) with UNSUPPORTED_VERSION and the
+//     full list, so the client retries at a version we serve (KIP-511).
+//     kgo v1.22 opens every connection at v5.
+//   - v5 (KIP-1242): a client that names a cluster id or node id that is
+//     not ours gets REBOOTSTRAP_REQUIRED; naming only one of the two is
+//     INVALID_REQUEST.
+//   - The client software name and version (v3+) are accepted as sent.
+//   - No feature levels (KIP-584) are advertised.
+//
+// Version notes: v1 ThrottleMillis; v3 flexible, client software fields;
+// v5 ClusterID and NodeID in the request.
+
+func init() {
+	register(api{key: 18, min: 0, max: 5, handle: handleApiVersions, fail: failApiVersions})
+}
+
+func handleApiVersions(s *Server, r *request) (kmsg.Response, error) {
+	req := r.kreq.(*kmsg.ApiVersionsRequest)
+	resp := s.apiVersionsResponse()
+	if req.Version >= 5 {
+		named := req.ClusterID != nil
+		switch {
+		case named != (req.NodeID >= 0):
+			resp.ErrorCode = kerr.InvalidRequest.Code
+		case named && (s.backend.NodeID != req.NodeID || (s.clusterID() != "" && *req.ClusterID != s.clusterID())):
+			resp.ErrorCode = kerr.RebootstrapRequired.Code
+		}
+	}
+	r.noteError(resp.ErrorCode)
+	return resp, nil
+}
+
+func failApiVersions(_ kmsg.Request, code int16) kmsg.Response {
+	resp := kmsg.NewPtrApiVersionsResponse()
+	resp.ErrorCode = code
+	return resp
+}
+
+// apiVersionsResponse lists the served APIs, sorted by key.
+func (s *Server) apiVersionsResponse() *kmsg.ApiVersionsResponse {
+	resp := kmsg.NewPtrApiVersionsResponse()
+	for _, k := range sortedKeys(s.apis) {
+		a := s.apis[k]
+		ak := kmsg.NewApiVersionsResponseApiKey()
+		ak.ApiKey, ak.MinVersion, ak.MaxVersion = k, a.min, a.max
+		resp.ApiKeys = append(resp.ApiKeys, ak)
+	}
+	return resp
+}
