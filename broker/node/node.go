@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/faultline/faultline/broker/config"
 	"github.com/faultline/faultline/broker/metadata"
+	"github.com/faultline/faultline/broker/quorum"
 	"github.com/faultline/faultline/broker/server"
 	"github.com/faultline/faultline/broker/storage"
 )
@@ -29,6 +31,7 @@ type Node struct {
 	metricsSrv *metricsServer
 
 	logs      *storage.LogManager
+	quorum    *quorum.Local
 	publisher *metadata.Publisher
 	server    *server.Server
 	listener  net.Listener
@@ -99,6 +102,8 @@ func (n *Node) startup(ctx context.Context) error {
 	n.clusterID = clusterID
 	n.log.Info(fmt.Sprintf("Cluster ID = %s", clusterID))
 
+	// The image starts empty; the metadata phase replays the log into it.
+	n.publisher = metadata.NewPublisher(metadata.NewImage(clusterID))
 	n.metrics = newNodeMetrics(n.State, n.partitionCount, n.leaderCount)
 	n.metrics.unsafeSwitchSet.Set(float64(len(unsafeSwitches(cfg))))
 	if cfg.MetricsAddress != "" {
@@ -122,8 +127,13 @@ func (n *Node) startup(ctx context.Context) error {
 		return err
 	}
 
-	// Phase 3: metadata.
-	n.publisher = metadata.NewPublisher(metadata.NewImage(clusterID))
+	// Phase 3: metadata replay from the local quorum.
+	if err := n.startMetadata(); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 
 	// Phase 4: network layer.
 	if err := n.startNetwork(); err != nil {
@@ -164,6 +174,64 @@ func (n *Node) startLogManager() error {
 	n.bgCancel = cancel
 	lm.RunBackground(bgCtx)
 	return nil
+}
+
+// startMetadata opens the single-voter quorum on __cluster_metadata-0 in the
+// metadata log dir, replays it into the metadata image and keeps the image
+// following every batch committed later.
+func (n *Node) startMetadata() error {
+	cfg := n.cfg
+	logs := n.logs
+	if !containsDir(cfg.LogDirs, cfg.MetadataLogDir) {
+		// A metadata.log.dir apart from log.dirs gets its own manager, as
+		// Kafka keeps the metadata log apart from the partition logs.
+		lm, err := storage.NewLogManager(storage.OS, []string{cfg.MetadataLogDir}, storage.ManagerOptions{
+			RecoveryThreadsPerDataDir: 1,
+			Logger:                    n.logger.With(ComponentKey, "LogManager"),
+		})
+		if err != nil {
+			return err
+		}
+		if _, err := lm.Load(); err != nil {
+			return fmt.Errorf("load metadata log dir %s: %w", cfg.MetadataLogDir, err)
+		}
+		n.pushStop("metadata log manager", func(context.Context) error { return lm.Shutdown(n.brokerEpoch()) })
+		logs = lm
+	}
+	lc := storage.DefaultLogConfig()
+	lc.SegmentBytes = int64(cfg.MetadataLogSegmentBytes)
+	lc.SegmentMs = cfg.MetadataLogSegmentMs
+	lc.RetentionMs = -1
+	lc.RetentionBytes = -1
+	q, err := quorum.OpenLocal(quorum.LocalConfig{
+		NodeID:    cfg.NodeID,
+		Logs:      logs,
+		LogConfig: lc,
+		Logger:    n.logger.With(ComponentKey, "QuorumController"),
+	})
+	if err != nil {
+		return err
+	}
+	n.quorum = q
+	n.pushStop("controller quorum", func(context.Context) error { return q.Close() })
+	cancel, err := quorum.FeedPublisher(q, n.publisher)
+	if err != nil {
+		return fmt.Errorf("replay metadata log: %w", err)
+	}
+	n.pushStop("metadata publisher", func(context.Context) error { cancel(); return nil })
+	im := n.publisher.Image()
+	n.logger.Info(fmt.Sprintf("Loaded metadata log up to offset %d: %d topics, %d brokers", im.Offset, len(im.Topics), len(im.Brokers)), ComponentKey, "MetadataLoader")
+	return nil
+}
+
+// containsDir reports whether dirs holds dir (compared as cleaned paths).
+func containsDir(dirs []string, dir string) bool {
+	for _, d := range dirs {
+		if filepath.Clean(d) == filepath.Clean(dir) {
+			return true
+		}
+	}
+	return false
 }
 
 // startNetwork binds the client listener, learns its port (listeners with
@@ -308,9 +376,6 @@ func (n *Node) runStops(ctx context.Context) error {
 func (n *Node) brokerEpoch() int64 { return -1 }
 
 func (n *Node) partitionCount() float64 {
-	if n.publisher == nil {
-		return 0
-	}
 	count := 0
 	im := n.publisher.Image()
 	for _, t := range im.Topics {
@@ -327,9 +392,6 @@ func (n *Node) partitionCount() float64 {
 }
 
 func (n *Node) leaderCount() float64 {
-	if n.publisher == nil {
-		return 0
-	}
 	count := 0
 	for _, t := range n.publisher.Image().Topics {
 		for _, p := range t.Partitions {
