@@ -30,6 +30,7 @@ type LogStore interface {
 	GetOrCreateLog(tp storage.TopicPartition, cfg storage.LogConfig) (*storage.Log, error)
 	GetLog(tp storage.TopicPartition) (*storage.Log, bool)
 	DeleteLog(tp storage.TopicPartition) error
+	Logs() map[storage.TopicPartition]*storage.Log
 }
 
 // Config configures a Manager.
@@ -301,8 +302,17 @@ func (m *Manager) applyPartition(t *metadata.Topic, pt metadata.Partition, tp st
 	case pt.Leader == m.cfg.NodeID:
 		if p.state == OnlineReplica && p.leaderEpoch == pt.LeaderEpoch {
 			p.stMu.Lock()
+			before := len(p.st.ISR)
 			moved := p.st.SetISR(pt.ISR, pt.PartitionEpoch)
 			p.stMu.Unlock()
+			switch {
+			case len(pt.ISR) < before:
+				m.isrShrinks.Inc()
+				m.logger.Info(fmt.Sprintf("Partition %s: ISR shrank to %v", p.tp, pt.ISR))
+			case len(pt.ISR) > before:
+				m.isrExpands.Inc()
+				m.logger.Info(fmt.Sprintf("Partition %s: ISR expanded to %v", p.tp, pt.ISR))
+			}
 			if moved {
 				p.publishHW()
 			}
@@ -386,6 +396,89 @@ func (m *Manager) deletePartition(p *partition) error {
 	m.logger.Info(fmt.Sprintf("Deleted log for partition %s", p.tp))
 	return nil
 }
+
+// DeleteStrayLogs deletes every log that im does not place on this broker:
+// logs of topics deleted while this broker was down or crashed before it
+// finished deleting them. Left alone, such a log would resurface as the
+// content of a new topic with the same name. The metadata log
+// (__cluster_metadata) is never touched. Call it once at startup, after
+// the metadata log has been replayed (im must be complete; an image still
+// loading would make every log look stray). It returns the deleted
+// partitions.
+func (m *Manager) DeleteStrayLogs(im *metadata.Image) []storage.TopicPartition {
+	var stray []storage.TopicPartition
+	for tp := range m.cfg.Logs.Logs() {
+		if tp.Topic == metadataTopic {
+			continue
+		}
+		if p := im.Partition(tp.Topic, tp.Partition); p != nil && slices.Contains(p.Replicas, m.cfg.NodeID) {
+			continue
+		}
+		stray = append(stray, tp)
+	}
+	sort.Slice(stray, func(i, j int) bool { return stray[i].String() < stray[j].String() })
+	var deleted []storage.TopicPartition
+	for _, tp := range stray {
+		m.logger.Info(fmt.Sprintf("Deleting stray log %s: the metadata image places no replica of it on broker %d", tp, m.cfg.NodeID))
+		if p := m.get(tp.Topic, tp.Partition); p != nil {
+			if err := m.deletePartition(p); err != nil {
+				m.logger.Error(fmt.Sprintf("Deleting stray log %s failed", tp), "err", err)
+				continue
+			}
+		} else if err := m.cfg.Logs.DeleteLog(tp); err != nil {
+			m.logger.Error(fmt.Sprintf("Deleting stray log %s failed", tp), "err", err)
+			continue
+		}
+		deleted = append(deleted, tp)
+	}
+	return deleted
+}
+
+// ISRChange is an ISR change a leader wants the controller to make (the
+// content of an AlterPartition request).
+type ISRChange struct {
+	TopicPartition storage.TopicPartition
+	TopicID        metadata.Uuid
+	LeaderEpoch    int32
+	PartitionEpoch int32
+	NewISR         []int32
+}
+
+// ISRChanges returns, for every partition this broker leads, the ISR it
+// should have now: out-of-sync followers (no catch-up within
+// replica.lag.time.max.ms) removed, or caught-up replicas added. With a
+// single node every ISR is the leader alone and there is never a change;
+// issue 3's AlterPartition loop sends these to the controller.
+func (m *Manager) ISRChanges(nowMs int64) []ISRChange {
+	m.mu.RLock()
+	parts := make([]*partition, 0, len(m.parts))
+	for _, p := range m.parts {
+		parts = append(parts, p)
+	}
+	m.mu.RUnlock()
+	sort.Slice(parts, func(i, j int) bool { return parts[i].tp.String() < parts[j].tp.String() })
+	var out []ISRChange
+	for _, p := range parts {
+		p.mu.RLock()
+		p.stMu.Lock()
+		if p.state == OnlineReplica && p.st != nil {
+			isr := p.st.ShrinkISR(nowMs, m.cfg.ReplicaLagTimeMaxMs)
+			if isr == nil {
+				isr = p.st.ExpandISR()
+			}
+			if isr != nil {
+				out = append(out, ISRChange{TopicPartition: p.tp, TopicID: p.topicID, LeaderEpoch: p.st.LeaderEpoch, PartitionEpoch: p.st.PartitionEpoch, NewISR: isr})
+			}
+		}
+		p.stMu.Unlock()
+		p.mu.RUnlock()
+	}
+	return out
+}
+
+// metadataTopic is the metadata log's topic (quorum.MetadataTopic; not
+// imported to keep the replica layer independent of the quorum).
+const metadataTopic = "__cluster_metadata"
 
 // publishHW writes the state's high watermark to the log and wakes waiters.
 func (p *partition) publishHW() {

@@ -254,6 +254,20 @@ func TestManagerProduceFetchRestart(t *testing.T) {
 	assert.Equal(t, kerr.UnknownTopicOrPartition.Code, b.m.Produce(ctx, "orders", 0, batch("x"), 1).ErrorCode)
 }
 
+// counter reads one counter of a registry.
+func counter(t *testing.T, reg *prometheus.Registry, name string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	require.NoError(t, err)
+	for _, mf := range mfs {
+		if mf.GetName() == name {
+			return mf.GetMetric()[0].GetCounter().GetValue()
+		}
+	}
+	t.Fatalf("no metric %s", name)
+	return 0
+}
+
 // gauge reads one gauge of a registry.
 func gauge(t *testing.T, reg *prometheus.Registry, name string) float64 {
 	t.Helper()
@@ -331,6 +345,16 @@ func TestManagerFollowerAdvancesHW(t *testing.T) {
 	}
 	assert.Len(t, readValues(t, b.m.Fetch(ctx, "rf2", 0, consumer(0)).Records), 2)
 
+	// The follower is caught up: no ISR change. Once the leader is ahead
+	// and the follower silent for longer than replica.lag.time.max.ms, the
+	// leader proposes to drop it.
+	assert.Empty(t, b.m.ISRChanges(time.Now().UnixMilli()))
+	require.Equal(t, int16(0), b.m.Produce(ctx, "rf2", 0, batch("late"), 1).ErrorCode)
+	changes := b.m.ISRChanges(time.Now().Add(31 * time.Second).UnixMilli())
+	require.Len(t, changes, 1)
+	assert.Equal(t, []int32{1}, changes[0].NewISR)
+	assert.Equal(t, b.pub.Image().Topic("rf2").ID, changes[0].TopicID)
+
 	// Fencing the follower shrinks the ISR to the leader, which releases
 	// the next write at once.
 	_, err = b.c.Heartbeat(ctx, controller.Heartbeat{BrokerID: 2, BrokerEpoch: epoch2, MetadataOffset: b.pub.Image().Offset, WantFence: true})
@@ -339,4 +363,20 @@ func TestManagerFollowerAdvancesHW(t *testing.T) {
 	res = b.m.Produce(ctx, "rf2", 0, batch("c"), -1)
 	assert.Equal(t, int16(0), res.ErrorCode)
 	assert.Equal(t, 1.0, gauge(t, b.reg, "kafka_server_replica_manager_under_replicated_partitions"))
+	assert.Equal(t, 1.0, counter(t, b.reg, "kafka_server_replica_manager_isr_shrinks_total"))
+}
+
+func TestManagerDeleteStrayLogs(t *testing.T) {
+	b := startBroker(t, t.TempDir(), 1)
+	defer b.stop(t)
+	b.createTopic(t, "kept", 1, nil)
+	ghost := storage.TopicPartition{Topic: "ghost", Partition: 0}
+	_, err := b.lm.GetOrCreateLog(ghost, storage.DefaultLogConfig())
+	require.NoError(t, err)
+	assert.Equal(t, []storage.TopicPartition{ghost}, b.m.DeleteStrayLogs(b.pub.Image()))
+	logs := b.lm.Logs()
+	assert.NotContains(t, logs, ghost)
+	assert.Contains(t, logs, storage.TopicPartition{Topic: "kept", Partition: 0})
+	assert.Contains(t, logs, quorum.MetadataPartition)
+	assert.Equal(t, OnlineReplica, b.m.State("kept", 0))
 }
