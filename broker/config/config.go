@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sort"
 	"strings"
 )
 
@@ -306,6 +307,19 @@ func (c *Config) IsBroker() bool { return contains(c.ProcessRoles, roleBroker) }
 
 // IsController reports whether process.roles includes controller.
 func (c *Config) IsController() bool { return contains(c.ProcessRoles, roleController) }
+
+// EnabledUnsafe lists the unsafe.* switches set to true, sorted, for the
+// caller's startup log line.
+func (c *Config) EnabledUnsafe() []string {
+	var out []string
+	for k, on := range c.Unsafe {
+		if on {
+			out = append(out, k)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
 
 // BrokerListeners are the listeners that serve clients and other brokers
 // (every listener not named in controller.listener.names).

@@ -284,6 +284,7 @@ func TestUnsafeKeys(t *testing.T) {
 	c, warnings := mustFromMap(t, with(combined(), map[string]string{"unsafe.ack-before-replicate": "true", "unsafe.skip-fsync": "False"}))
 	assert.Empty(t, warnings, "unsafe keys are never warned about")
 	assert.Equal(t, map[string]bool{"unsafe.ack-before-replicate": true, "unsafe.skip-fsync": false}, c.Unsafe)
+	assert.Equal(t, []string{"unsafe.ack-before-replicate"}, c.EnabledUnsafe())
 }
 
 func TestWarnings(t *testing.T) {
@@ -566,4 +567,20 @@ func TestEntries(t *testing.T) {
 	assert.Equal(t, Entry{Name: "log.flush.interval.ms", Value: "9223372036854775807", IsDefault: true, ReadOnly: true}, byName["log.flush.interval.ms"])
 	assert.Equal(t, Entry{Name: "broker.rack", Value: "", IsDefault: true, ReadOnly: true}, byName["broker.rack"])
 	assert.Equal(t, Entry{Name: "unsafe.skip-fsync", Value: "true", ReadOnly: true}, entries[len(entries)-1])
+}
+
+func TestDocListsEveryKey(t *testing.T) {
+	doc, err := os.ReadFile("doc.go")
+	require.NoError(t, err)
+	text := string(doc)
+	for i := range brokerKeys {
+		name := brokerKeys[i].name
+		if strings.HasPrefix(name, "log.retention.") && name != "log.retention.bytes" && name != "log.retention.check.interval.ms" {
+			continue // listed together as log.retention.ms, .minutes, .hours
+		}
+		assert.Contains(t, text, "//\t"+name+" ", "doc.go lists %s in a key table", name)
+	}
+	for i := range topicKeys {
+		assert.Contains(t, text, topicKeys[i].name, "doc.go names topic key %s", topicKeys[i].name)
+	}
 }

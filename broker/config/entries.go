@@ -15,7 +15,9 @@ type Entry struct {
 	// ReadOnly is true for every broker key: faultline has no dynamic
 	// broker configs. Topic entries are not read-only.
 	ReadOnly bool
-	// Sensitive values are reported as "" and must be sent as null.
+	// Sensitive marks a secret whose value must be sent as null. No key
+	// faultline knows is secret today (it serves PLAINTEXT only, so there are
+	// no passwords); the field keeps DescribeConfigs answers complete.
 	Sensitive bool
 }
 
@@ -118,11 +120,7 @@ func (c *Config) Entries() []Entry {
 	out := make([]Entry, 0, len(brokerKeys)+len(c.Unsafe))
 	for i := range brokerKeys {
 		d := &brokerKeys[i]
-		e := Entry{Name: d.name, Value: c.values[d.name], IsDefault: !c.set[d.name], ReadOnly: true, Sensitive: d.sensitive}
-		if e.Sensitive {
-			e.Value = ""
-		}
-		out = append(out, e)
+		out = append(out, Entry{Name: d.name, Value: c.values[d.name], IsDefault: !c.set[d.name], ReadOnly: true})
 	}
 	unsafeKeys := make([]string, 0, len(c.Unsafe))
 	for k := range c.Unsafe {

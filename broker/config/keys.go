@@ -42,8 +42,6 @@ type keyDef struct {
 	// parse replaces kind-based parsing; its error text follows "key: ".
 	parse func(string) (any, error)
 	field func(*Config) any
-	// sensitive values are never shown by Entries.
-	sensitive bool
 }
 
 func key(name string, k kind, def string, field func(*Config) any) keyDef {
@@ -200,7 +198,7 @@ var brokerKeys = []keyDef{
 	key("group.min.session.timeout.ms", kindInt, "6000", func(c *Config) any { return &c.GroupMinSessionTimeoutMs }),
 	key("group.max.session.timeout.ms", kindInt, "1800000", func(c *Config) any { return &c.GroupMaxSessionTimeoutMs }),
 	key("group.max.size", kindInt, maxInt, func(c *Config) any { return &c.GroupMaxSize }).atLeast(1),
-	key("group.coordinator.rebalance.protocols", kindList, "classic,consumer,streams", nil),
+	key("group.coordinator.rebalance.protocols", kindList, "classic,consumer", nil).in("classic", "consumer", "streams", "share"),
 	key("share.coordinator.state.topic.replication.factor", kindShort, "3", nil).atLeast(1),
 	key("share.coordinator.state.topic.min.isr", kindShort, "2", nil).atLeast(1),
 

@@ -70,18 +70,19 @@ func ParsePropertiesOrdered(r io.Reader) ([]Property, error) {
 		if len(first) == 0 || first[0] == '#' || first[0] == '!' {
 			continue
 		}
-		logical := first
+		var logical strings.Builder
 		segment := first
 		for oddTrailingBackslashes(segment) {
-			logical = logical[:len(logical)-1]
+			logical.WriteString(segment[:len(segment)-1])
+			segment = ""
 			if i >= len(lines) {
 				break
 			}
 			segment = trimBlanksLeft(lines[i])
 			i++
-			logical += segment
 		}
-		key, value, err := splitKeyValue(logical)
+		logical.WriteString(segment)
+		key, value, err := splitKeyValue(logical.String())
 		if err != nil {
 			return nil, fmt.Errorf("properties line %d: %w", lineNo, err)
 		}
