@@ -170,7 +170,7 @@ func syntheticHistory(n, keys int) checker.History {
 			b.nemesis(f, []string{fmt.Sprintf("n%d", 1+int(at/15000)%3)}, at)
 			lastNemesis = at
 		}
-		k := i % keys
+		k := (i / 4) % keys
 		lat := 2 + float64((i*7919)%50)
 		proc := i % 8
 		switch {

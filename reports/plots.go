@@ -85,7 +85,7 @@ func buildPlots(in Input, a *analysis, faults []checker.Window) plotSet {
 	}
 	if a != nil {
 		ps.Latency, ps.Notes = latencyPlots(a, faults, endS, nemesisXs, nemesisTitles)
-		ps.Offsets, ps.OffsetNotes = offsetTimelines(in, a, faults, endS)
+		ps.Offsets, ps.OffsetNotes = offsetTimelines(in, a, faults, endS, nemesisXs, nemesisTitles)
 	}
 	ps.Throughput = throughputPlot(in, a, faults, endS, nemesisXs, nemesisTitles)
 	return ps
@@ -230,8 +230,15 @@ func throughputPlot(in Input, a *analysis, faults []checker.Window, endS float64
 	var all []series
 	bucketNs := int64(0)
 	if a != nil && len(a.latencies) > 0 {
-		bucketNs = throughputBucket(int64(endS * 1e9))
-		n := int(int64(endS*1e9)/bucketNs) + 1
+		endNs := int64(endS * 1e9)
+		bucketNs = throughputBucket(endNs)
+		// n buckets cover [0, endNs]; the last one may be partial, and its
+		// rate is taken over the part of it the test lasted.
+		n := max(int((endNs+bucketNs-1)/bucketNs), 1)
+		lastWidthNs := endNs - int64(n-1)*bucketNs
+		if lastWidthNs <= 0 {
+			lastWidthNs = bucketNs
+		}
 		counts := map[string][]float64{}
 		for _, p := range a.latencies {
 			name := p.f + " ok"
@@ -256,7 +263,11 @@ func throughputPlot(in Input, a *analysis, faults []checker.Window, endS float64
 			}
 			perS := counts[name]
 			for j := range perS {
-				perS[j] /= float64(bucketNs) / 1e9
+				width := bucketNs
+				if j == n-1 {
+					width = max(lastWidthNs, bucketNs/2)
+				}
+				perS[j] /= float64(width) / 1e9
 			}
 			all = append(all, series{name, color, perS})
 		}
@@ -289,7 +300,7 @@ func throughputPlot(in Input, a *analysis, faults []checker.Window, endS float64
 	for _, s := range all {
 		xs := make([]float64, len(s.perS))
 		for i := range s.perS {
-			xs[i] = (float64(i) + 0.5) * float64(bucketNs) / 1e9
+			xs[i] = math.Min((float64(i)+0.5)*float64(bucketNs)/1e9, endS)
 		}
 		p.polyline("tp-"+s.name, s.color, xs, s.perS, s.name+" per second")
 		p.legendEntry("tp-"+s.name, s.name, s.color, "line")
@@ -313,7 +324,7 @@ func throughputBucket(endNs int64) int64 {
 // that no poll returned: below the highest offset read they are lost,
 // above it unseen (Jepsen's definitions; the verdict comes from the
 // checker, these marks only show where to look).
-func offsetTimelines(in Input, a *analysis, faults []checker.Window, endS float64) ([]keyTimeline, []string) {
+func offsetTimelines(in Input, a *analysis, faults []checker.Window, endS float64, nxs []float64, ntitles []string) ([]keyTimeline, []string) {
 	type sendPt struct {
 		t      int64
 		offset int64
@@ -420,7 +431,11 @@ func offsetTimelines(in Input, a *analysis, faults []checker.Window, endS float6
 		label := in.Spec.keyLabel(k)
 		p := newPlot("offsets of "+label, 190, endS, axis{min: 0, max: float64(offMax) + 1})
 		p.shadeWindows(faults, colorFault, "fault", 0.25)
+		p.vlines(nxs, ntitles)
 		p.axes("time since test start (s)", "offset")
+		if len(faults) > 0 {
+			p.legendEntry("fault", "fault in force", colorFault, "band")
+		}
 		series := "k" + strconv.Itoa(k)
 		stride := 1
 		if len(ss) > sendPointsPerKeyMax {
@@ -453,12 +468,20 @@ func offsetTimelines(in Input, a *analysis, faults []checker.Window, endS float6
 			if len(group.pts) == 0 {
 				continue
 			}
-			mx := make([]float64, len(group.pts))
-			my := make([]float64, len(group.pts))
-			titles := make([]string, len(group.pts))
-			for i, s := range group.pts {
-				mx[i], my[i] = float64(s.t)/1e9, float64(s.offset)
-				titles[i] = fmt.Sprintf("offset %d acknowledged to op %d at %s, never polled (%s)", s.offset, s.index, seconds(s.t), group.name)
+			markStride := 1
+			if len(group.pts) > sendPointsPerKeyMax {
+				markStride = (len(group.pts) + sendPointsPerKeyMax - 1) / sendPointsPerKeyMax
+				notes = append(notes, fmt.Sprintf("%s: every %d-th of %d %s offsets marked.", label, markStride, len(group.pts), group.name))
+			}
+			var mx, my []float64
+			var titles []string
+			for i := 0; i < len(group.pts); i += markStride {
+				s := group.pts[i]
+				mx = append(mx, float64(s.t)/1e9)
+				my = append(my, float64(s.offset))
+				if len(titles) < crossTitlesMax {
+					titles = append(titles, fmt.Sprintf("offset %d acknowledged to op %d at %s, never polled (%s)", s.offset, s.index, seconds(s.t), group.name))
+				}
 			}
 			p.crosses(series+"-"+group.name, group.color, mx, my, titles)
 			p.legendEntry(series+"-"+group.name, fmt.Sprintf("never read: %s (%d)", group.name, len(group.pts)), group.color, "cross")

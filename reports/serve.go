@@ -115,7 +115,7 @@ func (s *storeServer) report(w http.ResponseWriter, r *http.Request, fsys fs.FS,
 		http.ServeContent(w, r, FileReport, time.Time{}, bytes.NewReader(data))
 		return
 	}
-	in, err := loadRun(fsys, dir)
+	in, err := loadRun(fsys, dir, dir)
 	if err != nil {
 		http.Error(w, fmt.Sprintf("run %s cannot be loaded: %v", dir, err), http.StatusInternalServerError)
 		return

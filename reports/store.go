@@ -50,15 +50,16 @@ func RenderDir(dir string) error {
 // LoadDir reads a stored run directory into an Input, with links relative
 // to the directory.
 func LoadDir(dir string) (Input, error) {
-	in, err := loadRun(os.DirFS(dir), ".")
+	in, err := loadRun(os.DirFS(dir), ".", runName(dir))
 	if err != nil {
 		return Input{}, fmt.Errorf("load run %s: %w", dir, err)
 	}
 	return in, nil
 }
 
-// loadRun reads the run at dir inside fsys.
-func loadRun(fsys fs.FS, dir string) (Input, error) {
+// loadRun reads the run at dir inside fsys; name names the run when its
+// spec does not.
+func loadRun(fsys fs.FS, dir, name string) (Input, error) {
 	var in Input
 	data, err := fs.ReadFile(fsys, path.Join(dir, FileResults))
 	if err != nil {
@@ -81,7 +82,7 @@ func loadRun(fsys fs.FS, dir string) (Input, error) {
 		in.Notes = append(in.Notes, FileSpec+" is missing: the test spec is not shown.")
 	}
 	if in.Spec.Name == "" {
-		in.Spec.Name = runName(dir)
+		in.Spec.Name = name
 	}
 	h, note := readHistoryFS(fsys, path.Join(dir, FileHistory))
 	in.History = h
@@ -99,7 +100,7 @@ func loadRun(fsys fs.FS, dir string) (Input, error) {
 	return in, nil
 }
 
-// runName names a run without a spec after its directory.
+// runName names a run without a spec after its directory: "<test>/<time>".
 func runName(dir string) string {
 	abs, err := filepath.Abs(dir)
 	if err != nil {

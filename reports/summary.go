@@ -70,7 +70,7 @@ func Summary(in Input) string {
 		for _, w := range un {
 			total += w.End - w.Start
 		}
-		fmt.Fprintf(&b, "\nno successful send for %s in %d windows:\n", seconds(total), len(un))
+		fmt.Fprintf(&b, "\nno successful send for %s in %s:\n", seconds(total), plural(len(un), "window"))
 		for i, w := range un {
 			if i == 8 {
 				fmt.Fprintf(&b, "  … %d more\n", len(un)-i)

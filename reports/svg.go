@@ -25,6 +25,7 @@ const (
 	colorInfo        = "#e09f3e"
 	colorFault       = "#9aa5b1"
 	colorUnavailable = "#d1495b"
+	crossTitlesMax   = 200
 )
 
 var seriesPalette = []string{"#2a6fdb", "#2a9d5c", "#8e44ad", "#16a2b8", "#6c757d", "#b5651d", "#c2185b", "#455a64"}
@@ -197,8 +198,18 @@ func (p *svgPlot) vbars(series, color string, xs, ys0, ys1 []float64, title stri
 	fmt.Fprintf(&p.b, `"><title>%s</title></path>`, xmlEscape(title))
 }
 
-// crosses draws X marks, each with its own tooltip.
+// crosses draws X marks. Up to crossTitlesMax marks get their own
+// tooltip; beyond that they are drawn as one path with a single title, so a
+// run that lost thousands of writes still renders quickly.
 func (p *svgPlot) crosses(series, color string, xs, ys []float64, titles []string) {
+	if len(xs) > crossTitlesMax {
+		fmt.Fprintf(&p.b, `<path class="series" data-series="%s" stroke="%s" stroke-width="2" fill="none" d="`, xmlEscape(series), color)
+		for i := range xs {
+			fmt.Fprintf(&p.b, "M%s %sl8 8m0 -8l-8 8", f1(p.x.px(xs[i])-4), f1(p.y.px(ys[i])-4))
+		}
+		fmt.Fprintf(&p.b, `"><title>%d marks; the first: %s</title></path>`, len(xs), xmlEscape(titles[0]))
+		return
+	}
 	fmt.Fprintf(&p.b, `<g class="series" data-series="%s" stroke="%s" stroke-width="2">`, xmlEscape(series), color)
 	for i := range xs {
 		fmt.Fprintf(&p.b, `<path d="M%s %sl8 8m0 -8l-8 8"><title>%s</title></path>`, f1(p.x.px(xs[i])-4), f1(p.y.px(ys[i])-4), xmlEscape(titles[i]))

@@ -1,0 +1,30 @@
+package reports
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+)
+
+func TestSummaryInvalid(t *testing.T) {
+	s := Summary(invalidInput())
+	assert.Contains(t, s, "INVALID: 3 acknowledged writes were lost on key 2 (t0-2) after the nemesis killed n1 at 41.2 s")
+	assert.Contains(t, s, "  - 1 value was written at two offsets")
+	assert.Regexp(t, `lost-write\s+3\n\s+e\.g\. \{"key":2,`, s)
+	assert.Regexp(t, `duplicate\s+1\n`, s)
+	assert.Regexp(t, `send\s+6 ok\s+0 fail\s+0 info`, s)
+	assert.Regexp(t, `send:ok\s+4\.0 /\s+4\.0`, s)
+	assert.Contains(t, s, "no successful send for 2.8 s in 1 window:\n  41.2 s – 44.0 s")
+	assert.LessOrEqual(t, strings.Count(s, "\n"), 40, "fits one screen")
+}
+
+func TestSummaryValidAndUnknown(t *testing.T) {
+	s := Summary(validInput())
+	assert.True(t, strings.HasPrefix(s, "queue-kill-valid\nVALID: no anomalies"), s)
+	assert.Contains(t, s, "sends succeeded throughout")
+
+	s = Summary(unknownInput())
+	assert.Contains(t, s, "UNKNOWN: the linearizable checker could not decide: porcupine timed out after 30s on key 2")
+	assert.Contains(t, s, "checker linearizable: unknown: porcupine timed out")
+}
