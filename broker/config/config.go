@@ -357,6 +357,12 @@ func (e *Error) Error() string { return strings.Join(e.Problems, "\n") }
 // an *Error unless the file could not be read, lists every problem.
 // Load does not touch the data dirs: call CheckDirs for that.
 func Load(path string) (*Config, []string, error) {
+	return LoadWithOverrides(path, nil)
+}
+
+// LoadWithOverrides is Load with some keys replaced after the file is read,
+// as kafka-server-start.sh --override key=value does.
+func LoadWithOverrides(path string, overrides map[string]string) (*Config, []string, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, nil, fmt.Errorf("read config: %w", err)
@@ -366,7 +372,7 @@ func Load(path string) (*Config, []string, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("read config %s: %w", path, err)
 	}
-	m := make(map[string]string, len(props))
+	m := make(map[string]string, len(props)+len(overrides))
 	firstLine := make(map[string]int, len(props))
 	var warnings []string
 	for _, p := range props {
@@ -376,6 +382,9 @@ func Load(path string) (*Config, []string, error) {
 			firstLine[p.Key] = p.Line
 		}
 		m[p.Key] = p.Value
+	}
+	for k, v := range overrides {
+		m[k] = v
 	}
 	c, more, err := FromMap(m)
 	warnings = append(warnings, more...)

@@ -1,6 +1,8 @@
 package config
 
 import (
+	"errors"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -582,5 +584,42 @@ func TestDocListsEveryKey(t *testing.T) {
 	}
 	for i := range topicKeys {
 		assert.Contains(t, text, topicKeys[i].name, "doc.go names topic key %s", topicKeys[i].name)
+	}
+}
+
+func TestLoadWithOverrides(t *testing.T) {
+	c, warnings, err := LoadWithOverrides("testdata/server.properties", map[string]string{"num.partitions": "6", "unsafe.skip-fsync": "true"})
+	require.NoError(t, err)
+	assert.Empty(t, warnings)
+	assert.Equal(t, int32(6), c.NumPartitions)
+	assert.Equal(t, []string{"unsafe.skip-fsync"}, c.EnabledUnsafe())
+
+	_, _, err = LoadWithOverrides("testdata/server.properties", map[string]string{"node.id": "7"})
+	assert.Equal(t, []string{
+		"controller.quorum.voters: this node (node.id=7) has the controller role but is not among the voters [1]; add 7@<host>:<port> or fix node.id",
+	}, Problems(err))
+}
+
+func TestProblemsOfOtherErrors(t *testing.T) {
+	assert.Nil(t, Problems(nil))
+	assert.Equal(t, []string{"read config: boom"}, Problems(errors.New("read config: boom")))
+	wrapped := fmt.Errorf("start: %w", &Error{Problems: []string{"a: x", "b: y"}})
+	assert.Equal(t, []string{"a: x", "b: y"}, Problems(wrapped))
+}
+
+func BenchmarkLoad(b *testing.B) {
+	for b.Loop() {
+		if _, _, err := Load("testdata/server.properties"); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkFromMap(b *testing.B) {
+	m := combined()
+	for b.Loop() {
+		if _, _, err := FromMap(m); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
