@@ -147,8 +147,26 @@ func (q *Local) Subscribe(fn func(Batch) error) (func(), error) {
 // replayReadBytes bounds one read of the metadata log during replay.
 const replayReadBytes = 1 << 20
 
+// replayRecordsMax bounds how many records replay hands over at once.
+// Replay merges consecutive stored batches into one Batch so that a
+// subscriber applying them to a copy-on-write image copies its maps once
+// per merged batch instead of once per stored batch.
+const replayRecordsMax = 8192
+
 func (q *Local) replay(fn func(Batch) error) error {
 	end := q.log.LogEndOffset()
+	var pending *Batch
+	flush := func() error {
+		if pending == nil {
+			return nil
+		}
+		b := *pending
+		pending = nil
+		if err := fn(b); err != nil {
+			return fmt.Errorf("apply metadata batch ending at offset %d: %w", b.LastOffset, err)
+		}
+		return nil
+	}
 	for off := q.log.LogStartOffset(); off < end; {
 		data, err := q.log.Read(off, replayReadBytes, end, true)
 		if err != nil {
@@ -165,15 +183,24 @@ func (q *Local) replay(fn func(Batch) error) error {
 			if err != nil {
 				return err
 			}
-			if err := fn(b); err != nil {
-				return fmt.Errorf("apply metadata batch at offset %d: %w", h.BaseOffset, err)
-			}
 			off = h.NextOffset()
+			if pending == nil {
+				pending = &b
+			} else {
+				pending.LastOffset, pending.Epoch, pending.AppendTimeMs = b.LastOffset, b.Epoch, b.AppendTimeMs
+				pending.Records = append(pending.Records, b.Records...)
+			}
+			if len(pending.Records) >= replayRecordsMax {
+				return flush()
+			}
 			return nil
 		})
 		if err != nil {
 			return fmt.Errorf("replay metadata log: %w", err)
 		}
+	}
+	if err := flush(); err != nil {
+		return fmt.Errorf("replay metadata log: %w", err)
 	}
 	return nil
 }

@@ -60,7 +60,8 @@ type Quorum interface {
 	// append.
 	Append(ctx context.Context, records []metadata.Record) (lastOffset int64, err error)
 	// Subscribe calls fn with every committed batch from the start of the
-	// log, then with each batch committed later, in order, never
+	// log (during this replay consecutive batches may arrive merged into
+	// one), then with each batch committed later, in order, never
 	// concurrently for one subscriber. An error from fn during the initial
 	// replay is returned; later errors are logged, and the subscriber keeps
 	// receiving batches. cancel stops delivery.

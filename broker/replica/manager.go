@@ -61,6 +61,11 @@ type Manager struct {
 
 	image atomic.Pointer[metadata.Image]
 
+	// applyMu serializes ApplyImage; failedTopics are topics with a
+	// partition that failed to apply, retried with the next image.
+	applyMu      sync.Mutex
+	failedTopics map[string]bool
+
 	changedMu sync.Mutex
 	changed   chan struct{}
 
@@ -109,10 +114,11 @@ func New(cfg Config) (*Manager, error) {
 		}
 	}
 	m := &Manager{
-		cfg:     cfg,
-		logger:  cfg.Logger,
-		parts:   map[storage.TopicPartition]*partition{},
-		changed: make(chan struct{}),
+		cfg:          cfg,
+		logger:       cfg.Logger,
+		parts:        map[storage.TopicPartition]*partition{},
+		changed:      make(chan struct{}),
+		failedTopics: map[string]bool{},
 		isrShrinks: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "kafka_server_replica_manager_isr_shrinks_total",
 			Help: "ISR shrinks of partitions this broker leads (IsrShrinksPerSec).",
@@ -224,22 +230,32 @@ func (m *Manager) HighWatermark(topic string, partition int32) int64 {
 // (topic deleted, replica moved away) have their logs deleted. Failures are
 // logged and leave the partition offline: one bad partition must not stop
 // the others.
-func (m *Manager) ApplyImage(_, next *metadata.Image) {
+func (m *Manager) ApplyImage(prev, next *metadata.Image) {
 	if next == nil {
 		return
 	}
 	m.image.Store(next)
 	nowMs := m.cfg.Now().UnixMilli()
 	want := map[storage.TopicPartition]bool{}
+	m.applyMu.Lock()
+	defer m.applyMu.Unlock()
 	for _, name := range next.TopicNames() {
 		t := next.Topics[name]
+		// Images are copy on write: a topic whose pointer did not change
+		// did not change, and was applied with the previous image.
+		unchanged := prev != nil && prev.Topics[name] == t && !m.failedTopics[name]
+		delete(m.failedTopics, name)
 		for _, pt := range t.Partitions {
 			if !slices.Contains(pt.Replicas, m.cfg.NodeID) {
 				continue
 			}
 			tp := storage.TopicPartition{Topic: t.Name, Partition: pt.Partition}
 			want[tp] = true
+			if unchanged {
+				continue
+			}
 			if err := m.applyPartition(t, pt, tp, nowMs); err != nil {
+				m.failedTopics[name] = true
 				m.logger.Error(fmt.Sprintf("Partition %s could not take its role from the metadata image", tp), "err", err)
 			}
 		}
