@@ -1,0 +1,17 @@
+// Package nemesis holds the faults a test injects and the schedule that
+// starts and stops them, after Jepsen's nemesis: each fault is a small
+// value with Start (choose targets with a seeded rng, apply) and Stop (undo
+// exactly what Start did), and Noop does nothing. Targets are chosen by
+// asking the cluster who leads what at that moment (Cluster), and faults
+// are made real by the runtime (Runtime: signals to broker processes,
+// netfilter rules through the in-node agent in package agent).
+//
+// Faults: kill (SIGKILL one node, a minority, a majority, partition
+// leaders, or the active controller; restart on the same data when it
+// stops), pause (SIGSTOP/SIGCONT, same targets), partition (one node
+// isolated, random halves, majorities ring, the active controller isolated;
+// node-to-node traffic only, never clients), none.
+//
+// A schedule must never leave a fault in force: Run heals before it
+// returns, even when its context was cancelled.
+package nemesis

@@ -1,0 +1,399 @@
+package nemesis
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sort"
+	"strings"
+)
+
+// Runtime is what faults need from the node runtime (harness.Runtime
+// satisfies it).
+type Runtime interface {
+	Kill(ctx context.Context, node string) error
+	Start(ctx context.Context, node string) error
+	Pause(ctx context.Context, node string) error
+	Resume(ctx context.Context, node string) error
+	Isolate(ctx context.Context, node string, from []string) error
+}
+
+// Cluster answers who does what right now, so faults can aim at the nodes
+// that matter: the partition leaders and the active controller.
+type Cluster interface {
+	// Nodes returns every node name (n1..nK).
+	Nodes() []string
+	// Leaders returns the nodes leading at least one of the workload's
+	// partitions.
+	Leaders(ctx context.Context) ([]string, error)
+	// Controller returns the active controller's node.
+	Controller(ctx context.Context) (string, error)
+}
+
+// Fault is one kind of fault with its own targeting: Start chooses targets
+// (with rng, so a seed reproduces the choices) and applies the fault; Stop
+// undoes whatever Start did. Both return a JSON-encodable description of
+// what they touched, recorded in the history.
+type Fault interface {
+	Name() string
+	Start(ctx context.Context, rng *rand.Rand) (any, error)
+	Stop(ctx context.Context) (any, error)
+}
+
+// Noop is the fault that does nothing (the "none" nemesis).
+type Noop struct{}
+
+// Name is "none".
+func (Noop) Name() string { return "none" }
+
+// Start does nothing.
+func (Noop) Start(context.Context, *rand.Rand) (any, error) { return nil, nil }
+
+// Stop does nothing.
+func (Noop) Stop(context.Context) (any, error) { return nil, nil }
+
+// Target modes for process faults (kill, pause).
+const (
+	TargetOne        = "one"
+	TargetMinority   = "minority"
+	TargetMajority   = "majority"
+	TargetLeaders    = "leaders"
+	TargetController = "controller"
+)
+
+// ProcessTargetModes lists the modes kill and pause choose from.
+var ProcessTargetModes = []string{TargetOne, TargetMinority, TargetMajority, TargetLeaders, TargetController}
+
+// chooseTargets picks nodes for a process fault.
+func chooseTargets(ctx context.Context, c Cluster, mode string, rng *rand.Rand) ([]string, error) {
+	nodes := append([]string(nil), c.Nodes()...)
+	rng.Shuffle(len(nodes), func(i, j int) { nodes[i], nodes[j] = nodes[j], nodes[i] })
+	var out []string
+	switch mode {
+	case TargetOne:
+		out = nodes[:1]
+	case TargetMinority:
+		out = nodes[:max(1, (len(nodes)-1)/2)]
+	case TargetMajority:
+		out = nodes[:len(nodes)/2+1]
+	case TargetLeaders:
+		leaders, err := c.Leaders(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("find partition leaders: %w", err)
+		}
+		if len(leaders) == 0 {
+			return nil, errors.New("no partition has a leader")
+		}
+		// At most a minority, so the fault can be survived.
+		rng.Shuffle(len(leaders), func(i, j int) { leaders[i], leaders[j] = leaders[j], leaders[i] })
+		out = leaders[:min(len(leaders), max(1, (len(nodes)-1)/2))]
+	case TargetController:
+		ctl, err := c.Controller(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("find the active controller: %w", err)
+		}
+		out = []string{ctl}
+	default:
+		return nil, fmt.Errorf("unknown target mode %q", mode)
+	}
+	sorted := append([]string(nil), out...)
+	sort.Strings(sorted)
+	return sorted, nil
+}
+
+// Targets records a process fault's mode and the nodes it hit.
+type Targets struct {
+	Mode  string   `json:"mode"`
+	Nodes []string `json:"nodes"`
+}
+
+// Kill SIGKILLs its targets and restarts them (on their own data) when it
+// stops.
+type Kill struct {
+	Runtime Runtime
+	Cluster Cluster
+	Modes   []string // default ProcessTargetModes
+	killed  []string
+}
+
+// Name is "kill".
+func (k *Kill) Name() string { return "kill" }
+
+// Start kills the chosen nodes.
+func (k *Kill) Start(ctx context.Context, rng *rand.Rand) (any, error) {
+	mode := pick(rng, k.Modes, ProcessTargetModes)
+	targets, err := chooseTargets(ctx, k.Cluster, mode, rng)
+	if err != nil {
+		return Targets{Mode: mode}, err
+	}
+	var errs []error
+	for _, n := range targets {
+		if err := k.Runtime.Kill(ctx, n); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		k.killed = append(k.killed, n)
+	}
+	return Targets{Mode: mode, Nodes: targets}, errors.Join(errs...)
+}
+
+// Stop restarts every node it killed.
+func (k *Kill) Stop(ctx context.Context) (any, error) {
+	var errs []error
+	started := k.killed
+	k.killed = nil
+	for _, n := range started {
+		if err := k.Runtime.Start(ctx, n); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return Targets{Nodes: started}, errors.Join(errs...)
+}
+
+// Pause SIGSTOPs its targets (a zombie that wakes up after it was
+// replaced) and SIGCONTs them when it stops.
+type Pause struct {
+	Runtime Runtime
+	Cluster Cluster
+	Modes   []string
+	paused  []string
+}
+
+// Name is "pause".
+func (p *Pause) Name() string { return "pause" }
+
+// Start pauses the chosen nodes.
+func (p *Pause) Start(ctx context.Context, rng *rand.Rand) (any, error) {
+	mode := pick(rng, p.Modes, ProcessTargetModes)
+	targets, err := chooseTargets(ctx, p.Cluster, mode, rng)
+	if err != nil {
+		return Targets{Mode: mode}, err
+	}
+	var errs []error
+	for _, n := range targets {
+		if err := p.Runtime.Pause(ctx, n); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		p.paused = append(p.paused, n)
+	}
+	return Targets{Mode: mode, Nodes: targets}, errors.Join(errs...)
+}
+
+// Stop resumes every paused node.
+func (p *Pause) Stop(ctx context.Context) (any, error) {
+	var errs []error
+	resumed := p.paused
+	p.paused = nil
+	for _, n := range resumed {
+		if err := p.Runtime.Resume(ctx, n); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return Targets{Nodes: resumed}, errors.Join(errs...)
+}
+
+// Partition modes.
+const (
+	PartitionOne        = "one"    // one node cut off from all others
+	PartitionHalves     = "halves" // two random halves
+	PartitionRing       = "majorities-ring"
+	PartitionController = "controller" // the active controller isolated
+)
+
+// PartitionModes lists the modes the partition fault chooses from.
+var PartitionModes = []string{PartitionOne, PartitionHalves, PartitionRing, PartitionController}
+
+// Grudge maps each node to the nodes whose packets it drops.
+type Grudge map[string][]string
+
+// Partition cuts the network between nodes (never between clients and
+// nodes) and heals it when it stops.
+type Partition struct {
+	Runtime Runtime
+	Cluster Cluster
+	Modes   []string
+	cut     []string
+}
+
+// Name is "partition".
+func (p *Partition) Name() string { return "partition" }
+
+// PartitionStart records a partition's mode and grudge.
+type PartitionStart struct {
+	Mode   string `json:"mode"`
+	Grudge Grudge `json:"grudge"`
+}
+
+// Start installs the grudge of a chosen mode.
+func (p *Partition) Start(ctx context.Context, rng *rand.Rand) (any, error) {
+	mode := pick(rng, p.Modes, PartitionModes)
+	nodes := p.Cluster.Nodes()
+	var g Grudge
+	switch mode {
+	case PartitionOne:
+		g = Isolate(nodes, nodes[rng.IntN(len(nodes))])
+	case PartitionHalves:
+		g = Halves(nodes, rng)
+	case PartitionRing:
+		g = MajoritiesRing(nodes, rng)
+	case PartitionController:
+		ctl, err := p.Cluster.Controller(ctx)
+		if err != nil {
+			return PartitionStart{Mode: mode}, fmt.Errorf("find the active controller: %w", err)
+		}
+		g = Isolate(nodes, ctl)
+	default:
+		return nil, fmt.Errorf("unknown partition mode %q", mode)
+	}
+	var errs []error
+	for _, n := range sortedNodes(g) {
+		if err := p.Runtime.Isolate(ctx, n, g[n]); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		p.cut = append(p.cut, n)
+	}
+	return PartitionStart{Mode: mode, Grudge: g}, errors.Join(errs...)
+}
+
+// Stop heals every node it cut.
+func (p *Partition) Stop(ctx context.Context) (any, error) {
+	var errs []error
+	healed := p.cut
+	p.cut = nil
+	for _, n := range healed {
+		if err := p.Runtime.Isolate(ctx, n, nil); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return Targets{Nodes: healed}, errors.Join(errs...)
+}
+
+// Isolate is the grudge that cuts victim off from every other node, in both
+// directions.
+func Isolate(nodes []string, victim string) Grudge {
+	g := Grudge{}
+	for _, n := range nodes {
+		if n == victim {
+			continue
+		}
+		g[n] = []string{victim}
+		g[victim] = append(g[victim], n)
+	}
+	return g
+}
+
+// Halves splits the nodes into two random halves (the first one smaller
+// when the count is odd) that cannot reach each other.
+func Halves(nodes []string, rng *rand.Rand) Grudge {
+	shuffled := append([]string(nil), nodes...)
+	rng.Shuffle(len(shuffled), func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
+	a, b := shuffled[:len(shuffled)/2], shuffled[len(shuffled)/2:]
+	g := Grudge{}
+	for _, x := range a {
+		g[x] = append([]string(nil), b...)
+		for _, y := range b {
+			g[y] = append(g[y], x)
+		}
+	}
+	for n := range g {
+		sort.Strings(g[n])
+	}
+	return g
+}
+
+// MajoritiesRing arranges the nodes in a random ring where each node sees
+// itself and its nearest neighbours, enough for a majority, and drops the
+// rest: every node is in a majority, but no two nodes see the same one.
+func MajoritiesRing(nodes []string, rng *rand.Rand) Grudge {
+	ring := append([]string(nil), nodes...)
+	rng.Shuffle(len(ring), func(i, j int) { ring[i], ring[j] = ring[j], ring[i] })
+	n := len(ring)
+	majority := n/2 + 1
+	reach := majority / 2 // neighbours seen on each side
+	g := Grudge{}
+	for i, x := range ring {
+		for j, y := range ring {
+			d := (j - i + n) % n
+			if d > n/2 {
+				d = n - d
+			}
+			if d > reach {
+				g[x] = append(g[x], y)
+			}
+		}
+		sort.Strings(g[x])
+	}
+	for k, v := range g {
+		if len(v) == 0 {
+			delete(g, k)
+		}
+	}
+	return g
+}
+
+func sortedNodes(g Grudge) []string {
+	out := make([]string, 0, len(g))
+	for n := range g {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func pick(rng *rand.Rand, modes, all []string) string {
+	if len(modes) == 0 {
+		modes = all
+	}
+	return modes[rng.IntN(len(modes))]
+}
+
+// Parse builds the faults named in a comma-separated list ("none", "kill",
+// "pause", "partition"; "kill:leaders" restricts a fault to one mode).
+func Parse(spec string, rt Runtime, c Cluster) ([]Fault, error) {
+	var faults []Fault
+	for _, part := range strings.Split(spec, ",") {
+		name, mode, _ := strings.Cut(strings.TrimSpace(part), ":")
+		var modes []string
+		if mode != "" {
+			modes = []string{mode}
+		}
+		switch name {
+		case "none", "":
+			faults = append(faults, Noop{})
+		case "kill":
+			if err := checkModes(modes, ProcessTargetModes); err != nil {
+				return nil, fmt.Errorf("kill: %w", err)
+			}
+			faults = append(faults, &Kill{Runtime: rt, Cluster: c, Modes: modes})
+		case "pause":
+			if err := checkModes(modes, ProcessTargetModes); err != nil {
+				return nil, fmt.Errorf("pause: %w", err)
+			}
+			faults = append(faults, &Pause{Runtime: rt, Cluster: c, Modes: modes})
+		case "partition":
+			if err := checkModes(modes, PartitionModes); err != nil {
+				return nil, fmt.Errorf("partition: %w", err)
+			}
+			faults = append(faults, &Partition{Runtime: rt, Cluster: c, Modes: modes})
+		default:
+			return nil, fmt.Errorf("unknown nemesis %q (known: none, kill, pause, partition)", name)
+		}
+	}
+	return faults, nil
+}
+
+func checkModes(modes, known []string) error {
+	for _, m := range modes {
+		ok := false
+		for _, k := range known {
+			ok = ok || m == k
+		}
+		if !ok {
+			return fmt.Errorf("unknown mode %q (known: %s)", m, strings.Join(known, ", "))
+		}
+	}
+	return nil
+}

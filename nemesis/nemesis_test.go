@@ -1,0 +1,224 @@
+package nemesis
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"sort"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/faultline/faultline/checker"
+)
+
+type fakeWorld struct {
+	mu     sync.Mutex
+	nodes  []string
+	calls  []string
+	down   map[string]bool
+	leader []string
+	ctl    string
+}
+
+func newWorld(n int) *fakeWorld {
+	w := &fakeWorld{down: map[string]bool{}, ctl: "n2", leader: []string{"n1", "n3"}}
+	for i := 1; i <= n; i++ {
+		w.nodes = append(w.nodes, fmt.Sprintf("n%d", i))
+	}
+	return w
+}
+
+func (w *fakeWorld) log(s string) { w.mu.Lock(); w.calls = append(w.calls, s); w.mu.Unlock() }
+func (w *fakeWorld) Kill(_ context.Context, n string) error {
+	w.log("kill " + n)
+	w.down[n] = true
+	return nil
+}
+func (w *fakeWorld) Start(_ context.Context, n string) error {
+	w.log("start " + n)
+	delete(w.down, n)
+	return nil
+}
+func (w *fakeWorld) Pause(_ context.Context, n string) error  { w.log("pause " + n); return nil }
+func (w *fakeWorld) Resume(_ context.Context, n string) error { w.log("resume " + n); return nil }
+func (w *fakeWorld) Isolate(_ context.Context, n string, from []string) error {
+	w.log(fmt.Sprintf("isolate %s %v", n, from))
+	return nil
+}
+func (w *fakeWorld) Nodes() []string { return w.nodes }
+func (w *fakeWorld) Leaders(context.Context) ([]string, error) {
+	return append([]string(nil), w.leader...), nil
+}
+func (w *fakeWorld) Controller(context.Context) (string, error) { return w.ctl, nil }
+
+// runSchedule runs a schedule for a fixed number of fault cycles without
+// waiting, returning the runtime calls and the recorded ops.
+func runSchedule(t *testing.T, seed int64, spec string, cycles int) ([]string, []checker.Op) {
+	t.Helper()
+	w := newWorld(5)
+	faults, err := Parse(spec, w, w)
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	sleeps := 0
+	s := &Schedule{Faults: faults, Interval: time.Second, Seed: seed, Sleep: func(ctx context.Context, _ time.Duration) bool {
+		sleeps++
+		if sleeps > 2*cycles {
+			cancel()
+			return false
+		}
+		return ctx.Err() == nil
+	}}
+	var ops []checker.Op
+	s.Run(ctx, func(op checker.Op) { ops = append(ops, op) })
+	return w.calls, ops
+}
+
+func TestScheduleSameSeedSameFaults(t *testing.T) {
+	a, opsA := runSchedule(t, 11, "kill,pause,partition", 12)
+	b, opsB := runSchedule(t, 11, "kill,pause,partition", 12)
+	c, _ := runSchedule(t, 12, "kill,pause,partition", 12)
+	assert.Equal(t, a, b)
+	assert.Equal(t, opsA, opsB)
+	assert.NotEqual(t, a, c)
+}
+
+func TestScheduleHealsEverythingItStarts(t *testing.T) {
+	calls, ops := runSchedule(t, 3, "kill,pause,partition", 20)
+	killed, paused, cut := map[string]int{}, map[string]int{}, map[string]bool{}
+	for _, c := range calls {
+		var verb, node string
+		fmt.Sscanf(c, "%s %s", &verb, &node)
+		switch verb {
+		case "kill":
+			killed[node]++
+		case "start":
+			killed[node]--
+		case "pause":
+			paused[node]++
+		case "resume":
+			paused[node]--
+		case "isolate":
+			cut[node] = c != fmt.Sprintf("isolate %s []", node)
+		}
+	}
+	for n, k := range killed {
+		assert.Zero(t, k, "node %s left killed", n)
+	}
+	for n, p := range paused {
+		assert.Zero(t, p, "node %s left paused", n)
+	}
+	for n, c := range cut {
+		assert.False(t, c, "node %s left partitioned", n)
+	}
+	// Ops come in invoke/completion pairs named start-X / stop-X.
+	require.Zero(t, len(ops)%2)
+	for i := 0; i < len(ops); i += 2 {
+		assert.Equal(t, checker.Invoke, ops[i].Type)
+		assert.Equal(t, checker.OK, ops[i+1].Type, ops[i+1].Error)
+		assert.Equal(t, ops[i].F, ops[i+1].F)
+		assert.Equal(t, checker.NemesisProcess, ops[i].Process)
+	}
+	assert.Contains(t, []string{"start-kill", "start-pause", "start-partition"}, ops[0].F)
+}
+
+func TestNoneRecordsNothing(t *testing.T) {
+	w := newWorld(3)
+	faults, err := Parse("none", w, w)
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	var ops []checker.Op
+	(&Schedule{Faults: faults, Interval: time.Millisecond}).Run(ctx, func(op checker.Op) { ops = append(ops, op) })
+	assert.Empty(t, w.calls)
+	assert.Empty(t, ops)
+}
+
+func TestParseRejectsUnknown(t *testing.T) {
+	w := newWorld(3)
+	_, err := Parse("kill,explode", w, w)
+	assert.ErrorContains(t, err, `unknown nemesis "explode"`)
+	_, err = Parse("kill:everyone", w, w)
+	assert.ErrorContains(t, err, `unknown mode "everyone"`)
+	f, err := Parse("kill:leaders", w, w)
+	require.NoError(t, err)
+	v, err := f[0].Start(context.Background(), rand.New(rand.NewPCG(1, 1)))
+	require.NoError(t, err)
+	tg := v.(Targets)
+	assert.Equal(t, TargetLeaders, tg.Mode)
+	assert.Subset(t, []string{"n1", "n3"}, tg.Nodes)
+	assert.Len(t, tg.Nodes, 1, "at most a minority of leaders (2 of 3 nodes would be a majority)")
+}
+
+func TestTargetSizes(t *testing.T) {
+	w := newWorld(5)
+	rng := rand.New(rand.NewPCG(5, 5))
+	for mode, want := range map[string]int{TargetOne: 1, TargetMinority: 2, TargetMajority: 3, TargetController: 1} {
+		got, err := chooseTargets(context.Background(), w, mode, rng)
+		require.NoError(t, err)
+		assert.Len(t, got, want, mode)
+	}
+	got, _ := chooseTargets(context.Background(), w, TargetController, rng)
+	assert.Equal(t, []string{"n2"}, got)
+}
+
+func connected(g Grudge, a, b string) bool {
+	for _, x := range g[a] {
+		if x == b {
+			return false
+		}
+	}
+	for _, x := range g[b] {
+		if x == a {
+			return false
+		}
+	}
+	return true
+}
+
+func TestGrudges(t *testing.T) {
+	nodes := []string{"n1", "n2", "n3", "n4", "n5"}
+	g := Isolate(nodes, "n3")
+	for _, n := range nodes {
+		if n != "n3" {
+			assert.False(t, connected(g, n, "n3"))
+		}
+	}
+	assert.True(t, connected(g, "n1", "n2"))
+
+	rng := rand.New(rand.NewPCG(9, 9))
+	h := Halves(nodes, rng)
+	sides := 0
+	for _, n := range nodes {
+		reach := 0
+		for _, m := range nodes {
+			if connected(h, n, m) {
+				reach++
+			}
+		}
+		if reach == 2 || reach == 3 {
+			sides++
+		}
+	}
+	assert.Equal(t, 5, sides, "every node sees exactly its own half")
+
+	r := MajoritiesRing(nodes, rng)
+	seen := map[string]bool{}
+	for _, n := range nodes {
+		var view []string
+		for _, m := range nodes {
+			if connected(r, n, m) {
+				view = append(view, m)
+			}
+		}
+		assert.Len(t, view, 3, "%s sees a majority", n)
+		sort.Strings(view)
+		key := fmt.Sprint(view)
+		assert.False(t, seen[key], "no two nodes see the same majority")
+		seen[key] = true
+	}
+}
