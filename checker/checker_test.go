@@ -162,3 +162,37 @@ func TestDisciplineErrors(t *testing.T) {
 	require.Error(t, err)
 	assert.True(t, strings.Contains(err.Error(), "indexes must increase") && strings.Contains(err.Error(), "before its invoke"))
 }
+
+// hardPartition is a key whose check is exponential: n sends of unknown
+// outcome may each fill any of n+4 offsets nobody observed, but there are
+// too few of them, so porcupine must try every subset before giving up.
+func hardPartition(n int) History {
+	var h History
+	add := func(op Op) {
+		op.Index = int64(len(h))
+		op.Time = int64(len(h)+1) * 1000
+		h = append(h, op)
+	}
+	for p := range n {
+		add(Op{Process: p, Type: Invoke, F: FSend, Mops: []MicroOp{{F: FSend, Key: 0, Value: int64(100 + p)}}})
+	}
+	for p := range n {
+		add(Op{Process: p, Type: Info, F: FSend, Mops: []MicroOp{{F: FSend, Key: 0, Value: int64(100 + p)}}})
+	}
+	zero, last := int64(0), int64(n+5)
+	add(Op{Process: n, Type: Invoke, F: FSend, Mops: []MicroOp{{F: FSend, Key: 0, Value: 1}}})
+	add(Op{Process: n, Type: OK, F: FSend, Mops: []MicroOp{{F: FSend, Key: 0, Value: 1, Offset: &zero, Completed: true}}})
+	add(Op{Process: n, Type: Invoke, F: FSend, Mops: []MicroOp{{F: FSend, Key: 0, Value: 2}}})
+	add(Op{Process: n, Type: OK, F: FSend, Mops: []MicroOp{{F: FSend, Key: 0, Value: 2, Offset: &last, Completed: true}}})
+	return h
+}
+
+func TestLinearTimeoutOnHardPartition(t *testing.T) {
+	h := hardPartition(40)
+	require.NoError(t, h.Validate())
+	res := LinearChecker(Options{LinearTimeout: 100 * time.Millisecond}).Check(context.Background(), h)
+	assert.Equal(t, Unknown, res.Valid)
+	assert.Contains(t, res.Error, "key 0: timed out after 100ms")
+	small := LinearChecker(Options{}).Check(context.Background(), hardPartition(6))
+	assert.Equal(t, Invalid, small.Valid, "with few enough sends the search finishes and finds no order")
+}

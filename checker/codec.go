@@ -80,7 +80,8 @@ func (o *Op) UnmarshalJSON(data []byte) error {
 	}
 	switch {
 	case hasMops(j.F):
-		mops, err := decodeMops(value)
+		mp := mopParser{b: value}
+		mops, err := mp.mops()
 		if err != nil {
 			return fmt.Errorf("%s value: %w", j.F, err)
 		}
@@ -120,89 +121,6 @@ func decodeProcess(raw json.RawMessage) (int, error) {
 		return 0, fmt.Errorf(`process %s is neither a non-negative integer nor "nemesis"`, raw)
 	}
 	return p, nil
-}
-
-func decodeMops(value json.RawMessage) ([]MicroOp, error) {
-	var raws []json.RawMessage
-	if err := json.Unmarshal(value, &raws); err != nil {
-		return nil, fmt.Errorf("want a list of micro-ops: %w", err)
-	}
-	mops := make([]MicroOp, 0, len(raws))
-	for i, raw := range raws {
-		m, err := decodeMop(raw)
-		if err != nil {
-			return nil, fmt.Errorf("micro-op %d: %w", i, err)
-		}
-		mops = append(mops, m)
-	}
-	return mops, nil
-}
-
-func decodeMop(raw json.RawMessage) (MicroOp, error) {
-	var parts []json.RawMessage
-	if err := json.Unmarshal(raw, &parts); err != nil {
-		return MicroOp{}, fmt.Errorf(`want ["send", k, v] or ["poll", ...]: %w`, err)
-	}
-	if len(parts) == 0 {
-		return MicroOp{}, errors.New("empty micro-op")
-	}
-	var f string
-	if err := json.Unmarshal(parts[0], &f); err != nil {
-		return MicroOp{}, fmt.Errorf("micro-op name: %w", err)
-	}
-	switch f {
-	case FSend:
-		if len(parts) != 3 {
-			return MicroOp{}, fmt.Errorf("send has %d elements, want 3", len(parts))
-		}
-		m := MicroOp{F: FSend}
-		if err := json.Unmarshal(parts[1], &m.Key); err != nil {
-			return MicroOp{}, fmt.Errorf("send key: %w", err)
-		}
-		if len(parts[2]) > 0 && parts[2][0] == '[' {
-			var pair []*int64
-			if err := json.Unmarshal(parts[2], &pair); err != nil {
-				return MicroOp{}, fmt.Errorf("send [offset, value]: %w", err)
-			}
-			if len(pair) != 2 || pair[1] == nil {
-				return MicroOp{}, errors.New("send completion must be [offset|null, value]")
-			}
-			m.Completed = true
-			m.Offset = pair[0]
-			m.Value = *pair[1]
-			return m, nil
-		}
-		if err := json.Unmarshal(parts[2], &m.Value); err != nil || string(parts[2]) == "null" {
-			return MicroOp{}, fmt.Errorf("send value %s is not an integer", parts[2])
-		}
-		return m, nil
-	case FPoll:
-		switch len(parts) {
-		case 1:
-			return MicroOp{F: FPoll}, nil
-		case 2:
-			var byKey map[int][][]*int64
-			if err := json.Unmarshal(parts[1], &byKey); err != nil {
-				return MicroOp{}, fmt.Errorf(`poll result must be {"key": [[offset, value], ...]}: %w`, err)
-			}
-			polls := make(map[int][]Pair, len(byKey))
-			for k, raws := range byKey {
-				pairs := make([]Pair, 0, len(raws))
-				for _, p := range raws {
-					if len(p) != 2 || p[0] == nil || p[1] == nil {
-						return MicroOp{}, fmt.Errorf("poll of key %d: a pair must be [offset, value] with both integers", k)
-					}
-					pairs = append(pairs, Pair{Offset: *p[0], Value: *p[1]})
-				}
-				polls[k] = pairs
-			}
-			return MicroOp{F: FPoll, Polls: polls}, nil
-		default:
-			return MicroOp{}, fmt.Errorf("poll has %d elements, want 1 or 2", len(parts))
-		}
-	default:
-		return MicroOp{}, fmt.Errorf("unknown micro-op %q (want send or poll)", f)
-	}
 }
 
 // MarshalJSON encodes the op as one history line (without the newline).

@@ -75,18 +75,18 @@ func TestCodecForms(t *testing.T) {
 
 func TestDecodeErrors(t *testing.T) {
 	cases := map[string]string{
-		`{"index":0,"time":1,"process":0,"type":"done","f":"send"}`:                          "type",
-		`{"index":0,"time":1,"process":"n1","type":"ok","f":"send"}`:                         "process",
-		`{"index":0,"time":1,"process":-2,"type":"ok","f":"send"}`:                           "process",
-		`{"time":1,"process":0,"type":"ok","f":"send"}`:                                      "index",
-		`{"index":0,"time":1,"process":0,"type":"ok"}`:                                       `"f"`,
-		`{"index":0,"time":1,"process":0,"type":"ok","f":"send","value":[["send",1]]}`:       "3",
-		`{"index":0,"time":1,"process":0,"type":"ok","f":"send","value":[["send",1,1.5]]}`:   "integer",
-		`{"index":0,"time":1,"process":0,"type":"ok","f":"send","value":[["send",1,null]]}`:  "integer",
-		`{"index":0,"time":1,"process":0,"type":"ok","f":"send","value":[["write",1,2]]}`:    "unknown micro-op",
-		`{"index":0,"time":1,"process":0,"type":"ok","f":"poll","value":[["poll",{"a":[]}]]}`: "poll result",
+		`{"index":0,"time":1,"process":0,"type":"done","f":"send"}`:                                   "type",
+		`{"index":0,"time":1,"process":"n1","type":"ok","f":"send"}`:                                  "process",
+		`{"index":0,"time":1,"process":-2,"type":"ok","f":"send"}`:                                    "process",
+		`{"time":1,"process":0,"type":"ok","f":"send"}`:                                               "index",
+		`{"index":0,"time":1,"process":0,"type":"ok"}`:                                                `"f"`,
+		`{"index":0,"time":1,"process":0,"type":"ok","f":"send","value":[["send",1]]}`:                "3",
+		`{"index":0,"time":1,"process":0,"type":"ok","f":"send","value":[["send",1,1.5]]}`:            "integer",
+		`{"index":0,"time":1,"process":0,"type":"ok","f":"send","value":[["send",1,null]]}`:           "integer",
+		`{"index":0,"time":1,"process":0,"type":"ok","f":"send","value":[["write",1,2]]}`:             "unknown micro-op",
+		`{"index":0,"time":1,"process":0,"type":"ok","f":"poll","value":[["poll",{"a":[]}]]}`:         "poll result",
 		`{"index":0,"time":1,"process":0,"type":"ok","f":"poll","value":[["poll",{"1":[[null,2]]}]]}`: "pair",
-		`{"index":0,"time":1,"process":0,"type":"ok","f":"assign","value":["a"]}`:            "keys",
+		`{"index":0,"time":1,"process":0,"type":"ok","f":"assign","value":["a"]}`:                     "keys",
 		`not json`: "invalid",
 	}
 	for line, want := range cases {
