@@ -44,10 +44,11 @@ type Coordinator struct {
 // every time leadership is gained, so work started under an older
 // leadership can tell that it is stale.
 type partitionState struct {
-	loading bool
-	token   uint64
-	cancel  context.CancelFunc
-	retry   Timer
+	loading     bool
+	token       uint64
+	leaderEpoch int32 // -1 when leadership came from OnPartitionLeadership
+	cancel      context.CancelFunc
+	retry       Timer
 }
 
 // New returns a coordinator that owns no partition yet.
@@ -129,42 +130,49 @@ func (c *Coordinator) appendLock(p int32) *sync.Mutex {
 
 // ApplyImage brings the set of offsets partitions this coordinator owns in
 // line with image: it starts loading the partitions whose leader became this
-// node and drops the ones it no longer leads. It has the shape of a
-// metadata.Publisher subscriber; only the new image matters, as the
-// coordinator compares it with what it owns, so a missed image does no harm.
+// node, drops the ones it no longer leads, and reloads a partition whose
+// leader epoch changed while it stayed here (another leader may have written
+// to it in between). It has the shape of a metadata.Publisher subscriber;
+// only the new image matters, as the coordinator compares it with what it
+// owns, so a missed image does no harm. The partition layer should see the
+// image first: until it serves the partition as leader, Replay fails and
+// the load is retried.
 func (c *Coordinator) ApplyImage(_, image *metadata.Image) {
-	leads := map[int32]bool{}
+	leads := map[int32]int32{} // partition -> leader epoch
 	if t := image.Topic(OffsetsTopic); t != nil {
 		for _, p := range t.Partitions {
 			if p.Leader == c.cfg.NodeID {
-				leads[p.Partition] = true
+				leads[p.Partition] = p.LeaderEpoch
 			}
 		}
 	}
 	c.mu.Lock()
-	var gone []int32
+	defer c.mu.Unlock()
 	for p := range c.partitions {
-		if !leads[p] {
-			gone = append(gone, p)
+		if _, ok := leads[p]; !ok {
+			c.setLeadershipLocked(p, false, -1)
 		}
 	}
-	c.mu.Unlock()
-	for _, p := range gone {
-		c.OnPartitionLeadership(p, false)
-	}
-	for p := range leads {
-		c.OnPartitionLeadership(p, true)
+	for p, epoch := range leads {
+		c.setLeadershipLocked(p, true, epoch)
 	}
 }
 
 // OnPartitionLeadership tells the coordinator that this node became (true)
-// or stopped being (false) the leader of offsets partition p. Becoming
+// or stopped being (false) the leader of offsets partition p, for a node
+// that tracks leadership itself instead of calling ApplyImage. Becoming
 // leader starts replaying the partition in the background; until it is done
 // the groups on p answer COORDINATOR_LOAD_IN_PROGRESS. Repeated calls with
 // the same value do nothing.
 func (c *Coordinator) OnPartitionLeadership(p int32, leader bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.setLeadershipLocked(p, leader, -1)
+}
+
+// setLeadershipLocked applies one leadership change; epoch -1 means unknown
+// and never forces a reload.
+func (c *Coordinator) setLeadershipLocked(p int32, leader bool, epoch int32) {
 	if c.closed {
 		return
 	}
@@ -176,10 +184,13 @@ func (c *Coordinator) OnPartitionLeadership(p int32, leader bool) {
 		return
 	}
 	if st != nil {
-		return
+		if epoch < 0 || st.leaderEpoch < 0 || st.leaderEpoch == epoch {
+			return
+		}
+		c.unloadLocked(p)
 	}
 	c.tokenSeq++
-	st = &partitionState{loading: true, token: c.tokenSeq}
+	st = &partitionState{loading: true, token: c.tokenSeq, leaderEpoch: epoch}
 	c.partitions[p] = st
 	c.startLoadLocked(p, st)
 }

@@ -731,3 +731,39 @@ func TestConfigValidation(t *testing.T) {
 	_, err = New(DefaultConfig(), nil, &fakeSource{})
 	assert.Error(t, err)
 }
+
+func TestLeaderEpochChangeReloads(t *testing.T) {
+	h := newHarness(t, 0)
+	require.Equal(t, map[int32]int16{0: codeNone}, h.commit("g", "", -1, "t", map[int32]int64{0: 1}))
+	// Another leader wrote to the partition while we were not looking.
+	p := h.c.PartitionFor("g")
+	rec := offsetCommitRecord("g", topicPartition{topic: "t", partition: 0}, committedOffset{offset: 99, leaderEpoch: -1})
+	require.NoError(t, h.log.Append(context.Background(), p, []Record{rec}))
+
+	h.c.ApplyImage(nil, h.src.Image())
+	offs, _ := h.fetch("g", "t")
+	assert.Equal(t, int64(1), offs[0], "the same leader epoch does not reload")
+
+	im := testImage(1)
+	for i := range im.Topics[OffsetsTopic].Partitions {
+		im.Topics[OffsetsTopic].Partitions[i].LeaderEpoch = 1
+	}
+	h.src.im.Store(im)
+	h.c.ApplyImage(nil, im)
+	h.waitLoaded()
+	offs, _ = h.fetch("g", "t")
+	assert.Equal(t, int64(99), offs[0], "a new leader epoch reloads the partition")
+}
+
+func TestAbandonedMemberIDLeavesNoGroup(t *testing.T) {
+	h := newHarness(t, 0)
+	h.memberID("ghost")
+	h.c.mu.Lock()
+	require.Contains(t, h.c.groups, "ghost")
+	h.c.mu.Unlock()
+	h.clock.Advance(11 * time.Second)
+	h.c.mu.Lock()
+	assert.NotContains(t, h.c.groups, "ghost")
+	h.c.mu.Unlock()
+	assert.Empty(t, h.c.ListGroups(context.Background(), kmsg.NewPtrListGroupsRequest()).Groups)
+}

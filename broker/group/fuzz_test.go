@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -31,13 +32,31 @@ func FuzzReplay(f *testing.F) {
 		if tombstone {
 			value = nil
 		}
-		h := newHarness(t, 0)
-		l := newLoadedPartition(h.c.PartitionFor("g"), quietLogger())
+		src := &fakeSource{}
+		src.im.Store(testImage(1))
+		cfg := DefaultConfig()
+		cfg.Clock = newFakeClock()
+		cfg.Logger = quietLogger()
+		c, err := New(cfg, newMemLog(), src)
+		require.NoError(t, err)
+		defer c.Close()
+		l := newLoadedPartition(c.PartitionFor("g"), quietLogger())
 		assert.NoError(t, l.apply(key, value))
 		assert.NoError(t, l.apply(gm.Key, gm.Value))
 		assert.NoError(t, l.apply(key, value))
-		h.c.mu.Lock()
-		defer h.c.mu.Unlock()
-		h.c.installLocked(l)
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		c.installLocked(l)
+		for _, g := range c.groups {
+			assert.Equal(t, l.partition, partitionFor(g.id, 50), "group %q", g.id)
+			switch g.state {
+			case stateStable:
+				assert.NotNil(t, g.members[g.leader], "a Stable group has its leader")
+			case stateEmpty:
+				assert.Empty(t, g.members, "an Empty group has no members")
+			default:
+				assert.Fail(t, "a loaded group is Stable or Empty", "got %s", g.state)
+			}
+		}
 	})
 }

@@ -128,6 +128,8 @@ type memLog struct {
 	onEnsure func()
 	// replayGate, when set, blocks Replay until it is closed.
 	replayGate chan struct{}
+	// discard drops appended records (benchmarks).
+	discard bool
 }
 
 func newMemLog() *memLog { return &memLog{parts: map[int32][]Record{}} }
@@ -149,6 +151,9 @@ func (l *memLog) Append(_ context.Context, p int32, records []Record) error {
 	if err := l.failNext; err != nil {
 		l.failNext = nil
 		return err
+	}
+	if l.discard {
+		return nil
 	}
 	l.parts[p] = append(l.parts[p], records...)
 	return nil
@@ -191,7 +196,7 @@ func (l *memLog) fail(err error) {
 var errBoom = errors.New("disk on fire")
 
 type harness struct {
-	t     *testing.T
+	t     testing.TB
 	c     *Coordinator
 	clock *fakeClock
 	log   *memLog
@@ -202,7 +207,7 @@ type harness struct {
 
 func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
-func newHarness(t *testing.T, initialDelayMs int64) *harness {
+func newHarness(t testing.TB, initialDelayMs int64) *harness {
 	t.Helper()
 	h := &harness{t: t, clock: newFakeClock(), log: newMemLog(), src: &fakeSource{}}
 	h.src.im.Store(testImage(1))
@@ -280,7 +285,7 @@ func (h *harness) syncAsync(group, memberID string, gen int32, assign map[string
 	return ch
 }
 
-func recv[T any](t *testing.T, ch <-chan T) T {
+func recv[T any](t testing.TB, ch <-chan T) T {
 	t.Helper()
 	select {
 	case v := <-ch:
@@ -292,7 +297,7 @@ func recv[T any](t *testing.T, ch <-chan T) T {
 	}
 }
 
-func noAnswer[T any](t *testing.T, ch <-chan T) {
+func noAnswer[T any](t testing.TB, ch <-chan T) {
 	t.Helper()
 	select {
 	case v := <-ch:

@@ -182,6 +182,7 @@ func (c *Coordinator) addPendingLocked(g *group, id string, sessionTimeoutMs int
 		delete(g.pending, id)
 		c.logger.Info(fmt.Sprintf("Pending member %s in group %s has been removed after session timeout expiration", id, g.id))
 		c.tryCompleteJoinLocked(g)
+		c.forgetIfUnusedLocked(g)
 	})
 }
 
@@ -215,4 +216,13 @@ func (c *Coordinator) replaceStaticLocked(g *group, old *member, newID string) *
 	c.scheduleSessionLocked(g, m)
 	c.logger.Info(fmt.Sprintf("Static member %s of group %s with unknown member id rejoins, assigning new member id %s", *m.instanceID, g.id, newID))
 	return m
+}
+
+// forgetIfUnusedLocked drops a group that a JoinGroup created but that never
+// got a member, a generation or an offset, so that clients which gave up
+// after MEMBER_ID_REQUIRED leave nothing behind.
+func (c *Coordinator) forgetIfUnusedLocked(g *group) {
+	if g.state == stateEmpty && g.generation == 0 && len(g.members) == 0 && len(g.pending) == 0 && len(g.offsets) == 0 {
+		delete(c.groups, g.id)
+	}
 }
