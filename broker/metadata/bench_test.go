@@ -1,15 +1,23 @@
 package metadata
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 )
 
 // BenchmarkReplay measures replaying a metadata log of 1 000 topics with 10
-// partitions each, in batches of 11 records (a topic and its partitions),
-// decoding every record first, as a node does at startup.
+// partitions each, decoding every record first, in batches of 11 records (a
+// topic and its partitions: one CreateTopics each) and in the merged
+// batches the local quorum's replay hands over.
 func BenchmarkReplay(b *testing.B) {
+	for _, batch := range []int{11, 8195} {
+		b.Run(fmt.Sprintf("batch=%d", batch), func(b *testing.B) { benchmarkReplay(b, batch) })
+	}
+}
+
+func benchmarkReplay(b *testing.B, batch int) {
 	var frames [][]byte
 	for i := range 1000 {
 		id := Uuid{byte(i), byte(i >> 8), 1}
@@ -26,9 +34,9 @@ func BenchmarkReplay(b *testing.B) {
 	b.ReportAllocs()
 	for range b.N {
 		im := NewImage("c")
-		for i := 0; i < len(frames); i += 11 {
-			recs := make([]Record, 0, 11)
-			for _, f := range frames[i : i+11] {
+		for i := 0; i < len(frames); i += batch {
+			recs := make([]Record, 0, batch)
+			for _, f := range frames[i:min(i+batch, len(frames))] {
 				r, err := Decode(f)
 				if err != nil {
 					b.Fatal(err)
@@ -36,7 +44,7 @@ func BenchmarkReplay(b *testing.B) {
 				recs = append(recs, r)
 			}
 			var err error
-			im, err = im.ApplyBatch(int64(i+10), recs)
+			im, err = im.ApplyBatch(int64(i+len(recs)-1), recs)
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -146,12 +146,10 @@ func New(cfg Config) (*Manager, error) {
 			}, func() float64 { return float64(m.count(func(p *partition) bool { return p.underReplicated() })) }),
 		}
 		for _, c := range collectors {
+			// A metric another component already exports under the same
+			// name is not worth failing startup for: keep theirs.
 			if err := cfg.Registerer.Register(c); err != nil {
-				var are prometheus.AlreadyRegisteredError
-				if !errors.As(err, &are) {
-					return nil, fmt.Errorf("replica manager: register metrics: %w", err)
-				}
-				m.logger.Warn("Replica manager metric already registered by another component; keeping the existing one", "err", err)
+				m.logger.Warn("Replica manager metric not registered; another component exports it", "err", err)
 			}
 		}
 	}
