@@ -88,7 +88,9 @@ type ConfigRecord struct {
 
 // PartitionChangeRecord changes a partition. A nil ISR or Replicas and a
 // Leader of LeaderNoChange leave that field unchanged. Applying it bumps the
-// partition epoch, and the leader epoch when the leader changes.
+// partition epoch, and the leader epoch whenever Leader is not
+// LeaderNoChange, even when it names the current leader again: that is how
+// the controller forces a new leader epoch (a leader that restarted).
 type PartitionChangeRecord struct {
 	PartitionID int32
 	TopicID     Uuid
