@@ -298,8 +298,10 @@ func TestWarnings(t *testing.T) {
 	}{
 		{"unknown key", combined, map[string]string{"foo.bar": "1"}, []string{"foo.bar: unknown key, ignored"}},
 		{"typo", combined, map[string]string{"log.segmnt.bytes": "1"}, []string{"log.segmnt.bytes: unknown key, ignored; did you mean log.segment.bytes?"}},
-		{"zookeeper", combined, map[string]string{"zookeeper.connect": "zk:2181"}, []string{"zookeeper.connect: ignored (ZooKeeper mode is gone; faultline runs KRaft only)"}},
+		{"zookeeper", combined, map[string]string{"zookeeper.connect": "zk:2181"}, []string{"zookeeper.connect: ignored (ZooKeeper mode is gone; faultline runs KRaft only: set process.roles and controller.quorum.voters instead)"}},
 		{"ssl", combined, map[string]string{"ssl.keystore.location": "/x"}, []string{"ssl.keystore.location: ignored (faultline serves PLAINTEXT only)"}},
+		{"typo in a family", combined, map[string]string{"log.cleaner.enabel": "true"}, []string{"log.cleaner.enabel: unknown key, ignored; did you mean log.cleaner.enable?"}},
+		{"unimplemented family", combined, map[string]string{"log.cleaner.dedupe.buffer.size": "1"}, []string{"log.cleaner.dedupe.buffer.size: ignored (faultline does not compact)"}},
 		{"sorted", combined, map[string]string{"zz": "1", "aa": "2"}, []string{"aa: unknown key, ignored", "zz: unknown key, ignored"}},
 		{"empty key", combined, map[string]string{"": "x"}, []string{`a line sets an empty key (value "x"); ignored`}},
 		{"min.insync.replicas above replication factor", combined, map[string]string{"min.insync.replicas": "2"}, []string{
@@ -622,4 +624,60 @@ func BenchmarkFromMap(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// A file in the shape of Kafka 4's own combined-mode example (dynamic quorum
+// through bootstrap servers, every protocol in the map) loads cleanly.
+func TestKafkaStyleFile(t *testing.T) {
+	text := `
+process.roles=broker,controller
+node.id=1
+controller.quorum.bootstrap.servers=localhost:9093
+listeners=PLAINTEXT://:9092,CONTROLLER://:9093
+inter.broker.listener.name=PLAINTEXT
+advertised.listeners=PLAINTEXT://localhost:9092,CONTROLLER://localhost:9093
+controller.listener.names=CONTROLLER
+listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL
+num.network.threads=3
+num.io.threads=8
+socket.send.buffer.bytes=102400
+socket.receive.buffer.bytes=102400
+socket.request.max.bytes=104857600
+log.dirs=/tmp/kraft-combined-logs
+num.partitions=1
+num.recovery.threads.per.data.dir=1
+offsets.topic.replication.factor=1
+share.coordinator.state.topic.replication.factor=1
+share.coordinator.state.topic.min.isr=1
+transaction.state.log.replication.factor=1
+transaction.state.log.min.isr=1
+log.retention.hours=168
+log.segment.bytes=1073741824
+log.retention.check.interval.ms=300000
+`
+	m, err := ParseProperties(strings.NewReader(text))
+	require.NoError(t, err)
+	c, warnings := mustFromMap(t, m)
+	assert.Empty(t, warnings)
+	assert.Equal(t, []HostPort{{"localhost", 9093}}, c.ControllerQuorumBootstrapServers)
+	assert.Equal(t, []Listener{{Name: "CONTROLLER", Host: "localhost", Port: 9093}}, c.AdvertisedControllerListeners)
+	assert.Equal(t, int32(1), c.NumRecoveryThreadsPerDataDir)
+}
+
+// An old ZooKeeper-mode file fails with the keys KRaft needs, and its
+// ZooKeeper keys are explained.
+func TestZooKeeperStyleFile(t *testing.T) {
+	m := map[string]string{
+		"broker.id": "0", "listeners": "PLAINTEXT://:9092", "log.dirs": "/var/kafka/data",
+		"zookeeper.connect": "localhost:2181", "zookeeper.connection.timeout.ms": "18000",
+	}
+	_, warnings, err := FromMap(m)
+	assert.Equal(t, []string{
+		"process.roles: required; set process.roles=broker,controller (one process does both), broker, or controller",
+		"controller.quorum.voters: required (or controller.quorum.bootstrap.servers); list the controllers, e.g. controller.quorum.voters=1@localhost:9093",
+	}, Problems(err))
+	assert.Equal(t, []string{
+		"zookeeper.connect: ignored (ZooKeeper mode is gone; faultline runs KRaft only: set process.roles and controller.quorum.voters instead)",
+		"zookeeper.connection.timeout.ms: ignored (ZooKeeper mode is gone; faultline runs KRaft only: set process.roles and controller.quorum.voters instead)",
+	}, warnings)
 }

@@ -238,7 +238,7 @@ var keyIndex = func() map[string]*keyDef {
 // unimplemented are families of real Kafka keys faultline does not act on:
 // they warn with a reason instead of "unknown key".
 var unimplemented = []struct{ prefix, reason string }{
-	{"zookeeper.", "ZooKeeper mode is gone; faultline runs KRaft only"},
+	{"zookeeper.", "ZooKeeper mode is gone; faultline runs KRaft only: set process.roles and controller.quorum.voters instead"},
 	{"ssl.", "faultline serves PLAINTEXT only"},
 	{"sasl.", "faultline serves PLAINTEXT only"},
 	{"listener.name.", "faultline serves PLAINTEXT only"},

@@ -124,14 +124,16 @@ func (l *loader) parseOthers() {
 	}
 }
 
+// unknownKeyWarning explains why k is ignored: a likely typo of a known key
+// first, then a Kafka family faultline does not implement.
 func unknownKeyWarning(k string) string {
+	if near := nearestKey(k); near != "" {
+		return fmt.Sprintf("%s: unknown key, ignored; did you mean %s?", k, near)
+	}
 	for _, u := range unimplemented {
 		if strings.HasPrefix(k, u.prefix) {
 			return fmt.Sprintf("%s: ignored (%s)", k, u.reason)
 		}
-	}
-	if near := nearestKey(k); near != "" {
-		return fmt.Sprintf("%s: unknown key, ignored; did you mean %s?", k, near)
 	}
 	return fmt.Sprintf("%s: unknown key, ignored", k)
 }
