@@ -126,14 +126,23 @@ func (a *analysis) nemesisCompletion(invokePos int) (checker.Op, bool) {
 	return checker.Op{}, false
 }
 
+// isHeal tells whether a nemesis op ends a fault rather than injecting one:
+// stop-<fault> does, start-<fault> does not; other names are read by their
+// verb (heal, resume, restart, ...).
 func isHeal(f string) bool {
 	f = strings.ToLower(f)
-	for _, w := range []string{"heal", "stop", "resume", "restart", "recover", "cont", "start-node", "unpause"} {
+	switch {
+	case strings.HasPrefix(f, "stop-"):
+		return true
+	case strings.HasPrefix(f, "start-"):
+		return false
+	}
+	for _, w := range []string{"heal", "resume", "restart", "recover", "unpause"} {
 		if strings.Contains(f, w) {
 			return true
 		}
 	}
-	return f == "start"
+	return f == "start" || f == "cont"
 }
 
 // describeNemesis says what a nemesis operation did: "killed n1".
@@ -141,6 +150,27 @@ func describeNemesis(op checker.Op) string {
 	target := rawSummary(op.Raw)
 	f := strings.ToLower(op.F)
 	verb := ""
+	// The nemesis names its ops start-<fault> and stop-<fault>.
+	if fault, ok := strings.CutPrefix(f, "stop-"); ok {
+		switch {
+		case strings.Contains(fault, "kill"):
+			verb = "restarted"
+		case strings.Contains(fault, "pause"):
+			verb = "resumed"
+		case strings.Contains(fault, "partition"):
+			verb = "healed the network partition"
+		default:
+			verb = "stopped " + fault + " on"
+		}
+		if target == "" {
+			return strings.TrimSuffix(verb, " on")
+		}
+		if strings.HasPrefix(verb, "healed") {
+			return verb
+		}
+		return verb + " " + target
+	}
+	f = strings.TrimPrefix(f, "start-")
 	switch {
 	case strings.Contains(f, "kill"):
 		verb = "killed"

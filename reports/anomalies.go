@@ -3,6 +3,9 @@ package reports
 import (
 	"fmt"
 	"sort"
+	"strings"
+
+	"github.com/faultline/faultline/checker"
 )
 
 // anomalyKind describes one of Jepsen's anomaly names in plain language.
@@ -40,9 +43,6 @@ var anomalyCatalog = []anomalyKind{
 	{Name: "precommitted-read",
 		Definition: "A transaction read its own write before committing, under read_committed isolation.",
 		one:        "1 transaction read its own uncommitted write", many: "%d transactions read their own uncommitted writes"},
-	{Name: "nonlinearizable",
-		Definition: "Porcupine found no order of the operations on a partition that explains what the clients observed, treating the partition as one log (sends append, polls read a contiguous slice).",
-		one:        "1 partition had no linearizable explanation", many: "%d partitions had no linearizable explanation"},
 	{Name: "poll-skip", allowedSubscribe: true,
 		Definition: "A consumer's next poll on a partition started after the offset following the last one it read: offsets were skipped between two polls. Legal across consumer-group rebalances.",
 		one:        "1 time a consumer skipped offsets between polls", many: "%d times a consumer skipped offsets between polls"},
@@ -82,6 +82,9 @@ var anomalyCatalog = []anomalyKind{
 	{Name: "G1c-realtime",
 		Definition: "A G1c cycle that also involves real-time order between operations.",
 		one:        "1 G1c cycle including real-time order", many: "%d G1c cycles including real-time order"},
+	{Name: "nonlinearizable",
+		Definition: "Porcupine found no order of the operations on a partition that explains what the clients observed, treating the partition as one log (sends append, polls read a contiguous slice).",
+		one:        "porcupine found no linearizable order of the operations", many: "porcupine found no linearizable order of the operations"},
 }
 
 var anomalyByName = func() map[string]*anomalyKind {
@@ -110,13 +113,40 @@ func (k anomalyKind) allowed(subscribe bool) bool {
 	return k.allowedAlways || (subscribe && k.allowedSubscribe)
 }
 
-// phrase states a count of the anomaly.
+// isAllowed says whether a reported anomaly is tolerated: the checker's
+// own mark (AnomalyReport.Allowed) decides, and results written before the
+// checker marked anomalies fall back on the catalog.
+func isAllowed(name string, rep checker.AnomalyReport, subscribe bool) bool {
+	return rep.Allowed || kindOf(name).allowed(subscribe)
+}
+
+// subscribeMode tells whether consumers used subscribe (consumer groups):
+// from the checker's Result.Mode, the spec, or a subscribe op in the
+// history.
+func subscribeMode(in Input, a *analysis) bool {
+	if in.Result.Mode != "" {
+		return in.Result.Mode == "subscribe"
+	}
+	if in.Spec.Subscribe {
+		return true
+	}
+	if a != nil {
+		return a.subscribe
+	}
+	return historyHasSubscribe(in.History)
+}
+
+// phrase states a count of the anomaly; a kind whose phrase holds no
+// count (nonlinearizable, counted in partitions) is followed by its keys.
 func (k anomalyKind) phrase(count int) string {
-	if count == 1 {
+	if count == 1 || !strings.Contains(k.many, "%d") {
 		return k.one
 	}
 	return fmt.Sprintf(k.many, count)
 }
+
+// countFree tells whether phrase leaves the count out.
+func (k anomalyKind) countFree() bool { return !strings.Contains(k.many, "%d") }
 
 // orderedAnomalyNames returns the names in results first in catalog order,
 // then unknown names alphabetically.

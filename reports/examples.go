@@ -16,6 +16,9 @@ type exampleFacts struct {
 	keys    []int
 	offsets []int64
 	ops     []int64
+	// writers are the ops named "writer"/"writers": the sends an anomaly
+	// is about, without the reads that exposed it.
+	writers []int64
 	// text is the example's own one-sentence account ("text"), if any.
 	text string
 }
@@ -28,6 +31,7 @@ func factsOf(example any) exampleFacts {
 	f.walk(v, "", 0)
 	f.keys = uniqueInts(f.keys)
 	f.ops = uniqueInt64s(f.ops)
+	f.writers = uniqueInt64s(f.writers)
 	f.offsets = uniqueInt64s(f.offsets)
 	return f
 }
@@ -88,6 +92,9 @@ func (f *exampleFacts) walk(v any, field string, depth int) {
 			f.offsets = append(f.offsets, n)
 		case isOpField(field):
 			f.ops = append(f.ops, n)
+			if field == "writer" || field == "writers" {
+				f.writers = append(f.writers, n)
+			}
 		}
 	}
 }

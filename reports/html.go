@@ -115,6 +115,9 @@ func WriteHTML(w io.Writer, in Input) error {
 	if len(in.History) > 0 {
 		a = analyze(in.History)
 	}
+	if len(in.Links.Porcupine) == 0 {
+		in.Links.Porcupine = visualizationLinks(in)
+	}
 	p := buildPage(in, a)
 	if err := reportTemplate.Execute(w, p); err != nil {
 		return fmt.Errorf("render report: %w", err)
@@ -122,8 +125,23 @@ func WriteHTML(w io.Writer, in Input) error {
 	return nil
 }
 
+// visualizationLinks links the porcupine pages of Result.Visualizations
+// under the names the harness stores them as (LinearVisualizationFile).
+func visualizationLinks(in Input) []Link {
+	keys := make([]int, 0, len(in.Result.Visualizations))
+	for k := range in.Result.Visualizations {
+		keys = append(keys, k)
+	}
+	sort.Ints(keys)
+	out := make([]Link, 0, len(keys))
+	for _, k := range keys {
+		out = append(out, Link{Name: in.Spec.keyLabel(k), Href: LinearVisualizationFile(k)})
+	}
+	return out
+}
+
 func buildPage(in Input, a *analysis) page {
-	subscribe := in.Spec.Subscribe || (a != nil && a.subscribe)
+	subscribe := subscribeMode(in, a)
 	v := buildVerdict(in, a)
 	p := page{
 		Title:   in.Spec.Name,
@@ -157,7 +175,7 @@ func buildPage(in Input, a *analysis) page {
 	for _, k := range anomalyCatalog {
 		p.Catalog = append(p.Catalog, catalogRow{
 			Name: k.Name, Anchor: "anomaly-" + k.Name, Definition: k.Definition,
-			Allowed: k.allowed(subscribe), Count: in.Result.Anomalies[k.Name].Count,
+			Allowed: isAllowed(k.Name, in.Result.Anomalies[k.Name], subscribe), Count: in.Result.Anomalies[k.Name].Count,
 		})
 	}
 	for _, name := range orderedAnomalyNames(in.Result.Anomalies) {
@@ -254,7 +272,7 @@ func anomalySectionOf(in Input, a *analysis, name string, rep checker.AnomalyRep
 	s := anomalySection{
 		Name: name, Anchor: "anomaly-" + name, Definition: k.Definition,
 		Sentence: capitalizeAll([]string{withDetail(sentence, detail)})[0],
-		Count:    rep.Count, Allowed: k.allowed(subscribe), ExamplesTotal: len(rep.Examples),
+		Count:    rep.Count, Allowed: isAllowed(name, rep, subscribe), ExamplesTotal: len(rep.Examples),
 	}
 	var ops []int64
 	for i, ex := range rep.Examples {

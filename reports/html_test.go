@@ -202,3 +202,56 @@ func TestAnomalySentenceShapes(t *testing.T) {
 	s, _ = anomalySentence(in, a, "brand-new", checker.AnomalyReport{Count: 1})
 	assert.Equal(t, "1 brand-new anomaly", s)
 }
+
+func TestDescribeNemesis(t *testing.T) {
+	op := func(f, raw string) checker.Op {
+		return checker.Op{F: f, Raw: []byte(raw), Process: checker.NemesisProcess, Type: checker.Info}
+	}
+	for _, c := range []struct {
+		op   checker.Op
+		want string
+		heal bool
+	}{
+		{op("start-kill", `["n1"]`), "killed n1", false},
+		{op("stop-kill", `["n1","n2"]`), "restarted n1, n2", true},
+		{op("start-pause", `"n3"`), "paused n3", false},
+		{op("stop-pause", `"n3"`), "resumed n3", true},
+		{op("start-partition", `{"n1":["n2"]}`), `partitioned the network ({"n1":["n2"]})`, false},
+		{op("stop-partition", ``), "healed the network partition", true},
+		{op("start-controller-kill", `null`), "killed", false},
+		{op("stop-clock", `["n2"]`), "stopped clock on n2", true},
+		{op("bump-clock", `5`), `ran "bump-clock" on 5`, false},
+	} {
+		assert.Equal(t, c.want, describeNemesis(c.op), c.op.F)
+		assert.Equal(t, c.heal, isHeal(c.op.F), c.op.F)
+	}
+}
+
+func TestCheckerMarksAndModeDecideAllowed(t *testing.T) {
+	in := validInput()
+	in.Result.Mode = "subscribe"
+	in.Result.Anomalies = map[string]checker.AnomalyReport{
+		"nonmonotonic-poll": {Count: 1},
+		"mystery":           {Count: 2, Allowed: true},
+	}
+	page := render(t, in)
+	contains(t, page, "1 time a consumer&#39;s poll went backwards (nonmonotonic-poll, allowed in this mode)")
+	contains(t, page, "2 mystery anomalies (mystery, allowed in this mode)")
+	contains(t, page, "(subscribe: consumer groups, rebalances)")
+}
+
+func TestNonlinearizableSentenceAndVisualizationLinks(t *testing.T) {
+	in := validInput()
+	in.Result.Valid = checker.Invalid
+	in.Result.Anomalies = map[string]checker.AnomalyReport{
+		"nonlinearizable": {Count: 1, Examples: []any{map[string]any{"key": 2, "result": "illegal"}}},
+	}
+	in.Result.Visualizations = map[int][]byte{2: []byte("<html></html>")}
+	page := render(t, in)
+	contains(t, page, "INVALID: porcupine found no linearizable order of the operations on key 2 (t0-2) (nonlinearizable).")
+	contains(t, page, `src="linear-2.html"`)
+	contains(t, page, `<a href="linear-2.html">key 2 (t0-2)</a>`)
+
+	in.Result.Anomalies["nonlinearizable"] = checker.AnomalyReport{Count: 3}
+	assert.Contains(t, Summary(in), "porcupine found no linearizable order of the operations on 3 partitions")
+}

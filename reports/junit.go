@@ -85,7 +85,7 @@ func WriteJUnit(w io.Writer, in Input) error {
 	if len(checkers) == 0 {
 		checkers = []checker.CheckerResult{{Name: "faultline", Valid: in.Result.Valid, Anomalies: in.Result.Anomalies}}
 	}
-	subscribe := in.Spec.Subscribe || historyHasSubscribe(in.History)
+	subscribe := subscribeMode(in, nil)
 	for _, c := range checkers {
 		tc := junitCase{Name: c.Name, ClassName: "faultline." + name, TimeS: "0"}
 		switch c.Valid {
@@ -138,7 +138,7 @@ func failureMessage(c checker.CheckerResult, subscribe bool) string {
 	var parts []string
 	for _, name := range orderedAnomalyNames(c.Anomalies) {
 		rep := c.Anomalies[name]
-		if rep.Count <= 0 || kindOf(name).allowed(subscribe) {
+		if rep.Count <= 0 || isAllowed(name, rep, subscribe) {
 			continue
 		}
 		parts = append(parts, kindOf(name).phrase(rep.Count)+" ("+name+")")

@@ -27,9 +27,15 @@ const (
 	DirNodes    = "nodes"
 	// DirPorcupine holds porcupine's visualizations, one HTML file per
 	// failing partition (e.g. porcupine/key-2.html); files named
-	// porcupine*.html at the top of the run directory are found too.
+	// linear-<key>.html (what the checker documents for
+	// Result.Visualizations) or porcupine*.html at the top of the run
+	// directory are found too.
 	DirPorcupine = "porcupine"
 )
+
+// LinearVisualizationFile is the name under which the harness stores
+// porcupine's visualization of one key (checker.Result.Visualizations).
+func LinearVisualizationFile(key int) string { return fmt.Sprintf("linear-%d.html", key) }
 
 // RenderDir re-renders report.html and junit.xml of a stored run from its
 // results.json, history.jsonl and test.json (`faultline report DIR`). Only
@@ -96,7 +102,7 @@ func loadRun(fsys fs.FS, dir, name string) (Input, error) {
 		in.Links.JUnit = FileJUnit
 	}
 	in.Links.NodeLogs = nodeLogs(fsys, dir)
-	in.Links.Porcupine = porcupineFiles(fsys, dir)
+	in.Links.Porcupine = porcupineFiles(fsys, dir, in.Spec)
 	return in, nil
 }
 
@@ -170,7 +176,7 @@ func nodeLogs(fsys fs.FS, dir string) []Link {
 }
 
 // porcupineFiles links porcupine's visualizations.
-func porcupineFiles(fsys fs.FS, dir string) []Link {
+func porcupineFiles(fsys fs.FS, dir string, spec Spec) []Link {
 	var out []Link
 	if files, err := fs.ReadDir(fsys, path.Join(dir, DirPorcupine)); err == nil {
 		for _, f := range files {
@@ -181,8 +187,15 @@ func porcupineFiles(fsys fs.FS, dir string) []Link {
 	}
 	if files, err := fs.ReadDir(fsys, dir); err == nil {
 		for _, f := range files {
-			if f.Type().IsRegular() && strings.HasPrefix(f.Name(), "porcupine") && strings.HasSuffix(f.Name(), ".html") {
-				out = append(out, Link{Name: strings.TrimSuffix(f.Name(), ".html"), Href: relHref(f.Name())})
+			name := f.Name()
+			if !f.Type().IsRegular() || !strings.HasSuffix(name, ".html") {
+				continue
+			}
+			var key int
+			if _, err := fmt.Sscanf(name, "linear-%d.html", &key); err == nil && name == LinearVisualizationFile(key) {
+				out = append(out, Link{Name: spec.keyLabel(key), Href: relHref(name)})
+			} else if strings.HasPrefix(name, "porcupine") {
+				out = append(out, Link{Name: strings.TrimSuffix(name, ".html"), Href: relHref(name)})
 			}
 		}
 	}

@@ -39,6 +39,7 @@ func TestRenderDirWritesReportAndJUnit(t *testing.T) {
 	dir := writeRun(t, store, "queue-kill", "20261129T150000Z", invalidInput(), true)
 	require.NoError(t, os.MkdirAll(filepath.Join(dir, DirPorcupine), 0o755))
 	require.NoError(t, os.WriteFile(filepath.Join(dir, DirPorcupine, "key 2.html"), []byte("<html></html>"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, LinearVisualizationFile(5)), []byte("<html></html>"), 0o644))
 
 	require.NoError(t, RenderDir(dir))
 	page, err := os.ReadFile(filepath.Join(dir, FileReport))
@@ -47,6 +48,7 @@ func TestRenderDirWritesReportAndJUnit(t *testing.T) {
 	contains(t, s, "INVALID: 3 acknowledged writes were lost on key 2 (t0-2) after the nemesis killed n1 at 41.2 s")
 	contains(t, s, `href="nodes/n1/broker.log"`)
 	contains(t, s, `src="porcupine/key%202.html"`)
+	contains(t, s, `<a href="linear-5.html">key 5 (t1-2)</a>`)
 	contains(t, s, `href="test.json"`)
 	contains(t, s, `href="history.jsonl"`)
 	contains(t, s, "kill, partition")

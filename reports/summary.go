@@ -25,13 +25,13 @@ func Summary(in Input) string {
 	for _, s := range v.Sentences {
 		fmt.Fprintf(&b, "  - %s\n", s)
 	}
-	subscribe := in.Spec.Subscribe || (a != nil && a.subscribe)
+	subscribe := subscribeMode(in, a)
 	if names := orderedAnomalyNames(in.Result.Anomalies); len(names) > 0 {
 		b.WriteString("\nanomalies:\n")
 		for _, name := range names {
 			rep := in.Result.Anomalies[name]
 			allowed := ""
-			if kindOf(name).allowed(subscribe) {
+			if isAllowed(name, rep, subscribe) {
 				allowed = " (allowed)"
 			}
 			fmt.Fprintf(&b, "  %-22s %6d%s\n", name, rep.Count, allowed)

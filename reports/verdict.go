@@ -41,16 +41,32 @@ func anomalySentence(in Input, a *analysis, name string, rep checker.AnomalyRepo
 	for _, ex := range rep.Examples {
 		f := factsOf(ex)
 		keys = append(keys, f.keys...)
-		ops = append(ops, f.ops...)
+		if kind.loss && len(f.writers) > 0 {
+			ops = append(ops, f.writers...)
+		} else {
+			ops = append(ops, f.ops...)
+		}
 	}
 	keys = uniqueInts(keys)
 	s := kind.phrase(rep.Count) + keysPhrase(in.Spec, keys, rep.Count)
+	if kind.countFree() && len(keys) == 0 {
+		s += " on " + plural(rep.Count, "partition")
+	}
 	if a == nil {
 		return s, ""
 	}
 	first, last, ok := timesOf(a, ops)
 	if !ok {
 		return s, ""
+	}
+	if len(a.nemesis) == 0 {
+		if kind.loss {
+			if last != first {
+				return s, "acknowledged between " + seconds(first) + " and " + seconds(last)
+			}
+			return s, "acknowledged at " + seconds(first)
+		}
+		return s, "first seen at " + seconds(first)
 	}
 	if kind.loss {
 		when := "acknowledged at " + seconds(first)
@@ -134,13 +150,22 @@ func plural(n int, noun string) string {
 	return strconv.Itoa(n) + " " + noun + "s"
 }
 
+// seconds renders a time since the test started: "41.2 s", or in ms or
+// µs below a second (hand-written histories are that short).
 func seconds(ns int64) string {
-	return strconv.FormatFloat(float64(ns)/1e9, 'f', 1, 64) + " s"
+	switch abs := max(ns, -ns); {
+	case abs == 0 || abs >= 1e9:
+		return strconv.FormatFloat(float64(ns)/1e9, 'f', 1, 64) + " s"
+	case abs >= 1e6:
+		return strconv.FormatFloat(float64(ns)/1e6, 'f', 1, 64) + " ms"
+	default:
+		return strconv.FormatFloat(float64(ns)/1e3, 'f', 1, 64) + " µs"
+	}
 }
 
 func buildVerdict(in Input, a *analysis) verdict {
 	r := in.Result
-	subscribe := in.Spec.Subscribe || (a != nil && a.subscribe)
+	subscribe := subscribeMode(in, a)
 	v := verdict{Validity: r.Valid, Word: validityWord(r.Valid)}
 	var bad, allowed []string
 	for _, name := range orderedAnomalyNames(r.Anomalies) {
@@ -149,7 +174,7 @@ func buildVerdict(in Input, a *analysis) verdict {
 			continue
 		}
 		sentence, detail := anomalySentence(in, a, name, rep)
-		if kindOf(name).allowed(subscribe) {
+		if isAllowed(name, rep, subscribe) {
 			allowed = append(allowed, withDetail(sentence, name+", allowed in this mode", detail))
 			continue
 		}
@@ -214,6 +239,9 @@ func validSentence(in Input, a *analysis) string {
 		if st.Keys > 0 {
 			s += " over " + plural(st.Keys, "key")
 		}
+		if st.SendsOK > 0 {
+			s += "; " + plural(st.SendsOK, "acknowledged write") + " checked"
+		}
 		s += ")"
 	}
 	if faults := faultNames(in, a); len(faults) > 0 {
@@ -236,8 +264,8 @@ func faultNames(in Input, a *analysis) []string {
 	}
 	seen := map[string]bool{}
 	for _, i := range a.nemesis {
-		f := a.h[i].F
-		if !seen[f] && !isHeal(f) {
+		f := strings.TrimPrefix(a.h[i].F, "start-")
+		if !seen[f] && !isHeal(a.h[i].F) {
 			seen[f] = true
 			out = append(out, f)
 		}
