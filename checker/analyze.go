@@ -28,7 +28,10 @@ type Options struct {
 	// LinearTimeout bounds porcupine on one partition (default 10 s).
 	LinearTimeout time.Duration
 	// LinearOpsMax bounds the operations of one partition given to
-	// porcupine (default 20 000); a larger partition is unknown.
+	// porcupine (default 50 000); a larger partition is unknown.
+	// Porcupine's memory grows with the square of a partition's length
+	// (about 300 MB at 50 000 operations), so the workload should rotate
+	// keys, as Jepsen does after 1024 writes.
 	LinearOpsMax int
 	// SkipLinear turns the porcupine checker off.
 	SkipLinear bool
@@ -57,7 +60,7 @@ func (o Options) resolve(h History) Options {
 		o.LinearTimeout = 10 * time.Second
 	}
 	if o.LinearOpsMax <= 0 {
-		o.LinearOpsMax = 20000
+		o.LinearOpsMax = 50000
 	}
 	if o.ExamplesMax <= 0 {
 		o.ExamplesMax = ExamplesMax

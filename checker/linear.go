@@ -414,27 +414,76 @@ func runLinear(ctx context.Context, h History, p *pairing, opts Options) Checker
 	if len(illegal) > 0 {
 		res.Valid = Invalid
 		a := AnomalyReport{Count: len(illegal), Examples: []any{}}
-		for _, k := range illegal {
+		for i, k := range illegal {
 			if len(a.Examples) >= opts.ExamplesMax {
 				break
 			}
-			a.Examples = append(a.Examples, Example{
-				Key: k, Count: len(parts[k].ops), Result: string(porcupine.Illegal),
-				Text: fmt.Sprintf("the %d sends and polls on key %d cannot be ordered as operations on one log", len(parts[k].ops), k),
-			})
+			pt := parts[k]
+			ex := Example{
+				Key: k, Count: len(pt.ops), Result: string(porcupine.Illegal),
+				Text: fmt.Sprintf("the %d sends and polls on key %d cannot be ordered as operations on one log", len(pt.ops), k),
+			}
+			// The verbose check explains where the order breaks and feeds
+			// the visualization; it costs more, so only for a few keys.
+			if i < opts.VisualizeMax && len(pt.ops) <= opts.VisualizeOpsMax && ctx.Err() == nil {
+				model := logModel(pt.ref, opts.txn)
+				result, info := porcupine.CheckOperationsVerbose(model, pt.ops, opts.LinearTimeout)
+				if result == porcupine.Illegal {
+					explain(&ex, pt, model, info)
+					var buf bytes.Buffer
+					if err := porcupine.Visualize(model, info, &buf); err == nil {
+						if res.Visualizations == nil {
+							res.Visualizations = map[int][]byte{}
+						}
+						res.Visualizations[k] = buf.Bytes()
+					}
+				}
+			}
+			a.Examples = append(a.Examples, ex)
 		}
 		res.Anomalies = map[string]AnomalyReport{AnomalyNonlinearizable: a}
-		for _, k := range illegal[:min(len(illegal), opts.VisualizeMax)] {
-			var buf bytes.Buffer
-			if err := visualize(parts[k], opts, &buf); err == nil {
-				if res.Visualizations == nil {
-					res.Visualizations = map[int][]byte{}
-				}
-				res.Visualizations[k] = buf.Bytes()
-			}
-		}
 	}
 	return res
+}
+
+// explain names, in ex, the longest order porcupine found and the first
+// operation it could not place after it.
+func explain(ex *Example, pt *partition, model porcupine.Model, info porcupine.LinearizationInfo) {
+	partials := info.PartialLinearizationsOperations()
+	if len(partials) == 0 {
+		return
+	}
+	var longest []porcupine.Operation
+	for _, seq := range partials[0] {
+		if len(seq) > len(longest) {
+			longest = seq
+		}
+	}
+	placed := map[any]bool{}
+	state := model.Init()
+	for _, op := range longest {
+		placed[op.Input] = true
+		_, state = model.Step(state, op.Input, op.Output)
+	}
+	var stuck *porcupine.Operation
+	for i := range pt.ops {
+		op := &pt.ops[i]
+		if !placed[op.Input] && (stuck == nil || op.Call < stuck.Call) {
+			stuck = op
+		}
+	}
+	if stuck == nil {
+		return
+	}
+	in := stuck.Input.(*linInput)
+	next := state.(linState).next
+	ex.Offset = ptr(next)
+	ex.Ops = []int64{in.index}
+	if n := len(longest); n > 0 {
+		ex.Ops = append([]int64{longest[n-1].Input.(*linInput).index}, ex.Ops...)
+	}
+	ex.Text = fmt.Sprintf("on key %d at most %d of %d operations can be ordered as one log; after them the log ends at offset %d and op %d (%s) cannot come next",
+		pt.key, len(longest), len(pt.ops), next, in.index, describeLinInput(in))
 }
 
 func visualize(pt *partition, opts Options, w io.Writer) error {

@@ -228,21 +228,31 @@ func (q *queue) group(mops []MicroOp, sends bool) []keyVals {
 	return out
 }
 
-// isClientCompletion reports whether pos is a completed client op that
-// sends or polls.
+// isDataCompletion reports whether pos ends a client op that sends or
+// polls: a completion, or an invoke never completed (which counts as info,
+// as Jepsen treats a history cut short).
 func (q *queue) isDataCompletion(pos int) bool {
 	op := &q.h[pos]
-	return op.Type != Invoke && op.Process != NemesisProcess && hasMops(op.F)
+	return op.Process != NemesisProcess && hasMops(op.F) && (op.Type != Invoke || q.p.partner[pos] < 0)
+}
+
+// typeOf is the outcome of the op ending at pos: its type, or Info for an
+// invoke never completed.
+func (q *queue) typeOf(pos int) OpType {
+	if t := q.h[pos].Type; t != Invoke {
+		return t
+	}
+	return Info
 }
 
 // committed is Jepsen's must-have-committed?: the op is ok, or info and an
 // ok poll read one of its sends.
 func (q *queue) committed(pos int32) bool {
-	op := &q.h[pos]
-	if op.Type == OK {
+	switch q.typeOf(int(pos)) {
+	case OK:
 		return true
-	}
-	if op.Type != Info {
+	case Info:
+	default:
 		return false
 	}
 	for _, kv := range q.writes(int(pos)) {
@@ -283,7 +293,7 @@ func runQueue(ctx context.Context, h History, p *pairing, opts Options) CheckerR
 		if !q.isDataCompletion(pos) {
 			continue
 		}
-		typ := h[pos].Type
+		typ := q.typeOf(pos)
 		ws := q.writes(pos)
 		if len(ws) > 0 {
 			senders = append(senders, int32(pos))
