@@ -13,6 +13,8 @@ type epochCache struct {
 	fs      FS
 	path    string
 	entries []EpochEntry
+	// dirty: changed in memory since the last flush.
+	dirty bool
 }
 
 func loadEpochCache(fs FS, dir string) (*epochCache, error) {
@@ -31,7 +33,20 @@ func loadEpochCache(fs FS, dir string) (*epochCache, error) {
 }
 
 func (c *epochCache) flush() error {
-	return writeFileAtomic(c.fs, c.path, formatLeaderEpochCheckpoint(c.entries))
+	if err := writeFileAtomic(c.fs, c.path, formatLeaderEpochCheckpoint(c.entries)); err != nil {
+		return err
+	}
+	c.dirty = false
+	return nil
+}
+
+// persistOrMark flushes now when persist is set, or remembers to.
+func (c *epochCache) persistOrMark(persist bool) error {
+	if !persist {
+		c.dirty = true
+		return nil
+	}
+	return c.flush()
 }
 
 func (c *epochCache) latest() (EpochEntry, bool) {
@@ -59,10 +74,7 @@ func (c *epochCache) assign(epoch int32, startOffset int64, persist bool) (bool,
 		}
 	}
 	c.entries = append(c.entries[:n], EpochEntry{Epoch: epoch, StartOffset: startOffset})
-	if !persist {
-		return true, nil
-	}
-	return true, c.flush()
+	return true, c.persistOrMark(persist)
 }
 
 // truncateFromEnd drops entries starting at or after endOffset.
@@ -73,10 +85,7 @@ func (c *epochCache) truncateFromEnd(endOffset int64, persist bool) error {
 	}
 	n := sort.Search(len(c.entries), func(i int) bool { return c.entries[i].StartOffset >= endOffset })
 	c.entries = c.entries[:n]
-	if !persist {
-		return nil
-	}
-	return c.flush()
+	return c.persistOrMark(persist)
 }
 
 // truncateFromStart drops entries that start at or before startOffset and
@@ -92,18 +101,12 @@ func (c *epochCache) truncateFromStart(startOffset int64, persist bool) error {
 	}
 	last.StartOffset = startOffset
 	c.entries = append([]EpochEntry{last}, c.entries[n:]...)
-	if !persist {
-		return nil
-	}
-	return c.flush()
+	return c.persistOrMark(persist)
 }
 
 func (c *epochCache) clear(persist bool) error {
 	c.entries = nil
-	if !persist {
-		return nil
-	}
-	return c.flush()
+	return c.persistOrMark(persist)
 }
 
 // endOffsetFor is Kafka's endOffsetFor: where epoch ended given the log end

@@ -56,6 +56,7 @@ func openLog(fs FS, dir string, tp TopicPartition, cfg LogConfig, p loadParams) 
 	if err != nil {
 		p.logger.Warn(fmt.Sprintf("Discarding unreadable leader epoch checkpoint of %s", tp), "err", err)
 		epochs.entries = nil
+		epochs.dirty = true
 	}
 	l.epochs = epochs
 	fail := func(err error) (*Log, loadResult, error) {
@@ -116,8 +117,10 @@ func openLog(fs FS, dir string, tp TopicPartition, cfg LogConfig, p loadParams) 
 	if err := l.epochs.truncateFromStart(l.logStartOffset, false); err != nil {
 		return fail(err)
 	}
-	if err := l.epochs.flush(); err != nil {
-		return fail(fmt.Errorf("leader epoch checkpoint: %w", err))
+	if l.epochs.dirty {
+		if err := l.epochs.flush(); err != nil {
+			return fail(fmt.Errorf("leader epoch checkpoint: %w", err))
+		}
 	}
 	if err := l.rebuildProducerState(leo, true); err != nil {
 		return fail(err)

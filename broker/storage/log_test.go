@@ -14,7 +14,7 @@ func testConfig() LogConfig {
 	return c
 }
 
-func openTestLog(t *testing.T, fs FS, dir string, cfg LogConfig, clean bool) *Log {
+func openTestLog(t testing.TB, fs FS, dir string, cfg LogConfig, clean bool) *Log {
 	t.Helper()
 	l, _, err := openLog(fs, dir, TopicPartition{Topic: "t", Partition: 0}, cfg, loadParams{
 		cleanShutdown: clean, recoveryPoint: -1, logStartOffset: -1, highWatermark: -1,

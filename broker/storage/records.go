@@ -46,6 +46,8 @@ type BatchOptions struct {
 	Transactional bool
 	Control       bool
 	LogAppendTime bool
+	// Compression of the records (default none).
+	Compression Compression
 }
 
 // maxRecordsInBatch bounds how many records a decoder will accept in one
@@ -72,11 +74,18 @@ func BuildBatch(records []Record, opts BatchOptions) []byte {
 	for i, r := range records {
 		b = appendRecord(b, r, r.TimestampMs-baseTs, int32(i))
 	}
+	codec := CompressionNone
+	if opts.Compression != CompressionNone {
+		if z, err := compress(opts.Compression, b[BatchHeaderSize:]); err == nil {
+			b = append(b[:BatchHeaderSize], z...)
+			codec = opts.Compression
+		}
+	}
 	binary.BigEndian.PutUint64(b[offBaseOffset:], uint64(opts.BaseOffset))
 	binary.BigEndian.PutUint32(b[offBatchLength:], uint32(len(b)-LogOverhead))
 	binary.BigEndian.PutUint32(b[offLeaderEpoch:], uint32(opts.PartitionLeaderEpoch))
 	b[offMagic] = Magic
-	var attrs uint16
+	attrs := uint16(codec)
 	if opts.LogAppendTime {
 		attrs |= attrLogAppendTime
 	}
@@ -240,6 +249,46 @@ func decompress(c Compression, raw []byte) ([]byte, error) {
 		return nil, fmt.Errorf("%w: decompresses beyond %d bytes", ErrRecordTooLarge, maxDecompressedBytes)
 	}
 	return out, nil
+}
+
+// compress encodes a batch body with codec; an unknown codec is an error
+// and BuildBatch then leaves the batch uncompressed.
+func compress(c Compression, body []byte) ([]byte, error) {
+	var buf bytes.Buffer
+	switch c {
+	case CompressionGzip:
+		w := gzip.NewWriter(&buf)
+		if _, err := w.Write(body); err != nil {
+			return nil, err
+		}
+		if err := w.Close(); err != nil {
+			return nil, err
+		}
+	case CompressionSnappy:
+		return s2.EncodeSnappy(nil, body), nil
+	case CompressionLZ4:
+		w := lz4.NewWriter(&buf)
+		if _, err := w.Write(body); err != nil {
+			return nil, err
+		}
+		if err := w.Close(); err != nil {
+			return nil, err
+		}
+	case CompressionZstd:
+		w, err := zstd.NewWriter(&buf, zstd.WithEncoderConcurrency(1))
+		if err != nil {
+			return nil, err
+		}
+		if _, err := w.Write(body); err != nil {
+			return nil, err
+		}
+		if err := w.Close(); err != nil {
+			return nil, err
+		}
+	default:
+		return nil, fmt.Errorf("%w: codec %d", ErrUnsupportedCompression, c)
+	}
+	return buf.Bytes(), nil
 }
 
 // xerialHeader starts snappy data framed the way the Java client writes it.
