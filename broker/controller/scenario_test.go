@@ -210,4 +210,3 @@ func describeRecord(r metadata.Record) string {
 	}
 	return fmt.Sprintf("%T", r)
 }
-
