@@ -91,6 +91,9 @@ type Log struct {
 
 	unflushedMessages int64
 	lastFlushMs       int64
+	// truncations counts truncations, so that a background flush started
+	// before one does not move the recovery point over rewritten offsets.
+	truncations int64
 	// failed is set when the files no longer match memory; every later
 	// write fails with it.
 	failed  error
@@ -485,6 +488,7 @@ func (l *Log) flushAsync(upTo int64) {
 			segs = append(segs, s)
 		}
 	}
+	gen := l.truncations
 	l.flushes.Add(1)
 	go func() {
 		defer l.flushes.Done()
@@ -499,7 +503,7 @@ func (l *Log) flushAsync(upTo int64) {
 			return
 		}
 		l.mu.Lock()
-		if upTo > l.recoveryPoint && upTo <= l.leo() {
+		if gen == l.truncations && upTo > l.recoveryPoint && upTo <= l.leo() {
 			l.recoveryPoint = upTo
 		}
 		l.mu.Unlock()
@@ -701,6 +705,7 @@ func (l *Log) TruncateTo(offset int64) error {
 	if offset <= l.segments[0].baseOffset || offset < l.logStartOffset {
 		return l.truncateFullyAndStartAt(offset)
 	}
+	l.truncations++
 	i := l.segmentFor(offset)
 	for j := len(l.segments) - 1; j > i; j-- {
 		if err := l.segments[j].remove(); err != nil {
@@ -736,6 +741,7 @@ func (l *Log) TruncateFullyAndStartAt(offset int64) error {
 }
 
 func (l *Log) truncateFullyAndStartAt(offset int64) error {
+	l.truncations++
 	for _, s := range l.segments {
 		if err := s.remove(); err != nil {
 			l.failed = fmt.Errorf("truncate %s: %w: %w", l.tp, err, errSegmentDamaged)
