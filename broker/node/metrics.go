@@ -21,16 +21,15 @@ type nodeMetrics struct {
 	registry        *prometheus.Registry
 	logLoadTimeMs   atomic.Int64
 	numPartitions   atomic.Int64
-	partitionCount  func() float64
-	leaderCount     func() float64
 	unsafeSwitchSet prometheus.Gauge
 }
 
 // newNodeMetrics builds a registry with the Go runtime and process
-// collectors and the node's gauges. state, partitions and leaders are read at
-// scrape time.
-func newNodeMetrics(state func() BrokerState, partitions, leaders func() float64) *nodeMetrics {
-	m := &nodeMetrics{registry: prometheus.NewRegistry(), partitionCount: partitions, leaderCount: leaders}
+// collectors and the node's gauges; state is read at scrape time. The
+// replica manager adds LeaderCount and PartitionCount, the server the
+// request rates and latencies.
+func newNodeMetrics(state func() BrokerState) *nodeMetrics {
+	m := &nodeMetrics{registry: prometheus.NewRegistry()}
 	m.registry.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
@@ -48,14 +47,6 @@ func newNodeMetrics(state func() BrokerState, partitions, leaders func() float64
 			Name: "kafka_log_num_partitions",
 			Help: "Partition logs loaded from the log dirs at startup, as kafka.log:type=LogManager,name=NumPartitions.",
 		}, func() float64 { return float64(m.numPartitions.Load()) }),
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Name: "kafka_server_replica_manager_partition_count",
-			Help: "Partitions with a replica on this broker, as kafka.server:type=ReplicaManager,name=PartitionCount.",
-		}, func() float64 { return m.partitionCount() }),
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Name: "kafka_server_replica_manager_leader_count",
-			Help: "Partitions this broker leads, as kafka.server:type=ReplicaManager,name=LeaderCount.",
-		}, func() float64 { return m.leaderCount() }),
 	)
 	m.unsafeSwitchSet = prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "faultline_unsafe_switches",

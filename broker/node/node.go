@@ -7,14 +7,17 @@ import (
 	"log/slog"
 	"net"
 	"path/filepath"
-	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/faultline/faultline/broker/config"
+	"github.com/faultline/faultline/broker/controller"
+	"github.com/faultline/faultline/broker/group"
 	"github.com/faultline/faultline/broker/metadata"
 	"github.com/faultline/faultline/broker/quorum"
+	"github.com/faultline/faultline/broker/replica"
 	"github.com/faultline/faultline/broker/server"
 	"github.com/faultline/faultline/broker/storage"
 )
@@ -30,11 +33,19 @@ type Node struct {
 	metrics    *nodeMetrics
 	metricsSrv *metricsServer
 
-	logs      *storage.LogManager
-	quorum    *quorum.Local
-	publisher *metadata.Publisher
-	server    *server.Server
-	listener  net.Listener
+	logs       *storage.LogManager
+	quorum     *quorum.Local
+	publisher  *metadata.Publisher
+	controller *controller.Controller
+	replicas   *replica.Manager
+	groups     *group.Coordinator
+	server     *server.Server
+
+	listener       net.Listener
+	listenerCfg    config.Listener
+	advertisedHost string
+	advertisedPort int32
+	epoch          atomic.Int64 // broker epoch from the registration, -1 before
 
 	// stops run in reverse order at shutdown: each phase of Start that
 	// succeeded pushes the way to undo it.
@@ -72,6 +83,7 @@ func Start(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*Node,
 		log:    logger.With(ComponentKey, "KafkaServer"),
 		done:   make(chan struct{}),
 	}
+	n.epoch.Store(-1)
 	n.state.set(StateStarting)
 	if err := n.startup(ctx); err != nil {
 		n.log.Error(fmt.Sprintf("Fatal error during broker startup: %v", err))
@@ -89,10 +101,13 @@ func (n *Node) startup(ctx context.Context) error {
 	n.log.Info(fmt.Sprintf("Starting Kafka version %s (faultline broker)", VersionString()))
 	n.log.Info(fmt.Sprintf("Kafka server started with broker ID %d, process.roles=%s, log.dirs=%v",
 		cfg.NodeID, strings.Join(cfg.ProcessRoles, ","), cfg.LogDirs))
-	if unsafe := unsafeSwitches(cfg); len(unsafe) > 0 {
-		n.log.Warn(fmt.Sprintf("Unsafe switches in effect (planted bugs, never for real data): %s", strings.Join(unsafe, ", ")))
+	if unsafe := cfg.EnabledUnsafe(); len(unsafe) > 0 {
+		n.log.Warn(fmt.Sprintf("Unsafe switches in effect (planted bugs, never for real data): %s", strings.Join(unsafe, "=true, ")+"=true"))
 	}
 	if err := checkSingleNode(cfg); err != nil {
+		return err
+	}
+	if err := cfg.CheckDirs(); err != nil {
 		return err
 	}
 	clusterID, err := checkFormatted(cfg)
@@ -104,8 +119,8 @@ func (n *Node) startup(ctx context.Context) error {
 
 	// The image starts empty; the metadata phase replays the log into it.
 	n.publisher = metadata.NewPublisher(metadata.NewImage(clusterID))
-	n.metrics = newNodeMetrics(n.State, n.partitionCount, n.leaderCount)
-	n.metrics.unsafeSwitchSet.Set(float64(len(unsafeSwitches(cfg))))
+	n.metrics = newNodeMetrics(n.State)
+	n.metrics.unsafeSwitchSet.Set(float64(len(cfg.EnabledUnsafe())))
 	if cfg.MetricsAddress != "" {
 		ms, err := startMetricsServer(cfg.MetricsAddress, n.metrics.registry, n.logger)
 		if err != nil {
@@ -135,7 +150,26 @@ func (n *Node) startup(ctx context.Context) error {
 		return err
 	}
 
-	// Phase 4: network layer.
+	// Phase 4: registration with the (local) controller, with the
+	// replica manager and group coordinator following the image, so that
+	// the leaderships the registration brings are applied as they commit.
+	if err := n.bindListener(); err != nil {
+		return err
+	}
+	if err := n.startController(); err != nil {
+		return err
+	}
+	if err := n.startReplicaManager(); err != nil {
+		return err
+	}
+	if err := n.startGroupCoordinator(); err != nil {
+		return err
+	}
+	if err := n.register(ctx); err != nil {
+		return err
+	}
+
+	// Phase 5: network layer.
 	if err := n.startNetwork(); err != nil {
 		return err
 	}
@@ -234,11 +268,11 @@ func containsDir(dirs []string, dir string) bool {
 	return false
 }
 
-// startNetwork binds the client listener, learns its port (listeners with
-// port 0 work) and starts serving.
-func (n *Node) startNetwork() error {
-	cfg := n.cfg
-	listeners := cfg.BrokerListeners()
+// bindListener binds the client listener early, as Kafka binds its sockets
+// before registering: the registration carries the bound port (listeners
+// with port 0 work), and clients are only served once startNetwork runs.
+func (n *Node) bindListener() error {
+	listeners := n.cfg.BrokerListeners()
 	if len(listeners) == 0 {
 		return errors.New("listeners: no broker listener (every listener is named in controller.listener.names)")
 	}
@@ -247,14 +281,143 @@ func (n *Node) startNetwork() error {
 	if err != nil {
 		return fmt.Errorf("listeners: bind %s: %w", l, err)
 	}
-	host, port := advertised(cfg, l, ln.Addr())
+	n.listener, n.listenerCfg = ln, l
+	n.advertisedHost, n.advertisedPort = advertised(n.cfg, l, ln.Addr())
+	n.pushStop("listener", func(context.Context) error {
+		if n.server == nil {
+			return ignoreClosed(ln.Close())
+		}
+		return nil
+	})
+	return nil
+}
+
+func ignoreClosed(err error) error {
+	if errors.Is(err, net.ErrClosed) {
+		return nil
+	}
+	return err
+}
+
+// startController starts the active controller on the local quorum.
+func (n *Node) startController() error {
+	cfg := n.cfg
+	c, err := controller.New(controller.Config{
+		NodeID:    cfg.NodeID,
+		ClusterID: n.clusterID,
+		Defaults: controller.Defaults{
+			NumPartitions:         cfg.NumPartitions,
+			ReplicationFactor:     int16(cfg.DefaultReplicationFactor),
+			UncleanLeaderElection: cfg.UncleanLeaderElectionEnable,
+		},
+		ValidateConfig: validateTopicConfig,
+		Logger:         n.logger.With(ComponentKey, "QuorumController"),
+	}, n.quorum)
+	if err != nil {
+		return err
+	}
+	n.controller = c
+	n.pushStop("controller", func(context.Context) error { c.Close(); return nil })
+	return nil
+}
+
+// startReplicaManager makes the replica manager follow the metadata image
+// and removes the logs the image no longer places on this broker.
+func (n *Node) startReplicaManager() error {
+	cfg := n.cfg
+	rm, err := replica.New(replica.Config{
+		NodeID:              cfg.NodeID,
+		Logs:                n.logs,
+		TopicSettings:       topicSettings(cfg),
+		ReplicaLagTimeMaxMs: cfg.ReplicaLagTimeMaxMs,
+		Registerer:          n.metrics.registry,
+		Logger:              n.logger.With(ComponentKey, "ReplicaManager"),
+	})
+	if err != nil {
+		return err
+	}
+	n.replicas = rm
+	rm.DeleteStrayLogs(n.publisher.Image())
+	cancel := n.publisher.Subscribe(rm.ApplyImage)
+	n.pushStop("replica manager", func(context.Context) error { cancel(); return nil })
+	return nil
+}
+
+// startGroupCoordinator starts the consumer-group coordinator over
+// __consumer_offsets.
+func (n *Node) startGroupCoordinator() error {
+	cfg := n.cfg
+	gc, err := group.New(group.Config{
+		NodeID:                       cfg.NodeID,
+		OffsetsTopicNumPartitions:    cfg.OffsetsTopicNumPartitions,
+		GroupInitialRebalanceDelayMs: cfg.GroupInitialRebalanceDelayMs,
+		GroupMinSessionTimeoutMs:     cfg.GroupMinSessionTimeoutMs,
+		GroupMaxSessionTimeoutMs:     cfg.GroupMaxSessionTimeoutMs,
+		GroupMaxSize:                 cfg.GroupMaxSize,
+		OffsetMetadataMaxBytes:       cfg.OffsetMetadataMaxBytes,
+		Logger:                       n.logger.With(ComponentKey, "GroupCoordinator"),
+	}, &offsetsLog{cfg: cfg, md: n.publisher, controller: n.controller, replicas: n.replicas}, n.publisher)
+	if err != nil {
+		return err
+	}
+	n.groups = gc
+	cancel := n.publisher.Subscribe(gc.ApplyImage)
+	n.pushStop("group coordinator", func(context.Context) error { cancel(); gc.Close(); return nil })
+	return nil
+}
+
+// register registers this broker with the local controller and waits until
+// it is unfenced; at shutdown it goes through the controlled shutdown.
+func (n *Node) register(ctx context.Context) error {
+	cfg := n.cfg
+	incarnation, err := ParseUUID(RandomUUID())
+	if err != nil {
+		return err
+	}
+	rctx, cancel := context.WithTimeout(ctx, time.Duration(cfg.InitialBrokerRegistrationTimeoutMs)*time.Millisecond)
+	defer cancel()
+	epoch, err := n.controller.BootstrapLocalBroker(rctx, controller.BrokerRegistration{
+		BrokerID:      cfg.NodeID,
+		IncarnationID: metadata.Uuid(incarnation),
+		Endpoints: []metadata.Endpoint{{
+			Name: n.listenerCfg.Name,
+			Host: n.advertisedHost,
+			Port: uint16(n.advertisedPort),
+		}},
+		Rack: cfg.BrokerRack,
+	}, n.publisher)
+	if err != nil {
+		return err
+	}
+	n.epoch.Store(epoch)
+	n.logger.Info(fmt.Sprintf("Completed registration with controller, broker epoch %d", epoch), ComponentKey, "BrokerServer")
+	n.pushStop("controlled shutdown", func(ctx context.Context) error {
+		if !cfg.ControlledShutdownEnable {
+			return nil
+		}
+		if err := n.controller.ControlledShutdownLocalBroker(ctx, cfg.NodeID, epoch, n.publisher); err != nil {
+			return err
+		}
+		n.log.Info("Controlled shutdown request returned successfully")
+		return nil
+	})
+	return nil
+}
+
+// startNetwork serves clients on the bound listener.
+func (n *Node) startNetwork() error {
+	cfg := n.cfg
 	backend := server.Backend{
 		NodeID:           cfg.NodeID,
 		ClusterID:        n.clusterID,
 		Metadata:         n.publisher,
-		AdvertisedHost:   host,
-		AdvertisedPort:   port,
+		Controller:       n.controller,
+		Replicas:         n.replicas,
+		Groups:           n.groups,
+		AdvertisedHost:   n.advertisedHost,
+		AdvertisedPort:   n.advertisedPort,
 		AutoCreateTopics: cfg.AutoCreateTopicsEnable,
+		Configs:          configSource{cfg: cfg, md: n.publisher},
 		MaxRequestBytes:  cfg.SocketRequestMaxBytes,
 	}
 	idle := time.Duration(cfg.ConnectionsMaxIdleMs) * time.Millisecond
@@ -262,15 +425,15 @@ func (n *Node) startNetwork() error {
 		idle = -1
 	}
 	srv, err := server.New(server.Options{
-		ListenerName:    l.Name,
+		ListenerName:    n.listenerCfg.Name,
 		MaxRequestBytes: cfg.SocketRequestMaxBytes,
 		IdleTimeout:     idle,
 	}, backend, n.logger, n.metrics.registry)
 	if err != nil {
-		_ = ln.Close()
 		return err
 	}
-	n.server, n.listener = srv, ln
+	n.server = srv
+	ln, l := n.listener, n.listenerCfg
 	go func() {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, server.ErrServerClosed) {
 			n.fail(fmt.Errorf("listener %s: %w", l, err))
@@ -320,18 +483,6 @@ func checkSingleNode(cfg *config.Config) error {
 	return nil
 }
 
-// unsafeSwitches lists the unsafe.* keys that are on, sorted.
-func unsafeSwitches(cfg *config.Config) []string {
-	var on []string
-	for k, v := range cfg.Unsafe {
-		if v {
-			on = append(on, k+"=true")
-		}
-	}
-	sort.Strings(on)
-	return on
-}
-
 // defaultLogConfig maps the broker's log.* keys onto a storage.LogConfig.
 func defaultLogConfig(cfg *config.Config) storage.LogConfig {
 	lc := storage.DefaultLogConfig()
@@ -373,35 +524,7 @@ func (n *Node) runStops(ctx context.Context) error {
 }
 
 // brokerEpoch is the epoch written into the clean shutdown marker.
-func (n *Node) brokerEpoch() int64 { return -1 }
-
-func (n *Node) partitionCount() float64 {
-	count := 0
-	im := n.publisher.Image()
-	for _, t := range im.Topics {
-		for _, p := range t.Partitions {
-			for _, r := range p.Replicas {
-				if r == n.cfg.NodeID {
-					count++
-					break
-				}
-			}
-		}
-	}
-	return float64(count)
-}
-
-func (n *Node) leaderCount() float64 {
-	count := 0
-	for _, t := range n.publisher.Image().Topics {
-		for _, p := range t.Partitions {
-			if p.Leader == n.cfg.NodeID {
-				count++
-			}
-		}
-	}
-	return float64(count)
-}
+func (n *Node) brokerEpoch() int64 { return n.epoch.Load() }
 
 // fail records a fatal error of a running node and stops it.
 func (n *Node) fail(err error) {

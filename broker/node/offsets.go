@@ -1,0 +1,105 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/faultline/faultline/broker/config"
+	"github.com/faultline/faultline/broker/group"
+	"github.com/faultline/faultline/broker/metadata"
+	"github.com/faultline/faultline/broker/replica"
+	"github.com/faultline/faultline/broker/server"
+	"github.com/faultline/faultline/broker/storage"
+)
+
+// offsetsLog is the group coordinator's view of __consumer_offsets, built on
+// the controller (to create the topic) and the replica manager (to append
+// with acks=all and to read back what is committed).
+type offsetsLog struct {
+	cfg        *config.Config
+	md         metadata.Source
+	controller server.Controller
+	replicas   *replica.Manager
+}
+
+var _ group.OffsetsLog = (*offsetsLog)(nil)
+
+// EnsureTopic implements group.OffsetsLog.
+func (o *offsetsLog) EnsureTopic(ctx context.Context) error {
+	if o.md.Image().Topic(group.OffsetsTopic) != nil {
+		return nil
+	}
+	im := o.md.Image()
+	live := int16(len(im.UnfencedBrokers()))
+	rf := min(o.cfg.OffsetsTopicReplicationFactor, max(live, 1))
+	req := kmsg.NewPtrCreateTopicsRequest()
+	t := kmsg.NewCreateTopicsRequestTopic()
+	t.Topic = group.OffsetsTopic
+	t.NumPartitions = o.cfg.OffsetsTopicNumPartitions
+	t.ReplicationFactor = rf
+	for name, value := range map[string]string{
+		"cleanup.policy":   "compact",
+		"compression.type": "producer",
+		"segment.bytes":    strconv.Itoa(int(o.cfg.OffsetsTopicSegmentBytes)),
+	} {
+		c := kmsg.NewCreateTopicsRequestTopicConfig()
+		c.Name = name
+		v := value
+		c.Value = &v
+		t.Configs = append(t.Configs, c)
+	}
+	req.Topics = append(req.Topics, t)
+	req.TimeoutMillis = 30000
+	resp := o.controller.CreateTopics(ctx, req)
+	for _, rt := range resp.Topics {
+		if err := kerr.ErrorForCode(rt.ErrorCode); err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
+			msg := ""
+			if rt.ErrorMessage != nil {
+				msg = ": " + *rt.ErrorMessage
+			}
+			return fmt.Errorf("create %s: %w%s", group.OffsetsTopic, err, msg)
+		}
+	}
+	return nil
+}
+
+// Append implements group.OffsetsLog.
+func (o *offsetsLog) Append(ctx context.Context, partition int32, records []group.Record) error {
+	now := timeNowMs()
+	recs := make([]storage.Record, len(records))
+	for i, r := range records {
+		recs[i] = storage.Record{TimestampMs: now, Key: r.Key, Value: r.Value}
+	}
+	_, err := o.replicas.AppendInternal(ctx, group.OffsetsTopic, partition, recs)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, kerr.NotLeaderForPartition), errors.Is(err, kerr.UnknownTopicOrPartition),
+		errors.Is(err, kerr.FencedLeaderEpoch), errors.Is(err, kerr.NotEnoughReplicas),
+		errors.Is(err, kerr.NotEnoughReplicasAfterAppend):
+		return fmt.Errorf("%w: %w", group.ErrNotLeader, err)
+	case errors.Is(err, kerr.MessageTooLarge), errors.Is(err, kerr.RecordListTooLarge):
+		return fmt.Errorf("%w: %w", group.ErrRecordTooLarge, err)
+	default:
+		return err
+	}
+}
+
+// Replay implements group.OffsetsLog.
+func (o *offsetsLog) Replay(ctx context.Context, partition int32, fn func(key, value []byte) error) error {
+	return o.replicas.ReadCommitted(group.OffsetsTopic, partition, 0, func(_ int64, r storage.Record) error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		return fn(r.Key, r.Value)
+	})
+}
+
+// timeNowMs is the wall clock in ms, for record timestamps.
+func timeNowMs() int64 { return time.Now().UnixMilli() }
