@@ -159,6 +159,7 @@ func FuzzParseProperties(f *testing.F) {
 			if len(Problems(err)) == 0 {
 				t.Fatalf("error without problems: %v", err)
 			}
+			checkLinesNameAKey(t, err)
 			return
 		}
 		entries := c.Entries()
