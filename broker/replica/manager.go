@@ -243,6 +243,13 @@ func (m *Manager) ApplyImage(prev, next *metadata.Image) {
 		// did not change, and was applied with the previous image.
 		unchanged := prev != nil && prev.Topics[name] == t && !m.failedTopics[name]
 		delete(m.failedTopics, name)
+		var settings Settings
+		var settingsErr error
+		if !unchanged {
+			if settings, settingsErr = m.cfg.TopicSettings(t.Configs); settingsErr != nil {
+				settingsErr = fmt.Errorf("config of topic %s: %w", t.Name, settingsErr)
+			}
+		}
 		for _, pt := range t.Partitions {
 			if !slices.Contains(pt.Replicas, m.cfg.NodeID) {
 				continue
@@ -252,7 +259,11 @@ func (m *Manager) ApplyImage(prev, next *metadata.Image) {
 			if unchanged {
 				continue
 			}
-			if err := m.applyPartition(t, pt, tp, nowMs); err != nil {
+			err := settingsErr
+			if err == nil {
+				err = m.applyPartition(t, pt, tp, settings, nowMs)
+			}
+			if err != nil {
 				m.failedTopics[name] = true
 				m.logger.Error(fmt.Sprintf("Partition %s could not take its role from the metadata image", tp), "err", err)
 			}
@@ -275,11 +286,7 @@ func (m *Manager) ApplyImage(prev, next *metadata.Image) {
 	m.signalChanged()
 }
 
-func (m *Manager) applyPartition(t *metadata.Topic, pt metadata.Partition, tp storage.TopicPartition, nowMs int64) error {
-	settings, err := m.cfg.TopicSettings(t.Configs)
-	if err != nil {
-		return fmt.Errorf("config of topic %s: %w", t.Name, err)
-	}
+func (m *Manager) applyPartition(t *metadata.Topic, pt metadata.Partition, tp storage.TopicPartition, settings Settings, nowMs int64) error {
 	p := m.get(tp.Topic, tp.Partition)
 	if p != nil && p.topicID != (metadata.Uuid{}) && p.topicID != t.ID {
 		// The topic was deleted and created again under the same name.

@@ -380,3 +380,17 @@ func TestManagerDeleteStrayLogs(t *testing.T) {
 	assert.Contains(t, logs, quorum.MetadataPartition)
 	assert.Equal(t, OnlineReplica, b.m.State("kept", 0))
 }
+
+func TestManagerBadTopicConfigLeavesPartitionOut(t *testing.T) {
+	ctx := context.Background()
+	b := startBroker(t, t.TempDir(), 1)
+	defer b.stop(t)
+	b.createTopic(t, "bad", 1, map[string]string{"min.insync.replicas": "many"})
+	assert.Equal(t, NonExistentReplica, b.m.State("bad", 0))
+	assert.Equal(t, kerr.NotLeaderForPartition.Code, b.m.Produce(ctx, "bad", 0, batch("x"), 1).ErrorCode)
+	// Other topics are unaffected, and the bad one is retried with every
+	// image (and fails again).
+	b.createTopic(t, "good", 1, nil)
+	assert.Equal(t, OnlineReplica, b.m.State("good", 0))
+	assert.Equal(t, NonExistentReplica, b.m.State("bad", 0))
+}
