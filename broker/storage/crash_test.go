@@ -335,3 +335,31 @@ func TestShutdownFsyncFailureWritesNoMarker(t *testing.T) {
 	_, err = os.Stat(filepath.Join(dir, CleanShutdownFile))
 	assert.True(t, os.IsNotExist(err), "no marker after a failed flush")
 }
+
+func TestPowerLossKeepsFlushedData(t *testing.T) {
+	t.Run("flush.messages=1 keeps every acknowledged append", func(t *testing.T) {
+		efs := NewErrorFS(OS)
+		dir := t.TempDir()
+		cfg := testConfig()
+		cfg.FlushIntervalMessages = 1
+		cfg.SegmentBytes = 2000
+		l := openTestLog(t, efs, filepath.Join(dir, testTP.DirName()), cfg, true)
+		appendN(t, l, 50, 2, 0)
+		require.NoError(t, l.Close())
+		require.NoError(t, efs.Crash())
+		_, l2 := reopenUnclean(t, OS, dir)
+		assert.Equal(t, int64(100), l2.LogEndOffset())
+	})
+	t.Run("default policy keeps the flushed prefix", func(t *testing.T) {
+		efs := NewErrorFS(OS)
+		dir := t.TempDir()
+		l := openTestLog(t, efs, filepath.Join(dir, testTP.DirName()), testConfig(), true)
+		appendN(t, l, 20, 2, 0)
+		require.NoError(t, l.Flush())
+		appendN(t, l, 20, 2, 0)
+		require.NoError(t, l.Close())
+		require.NoError(t, efs.Crash())
+		_, l2 := reopenUnclean(t, OS, dir)
+		assert.Equal(t, int64(40), l2.LogEndOffset(), "unflushed appends are lost, flushed ones kept")
+	})
+}

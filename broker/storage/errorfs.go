@@ -76,10 +76,53 @@ type ErrorFS struct {
 	base  FS
 	mu    sync.Mutex
 	rules []*activeRule
+	// synced is, per file opened through this FS, its size at the last
+	// fsync (or when first opened): what survives Crash.
+	synced map[string]int64
 }
 
 // NewErrorFS wraps base.
-func NewErrorFS(base FS) *ErrorFS { return &ErrorFS{base: base} }
+func NewErrorFS(base FS) *ErrorFS { return &ErrorFS{base: base, synced: map[string]int64{}} }
+
+// Crash simulates a power loss for the files opened through this FS: each
+// is cut back to its size at its last fsync, so writes that were never
+// fsynced vanish. Close the files (a Log's Close) before calling it. It
+// models lost appends, not reordered or partially persisted pages.
+func (e *ErrorFS) Crash() error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for path, size := range e.synced {
+		fi, err := e.base.Stat(path)
+		if err != nil {
+			continue
+		}
+		if fi.Size() > size {
+			f, err := e.base.OpenFile(path, os.O_WRONLY, 0)
+			if err != nil {
+				return fmt.Errorf("crash %s: %w", path, err)
+			}
+			terr := f.Truncate(size)
+			cerr := f.Close()
+			if terr != nil {
+				return fmt.Errorf("crash %s: %w", path, terr)
+			}
+			if cerr != nil {
+				return fmt.Errorf("crash %s: %w", path, cerr)
+			}
+		}
+	}
+	return nil
+}
+
+func (e *ErrorFS) noteSynced(path string, f File) {
+	fi, err := f.Stat()
+	if err != nil {
+		return
+	}
+	e.mu.Lock()
+	e.synced[path] = fi.Size()
+	e.mu.Unlock()
+}
 
 // Inject adds a rule and returns a function that removes it.
 func (e *ErrorFS) Inject(r Rule) (remove func()) {
@@ -154,6 +197,12 @@ func (e *ErrorFS) OpenFile(name string, flag int, perm os.FileMode) (File, error
 	if err != nil {
 		return nil, err
 	}
+	e.mu.Lock()
+	_, known := e.synced[name]
+	e.mu.Unlock()
+	if !known || flag&os.O_TRUNC != 0 {
+		e.noteSynced(name, f)
+	}
 	return &errorFile{File: f, fs: e, path: name}, nil
 }
 
@@ -175,7 +224,16 @@ func (e *ErrorFS) Rename(oldpath, newpath string) error {
 	if err := e.fail(OpRename, newpath); err != nil {
 		return err
 	}
-	return e.base.Rename(oldpath, newpath)
+	if err := e.base.Rename(oldpath, newpath); err != nil {
+		return err
+	}
+	e.mu.Lock()
+	if size, ok := e.synced[oldpath]; ok {
+		e.synced[newpath] = size
+		delete(e.synced, oldpath)
+	}
+	e.mu.Unlock()
+	return nil
 }
 
 func (e *ErrorFS) MkdirAll(path string, perm os.FileMode) error {
@@ -255,12 +313,24 @@ func (f *errorFile) Sync() error {
 	if err := f.fs.fail(OpSync, f.path); err != nil {
 		return err
 	}
-	return f.File.Sync()
+	if err := f.File.Sync(); err != nil {
+		return err
+	}
+	f.fs.noteSynced(f.path, f.File)
+	return nil
 }
 
 func (f *errorFile) Truncate(size int64) error {
 	if err := f.fs.fail(OpTruncate, f.path); err != nil {
 		return err
 	}
-	return f.File.Truncate(size)
+	if err := f.File.Truncate(size); err != nil {
+		return err
+	}
+	f.fs.mu.Lock()
+	if s, ok := f.fs.synced[f.path]; ok && size < s {
+		f.fs.synced[f.path] = size
+	}
+	f.fs.mu.Unlock()
+	return nil
 }

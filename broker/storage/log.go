@@ -44,6 +44,20 @@ func ParseTopicPartitionDir(name string) (TopicPartition, bool) {
 	return TopicPartition{Topic: name[:i], Partition: int32(p)}, true
 }
 
+// ValidTopicName reports whether name is a legal Kafka topic name: 1 to 249
+// characters of [a-zA-Z0-9._-], and not "." or "..".
+func ValidTopicName(name string) bool {
+	if name == "" || len(name) > 249 || name == "." || name == ".." {
+		return false
+	}
+	for _, c := range name {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
 func sortedPartitions[V any](m map[TopicPartition]V) []TopicPartition {
 	tps := make([]TopicPartition, 0, len(m))
 	for tp := range m {
@@ -453,12 +467,10 @@ func (l *Log) roll(base int64, nowMs int64) error {
 		if old.baseOffset == base {
 			return nil
 		}
-		if len(l.segments) == 1 || base >= old.baseOffset {
-			if err := old.remove(); err != nil {
-				return l.fail(fmt.Errorf("roll %s: %w: %w", l.tp, err, errSegmentDamaged))
-			}
-			l.segments = l.segments[:len(l.segments)-1]
+		if err := old.remove(); err != nil {
+			return l.fail(fmt.Errorf("roll %s: %w: %w", l.tp, err, errSegmentDamaged))
 		}
+		l.segments = l.segments[:len(l.segments)-1]
 	} else if err := old.finalizeTimeIndex(); err != nil {
 		return l.fail(fmt.Errorf("roll %s: %w", l.tp, err))
 	}

@@ -384,8 +384,8 @@ func (m *LogManager) GetOrCreateLog(tp TopicPartition, cfg LogConfig) (*Log, err
 	if l, ok := m.logs[tp]; ok {
 		return l, nil
 	}
-	if tp.Topic == "" || tp.Partition < 0 {
-		return nil, fmt.Errorf("create log %q-%d: %w: bad topic or partition", tp.Topic, tp.Partition, ErrInvalidOffset)
+	if !ValidTopicName(tp.Topic) || tp.Partition < 0 {
+		return nil, fmt.Errorf("create log %q-%d: illegal topic name or partition", tp.Topic, tp.Partition)
 	}
 	counts := map[string]int{}
 	for _, d := range m.logDirs {

@@ -193,3 +193,22 @@ func TestCheckpointParsing(t *testing.T) {
 	_, err = ParseLeaderEpochCheckpoint([]byte("0\n2\n3 0\n1 17\n"))
 	assert.ErrorIs(t, err, ErrCorruptCheckpoint)
 }
+
+func TestGetOrCreateLogRejectsIllegalTopics(t *testing.T) {
+	m := newTestManager(t, OS, []string{t.TempDir()}, nil)
+	_, err := m.Load()
+	require.NoError(t, err)
+	for _, topic := range []string{"", ".", "..", "a/b", "../x", "spa ce"} {
+		_, err := m.GetOrCreateLog(TopicPartition{Topic: topic, Partition: 0}, testConfig())
+		assert.Error(t, err, topic)
+	}
+	_, err = m.GetOrCreateLog(TopicPartition{Topic: "ok", Partition: -1}, testConfig())
+	assert.Error(t, err)
+	l, err := m.GetOrCreateLog(TopicPartition{Topic: "Ok.name_1-x", Partition: 2}, testConfig())
+	require.NoError(t, err)
+	assert.Equal(t, "Ok.name_1-x-2", filepath.Base(l.Dir()))
+	require.NoError(t, m.DeleteLog(TopicPartition{Topic: "Ok.name_1-x", Partition: 2}))
+	_, err = os.Stat(l.Dir())
+	assert.True(t, os.IsNotExist(err))
+	require.NoError(t, m.Shutdown(1))
+}
