@@ -572,7 +572,12 @@ func (c *Coordinator) resetAssignmentLocked(g *group, code int16) {
 	g.assignmentPending = false
 	for _, m := range g.members {
 		m.assignment = nil
-		m.answerSync(syncError(code))
+		if m.syncWait != nil {
+			m.answerSync(syncError(code))
+			// The member was kept alive while it waited; it gets a full
+			// session to act on the answer.
+			c.scheduleSessionLocked(g, m)
+		}
 	}
 }
 
