@@ -157,7 +157,7 @@ func parseProtocolMap(s string) (any, error) {
 			return nil, fmt.Errorf("%q: protocol must be one of %s", entry, strings.Join(securityProtocols, ", "))
 		}
 		if _, dup := out[name]; dup {
-			return nil, fmt.Errorf("listener %s is mapped twice", name)
+			return nil, fmt.Errorf("listener %s is mapped twice; map each listener once", name)
 		}
 		out[name] = proto
 	}

@@ -229,6 +229,8 @@ func TestEffectiveDurations(t *testing.T) {
 		{"flush ms defaults to scheduler interval", map[string]string{"log.flush.scheduler.interval.ms": "1000"}, func(c *Config) int64 { return c.LogFlushIntervalMs }, 1000},
 		{"flush ms", map[string]string{"log.flush.interval.ms": "5", "log.flush.scheduler.interval.ms": "1000"}, func(c *Config) int64 { return c.LogFlushIntervalMs }, 5},
 		{"offsets retention minutes", map[string]string{"offsets.retention.minutes": "1"}, func(c *Config) int64 { return c.OffsetsRetentionMs }, 60_000},
+		{"seconds saturate instead of overflowing", map[string]string{"leader.imbalance.check.interval.seconds": "9223372036854775807"}, func(c *Config) int64 { return c.LeaderImbalanceCheckIntervalMs }, math.MaxInt64},
+		{"largest hours fit", map[string]string{"log.retention.hours": "2147483647"}, func(c *Config) int64 { return c.LogRetentionMs }, 2147483647 * 3600_000},
 		{"int ms key stored as int64", map[string]string{"group.initial.rebalance.delay.ms": "0"}, func(c *Config) int64 { return c.GroupInitialRebalanceDelayMs }, 0},
 	}
 	for _, tt := range tests {
@@ -471,7 +473,7 @@ func TestProblems(t *testing.T) {
 			`listener.security.protocol.map: "PLAINTEXT:TLS": protocol must be one of PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL`,
 		}},
 		{"protocol mapped twice", combined, map[string]string{"listener.security.protocol.map": "A:PLAINTEXT,a:SSL"}, []string{
-			"listener.security.protocol.map: listener A is mapped twice",
+			"listener.security.protocol.map: listener A is mapped twice; map each listener once",
 		}},
 		{"inter-broker listener not advertised", combined, map[string]string{"inter.broker.listener.name": "REPLICATION"}, []string{
 			"inter.broker.listener.name: REPLICATION is not an advertised broker listener; set inter.broker.listener.name to one of [PLAINTEXT]",
@@ -491,6 +493,9 @@ func TestProblems(t *testing.T) {
 		{"listener port", combined, map[string]string{"listeners": "PLAINTEXT://:99999,CONTROLLER://:9093"}, []string{
 			`listeners: "PLAINTEXT://:99999" is not NAME://host:port (e.g. PLAINTEXT://:9092): port "99999" must be a number from 0 to 65535`,
 		}},
+		{"listener host with a blank", combined, map[string]string{"listeners": "PLAINTEXT://my host:9092,CONTROLLER://:9093"}, []string{
+			`listeners: "PLAINTEXT://my host:9092" is not NAME://host:port (e.g. PLAINTEXT://:9092): host "my host" is not a host name or IP address`,
+		}},
 		{"listener without port", combined, map[string]string{"listeners": "PLAINTEXT://localhost"}, []string{
 			`listeners: "PLAINTEXT://localhost" is not NAME://host:port (e.g. PLAINTEXT://:9092): not host:port`,
 		}},
@@ -508,6 +513,9 @@ func TestProblems(t *testing.T) {
 		}},
 		{"bootstrap server syntax", combined, map[string]string{"controller.quorum.voters": "-", "controller.quorum.bootstrap.servers": "localhost"}, []string{
 			`controller.quorum.bootstrap.servers: "localhost" is not host:port (e.g. localhost:9093): not host:port`,
+		}},
+		{"bootstrap server without host", combined, map[string]string{"controller.quorum.voters": "-", "controller.quorum.bootstrap.servers": ":9093"}, []string{
+			`controller.quorum.bootstrap.servers: ":9093" is not host:port (e.g. localhost:9093): needs a host and a non-zero port`,
 		}},
 		{"duplicate data dir", combined, map[string]string{"log.dirs": "/d1,/d2,/d1"}, []string{"log.dirs: lists /d1 twice; list each data directory once"}},
 		{"fetch wait above lag time", combined, map[string]string{"replica.fetch.wait.max.ms": "40000"}, []string{

@@ -75,8 +75,6 @@ func renderAny(field any) string {
 		return *p
 	case *[]string:
 		return strings.Join(*p, ",")
-	case *float64:
-		return strconv.FormatFloat(*p, 'g', -1, 64)
 	case *[]Listener:
 		return joinStrings(*p)
 	case *[]Voter:

@@ -215,13 +215,12 @@ func msFrom(l *loader, msKey, unitKey string, unitMs int64) int64 {
 	return scaleMs(l.int64Of(unitKey), unitMs)
 }
 
-// scaleMs multiplies, saturating instead of overflowing.
+// scaleMs converts n units of unitMs to ms, saturating at math.MaxInt64.
+// The keys it converts are bounded below by -1, so only large values can
+// overflow.
 func scaleMs(n, unitMs int64) int64 {
 	if n > math.MaxInt64/unitMs {
 		return math.MaxInt64
-	}
-	if n < math.MinInt64/unitMs {
-		return math.MinInt64
 	}
 	return n * unitMs
 }
@@ -230,7 +229,8 @@ func scaleMs(n, unitMs int64) int64 {
 // security protocol map and the inter-broker listener.
 func (l *loader) listeners() {
 	c := l.c
-	for _, n := range splitList(l.stringOrList("controller.listener.names")) {
+	names, _ := l.parsed["controller.listener.names"].([]string)
+	for _, n := range names {
 		c.ControllerListenerNames = append(c.ControllerListenerNames, strings.ToUpper(n))
 	}
 	if !l.ok("listeners", "advertised.listeners", "process.roles") {
@@ -274,17 +274,6 @@ func (l *loader) listeners() {
 	if broker {
 		l.interBroker()
 	}
-}
-
-// stringOrList renders a parsed LIST or STRING value back to text.
-func (l *loader) stringOrList(key string) string {
-	switch v := l.parsed[key].(type) {
-	case []string:
-		return strings.Join(v, ",")
-	case string:
-		return v
-	}
-	return ""
 }
 
 func (l *loader) uniqueListeners() {
