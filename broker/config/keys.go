@@ -272,10 +272,9 @@ func (d *keyDef) expectation(outOfType bool) string {
 		return "true or false"
 	case kindDouble:
 		return "a number"
-	case kindString, kindList:
-		if d.kind == kindList {
-			return "a comma-separated list of " + strings.Join(d.oneOf, ", ")
-		}
+	case kindList:
+		return "a comma-separated list of " + strings.Join(d.oneOf, ", ")
+	case kindString:
 		return "one of " + strings.Join(d.oneOf, ", ")
 	}
 	lo, hi := d.typeBounds()
