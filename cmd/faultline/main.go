@@ -1,0 +1,306 @@
+// Command faultline runs Jepsen-style tests against Kafka-compatible brokers
+// and checks their histories. Run `faultline help` for the subcommands.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/netip"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/faultline/faultline/checker"
+	"github.com/faultline/faultline/harness"
+	"github.com/faultline/faultline/nemesis/agent"
+	"github.com/faultline/faultline/reports"
+)
+
+const usage = `faultline: prove that a Kafka-compatible broker keeps its durability promises.
+
+Usage:
+  faultline test   [flags]          run a test: cluster, workload, faults, check, report
+  faultline check  HISTORY.jsonl    re-check a stored history
+  faultline report RUN_DIR          re-render report.html and junit.xml of a stored run
+  faultline serve  [--store DIR] [--addr HOST:PORT]   browse the store in a web browser
+  faultline agent  drop IP[,IP...] | heal | status    the in-node fault agent (inside node containers)
+
+Exit codes (as Jepsen's): 0 valid, 1 anomalies found, 2 unknown, 254 bad arguments, 255 internal error.
+Run 'faultline <command> --help' for a command's flags.
+`
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return harness.ExitBadArgs
+	}
+	switch args[0] {
+	case "test":
+		return cmdTest(args[1:], stdout, stderr)
+	case "check":
+		return cmdCheck(args[1:], stdout, stderr)
+	case "report":
+		return cmdReport(args[1:], stdout, stderr)
+	case "serve":
+		return cmdServe(args[1:], stdout, stderr)
+	case "agent":
+		return cmdAgent(args[1:], stdout, stderr)
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, usage)
+		return 0
+	}
+	fmt.Fprintf(stderr, "faultline: unknown command %q\n\n%s", args[0], usage)
+	return harness.ExitBadArgs
+}
+
+// kvFlags collects repeated k=v flags.
+type kvFlags map[string]string
+
+func (k kvFlags) String() string { return "" }
+func (k kvFlags) Set(s string) error {
+	key, v, ok := strings.Cut(s, "=")
+	if !ok || key == "" {
+		return fmt.Errorf("want key=value, got %q", s)
+	}
+	k[key] = v
+	return nil
+}
+
+func cmdTest(args []string, stdout, stderr io.Writer) int {
+	t := harness.DefaultTest()
+	fs := flag.NewFlagSet("test", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var nemesisList, replay string
+	limit := time.Duration(t.TimeLimit)
+	interval := time.Duration(t.NemesisInterval)
+	recovery := time.Duration(t.RecoveryTimeout)
+	final := time.Duration(t.FinalTimeout)
+	brokerConfig := kvFlags{}
+	fs.StringVar(&t.Name, "name", "", "test name, the store directory under --store (default: workload-nemesis-Nn)")
+	fs.StringVar(&t.Workload, "workload", t.Workload, "workload: queue (Jepsen's Kafka workload)")
+	fs.StringVar(&nemesisList, "nemesis", "none", "faults, comma-separated: none, kill, pause, partition; 'kill:leaders' pins a target mode")
+	fs.DurationVar(&interval, "nemesis-interval", interval, "time between starting and stopping faults")
+	fs.IntVar(&t.Nodes, "nodes", t.Nodes, "number of nodes n1..nK")
+	fs.StringVar(&t.Topology, "topology", t.Topology, "combined (3 broker+controller nodes, the rest brokers) or split (3 controllers, the rest brokers)")
+	fs.DurationVar(&limit, "time-limit", limit, "how long the workload runs before healing and final reads")
+	fs.Float64Var(&t.Rate, "rate", t.Rate, "target operations per second over all workers (0: unlimited)")
+	fs.IntVar(&t.Concurrency, "concurrency", t.Concurrency, "number of client workers")
+	fs.Int64Var(&t.Seed, "seed", time.Now().UnixNano()%1_000_000_007, "seed of the fault schedule and the workload's choices (printed and stored in test.json)")
+	fs.StringVar(&t.Runtime, "runtime", t.Runtime, "docker (nodes in containers) or process (local child processes on 127.0.0.x; kill and pause only)")
+	fs.StringVar(&t.Store, "store", t.Store, "directory runs are written under")
+	fs.Var(brokerConfig, "broker-config", "server.properties override for every node, key=value (repeatable)")
+	fs.IntVar(&t.Acks, "acks", t.Acks, "producer acks: -1 (all), 1 or 0")
+	fs.BoolVar(&t.Idempotent, "idempotent", t.Idempotent, "idempotent producer (needs acks=-1)")
+	fs.IntVar(&t.ReplicationFactor, "replication-factor", t.ReplicationFactor, "replication factor of the workload's topics")
+	fs.IntVar(&t.PartitionsPerTopic, "partitions-per-topic", t.PartitionsPerTopic, "partitions per topic; key k is partition k mod P of topic t<k div P>")
+	fs.BoolVar(&t.Subscribe, "subscribe", t.Subscribe, "consumers subscribe through consumer groups instead of assigning partitions")
+	fs.DurationVar(&recovery, "recovery-timeout", recovery, "how long to wait for the cluster to recover after healing")
+	fs.DurationVar(&final, "final-timeout", final, "bound on the final reads")
+	fs.StringVar(&t.BrokerBinary, "broker-binary", t.BrokerBinary, "broker executable (static, for docker)")
+	fs.StringVar(&t.AgentBinary, "agent-binary", t.AgentBinary, "faultline executable used as the in-node agent (docker)")
+	fs.StringVar(&replay, "replay", "", "test.json of an earlier run: run it again with the same spec and seed (other flags are ignored)")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return harness.ExitBadArgs
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "faultline test: unexpected arguments %v\n", fs.Args())
+		return harness.ExitBadArgs
+	}
+	if replay != "" {
+		b, err := os.ReadFile(replay)
+		if err != nil {
+			fmt.Fprintf(stderr, "faultline test: --replay: %v\n", err)
+			return harness.ExitBadArgs
+		}
+		t = harness.DefaultTest()
+		if err := json.Unmarshal(b, &t); err != nil {
+			fmt.Fprintf(stderr, "faultline test: --replay %s: %v\n", replay, err)
+			return harness.ExitBadArgs
+		}
+	} else {
+		t.Nemesis = strings.Split(nemesisList, ",")
+		t.TimeLimit, t.NemesisInterval = harness.Duration(limit), harness.Duration(interval)
+		t.RecoveryTimeout, t.FinalTimeout = harness.Duration(recovery), harness.Duration(final)
+		if len(brokerConfig) > 0 {
+			t.BrokerConfig = brokerConfig
+		}
+		if t.ReplicationFactor > t.Nodes {
+			t.ReplicationFactor = t.Nodes
+		}
+	}
+	if err := t.Validate(); err != nil {
+		fmt.Fprintf(stderr, "faultline test: %v\n", err)
+		return harness.ExitBadArgs
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	out, err := harness.Run(ctx, t, stdout)
+	if err != nil {
+		fmt.Fprintf(stderr, "faultline test: %v\n", err)
+		var setup *harness.SetupError
+		if errors.As(err, &setup) || out.Dir != "" {
+			return harness.ExitInternal
+		}
+		return harness.ExitBadArgs
+	}
+	return out.ExitCode()
+}
+
+func cmdCheck(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("check", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	subscribe := fs.Bool("subscribe", false, "consumers used subscribe (allows poll-skip and nonmonotonic-poll); inferred from the history when it has subscribe ops")
+	linearTimeout := fs.Duration("linear-timeout", 10*time.Second, "porcupine's bound per partition; past it the partition is unknown")
+	jsonOut := fs.Bool("json", false, "print results.json instead of the summary")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: faultline check [flags] HISTORY.jsonl\nRe-checks a stored history and prints the verdict; exit 0 valid, 1 invalid, 2 unknown.")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return harness.ExitBadArgs
+	}
+	if fs.NArg() != 1 {
+		fs.Usage()
+		return harness.ExitBadArgs
+	}
+	opts := checker.Options{LinearTimeout: *linearTimeout}
+	if *subscribe {
+		opts.Mode = checker.ModeSubscribe
+	}
+	h, err := checker.ReadHistory(fs.Arg(0))
+	if err != nil && h == nil {
+		fmt.Fprintf(stderr, "faultline check: %v\n", err)
+		return harness.ExitBadArgs
+	}
+	res := checker.Analyze(context.Background(), h, opts)
+	if *jsonOut {
+		b, _ := json.MarshalIndent(res, "", "  ")
+		fmt.Fprintln(stdout, string(b))
+	} else {
+		fmt.Fprintln(stdout, reports.Summary(reports.Input{Result: res, History: h}))
+	}
+	return harness.Outcome{Result: res}.ExitCode()
+}
+
+func cmdReport(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("report", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: faultline report RUN_DIR\nRe-renders report.html and junit.xml from a stored run's results.json, history.jsonl and test.json.")
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return harness.ExitBadArgs
+	}
+	if fs.NArg() != 1 {
+		fs.Usage()
+		return harness.ExitBadArgs
+	}
+	if err := reports.RenderDir(fs.Arg(0)); err != nil {
+		fmt.Fprintf(stderr, "faultline report: %v\n", err)
+		return harness.ExitInternal
+	}
+	fmt.Fprintf(stdout, "wrote %s/report.html and junit.xml\n", strings.TrimRight(fs.Arg(0), "/"))
+	return 0
+}
+
+func cmdServe(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	store := fs.String("store", "store", "directory of stored runs")
+	addr := fs.String("addr", "127.0.0.1:8080", "address to listen on")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return harness.ExitBadArgs
+	}
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		fmt.Fprintf(stderr, "faultline serve: %v\n", err)
+		return harness.ExitBadArgs
+	}
+	fmt.Fprintf(stdout, "serving %s at http://%s/\n", *store, ln.Addr())
+	srv := &http.Server{Handler: reports.Handler(*store), ReadHeaderTimeout: 10 * time.Second}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	go func() {
+		<-ctx.Done()
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(sctx)
+	}()
+	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		fmt.Fprintf(stderr, "faultline serve: %v\n", err)
+		return harness.ExitInternal
+	}
+	return 0
+}
+
+func cmdAgent(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] == "--help" || args[0] == "-h" {
+		fmt.Fprintln(stderr, "usage: faultline agent drop IP[,IP...] | heal | status\nRuns inside a node container (needs CAP_NET_ADMIN): drops packets from the given IPv4 sources, heals, or lists what is dropped.")
+		if len(args) == 0 {
+			return harness.ExitBadArgs
+		}
+		return 0
+	}
+	switch args[0] {
+	case "drop":
+		if len(args) != 2 {
+			fmt.Fprintln(stderr, "faultline agent drop: want one comma-separated list of IPv4 addresses")
+			return harness.ExitBadArgs
+		}
+		var addrs []netip.Addr
+		for _, s := range strings.Split(args[1], ",") {
+			a, err := netip.ParseAddr(strings.TrimSpace(s))
+			if err != nil {
+				fmt.Fprintf(stderr, "faultline agent drop: %v\n", err)
+				return harness.ExitBadArgs
+			}
+			addrs = append(addrs, a)
+		}
+		if err := agent.Drop(addrs); err != nil {
+			fmt.Fprintf(stderr, "faultline agent drop: %v\n", err)
+			return harness.ExitInternal
+		}
+	case "heal":
+		if err := agent.Heal(); err != nil {
+			fmt.Fprintf(stderr, "faultline agent heal: %v\n", err)
+			return harness.ExitInternal
+		}
+	case "status":
+		addrs, err := agent.Dropped()
+		if err != nil {
+			fmt.Fprintf(stderr, "faultline agent status: %v\n", err)
+			return harness.ExitInternal
+		}
+		for _, a := range addrs {
+			fmt.Fprintln(stdout, a)
+		}
+	default:
+		fmt.Fprintf(stderr, "faultline agent: unknown command %q\n", args[0])
+		return harness.ExitBadArgs
+	}
+	return 0
+}

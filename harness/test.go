@@ -1,0 +1,135 @@
+package harness
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Duration is a time.Duration written as "90s" in test.json.
+type Duration time.Duration
+
+// MarshalJSON writes the duration as a Go duration string.
+func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(time.Duration(d).String()) }
+
+// UnmarshalJSON reads a Go duration string.
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return fmt.Errorf("duration: %w", err)
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return fmt.Errorf("duration: %w", err)
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// Test is one whole test, Jepsen's test map as a plain value: what to run
+// against, which workload, which faults, for how long, with which seed. It
+// is stored as test.json; the same Test (same seed) replays the same
+// schedule and workload choices.
+type Test struct {
+	Name     string   `json:"name"`
+	Workload string   `json:"workload"`
+	Nemesis  []string `json:"nemesis"`
+	// NemesisInterval is the time between fault starts and stops.
+	NemesisInterval Duration `json:"nemesis-interval"`
+	Nodes           int      `json:"nodes"`
+	Topology        string   `json:"topology"`
+	TimeLimit       Duration `json:"time-limit"`
+	// Rate is the target of invocations per second over all workers (0:
+	// as fast as the workers go).
+	Rate        float64 `json:"rate"`
+	Concurrency int     `json:"concurrency"`
+	Seed        int64   `json:"seed"`
+	// BrokerConfig overrides server.properties keys on every node.
+	BrokerConfig map[string]string `json:"broker-config"`
+	// Client options.
+	Acks               int  `json:"acks"`
+	Idempotent         bool `json:"idempotent"`
+	ReplicationFactor  int  `json:"replication-factor"`
+	PartitionsPerTopic int  `json:"partitions-per-topic"`
+	Subscribe          bool `json:"subscribe"`
+	// Runtime is "docker" or "process".
+	Runtime string `json:"runtime"`
+	// Store is the directory runs are written under.
+	Store string `json:"store"`
+	// RecoveryTimeout bounds waiting for the cluster after healing;
+	// FinalTimeout bounds the final reads.
+	RecoveryTimeout Duration `json:"recovery-timeout"`
+	FinalTimeout    Duration `json:"final-timeout"`
+	// BrokerBinary and AgentBinary are the executables to run (static for
+	// Docker).
+	BrokerBinary string `json:"broker-binary"`
+	AgentBinary  string `json:"agent-binary"`
+}
+
+// DefaultTest returns the defaults `faultline test` documents.
+func DefaultTest() Test {
+	return Test{
+		Workload:           "queue",
+		Nemesis:            []string{"none"},
+		NemesisInterval:    Duration(15 * time.Second),
+		Nodes:              5,
+		Topology:           "combined",
+		TimeLimit:          Duration(60 * time.Second),
+		Rate:               0,
+		Concurrency:        10,
+		Acks:               -1,
+		Idempotent:         true,
+		ReplicationFactor:  3,
+		PartitionsPerTopic: 4,
+		Runtime:            "docker",
+		Store:              "store",
+		RecoveryTimeout:    Duration(60 * time.Second),
+		FinalTimeout:       Duration(60 * time.Second),
+		BrokerBinary:       "bin/broker",
+		AgentBinary:        "bin/faultline",
+	}
+}
+
+// Validate checks a test before anything is started; its errors are bad
+// arguments (exit 254).
+func (t Test) Validate() error {
+	var problems []string
+	if t.Workload != "queue" {
+		problems = append(problems, fmt.Sprintf("--workload: unknown workload %q (known: queue)", t.Workload))
+	}
+	if t.Nodes < 1 || t.Nodes > 9 {
+		problems = append(problems, fmt.Sprintf("--nodes: must be 1..9, got %d", t.Nodes))
+	}
+	if time.Duration(t.TimeLimit) <= 0 {
+		problems = append(problems, "--time-limit: must be positive")
+	}
+	if t.Concurrency < 1 {
+		problems = append(problems, fmt.Sprintf("--concurrency: must be at least 1, got %d", t.Concurrency))
+	}
+	if t.Acks != -1 && t.Acks != 0 && t.Acks != 1 {
+		problems = append(problems, fmt.Sprintf("--acks: must be -1 (all), 0 or 1, got %d", t.Acks))
+	}
+	if t.ReplicationFactor < 1 || t.ReplicationFactor > t.Nodes {
+		problems = append(problems, fmt.Sprintf("--replication-factor: must be 1..nodes (%d), got %d", t.Nodes, t.ReplicationFactor))
+	}
+	if t.Runtime != "docker" && t.Runtime != "process" {
+		problems = append(problems, fmt.Sprintf("--runtime: must be docker or process, got %q", t.Runtime))
+	}
+	if time.Duration(t.NemesisInterval) <= 0 {
+		problems = append(problems, "--nemesis-interval: must be positive")
+	}
+	if len(problems) > 0 {
+		return fmt.Errorf("%s", strings.Join(problems, "\n"))
+	}
+	return nil
+}
+
+// FullName is the test's directory name in the store: the given name, or
+// one made of workload, nemeses and node count.
+func (t Test) FullName() string {
+	if t.Name != "" {
+		return t.Name
+	}
+	return fmt.Sprintf("%s-%s-%dn", t.Workload, strings.Join(t.Nemesis, "+"), t.Nodes)
+}
