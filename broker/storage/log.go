@@ -104,7 +104,9 @@ type Log struct {
 	producers      *producerState
 
 	unflushedMessages int64
-	lastFlushMs       int64
+	// dirty: files changed (append, truncation, roll) since the last flush.
+	dirty       bool
+	lastFlushMs int64
 	// truncations counts truncations, so that a background flush started
 	// before one does not move the recovery point over rewritten offsets.
 	truncations int64
@@ -441,6 +443,7 @@ func (l *Log) shouldRoll(size, maxTs, firstOffset, lastOffset, nowMs int64) bool
 
 func (l *Log) maybeFlushAfterAppend(count int, nowMs int64) error {
 	l.unflushedMessages += int64(count)
+	l.dirty = true
 	if flushEnabled(l.cfg.FlushIntervalMessages) && l.unflushedMessages >= l.cfg.FlushIntervalMessages {
 		return l.flushLocked(nowMs)
 	}
@@ -482,6 +485,7 @@ func (l *Log) roll(base int64, nowMs int64) error {
 		return fmt.Errorf("roll %s: %w", l.tp, err)
 	}
 	l.segments = append(l.segments, s)
+	l.dirty = true
 	if err := writeProducerSnapshot(l.fs, l.dir, base, l.producers); err != nil {
 		l.logger.Warn(fmt.Sprintf("Failed to snapshot producer state of %s at offset %d", l.tp, base), "err", err)
 	}
@@ -548,6 +552,7 @@ func (l *Log) flushLocked(nowMs int64) error {
 	}
 	l.recoveryPoint = leo
 	l.unflushedMessages = 0
+	l.dirty = false
 	l.lastFlushMs = nowMs
 	return nil
 }
@@ -718,6 +723,7 @@ func (l *Log) TruncateTo(offset int64) error {
 		return l.truncateFullyAndStartAt(offset)
 	}
 	l.truncations++
+	l.dirty = true
 	i := l.segmentFor(offset)
 	for j := len(l.segments) - 1; j > i; j-- {
 		if err := l.segments[j].remove(); err != nil {
@@ -754,6 +760,7 @@ func (l *Log) TruncateFullyAndStartAt(offset int64) error {
 
 func (l *Log) truncateFullyAndStartAt(offset int64) error {
 	l.truncations++
+	l.dirty = true
 	for _, s := range l.segments {
 		if err := s.remove(); err != nil {
 			l.failed = fmt.Errorf("truncate %s: %w: %w", l.tp, err, errSegmentDamaged)
@@ -1005,6 +1012,26 @@ func (l *Log) Close() error {
 	return first
 }
 
+// flushIfDirty flushes unless nothing changed since the last flush.
+func (l *Log) flushIfDirty() error {
+	if !l.dirty && l.recoveryPoint == l.leo() {
+		return nil
+	}
+	return l.flushLocked(l.now().UnixMilli())
+}
+
+// snapshotAtEnd writes the producer snapshot at the LEO unless one exists:
+// a snapshot at an offset always describes the log below it.
+func (l *Log) snapshotAtEnd() error {
+	if fileExists(l.fs, offsetFileName(l.dir, l.leo(), snapshotSuffix)) {
+		return nil
+	}
+	if err := writeProducerSnapshot(l.fs, l.dir, l.leo(), l.producers); err != nil {
+		return fmt.Errorf("snapshot producer state of %s: %w", l.tp, err)
+	}
+	return nil
+}
+
 // closeForShutdown flushes, snapshots producer state at the LEO and closes.
 func (l *Log) closeForShutdown() error {
 	l.mu.Lock()
@@ -1014,10 +1041,10 @@ func (l *Log) closeForShutdown() error {
 	} else if !l.closed {
 		if err := l.active().finalizeTimeIndex(); err != nil {
 			first = err
-		} else if err := l.flushLocked(l.now().UnixMilli()); err != nil {
+		} else if err := l.flushIfDirty(); err != nil {
 			first = err
-		} else if err := writeProducerSnapshot(l.fs, l.dir, l.leo(), l.producers); err != nil {
-			first = fmt.Errorf("snapshot producer state of %s: %w", l.tp, err)
+		} else if err := l.snapshotAtEnd(); err != nil {
+			first = err
 		}
 	}
 	l.mu.Unlock()

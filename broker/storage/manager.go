@@ -563,13 +563,33 @@ func (m *LogManager) Shutdown(brokerEpoch int64) error {
 	m.logger.Info("Shutting down the log manager")
 	byDir := m.logsByDir()
 	failedDirs := map[string]error{}
+	var failedMu sync.Mutex
+	var wg sync.WaitGroup
 	for dir, logs := range byDir {
-		for tp, l := range logs {
-			if err := l.closeForShutdown(); err != nil && failedDirs[dir] == nil {
-				failedDirs[dir] = fmt.Errorf("close %s: %w", tp, err)
-			}
+		jobs := make(chan TopicPartition)
+		for w := 0; w < m.opts.RecoveryThreadsPerDataDir; w++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for tp := range jobs {
+					if err := logs[tp].closeForShutdown(); err != nil {
+						failedMu.Lock()
+						if failedDirs[dir] == nil {
+							failedDirs[dir] = fmt.Errorf("close %s: %w", tp, err)
+						}
+						failedMu.Unlock()
+					}
+				}
+			}()
 		}
+		go func() {
+			defer close(jobs)
+			for tp := range logs {
+				jobs <- tp
+			}
+		}()
 	}
+	wg.Wait()
 	if err := m.CheckpointHighWatermarks(); err != nil {
 		return err
 	}
