@@ -25,15 +25,23 @@ type Record struct {
 type OffsetsLog interface {
 	// EnsureTopic creates __consumer_offsets (offsets.topic.num.partitions,
 	// replication factor min(offsets.topic.replication.factor, live
-	// brokers)) if missing.
+	// brokers)) if missing. It is called by concurrent FindCoordinator
+	// requests while the topic is absent from the image, so it must be
+	// idempotent (an "already exists" answer is success). It need not
+	// wait for the topic to reach the image.
 	EnsureTopic(ctx context.Context) error
 	// Append writes key/value records to partition p with acks=all
 	// semantics; returns once committed. It returns an error wrapping
 	// ErrNotLeader when this broker does not lead p (any more), and one
 	// wrapping ErrRecordTooLarge when the batch exceeds the topic's limits.
+	// It must bound its own wait (offsets.commit.timeout.ms): the
+	// coordinator passes a context that ends only at Close, and holds the
+	// partition's append lock meanwhile.
 	Append(ctx context.Context, partition int32, records []Record) error
 	// Replay calls fn for every committed record of partition p from the
-	// log start, in order.
+	// log start, in order. fn may keep neither key nor value: Replay may
+	// reuse their memory. Replay fails (and is retried) while this broker
+	// cannot read p as its leader.
 	Replay(ctx context.Context, partition int32, fn func(key, value []byte) error) error
 }
 

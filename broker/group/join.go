@@ -1,6 +1,7 @@
 package group
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 
@@ -63,7 +64,11 @@ func (c *Coordinator) join(ctx context.Context, req *kmsg.JoinGroupRequest) (*km
 		m.sessionTimeoutMs = req.SessionTimeoutMillis
 		m.rebalanceTimeoutMs = rebalanceMs
 		m.protocolType = req.ProtocolType
-		m.protocols = append([]kmsg.JoinGroupRequestProtocol(nil), req.Protocols...)
+		// Copies: the coordinator keeps these beyond the request.
+		m.protocols = make([]kmsg.JoinGroupRequestProtocol, len(req.Protocols))
+		for i, p := range req.Protocols {
+			m.protocols[i] = kmsg.JoinGroupRequestProtocol{Name: p.Name, Metadata: bytes.Clone(p.Metadata)}
+		}
 	}
 
 	if req.MemberID == "" {

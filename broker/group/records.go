@@ -1,6 +1,7 @@
 package group
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"log/slog"
@@ -127,7 +128,9 @@ func (l *loadedPartition) applyRecord(key, value []byte) error {
 			return nil
 		}
 		v := new(kmsg.GroupMetadataValue)
-		if err := v.ReadFrom(value); err != nil {
+		// The decoded members' byte fields alias their input, and Replay
+		// may reuse value's memory.
+		if err := v.ReadFrom(bytes.Clone(value)); err != nil {
 			return fmt.Errorf("decode group metadata value of group %q: %w", k.Group, err)
 		}
 		l.groups[k.Group] = v

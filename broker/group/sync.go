@@ -1,6 +1,7 @@
 package group
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 
@@ -80,7 +81,7 @@ func (c *Coordinator) sync(req *kmsg.SyncGroupRequest) (*kmsg.SyncGroupResponse,
 		pa := &pendingAssignment{g: g, generation: g.generation, assignments: map[string][]byte{}}
 		for _, a := range req.GroupAssignment {
 			if g.members[a.MemberID] != nil {
-				pa.assignments[a.MemberID] = a.MemberAssignment
+				pa.assignments[a.MemberID] = bytes.Clone(a.MemberAssignment)
 			}
 		}
 		return nil, wait, pa
