@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -180,5 +181,29 @@ func FuzzDecodeOp(f *testing.F) {
 		assert.Equal(t, string(enc), string(enc2))
 		// Whatever decodes must also be checkable without a panic.
 		Analyze(t.Context(), History{op, back}, Options{})
+	})
+}
+
+// FuzzAnalyze feeds arbitrary histories (one op per line; undecodable lines
+// are dropped) to the whole checker: it must return a verdict, never panic.
+func FuzzAnalyze(f *testing.F) {
+	files, err := filepath.Glob(filepath.Join("testdata", "*.jsonl"))
+	require.NoError(f, err)
+	for _, path := range files {
+		data, err := os.ReadFile(path)
+		require.NoError(f, err)
+		f.Add(data)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var h History
+		for _, line := range bytes.Split(data, []byte("\n")) {
+			var op Op
+			if json.Unmarshal(line, &op) == nil {
+				h = append(h, op)
+			}
+		}
+		res := Analyze(t.Context(), h, Options{LinearTimeout: 100 * time.Millisecond})
+		_, err := json.Marshal(res)
+		require.NoError(t, err)
 	})
 }

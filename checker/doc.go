@@ -12,7 +12,7 @@
 // which also validates Jepsen's discipline (History.Validate): each client
 // invoke gets exactly one completion from the same process with the same f,
 // a process whose op ended info never invokes again, and invokes left
-// pending at the end count as info.
+// pending at the end count as info (their sends may have happened).
 //
 // # Checking
 //
@@ -32,7 +32,8 @@
 //   - "linearizable": porcupine on each key, with the log model described
 //     in linear.go; a partition that times out or exceeds
 //     Options.LinearOpsMax is unknown, a failing one yields
-//     "nonlinearizable" and porcupine's HTML in Result.Visualizations.
+//     "nonlinearizable" with the op where the longest order breaks, and
+//     porcupine's HTML in Result.Visualizations (also VisualizeKey).
 //
 // Validity merges Invalid > Unknown > Valid. As in Jepsen's
 // allowed-error-types, int-send-skip and G0 never invalidate a result, and in
