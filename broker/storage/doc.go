@@ -22,7 +22,8 @@
 //     marker at shutdown;
 //   - meta.properties reading, writing and FormatLogDir for `format`;
 //   - FS, the file-system interface all I/O goes through, with OS and
-//     ErrorFS (fault injection for tests: EIO, torn and short writes).
+//     ErrorFS (fault injection for tests: EIO, torn and short writes, and
+//     Crash, which drops every write not yet fsynced).
 //
 // How to use it: build a LogManager over the log dirs, call Load once, then
 // GetOrCreateLog per partition; call RunBackground for the periodic

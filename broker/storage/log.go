@@ -985,6 +985,15 @@ func (l *Log) rebuildProducerState(upTo int64, logLoad bool) error {
 	return nil
 }
 
+// ExpireProducers forgets idempotent producers idle for expirationMs
+// (producer.id.expiration.ms): their next batch is accepted with any
+// sequence, as from an unknown producer. It returns how many were dropped.
+func (l *Log) ExpireProducers(nowMs, expirationMs int64) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.producers.expire(nowMs, expirationMs)
+}
+
 // Close flushes nothing: it finalizes the active time index and closes the
 // files. Use Flush first for durability (the LogManager's Shutdown does).
 func (l *Log) Close() error {

@@ -35,6 +35,9 @@ type ManagerOptions struct {
 	// RetentionCheckIntervalMs mirrors log.retention.check.interval.ms
 	// (default 300000).
 	RetentionCheckIntervalMs int64
+	// ProducerIDExpirationMs mirrors producer.id.expiration.ms (default
+	// 86400000); expiry runs with the retention check.
+	ProducerIDExpirationMs int64
 	// FlushCheckIntervalMs is how often flush.ms is checked
 	// (log.flush.scheduler.interval.ms; default 1000 here, as Kafka's
 	// Long.MAX default would never check).
@@ -99,6 +102,9 @@ func NewLogManager(fs FS, dirs []string, opts ManagerOptions) (*LogManager, erro
 	}
 	if opts.RetentionCheckIntervalMs <= 0 {
 		opts.RetentionCheckIntervalMs = 300000
+	}
+	if opts.ProducerIDExpirationMs <= 0 {
+		opts.ProducerIDExpirationMs = DefaultProducerIDExpirationMs
 	}
 	if opts.FlushCheckIntervalMs <= 0 {
 		opts.FlushCheckIntervalMs = 1000
@@ -536,6 +542,7 @@ func (m *LogManager) RunBackground(ctx context.Context) {
 			if _, err := l.DeleteOldSegments(now); err != nil && !errors.Is(err, ErrLogClosed) {
 				warn("Retention of "+tp.String(), err)
 			}
+			l.ExpireProducers(now, m.opts.ProducerIDExpirationMs)
 		}
 	})
 	every(m.opts.FlushCheckIntervalMs, func() {

@@ -198,3 +198,17 @@ func TestLogAppendTimeAndFlushMessages(t *testing.T) {
 	_, err = os.Stat(filepath.Join(dir, LeaderEpochCheckpointFile))
 	assert.NoError(t, err)
 }
+
+func TestLoadWipesLogBelowCheckpointedLogStart(t *testing.T) {
+	dir := t.TempDir()
+	l := openTestLog(t, OS, dir, testConfig(), true)
+	appendN(t, l, 5, 2, 0)
+	require.NoError(t, l.Close())
+	l2, _, err := openLog(OS, dir, testTP, testConfig(), loadParams{cleanShutdown: true, recoveryPoint: -1, logStartOffset: 50, highWatermark: 10})
+	require.NoError(t, err)
+	defer l2.Close()
+	assert.Equal(t, int64(50), l2.LogStartOffset())
+	assert.Equal(t, int64(50), l2.LogEndOffset())
+	assert.Equal(t, int64(50), l2.HighWatermark())
+	assert.Equal(t, []int64{50}, l2.SegmentBaseOffsets())
+}

@@ -186,6 +186,22 @@ func (ps *producerState) dropBefore(offset int64) {
 	}
 }
 
+// expire forgets producers whose last batch timestamp is older than
+// nowMs-expirationMs and that have no open transaction.
+func (ps *producerState) expire(nowMs, expirationMs int64) int {
+	n := 0
+	for pid, e := range ps.producers {
+		if e.currentTxnFirstOffset < 0 && nowMs-e.lastTimestamp >= expirationMs {
+			delete(ps.producers, pid)
+			n++
+		}
+	}
+	return n
+}
+
+// DefaultProducerIDExpirationMs is producer.id.expiration.ms's default.
+const DefaultProducerIDExpirationMs = 86400000
+
 // Producer snapshot v1 (Kafka's ProducerSnapshot): i16 version, u32
 // CRC-32C over the bytes after it, i32 count, then 46-byte entries.
 const (

@@ -146,3 +146,16 @@ func TestCorruptProducerSnapshotFallsBackToReplay(t *testing.T) {
 	assert.True(t, dup.Duplicate, "state rebuilt from the log")
 	require.NoError(t, m2.Shutdown(2))
 }
+
+func TestExpiredProducerIsUnknownAgain(t *testing.T) {
+	l := openTestLog(t, OS, t.TempDir(), testConfig(), true)
+	defer l.Close()
+	_, err := l.AppendAsLeader(idemBatch(5, 0, 0, 1), 0, 1) // timestamp 100
+	require.NoError(t, err)
+	_, err = l.AppendAsLeader(idemBatch(5, 0, 9, 1), 0, 1)
+	require.ErrorIs(t, err, ErrOutOfOrderSequence)
+	assert.Equal(t, 0, l.ExpireProducers(150, 100))
+	assert.Equal(t, 1, l.ExpireProducers(200, 100))
+	_, err = l.AppendAsLeader(idemBatch(5, 0, 9, 1), 0, 1)
+	assert.NoError(t, err)
+}
