@@ -34,9 +34,8 @@ type OffsetsLog interface {
 	// semantics; returns once committed. It returns an error wrapping
 	// ErrNotLeader when this broker does not lead p (any more), and one
 	// wrapping ErrRecordTooLarge when the batch exceeds the topic's limits.
-	// It must bound its own wait (offsets.commit.timeout.ms): the
-	// coordinator passes a context that ends only at Close, and holds the
-	// partition's append lock meanwhile.
+	// The coordinator bounds each call with offsets.commit.timeout.ms
+	// through ctx, and holds the partition's append lock meanwhile.
 	Append(ctx context.Context, partition int32, records []Record) error
 	// Replay calls fn for every committed record of partition p from the
 	// log start, in order. fn may keep neither key nor value: Replay may
@@ -95,6 +94,10 @@ type Config struct {
 	GroupMaxSize int32
 	// OffsetMetadataMaxBytes is offset.metadata.max.bytes (default 4096).
 	OffsetMetadataMaxBytes int32
+	// OffsetsCommitTimeoutMs is offsets.commit.timeout.ms (default 5000):
+	// how long an append to __consumer_offsets may wait for its commit
+	// before the request fails with COORDINATOR_NOT_AVAILABLE.
+	OffsetsCommitTimeoutMs int64
 	// LoadRetryBackoffMs is how long to wait before replaying an offsets
 	// partition again after Replay failed (default 1000).
 	LoadRetryBackoffMs int64
@@ -113,6 +116,7 @@ func DefaultConfig() Config {
 		GroupMaxSessionTimeoutMs:     1800000,
 		GroupMaxSize:                 math.MaxInt32,
 		OffsetMetadataMaxBytes:       4096,
+		OffsetsCommitTimeoutMs:       5000,
 		LoadRetryBackoffMs:           1000,
 	}
 }
@@ -133,6 +137,9 @@ func (c *Config) fillDefaults() {
 	}
 	if c.OffsetMetadataMaxBytes == 0 {
 		c.OffsetMetadataMaxBytes = d.OffsetMetadataMaxBytes
+	}
+	if c.OffsetsCommitTimeoutMs == 0 {
+		c.OffsetsCommitTimeoutMs = d.OffsetsCommitTimeoutMs
 	}
 	if c.LoadRetryBackoffMs == 0 {
 		c.LoadRetryBackoffMs = d.LoadRetryBackoffMs
@@ -160,6 +167,8 @@ func (c *Config) validate() error {
 		return fmt.Errorf("group.max.size must be at least 1, got %d", c.GroupMaxSize)
 	case c.OffsetMetadataMaxBytes < 0:
 		return fmt.Errorf("offset.metadata.max.bytes must not be negative, got %d", c.OffsetMetadataMaxBytes)
+	case c.OffsetsCommitTimeoutMs < 1:
+		return fmt.Errorf("offsets.commit.timeout.ms must be at least 1, got %d", c.OffsetsCommitTimeoutMs)
 	case c.LoadRetryBackoffMs < 0:
 		return fmt.Errorf("load retry backoff must not be negative, got %d ms", c.LoadRetryBackoffMs)
 	}

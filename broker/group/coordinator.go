@@ -599,7 +599,7 @@ func (c *Coordinator) persistGroupAsync(g *group) {
 		}
 		rec := groupMetadataRecord(g.id, g.metadataValue(c.clock.Now()))
 		c.mu.Unlock()
-		if err := c.log.Append(c.ctx, g.partition, []Record{rec}); err != nil {
+		if err := c.appendRecords(g.partition, []Record{rec}); err != nil {
 			c.logger.Warn(fmt.Sprintf("Failed to write metadata of group %s to %s-%d: %v", g.id, OffsetsTopic, g.partition, err))
 		}
 	}()
@@ -630,4 +630,12 @@ func newMemberID(clientID string) string {
 
 func msDuration(ms int64) time.Duration {
 	return time.Duration(ms) * time.Millisecond
+}
+
+// appendRecords appends to offsets partition p, waiting at most
+// offsets.commit.timeout.ms for the records to be committed.
+func (c *Coordinator) appendRecords(p int32, records []Record) error {
+	ctx, cancel := context.WithTimeout(c.ctx, msDuration(c.cfg.OffsetsCommitTimeoutMs))
+	defer cancel()
+	return c.log.Append(ctx, p, records)
 }

@@ -3,6 +3,7 @@ package group
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"sort"
@@ -130,6 +131,8 @@ type memLog struct {
 	replayGate chan struct{}
 	// discard drops appended records (benchmarks).
 	discard bool
+	// hang makes Append wait for its context to end.
+	hang bool
 }
 
 func newMemLog() *memLog { return &memLog{parts: map[int32][]Record{}} }
@@ -145,7 +148,14 @@ func (l *memLog) EnsureTopic(context.Context) error {
 	return nil
 }
 
-func (l *memLog) Append(_ context.Context, p int32, records []Record) error {
+func (l *memLog) Append(ctx context.Context, p int32, records []Record) error {
+	l.mu.Lock()
+	hang := l.hang
+	l.mu.Unlock()
+	if hang {
+		<-ctx.Done()
+		return fmt.Errorf("append: %w", ctx.Err())
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if err := l.failNext; err != nil {

@@ -222,3 +222,14 @@ func TestMoreErrors(t *testing.T) {
 	assert.Equal(t, int32(10000), h.c.groups["v0"].members[r.MemberID].rebalanceTimeoutMs)
 	h.c.mu.Unlock()
 }
+
+func TestAppendIsBoundedByCommitTimeout(t *testing.T) {
+	h := newHarness(t, 0)
+	h.c.Close()
+	h.cfg.OffsetsCommitTimeoutMs = 20
+	h.start()
+	h.log.mu.Lock()
+	h.log.hang = true
+	h.log.mu.Unlock()
+	assert.Equal(t, map[int32]int16{0: codeCoordinatorNotAvailable}, h.commit("g", "", -1, "t", map[int32]int64{0: 1}))
+}

@@ -117,7 +117,7 @@ func (c *Coordinator) commit(req *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCom
 		return
 	}
 
-	err := c.log.Append(c.ctx, p, records)
+	err := c.appendRecords(p, records)
 
 	c.mu.Lock()
 	defer c.mu.Unlock()

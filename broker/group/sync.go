@@ -126,7 +126,7 @@ func (c *Coordinator) storeAssignment(pa *pendingAssignment) {
 	rec := groupMetadataRecord(g.id, v)
 	c.mu.Unlock()
 
-	err := c.log.Append(c.ctx, g.partition, []Record{rec})
+	err := c.appendRecords(g.partition, []Record{rec})
 
 	c.mu.Lock()
 	defer c.mu.Unlock()
