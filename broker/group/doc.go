@@ -9,12 +9,13 @@
 // The node builds one Coordinator per broker with New, handing it the
 // metadata image (metadata.Source) and an OffsetsLog, the node's adapter
 // over the partition layer that appends to and replays __consumer_offsets.
-// It subscribes ApplyImage to metadata changes (or calls
-// OnPartitionLeadership itself): when this broker becomes leader of an
-// offsets partition the coordinator replays that partition
-// (COORDINATOR_LOAD_IN_PROGRESS meanwhile) and then owns the groups hashed
-// to it; when it stops leading, the groups are dropped and clients get
-// NOT_COORDINATOR. The Coordinator implements server.Groups; the server can
+// It subscribes ApplyImage to metadata changes, after the partition layer
+// (or calls OnPartitionLeadership itself): when this broker becomes leader
+// of an offsets partition, or stays leader under a new leader epoch, the
+// coordinator replays that partition (COORDINATOR_LOAD_IN_PROGRESS
+// meanwhile, retried every second while Replay fails) and then owns the
+// groups hashed to it; when it stops leading, the groups are dropped and
+// clients get NOT_COORDINATOR. The Coordinator implements server.Groups; the server can
 // attach the client id and host of a request with WithClient so member ids
 // look like Kafka's (clientId-UUID).
 //
@@ -35,9 +36,14 @@
 // log is the order in which their effects are applied in memory.
 //
 // Not implemented: offsets retention (offsets.retention.minutes; committed
-// offsets never expire), transactional offset commits, DeleteGroups and
-// OffsetDelete, KIP-848 consumer groups. FindCoordinator for transaction
-// coordinators answers COORDINATOR_NOT_AVAILABLE.
+// offsets never expire, and nothing is ever tombstoned), transactional
+// offset commits, DeleteGroups and OffsetDelete, KIP-848 consumer groups,
+// ACLs (authorized operations read as "not provided"). FindCoordinator for
+// transaction coordinators answers COORDINATOR_NOT_AVAILABLE. Static
+// membership is accepted (a rejoining instance takes over its old member
+// and fences the old id) but the replacement is not written to the log
+// until the next rebalance, and a static leader that rejoins always
+// rebalances (no KIP-814 SkipAssignment).
 //
 // # What it must never do
 //
