@@ -268,10 +268,10 @@ func facts(in Input, a *analysis) []labelValue {
 
 func anomalySectionOf(in Input, a *analysis, name string, rep checker.AnomalyReport, subscribe bool) anomalySection {
 	k := kindOf(name)
-	sentence, detail := anomalySentence(in, a, name, rep)
+	st := anomalySentence(in, a, name, rep)
 	s := anomalySection{
 		Name: name, Anchor: "anomaly-" + name, Definition: k.Definition,
-		Sentence: capitalizeAll([]string{withDetail(sentence, detail)})[0],
+		Sentence: capitalizeAll([]string{withDetail(st.sentence, st.detail)})[0],
 		Count:    rep.Count, Allowed: isAllowed(name, rep, subscribe), ExamplesTotal: len(rep.Examples),
 	}
 	var ops []int64
@@ -287,6 +287,9 @@ func anomalySectionOf(in Input, a *analysis, name string, rep checker.AnomalyRep
 	}
 	if a == nil {
 		return s
+	}
+	if st.nemesisIndex >= 0 {
+		ops = append(ops, st.nemesisIndex)
 	}
 	positions := relatedPositions(a, uniqueInt64s(ops))
 	if len(positions) > opsPerAnomalyMax {

@@ -102,6 +102,7 @@ func TestWriteHTMLInvalidStatesVerdictAndAnomalies(t *testing.T) {
 	for _, frag := range []string{`["send",2,[2,102]]`, `["send",2,[4,104]]`, `["send",2,103]`} {
 		contains(t, page, html.EscapeString(frag))
 	}
+	contains(t, page, `<tr class="nemesis"><td class="num">13</td><td class="num">41.2 s</td>`)
 	contains(t, page, `src="porcupine/key-2.html"`)
 	contains(t, page, "3 lost</span>")
 	contains(t, page, "never read: lost (3)")
@@ -197,10 +198,11 @@ func TestAnomalySentenceShapes(t *testing.T) {
 	rep := checker.AnomalyReport{Count: 9, Examples: []any{
 		map[string]any{"key": 1}, map[string]any{"key": 4}, map[string]any{"key": 7}, map[string]any{"key": 9},
 	}}
-	s, _ := anomalySentence(in, a, "inconsistent-offsets", rep)
-	assert.Equal(t, "9 offsets held two or more different values on 4 or more keys (key 1 (t0-1), key 4 (t1-1), …)", s)
-	s, _ = anomalySentence(in, a, "brand-new", checker.AnomalyReport{Count: 1})
-	assert.Equal(t, "1 brand-new anomaly", s)
+	st := anomalySentence(in, a, "inconsistent-offsets", rep)
+	assert.Equal(t, "9 offsets held two or more different values on 4 or more keys (key 1 (t0-1), key 4 (t1-1), …)", st.sentence)
+	assert.Equal(t, int64(-1), st.nemesisIndex, "no operation named, no time, no fault")
+	st = anomalySentence(in, a, "brand-new", checker.AnomalyReport{Count: 1})
+	assert.Equal(t, "1 brand-new anomaly", st.sentence)
 }
 
 func TestDescribeNemesis(t *testing.T) {

@@ -139,7 +139,7 @@ func latencyPlots(a *analysis, faults []checker.Window, endS float64, nxs []floa
 	var plots []template.HTML
 	var notes []string
 	for _, f := range sortedKeys(byF) {
-		p := newPlot("latency of "+f+" operations", 280, endS, axis{min: lo, max: hi, log: true})
+		p := newPlot("latency of "+f+" operations (log scale), by outcome", 280, endS, axis{min: lo, max: hi, log: true})
 		p.shadeWindows(faults, colorFault, "fault", 0.25)
 		p.vlines(nxs, ntitles)
 		p.axes("time since test start (s)", "latency")
@@ -232,12 +232,18 @@ func throughputPlot(in Input, a *analysis, faults []checker.Window, endS float64
 	if a != nil && len(a.latencies) > 0 {
 		endNs := int64(endS * 1e9)
 		bucketNs = throughputBucket(endNs)
-		// n buckets cover [0, endNs]; the last one may be partial, and its
-		// rate is taken over the part of it the test lasted.
-		n := max(int((endNs+bucketNs-1)/bucketNs), 1)
-		lastWidthNs := endNs - int64(n-1)*bucketNs
-		if lastWidthNs <= 0 {
-			lastWidthNs = bucketNs
+		// n buckets cover [0, endNs]. A remainder of at least half a
+		// bucket is a bucket of its own, a shorter one joins the previous
+		// bucket; either way the last bucket's rate is taken over the time
+		// it really spans, so the line does not dip at the end.
+		n := int(endNs / bucketNs)
+		rem := endNs % bucketNs
+		lastWidthNs := bucketNs + rem
+		switch {
+		case n == 0:
+			n, lastWidthNs = 1, max(endNs, 1)
+		case rem*2 >= bucketNs:
+			n, lastWidthNs = n+1, rem
 		}
 		counts := map[string][]float64{}
 		for _, p := range a.latencies {
@@ -265,7 +271,7 @@ func throughputPlot(in Input, a *analysis, faults []checker.Window, endS float64
 			for j := range perS {
 				width := bucketNs
 				if j == n-1 {
-					width = max(lastWidthNs, bucketNs/2)
+					width = lastWidthNs
 				}
 				perS[j] /= float64(width) / 1e9
 			}
@@ -286,7 +292,7 @@ func throughputPlot(in Input, a *analysis, faults []checker.Window, endS float64
 			peak = math.Max(peak, v)
 		}
 	}
-	p := newPlot("throughput", 260, endS, axis{min: 0, max: peak * 1.05})
+	p := newPlot("throughput: completed operations per second", 260, endS, axis{min: 0, max: peak * 1.05})
 	p.shadeWindows(faults, colorFault, "fault", 0.25)
 	p.vlines(nxs, ntitles)
 	p.axes(fmt.Sprintf("time since test start (s), %s buckets", seconds(bucketNs)), "completed ops/s")

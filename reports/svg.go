@@ -70,6 +70,7 @@ func newPlot(title string, heightPx, endS float64, y axis) *svgPlot {
 	fmt.Fprintf(&p.b, `<svg xmlns="http://www.w3.org/2000/svg" class="plot" viewBox="0 0 %g %g" width="%g" height="%g" role="img" aria-label="%s">`,
 		plotWidthPx, heightPx, plotWidthPx, heightPx, xmlEscape(title))
 	fmt.Fprintf(&p.b, `<title>%s</title>`, xmlEscape(title))
+	fmt.Fprintf(&p.b, `<text class="plot-title" x="%s" y="15" font-size="12" font-weight="600" fill="#1d2330">%s</text>`, f1(plotLeftPx), xmlEscape(title))
 	fmt.Fprintf(&p.b, `<rect class="frame" x="%s" y="%s" width="%s" height="%s" fill="#fff" stroke="#ccc"/>`,
 		f1(p.x.lo), f1(p.y.hi), f1(p.x.hi-p.x.lo), f1(p.y.lo-p.y.hi))
 	return p

@@ -30,11 +30,19 @@ func validityWord(v checker.Validity) string {
 	}
 }
 
-// anomalySentence states one anomaly: what, where, and which fault preceded
-// it, e.g. "3 acknowledged writes were lost on key 2 (t0-2) after the
-// nemesis killed n1 at 41.2 s"; detail adds when it was seen
-// ("acknowledged between 40.0 s and 40.8 s"), or is empty.
-func anomalySentence(in Input, a *analysis, name string, rep checker.AnomalyReport) (sentence, detail string) {
+// anomalyStory is what the report says about one anomaly.
+type anomalyStory struct {
+	// sentence says what, where, and which fault preceded it, e.g. "3
+	// acknowledged writes were lost on key 2 (t0-2) after the nemesis
+	// killed n1 at 41.2 s"; detail adds when it was seen ("acknowledged
+	// between 40.0 s and 40.8 s"), or is empty.
+	sentence, detail string
+	// nemesisIndex is the index of the nemesis op the sentence cites, or
+	// -1.
+	nemesisIndex int64
+}
+
+func anomalySentence(in Input, a *analysis, name string, rep checker.AnomalyReport) anomalyStory {
 	kind := kindOf(name)
 	var keys []int
 	var ops []int64
@@ -48,40 +56,45 @@ func anomalySentence(in Input, a *analysis, name string, rep checker.AnomalyRepo
 		}
 	}
 	keys = uniqueInts(keys)
-	s := kind.phrase(rep.Count) + keysPhrase(in.Spec, keys, rep.Count)
+	st := anomalyStory{sentence: kind.phrase(rep.Count) + keysPhrase(in.Spec, keys, rep.Count), nemesisIndex: -1}
 	if kind.countFree() && len(keys) == 0 {
-		s += " on " + plural(rep.Count, "partition")
+		st.sentence += " on " + plural(rep.Count, "partition")
 	}
 	if a == nil {
-		return s, ""
+		return st
 	}
 	first, last, ok := timesOf(a, ops)
 	if !ok {
-		return s, ""
-	}
-	if len(a.nemesis) == 0 {
-		if kind.loss {
-			if last != first {
-				return s, "acknowledged between " + seconds(first) + " and " + seconds(last)
-			}
-			return s, "acknowledged at " + seconds(first)
-		}
-		return s, "first seen at " + seconds(first)
+		return st
 	}
 	if kind.loss {
-		when := "acknowledged at " + seconds(first)
+		st.detail = "acknowledged at " + seconds(first)
 		if last != first {
-			when = "acknowledged between " + seconds(first) + " and " + seconds(last)
+			st.detail = "acknowledged between " + seconds(first) + " and " + seconds(last)
 		}
-		if n, found := a.nemesisAfter(first); found {
-			return s + " after the nemesis " + describeNemesis(n) + " at " + seconds(n.Time), when
-		}
-		return s + " with no fault injected after the writes", when
+	} else {
+		st.detail = "first seen at " + seconds(first)
 	}
-	if n, found := a.nemesisBefore(first); found {
-		return s + " after the nemesis " + describeNemesis(n) + " at " + seconds(n.Time), "first seen at " + seconds(first)
+	if len(a.nemesis) == 0 {
+		return st
 	}
-	return s + " before any fault", "first seen at " + seconds(first)
+	var n checker.Op
+	var found bool
+	if kind.loss {
+		n, found = a.nemesisAfter(first)
+	} else {
+		n, found = a.nemesisBefore(first)
+	}
+	switch {
+	case found:
+		st.sentence += " after the nemesis " + describeNemesis(n) + " at " + seconds(n.Time)
+		st.nemesisIndex = n.Index
+	case kind.loss:
+		st.sentence += " with no fault injected after the writes"
+	default:
+		st.sentence += " before any fault"
+	}
+	return st
 }
 
 // withDetail joins a sentence and its parenthesized details.
@@ -173,12 +186,12 @@ func buildVerdict(in Input, a *analysis) verdict {
 		if rep.Count <= 0 {
 			continue
 		}
-		sentence, detail := anomalySentence(in, a, name, rep)
+		st := anomalySentence(in, a, name, rep)
 		if isAllowed(name, rep, subscribe) {
-			allowed = append(allowed, withDetail(sentence, name+", allowed in this mode", detail))
+			allowed = append(allowed, withDetail(st.sentence, name+", allowed in this mode", st.detail))
 			continue
 		}
-		bad = append(bad, withDetail(sentence, name, detail))
+		bad = append(bad, withDetail(st.sentence, name, st.detail))
 	}
 	var undecided []string
 	for _, c := range r.Checkers {
