@@ -40,10 +40,9 @@
 // offset commits, DeleteGroups and OffsetDelete, KIP-848 consumer groups,
 // ACLs (authorized operations read as "not provided"). FindCoordinator for
 // transaction coordinators answers COORDINATOR_NOT_AVAILABLE. Static
-// membership is accepted (a rejoining instance takes over its old member
-// and fences the old id) but the replacement is not written to the log
-// until the next rebalance, and a static leader that rejoins always
-// rebalances (no KIP-814 SkipAssignment).
+// membership is supported in its KIP-345 form (a rejoining instance takes
+// over its old member and fences the old id), but a static leader that
+// rejoins always rebalances (no KIP-814 SkipAssignment).
 //
 // # What it must never do
 //

@@ -75,7 +75,14 @@ func (c *Coordinator) join(ctx context.Context, req *kmsg.JoinGroupRequest) (*km
 		if req.InstanceID != nil {
 			if old := g.members[g.static[*req.InstanceID]]; old != nil {
 				m := c.replaceStaticLocked(g, old, newMemberID(ci.id))
-				return c.rejoinLocked(g, m, req, update)
+				resp, wait := c.rejoinLocked(g, m, req, update)
+				if g.state == stateStable {
+					// No rebalance: the new member id must reach the
+					// log some other way, or a failover would bring the
+					// fenced id back.
+					c.persistGroupAsync(g)
+				}
+				return resp, wait
 			}
 		}
 		if len(g.members)+len(g.pending) >= int(c.cfg.GroupMaxSize) {

@@ -233,3 +233,37 @@ func TestAppendIsBoundedByCommitTimeout(t *testing.T) {
 	h.log.mu.Unlock()
 	assert.Equal(t, map[int32]int16{0: codeCoordinatorNotAvailable}, h.commit("g", "", -1, "t", map[int32]int64{0: 1}))
 }
+
+func TestStaticReplacementSurvivesFailover(t *testing.T) {
+	h := newHarness(t, 0)
+	leader, _ := stableSingle(t, h, "s")
+	inst := "i"
+	static := func(memberID string) *kmsg.JoinGroupRequest {
+		r := joinReq("s", memberID)
+		r.InstanceID = &inst
+		r.Protocols[0].Metadata = []byte("static-sub")
+		return r
+	}
+	js := h.joinAsync(static(""))
+	h.awaitParked("s", 1)
+	jl := h.joinAsync(joinReq("s", leader))
+	rs, rl := recv(t, js), recv(t, jl)
+	require.Equal(t, codeNone, rs.ErrorCode)
+	gen := rebalanceSync(t, h, "s", leader, []string{leader, rs.MemberID}, rl.Generation)
+
+	rn := recv(t, h.joinAsync(static("")))
+	require.Equal(t, codeNone, rn.ErrorCode)
+	p := h.c.PartitionFor("s")
+	require.Eventually(t, func() bool { return len(h.log.records(p)) == 3 }, 5*time.Second, time.Millisecond,
+		"the replacement is written")
+	h.c.Close()
+	h.start()
+	hb := kmsg.NewPtrHeartbeatRequest()
+	hb.Group = "s"
+	hb.Generation = gen
+	hb.InstanceID = &inst
+	hb.MemberID = rn.MemberID
+	assert.Equal(t, codeNone, h.c.Heartbeat(context.Background(), hb).ErrorCode)
+	hb.MemberID = rs.MemberID
+	assert.Equal(t, codeFencedInstanceID, h.c.Heartbeat(context.Background(), hb).ErrorCode)
+}
