@@ -400,8 +400,8 @@ func specRows(s Spec) []labelValue {
 }
 
 // quantiles returns the checker's latency quantiles in ms per "f:type",
-// or computes p50, p95, p99 and max from the history when the checker gave
-// none.
+// or computes p50, p90, p99 and max (the checker's names) from the history
+// when the checker gave none.
 func quantiles(in Input, a *analysis) map[string]map[string]float64 {
 	if len(in.Result.Perf.LatencyQuantilesMs) > 0 || a == nil {
 		return in.Result.Perf.LatencyQuantilesMs
@@ -418,12 +418,30 @@ func quantiles(in Input, a *analysis) map[string]map[string]float64 {
 			i := int(math.Ceil(f*float64(len(lats)))) - 1
 			return float64(lats[min(max(i, 0), len(lats)-1)]) / 1e6
 		}
-		out[k] = map[string]float64{"0.5": q(0.5), "0.95": q(0.95), "0.99": q(0.99), "1": q(1)}
+		out[k] = map[string]float64{"p50": q(0.5), "p90": q(0.9), "p99": q(0.99), "max": q(1)}
 	}
 	return out
 }
 
-// quantileNames orders quantile columns numerically ("0.5" < "0.99" < "1").
+// quantileRank orders quantile names: "min", then "p50" or "0.5" by
+// value, then "max"; names it cannot read come last.
+func quantileRank(name string) (float64, bool) {
+	switch name {
+	case "min":
+		return 0, true
+	case "max":
+		return 1, true
+	}
+	if v, err := strconv.ParseFloat(strings.TrimPrefix(name, "p"), 64); err == nil {
+		if strings.HasPrefix(name, "p") {
+			v /= 100
+		}
+		return v, true
+	}
+	return 0, false
+}
+
+// quantileNames orders quantile columns by quantile.
 func quantileNames(q map[string]map[string]float64) []string {
 	seen := map[string]bool{}
 	var names []string
@@ -436,12 +454,15 @@ func quantileNames(q map[string]map[string]float64) []string {
 		}
 	}
 	sort.Slice(names, func(i, j int) bool {
-		a, errA := strconv.ParseFloat(strings.TrimPrefix(names[i], "p"), 64)
-		b, errB := strconv.ParseFloat(strings.TrimPrefix(names[j], "p"), 64)
-		if errA != nil || errB != nil || a == b {
-			return names[i] < names[j]
+		a, okA := quantileRank(names[i])
+		b, okB := quantileRank(names[j])
+		if okA != okB {
+			return okA
 		}
-		return a < b
+		if a != b {
+			return a < b
+		}
+		return names[i] < names[j]
 	})
 	return names
 }

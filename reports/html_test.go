@@ -257,3 +257,11 @@ func TestNonlinearizableSentenceAndVisualizationLinks(t *testing.T) {
 	in.Result.Anomalies["nonlinearizable"] = checker.AnomalyReport{Count: 3}
 	assert.Contains(t, Summary(in), "porcupine found no linearizable order of the operations on 3 partitions")
 }
+
+func TestQuantileColumnsFollowTheChecker(t *testing.T) {
+	q := map[string]map[string]float64{"send:ok": {"max": 9, "p99": 5, "p50": 1, "p90": 3, "odd": 0}, "poll:ok": {"0.5": 2}}
+	assert.Equal(t, []string{"0.5", "p50", "p90", "p99", "max", "odd"}, quantileNames(q))
+	computed := quantiles(Input{}, analyze(validInput().History))
+	assert.Equal(t, []string{"p50", "p90", "p99", "max"}, quantileNames(computed))
+	assert.InDelta(t, 900.0, computed["send:fail"]["p99"], 1e-9)
+}

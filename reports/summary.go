@@ -36,7 +36,11 @@ func Summary(in Input) string {
 			}
 			fmt.Fprintf(&b, "  %-22s %6d%s\n", name, rep.Count, allowed)
 			if len(rep.Examples) > 0 {
-				fmt.Fprintf(&b, "    e.g. %s\n", compactExample(rep.Examples[0], 110))
+				if text := factsOf(rep.Examples[0]).text; text != "" {
+					fmt.Fprintf(&b, "    e.g. %s\n", truncate(text, 110))
+				} else {
+					fmt.Fprintf(&b, "    e.g. %s\n", compactExample(rep.Examples[0], 110))
+				}
 			}
 		}
 	}

@@ -5,13 +5,15 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+
+	"github.com/faultline/faultline/checker"
 )
 
 func TestSummaryInvalid(t *testing.T) {
 	s := Summary(invalidInput())
 	assert.Contains(t, s, "INVALID: 3 acknowledged writes were lost on key 2 (t0-2) after the nemesis killed n1 at 41.2 s")
 	assert.Contains(t, s, "  - 1 value was written at two offsets")
-	assert.Regexp(t, `lost-write\s+3\n\s+e\.g\. \{"key":2,`, s)
+	assert.Regexp(t, `lost-write\s+3\n\s+e\.g\. value 102 acknowledged at offset 2 of key 2 was never read\n`, s)
 	assert.Regexp(t, `duplicate\s+1\n`, s)
 	assert.Regexp(t, `send\s+6 ok\s+0 fail\s+0 info`, s)
 	assert.Regexp(t, `send:ok\s+4\.0 /\s+4\.0`, s)
@@ -27,4 +29,8 @@ func TestSummaryValidAndUnknown(t *testing.T) {
 	s = Summary(unknownInput())
 	assert.Contains(t, s, "UNKNOWN: the linearizable checker could not decide: porcupine timed out after 30s on key 2")
 	assert.Contains(t, s, "checker linearizable: unknown: porcupine timed out")
+
+	in := unknownInput()
+	in.Result.Anomalies = map[string]checker.AnomalyReport{"duplicate": {Count: 2, Examples: []any{map[string]any{"key": 1, "offsets": []int{3, 4}}}}}
+	assert.Contains(t, Summary(in), `    e.g. {"key":1,"offsets":[3,4]}`)
 }
