@@ -28,6 +28,7 @@ const usage = `faultline: prove that a Kafka-compatible broker keeps its durabil
 
 Usage:
   faultline test   [flags]          run a test: cluster, workload, faults, check, report
+  faultline suite  [--suite gating|single] [flags]   run a suite of tests with expected verdicts (make test-jepsen)
   faultline check  HISTORY.jsonl    re-check a stored history
   faultline report RUN_DIR          re-render report.html and junit.xml of a stored run
   faultline serve  [--store DIR] [--addr HOST:PORT]   browse the store in a web browser
@@ -49,6 +50,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	switch args[0] {
 	case "test":
 		return cmdTest(args[1:], stdout, stderr)
+	case "suite":
+		return cmdSuite(args[1:], stdout, stderr)
 	case "check":
 		return cmdCheck(args[1:], stdout, stderr)
 	case "report":
@@ -159,6 +162,50 @@ func cmdTest(args []string, stdout, stderr io.Writer) int {
 		return harness.ExitBadArgs
 	}
 	return out.ExitCode()
+}
+
+func cmdSuite(args []string, stdout, stderr io.Writer) int {
+	base := harness.DefaultTest()
+	fs := flag.NewFlagSet("suite", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	name := fs.String("suite", "gating", "suite to run: gating (5 nodes, durability config under none/kill/partition/kill+partition, expected valid; acks=1 leader kills, expected invalid) or single (one node: none and kill)")
+	limit := fs.Duration("time-limit", 90*time.Second, "time limit of each test")
+	interval := time.Duration(base.NemesisInterval)
+	fs.DurationVar(&interval, "nemesis-interval", interval, "time between starting and stopping faults")
+	fs.IntVar(&base.Nodes, "nodes", base.Nodes, "number of nodes (the single suite always uses 1)")
+	fs.StringVar(&base.Runtime, "runtime", base.Runtime, "docker or process")
+	fs.StringVar(&base.Store, "store", base.Store, "directory runs are written under")
+	fs.Int64Var(&base.Seed, "seed", 1, "seed of every test in the suite")
+	fs.IntVar(&base.Concurrency, "concurrency", base.Concurrency, "client workers per test")
+	fs.StringVar(&base.BrokerBinary, "broker-binary", base.BrokerBinary, "broker executable")
+	fs.StringVar(&base.AgentBinary, "agent-binary", base.AgentBinary, "faultline executable for the in-node agent")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return harness.ExitBadArgs
+	}
+	mk, ok := harness.Suites[*name]
+	if !ok {
+		fmt.Fprintf(stderr, "faultline suite: unknown suite %q (known: gating, single)\n", *name)
+		return harness.ExitBadArgs
+	}
+	base.TimeLimit, base.NemesisInterval = harness.Duration(*limit), harness.Duration(interval)
+	cases := mk(base)
+	for _, c := range cases {
+		if err := c.Test.Validate(); err != nil {
+			fmt.Fprintf(stderr, "faultline suite: %s: %v\n", c.Test.FullName(), err)
+			return harness.ExitBadArgs
+		}
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if _, all := harness.RunSuite(ctx, cases, stdout); !all {
+		fmt.Fprintln(stdout, "suite FAILED: a test came out other than expected")
+		return harness.ExitInvalid
+	}
+	fmt.Fprintln(stdout, "suite passed: every test came out as expected")
+	return 0
 }
 
 func cmdCheck(args []string, stdout, stderr io.Writer) int {

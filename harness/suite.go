@@ -1,0 +1,119 @@
+package harness
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/faultline/faultline/checker"
+)
+
+// Case is one test of a suite with the verdict it must come out with.
+type Case struct {
+	Test Test
+	// Expect is the verdict the case must reach: Valid for the durability
+	// configuration, Invalid where the seeds say loss is expected (a
+	// harness that cannot find a known loss is broken).
+	Expect checker.Validity
+	// Why says what the case proves, for the table.
+	Why string
+}
+
+// durable is the configuration the suite gates on: acks=all,
+// min.insync.replicas=2, RF=3, unclean leader election off.
+func durable(t Test) Test {
+	t.Acks, t.Idempotent, t.ReplicationFactor = -1, true, 3
+	t.BrokerConfig = map[string]string{"min.insync.replicas": "2", "unclean.leader.election.enable": "false"}
+	return t
+}
+
+// Suites are the named suites `faultline suite` runs.
+var Suites = map[string]func(base Test) []Case{
+	// gating is `make test-jepsen`: the durability configuration under
+	// every fault class, each expected valid, and acks=1 under leader
+	// kills, expected to lose acknowledged writes.
+	"gating": func(base Test) []Case {
+		mk := func(name string, nemeses ...string) Test {
+			t := durable(base)
+			t.Name, t.Nemesis = name, nemeses
+			return t
+		}
+		lossy := base
+		lossy.Name, lossy.Nemesis = "acks1-kill-leaders", []string{"kill:leaders"}
+		lossy.Acks, lossy.Idempotent, lossy.ReplicationFactor = 1, false, 3
+		lossy.BrokerConfig = map[string]string{"min.insync.replicas": "1", "unclean.leader.election.enable": "true"}
+		return []Case{
+			{Test: mk("durable-none", "none"), Expect: checker.Valid, Why: "no faults: the baseline"},
+			{Test: mk("durable-kill", "kill"), Expect: checker.Valid, Why: "kill -9 of nodes, leaders, controller"},
+			{Test: mk("durable-partition", "partition"), Expect: checker.Valid, Why: "network partitions between nodes"},
+			{Test: mk("durable-kill-partition", "kill", "partition"), Expect: checker.Valid, Why: "kills and partitions together"},
+			{Test: lossy, Expect: checker.Invalid, Why: "acks=1 + leader kills loses acknowledged writes (seed 003): the checker must find it"},
+		}
+	},
+	// single runs against one node (the process runtime works everywhere):
+	// a smoke test of the whole pipeline.
+	"single": func(base Test) []Case {
+		t := base
+		t.Nodes, t.ReplicationFactor = 1, 1
+		t.BrokerConfig = map[string]string{"log.flush.interval.messages": "1"}
+		none, kill := t, t
+		none.Name, none.Nemesis = "single-none", []string{"none"}
+		kill.Name, kill.Nemesis = "single-kill", []string{"kill"}
+		return []Case{
+			{Test: none, Expect: checker.Valid, Why: "one node, no faults"},
+			{Test: kill, Expect: checker.Valid, Why: "one node killed and restarted, every message fsynced"},
+		}
+	},
+}
+
+// SuiteRow is one line of the suite's table.
+type SuiteRow struct {
+	Name     string
+	Expected checker.Validity
+	Found    string // valid, invalid, unknown, or error: ...
+	OK       bool
+	Dir      string
+	Took     time.Duration
+}
+
+// RunSuite runs every case in order and prints a table of test, expected,
+// found. It returns the rows and whether every case came out as expected.
+func RunSuite(ctx context.Context, cases []Case, out io.Writer) ([]SuiteRow, bool) {
+	var rows []SuiteRow
+	all := true
+	for _, c := range cases {
+		start := time.Now()
+		o, err := Run(ctx, c.Test, out)
+		row := SuiteRow{Name: c.Test.FullName(), Expected: c.Expect, Dir: o.Dir, Took: time.Since(start)}
+		if err != nil {
+			row.Found = "error: " + firstLine(err.Error())
+		} else {
+			row.Found = o.Result.Valid.String()
+			row.OK = o.Result.Valid == c.Expect
+		}
+		all = all && row.OK
+		rows = append(rows, row)
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	tw := tabwriter.NewWriter(out, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "TEST\tEXPECTED\tFOUND\tRESULT\tTOOK\tRUN")
+	for _, r := range rows {
+		res := "ok"
+		if !r.OK {
+			res = "FAILED"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.Name, r.Expected, r.Found, res, r.Took.Round(time.Second), r.Dir)
+	}
+	tw.Flush()
+	return rows, all
+}
+
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(s, "\n")
+	return line
+}
