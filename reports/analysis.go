@@ -14,16 +14,18 @@ import (
 // rendering.
 type analysis struct {
 	h checker.History
-	// pos maps an operation index to its position in h.
-	pos map[int64]int
+	// sparse maps an operation index to its position in h; nil when the
+	// indexes are dense (h[i].Index == i), as the harness records them.
+	sparse map[int64]int
+	// partner maps a client op's position to its invoke's or completion's
+	// position, -1 when it has none.
+	partner []int32
 	// latencies pairs each client invoke with its completion.
 	latencies []latencyPoint
 	// nemesis holds the positions of nemesis operations in h, in order.
-	nemesis []int
-	// completionOf maps an invoke's position to its completion's position.
-	completionOf map[int]int
-	subscribe    bool
-	endNs        int64
+	nemesis   []int
+	subscribe bool
+	endNs     int64
 }
 
 // latencyPoint is one completed client operation.
@@ -35,13 +37,22 @@ type latencyPoint struct {
 }
 
 func analyze(h checker.History) *analysis {
-	a := &analysis{h: h, pos: make(map[int64]int, len(h)), completionOf: make(map[int]int, len(h)/2)}
-	open := map[int]int{} // process -> position of its pending invoke
-	for i, op := range h {
-		a.pos[op.Index] = i
-		if op.Time > a.endNs {
-			a.endNs = op.Time
+	a := &analysis{h: h, partner: make([]int32, len(h)), latencies: make([]latencyPoint, 0, len(h)/2)}
+	dense := true
+	for i := range h {
+		a.partner[i] = -1
+		dense = dense && h[i].Index == int64(i)
+	}
+	if !dense {
+		a.sparse = make(map[int64]int, len(h))
+		for i := range h {
+			a.sparse[h[i].Index] = i
 		}
+	}
+	open := map[int]int{} // process -> position of its pending invoke
+	for i := range h {
+		op := &h[i]
+		a.endNs = max(a.endNs, op.Time)
 		if op.Process == checker.NemesisProcess {
 			a.nemesis = append(a.nemesis, i)
 			continue
@@ -58,7 +69,7 @@ func analyze(h checker.History) *analysis {
 			continue
 		}
 		delete(open, op.Process)
-		a.completionOf[inv] = i
+		a.partner[inv], a.partner[i] = int32(i), int32(inv)
 		a.latencies = append(a.latencies, latencyPoint{
 			startNs:   h[inv].Time,
 			latencyNs: op.Time - h[inv].Time,
@@ -69,13 +80,25 @@ func analyze(h checker.History) *analysis {
 	return a
 }
 
-// op returns the operation with the given index.
-func (a *analysis) op(index int64) (checker.Op, bool) {
-	i, ok := a.pos[index]
-	if !ok {
-		return checker.Op{}, false
+// position returns the position in the history of the op with the given
+// index.
+func (a *analysis) position(index int64) (int, bool) {
+	if a.sparse != nil {
+		i, ok := a.sparse[index]
+		return i, ok
 	}
-	return a.h[i], true
+	if index < 0 || index >= int64(len(a.h)) {
+		return 0, false
+	}
+	return int(index), true
+}
+
+// completion returns the position of the completion of the invoke at pos.
+func (a *analysis) completion(pos int) (int, bool) {
+	if p := a.partner[pos]; p >= 0 && a.h[pos].Type == checker.Invoke {
+		return int(p), true
+	}
+	return 0, false
 }
 
 // nemesisBefore returns the last nemesis operation that is not an invoke at

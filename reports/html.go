@@ -305,10 +305,6 @@ func anomalySectionOf(in Input, a *analysis, name string, rep checker.AnomalyRep
 // relatedPositions returns the history positions of the given operations
 // and of their invoke or completion, in history order.
 func relatedPositions(a *analysis, ops []int64) []int {
-	invokeOf := make(map[int]int, len(a.completionOf))
-	for inv, c := range a.completionOf {
-		invokeOf[c] = inv
-	}
 	seen := map[int]bool{}
 	var out []int
 	add := func(p int) {
@@ -318,16 +314,13 @@ func relatedPositions(a *analysis, ops []int64) []int {
 		}
 	}
 	for _, idx := range ops {
-		p, ok := a.pos[idx]
+		p, ok := a.position(idx)
 		if !ok {
 			continue
 		}
 		add(p)
-		if c, ok := a.completionOf[p]; ok {
-			add(c)
-		}
-		if inv, ok := invokeOf[p]; ok {
-			add(inv)
+		if q := a.partner[p]; q >= 0 {
+			add(int(q))
 		}
 	}
 	sort.Ints(out)

@@ -265,3 +265,17 @@ func TestQuantileColumnsFollowTheChecker(t *testing.T) {
 	assert.Equal(t, []string{"p50", "p90", "p99", "max"}, quantileNames(computed))
 	assert.InDelta(t, 900.0, computed["send:fail"]["p99"], 1e-9)
 }
+
+func TestSparseIndexesStillFindOperations(t *testing.T) {
+	in := invalidInput()
+	for i := range in.History {
+		in.History[i].Index += 1000
+	}
+	rep := in.Result.Anomalies["lost-write"]
+	for _, ex := range rep.Examples {
+		ex.(map[string]any)["writer"] = ex.(map[string]any)["writer"].(int64) + 1000
+	}
+	page := render(t, in)
+	contains(t, page, "after the nemesis killed n1 at 41.2 s")
+	contains(t, page, `<td class="num">1005</td>`)
+}

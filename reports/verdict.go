@@ -136,11 +136,11 @@ func keysPhrase(spec Spec, keys []int, count int) string {
 // that are in the history; for an invoke, its completion counts.
 func timesOf(a *analysis, ops []int64) (first, last int64, ok bool) {
 	for _, idx := range ops {
-		i, found := a.pos[idx]
+		i, found := a.position(idx)
 		if !found {
 			continue
 		}
-		if c, has := a.completionOf[i]; has {
+		if c, has := a.completion(i); has {
 			i = c
 		}
 		t := a.h[i].Time
