@@ -32,6 +32,10 @@ type fakeCluster struct {
 	changedCalls   atomic.Int64
 }
 
+// fakePartitionsMax bounds a topic's partitions, as a real controller
+// would, so fuzzed counts cannot exhaust memory.
+const fakePartitionsMax = 1000
+
 type tp struct {
 	topic     string
 	partition int32
@@ -85,6 +89,11 @@ func (f *fakeCluster) update(fn func(im *metadata.Image)) {
 		im.TopicsByID[v.ID] = v
 	}
 	fn(&im)
+	for name, t := range im.Topics {
+		if t == nil {
+			panic("fake: nil topic " + name)
+		}
+	}
 	im.Offset++
 	f.image.Store(&im)
 }
@@ -123,7 +132,7 @@ func (f *fakeCluster) CreateTopics(_ context.Context, req *kmsg.CreateTopicsRequ
 		}
 		rt.NumPartitions, rt.ReplicationFactor = n, 1
 		switch {
-		case n <= 0:
+		case n <= 0 || n > fakePartitionsMax:
 			rt.ErrorCode = kerr.InvalidPartitions.Code
 		case req.ValidateOnly:
 		case !f.addTopic(t.Topic, n):
@@ -168,7 +177,7 @@ func (f *fakeCluster) CreatePartitions(_ context.Context, req *kmsg.CreatePartit
 		switch {
 		case old == nil:
 			rt.ErrorCode = kerr.UnknownTopicOrPartition.Code
-		case int(t.Count) <= len(old.Partitions):
+		case int(t.Count) <= len(old.Partitions) || t.Count > fakePartitionsMax:
 			rt.ErrorCode = kerr.InvalidPartitions.Code
 		case !req.ValidateOnly:
 			f.update(func(im *metadata.Image) {

@@ -148,13 +148,11 @@ func (s *Server) decodeRequest(frame []byte) (*request, error) {
 			return r, fmt.Errorf("%s v%d header tags: %w", a.name, h.version, err)
 		}
 	}
-	if u, ok := kreq.(kmsg.UnsafeReadFrom); ok {
-		// The frame is never reused or mutated, so strings may alias it.
-		err = u.UnsafeReadFrom(body)
-	} else {
-		err = kreq.ReadFrom(body)
-	}
-	if err != nil {
+	// ReadFrom copies strings (UnsafeReadFrom would alias them to the
+	// frame, and a backend keeping a topic or group name would then keep
+	// the whole frame alive). Byte fields such as produced records still
+	// alias the frame, which is never reused.
+	if err = kreq.ReadFrom(body); err != nil {
 		return r, fmt.Errorf("%s v%d body: %w", a.name, h.version, err)
 	}
 	r.kreq = kreq
