@@ -104,7 +104,7 @@ func chooseTargets(ctx context.Context, c Cluster, mode string, rng *rand.Rand) 
 
 // Targets records a process fault's mode and the nodes it hit.
 type Targets struct {
-	Mode  string   `json:"mode"`
+	Mode  string   `json:"mode,omitempty"`
 	Nodes []string `json:"nodes"`
 }
 
@@ -129,11 +129,12 @@ func (k *Kill) Start(ctx context.Context, rng *rand.Rand) (any, error) {
 	}
 	var errs []error
 	for _, n := range targets {
+		// A kill that errored may still have happened (the signal went
+		// out, the answer was lost): Stop restarts the node either way.
+		k.killed = append(k.killed, n)
 		if err := k.Runtime.Kill(ctx, n); err != nil {
 			errs = append(errs, err)
-			continue
 		}
-		k.killed = append(k.killed, n)
 	}
 	return Targets{Mode: mode, Nodes: targets}, errors.Join(errs...)
 }
@@ -172,11 +173,10 @@ func (p *Pause) Start(ctx context.Context, rng *rand.Rand) (any, error) {
 	}
 	var errs []error
 	for _, n := range targets {
+		p.paused = append(p.paused, n)
 		if err := p.Runtime.Pause(ctx, n); err != nil {
 			errs = append(errs, err)
-			continue
 		}
-		p.paused = append(p.paused, n)
 	}
 	return Targets{Mode: mode, Nodes: targets}, errors.Join(errs...)
 }
@@ -249,11 +249,10 @@ func (p *Partition) Start(ctx context.Context, rng *rand.Rand) (any, error) {
 	}
 	var errs []error
 	for _, n := range sortedNodes(g) {
+		p.cut = append(p.cut, n)
 		if err := p.Runtime.Isolate(ctx, n, g[n]); err != nil {
 			errs = append(errs, err)
-			continue
 		}
-		p.cut = append(p.cut, n)
 	}
 	return PartitionStart{Mode: mode, Grudge: g}, errors.Join(errs...)
 }

@@ -65,11 +65,15 @@ func (s *Schedule) Run(ctx context.Context, record Recorder) {
 	}
 	rng := rand.New(rand.NewPCG(uint64(s.Seed), 0x6e656d65736973))
 	for {
-		if !sleep(ctx, s.Interval) {
+		if !sleep(ctx, s.Interval) || ctx.Err() != nil {
 			return
 		}
 		f := active[rng.IntN(len(active))]
-		do(record, "start-"+f.Name(), func() (any, error) { return f.Start(ctx, rng) })
+		// A fault is started and stopped with contexts of its own, so the
+		// end of the run never leaves one half-applied.
+		startCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stopTimeout)
+		do(record, "start-"+f.Name(), func() (any, error) { return f.Start(startCtx, rng) })
+		cancel()
 		sleep(ctx, s.Interval)
 		stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stopTimeout)
 		do(record, "stop-"+f.Name(), func() (any, error) { return f.Stop(stopCtx) })
