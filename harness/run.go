@@ -115,6 +115,9 @@ type run struct {
 	rec   *Recorder
 	adm   *kadm.Client
 	phase string
+	// workStart is when the workload phase began; the time limit counts
+	// from there.
+	workStart time.Time
 
 	mu     sync.Mutex
 	faults []string // faults in force, for the progress line
@@ -209,6 +212,7 @@ func (r *run) execute(ctx context.Context) (Outcome, error) {
 	if err != nil {
 		return Outcome{Dir: r.dir}, err
 	}
+	r.workStart = time.Now()
 	mainCtx, cancelMain := context.WithTimeout(ctx, time.Duration(t.TimeLimit))
 	defer cancelMain()
 	stopProgress := r.progress(mainCtx)
@@ -373,8 +377,8 @@ func (r *run) progress(ctx context.Context) func() {
 				if faults == "" {
 					faults = "none"
 				}
-				fmt.Fprintf(r.out, "[%6.1fs/%s] %s %.0f ops/s ok=%d fail=%d info=%d faults: %s\n",
-					r.elapsed().Seconds(), time.Duration(r.t.TimeLimit), r.phase, rate,
+				fmt.Fprintf(r.out, "[%6.1fs] %s %.0fs/%s %.0f ops/s ok=%d fail=%d info=%d faults: %s\n",
+					r.elapsed().Seconds(), r.phase, time.Since(r.workStart).Seconds(), time.Duration(r.t.TimeLimit), rate,
 					c[checker.OK], c[checker.Fail], c[checker.Info], faults)
 			}
 		}
