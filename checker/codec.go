@@ -44,8 +44,12 @@ type opJSON struct {
 // offsets and values) and keeps the value of any other function verbatim.
 func (o *Op) UnmarshalJSON(data []byte) error {
 	var j opJSON
-	if err := json.Unmarshal(data, &j); err != nil {
-		return err
+	fast := mopParser{b: data}
+	if !json.Valid(data) || !fast.envelope(&j) {
+		j = opJSON{}
+		if err := json.Unmarshal(data, &j); err != nil {
+			return err
+		}
 	}
 	if j.Index == nil {
 		return errors.New(`missing "index"`)

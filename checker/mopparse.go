@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"unicode/utf8"
 )
 
 // mopParser decodes the value of send, poll and txn ops without
@@ -117,7 +118,9 @@ func (p *mopParser) string() (string, error) {
 			continue
 		case '"':
 			p.i++
-			if !escaped {
+			// Invalid UTF-8 goes through encoding/json too, which replaces
+			// it with U+FFFD.
+			if !escaped && utf8.Valid(p.b[start+1:p.i-1]) {
 				return string(p.b[start+1 : p.i-1]), nil
 			}
 			var s string
@@ -292,4 +295,185 @@ func (p *mopParser) pairs(k int) ([]Pair, error) {
 		}
 	}
 	return pairs, nil
+}
+
+// intern returns s's constant when it is one of the common names, so that a
+// million decoded ops share a handful of strings.
+func intern(b []byte) string {
+	switch string(b) {
+	case FSend:
+		return FSend
+	case FPoll:
+		return FPoll
+	case FTxn:
+		return FTxn
+	case FAssign:
+		return FAssign
+	case FSubscribe:
+		return FSubscribe
+	case FCrash:
+		return FCrash
+	case string(Invoke):
+		return string(Invoke)
+	case string(OK):
+		return string(OK)
+	case string(Fail):
+		return string(Fail)
+	case string(Info):
+		return string(Info)
+	}
+	return string(b)
+}
+
+// name reads a string; plain ones are interned without a copy.
+func (p *mopParser) name() (string, error) {
+	p.ws()
+	start := p.i
+	if p.i < len(p.b) && p.b[p.i] == '"' {
+		end := start + 1
+		for end < len(p.b) && p.b[end] != '"' && p.b[end] != '\\' && p.b[end] < utf8.RuneSelf {
+			end++
+		}
+		if end < len(p.b) && p.b[end] == '"' {
+			p.i = end + 1
+			return intern(p.b[start+1 : end]), nil
+		}
+	}
+	return p.string()
+}
+
+// skip passes over one JSON value (known to be well formed) and returns its
+// bytes.
+func (p *mopParser) skip() ([]byte, error) {
+	p.ws()
+	start := p.i
+	depth := 0
+	for p.i < len(p.b) {
+		switch c := p.b[p.i]; c {
+		case '"':
+			if _, err := p.string(); err != nil {
+				return nil, err
+			}
+			if depth == 0 {
+				return p.b[start:p.i], nil
+			}
+			continue
+		case '[', '{':
+			depth++
+		case ']', '}':
+			depth--
+			if depth < 0 {
+				return nil, errSyntax
+			}
+			if depth == 0 {
+				p.i++
+				return p.b[start:p.i], nil
+			}
+		case ',', ' ', '\t', '\n', '\r', ':':
+			if depth == 0 {
+				if p.i == start {
+					return nil, errSyntax
+				}
+				return p.b[start:p.i], nil
+			}
+		}
+		p.i++
+	}
+	if depth != 0 || p.i == start {
+		return nil, errSyntax
+	}
+	return p.b[start:p.i], nil
+}
+
+// envelope reads one history line's fields without reflection. It reports
+// false for anything unusual, and the caller falls back to encoding/json,
+// which then accepts the line or explains what is wrong with it.
+func (p *mopParser) envelope(j *opJSON) bool {
+	empty, err := p.open('{', '}')
+	if err != nil {
+		return false
+	}
+	for more := !empty; more; {
+		key, err := p.name()
+		if err != nil || p.expect(':') != nil {
+			return false
+		}
+		if p.null() {
+			switch key {
+			case "index":
+				j.Index = nil
+			case "process":
+				j.Process = nil
+			case "type":
+				j.Type = ""
+			case "f":
+				j.F = ""
+			case "value":
+				j.Value = nil
+			case "error":
+				j.Error = ""
+			case "rebalance-log":
+				j.RebalanceLog = nil
+			}
+		} else {
+			switch key {
+			case "index":
+				n, err := p.int()
+				if err != nil {
+					return false
+				}
+				j.Index = &n
+			case "time":
+				if j.Time, err = p.int(); err != nil {
+					return false
+				}
+			case "process":
+				if j.Process, err = p.skip(); err != nil {
+					return false
+				}
+			case "type":
+				t, err := p.name()
+				if err != nil {
+					return false
+				}
+				j.Type = OpType(t)
+			case "f":
+				if j.F, err = p.name(); err != nil {
+					return false
+				}
+			case "value":
+				if j.Value, err = p.skip(); err != nil {
+					return false
+				}
+			case "error":
+				if j.Error, err = p.string(); err != nil {
+					return false
+				}
+			case "seek-to-beginning":
+				raw, err := p.skip()
+				if err != nil || string(raw) != "true" && string(raw) != "false" {
+					return false
+				}
+				j.SeekToBeginning = string(raw) == "true"
+			case "rebalance-log":
+				raw, err := p.skip()
+				if err != nil {
+					return false
+				}
+				j.RebalanceLog = nil
+				if json.Unmarshal(raw, &j.RebalanceLog) != nil {
+					return false
+				}
+			default:
+				if _, err := p.skip(); err != nil {
+					return false
+				}
+			}
+		}
+		if more, err = p.next('}'); err != nil {
+			return false
+		}
+	}
+	p.ws()
+	return p.i == len(p.b)
 }
