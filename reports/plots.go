@@ -170,7 +170,7 @@ func latencyPlots(a *analysis, faults []checker.Window, endS float64, nxs []floa
 			if t != checker.OK {
 				radius = 2.4
 			}
-			p.dots(series, outcomeColor(t), radius, xs, ys, fmt.Sprintf("%s %s: %d operations", f, t, len(pts)))
+			p.dots(series, outcomeColor(t), radius, xs, ys, fmt.Sprintf("%s %s: %s", f, t, plural(len(pts), "operation")))
 			p.legendEntry(series, fmt.Sprintf("%s (%d)", t, len(pts)), outcomeColor(t), "dot")
 		}
 		plots = append(plots, p.html())
@@ -463,8 +463,8 @@ func offsetTimelines(in Input, a *analysis, faults []checker.Window, endS float6
 		for i, m := range merged {
 			bx[i], b0[i], b1[i] = float64(m[0])/1e9, float64(m[1]), float64(m[2])
 		}
-		p.vbars(series+"-poll", "#2a6fdb", bx, b0, b1, fmt.Sprintf("%d polls: offset ranges read", len(ps)))
-		p.dots(series+"-send", colorOK, 1.6, xs, ys, fmt.Sprintf("%d acknowledged sends", len(ss)))
+		p.vbars(series+"-poll", "#2a6fdb", bx, b0, b1, plural(len(ps), "poll")+": offset ranges read")
+		p.dots(series+"-send", colorOK, 1.6, xs, ys, plural(len(ss), "acknowledged send"))
 		p.legendEntry(series+"-send", "send acknowledged", colorOK, "dot")
 		p.legendEntry(series+"-poll", "offsets polled", "#2a6fdb", "line")
 		for _, group := range []struct {
