@@ -32,6 +32,10 @@ type Config struct {
 	// Nemesis adds start-kill/stop-kill ops every NemesisEvery ops
 	// (default 0: none).
 	NemesisEvery int
+	// Txn sends in transactions ("txn" ops of one to three sends, all or
+	// nothing); Subscribe records consumer assignment as subscribe ops.
+	Txn       bool
+	Subscribe bool
 }
 
 func (c Config) withDefaults() Config {
@@ -157,18 +161,28 @@ func (g *gen) invoke(w *worker) {
 		g.rng.Shuffle(len(keys), func(i, j int) { keys[i], keys[j] = keys[j], keys[i] })
 		keys = keys[:n]
 		slices.Sort(keys)
-		op = checker.Op{Process: w.process, Type: checker.Invoke, F: checker.FAssign, Keys: keys}
+		f := checker.FAssign
+		if g.cfg.Subscribe {
+			f = checker.FSubscribe
+		}
+		op = checker.Op{Process: w.process, Type: checker.Invoke, F: f, Keys: keys}
 	case r < 50:
 		op = checker.Op{Process: w.process, Type: checker.Invoke, F: checker.FPoll, Mops: []checker.MicroOp{{F: checker.FPoll}}}
 	default:
-		k := g.active[g.rng.IntN(len(g.active))]
-		g.value++
-		op = checker.Op{Process: w.process, Type: checker.Invoke, F: checker.FSend,
-			Mops: []checker.MicroOp{{F: checker.FSend, Key: k, Value: g.value}}}
-		g.writes[k]++
-		if g.writes[k] >= g.cfg.WritesPerKey {
-			g.active = slices.DeleteFunc(g.active, func(x int) bool { return x == k })
-			g.activate()
+		n, f := 1, checker.FSend
+		if g.cfg.Txn {
+			n, f = 1+g.rng.IntN(3), checker.FTxn
+		}
+		op = checker.Op{Process: w.process, Type: checker.Invoke, F: f}
+		for range n {
+			k := g.active[g.rng.IntN(len(g.active))]
+			g.value++
+			op.Mops = append(op.Mops, checker.MicroOp{F: checker.FSend, Key: k, Value: g.value})
+			g.writes[k]++
+			if g.writes[k] >= g.cfg.WritesPerKey {
+				g.active = slices.DeleteFunc(g.active, func(x int) bool { return x == k })
+				g.activate()
+			}
 		}
 	}
 	op = g.emit(op)
@@ -182,7 +196,7 @@ func (g *gen) complete(w *worker) bool {
 	w.pending = nil
 	done := checker.Op{Process: w.process, F: inv.F, Type: checker.OK}
 	switch inv.F {
-	case checker.FAssign:
+	case checker.FAssign, checker.FSubscribe:
 		done.Keys = inv.Keys
 		keep := map[int]int{}
 		for _, k := range inv.Keys {
@@ -210,8 +224,7 @@ func (g *gen) complete(w *worker) bool {
 			w.position[k] = to
 		}
 		done.Mops = []checker.MicroOp{{F: checker.FPoll, Polls: polls}}
-	case checker.FSend:
-		m := inv.Mops[0]
+	case checker.FSend, checker.FTxn:
 		switch r := g.rng.IntN(100); {
 		case r < g.cfg.FailPercent:
 			done.Type = checker.Fail
@@ -222,12 +235,16 @@ func (g *gen) complete(w *worker) bool {
 			done.Mops = inv.Mops
 			done.Error = "request timed out"
 			if g.rng.IntN(2) == 0 {
-				g.logs[m.Key] = append(g.logs[m.Key], m.Value)
+				for _, m := range inv.Mops {
+					g.logs[m.Key] = append(g.logs[m.Key], m.Value)
+				}
 			}
 		default:
-			o := int64(len(g.logs[m.Key]))
-			g.logs[m.Key] = append(g.logs[m.Key], m.Value)
-			done.Mops = []checker.MicroOp{{F: checker.FSend, Key: m.Key, Value: m.Value, Offset: &o, Completed: true}}
+			for _, m := range inv.Mops {
+				o := int64(len(g.logs[m.Key]))
+				g.logs[m.Key] = append(g.logs[m.Key], m.Value)
+				done.Mops = append(done.Mops, checker.MicroOp{F: checker.FSend, Key: m.Key, Value: m.Value, Offset: &o, Completed: true})
+			}
 		}
 	}
 	g.emit(done)

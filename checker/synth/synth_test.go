@@ -30,6 +30,20 @@ func TestGenerateIsValid(t *testing.T) {
 	}
 }
 
+func TestGenerateTxnAndSubscribeAreValid(t *testing.T) {
+	for seed := uint64(1); seed <= 4; seed++ {
+		c := cfg(seed)
+		c.Txn, c.Subscribe = true, true
+		h := synth.Generate(c)
+		require.NoError(t, h.Validate())
+		res := checker.Analyze(context.Background(), h, checker.Options{})
+		assert.Equal(t, checker.Valid, res.Valid, "seed %d: %v", seed, res.Anomalies)
+		assert.Equal(t, checker.ModeSubscribe, res.Mode)
+		assert.True(t, res.Txn)
+		assert.Positive(t, res.Stats.ByF[checker.FTxn][checker.OK], "seed %d", seed)
+	}
+}
+
 func TestGenerateIsDeterministic(t *testing.T) {
 	a, b := synth.Generate(cfg(7)), synth.Generate(cfg(7))
 	assert.Equal(t, a, b)
