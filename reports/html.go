@@ -244,6 +244,14 @@ func facts(in Input, a *analysis) []labelValue {
 	if in.Spec.TimeLimit > 0 {
 		add("time limit", in.Spec.TimeLimit.String())
 	}
+	for _, f := range []struct{ label, field string }{
+		{"topology", "topology"}, {"runtime", "runtime"}, {"acks", "acks"},
+		{"idempotent producer", "idempotent"}, {"replication factor", "replicationfactor"},
+	} {
+		if v, ok := rawField(in.Spec.Raw, f.field); ok {
+			add(f.label, v)
+		}
+	}
 	ops := in.Result.Stats.Count
 	if a != nil {
 		ops = len(a.h)
@@ -364,7 +372,20 @@ func windowRows(ws []checker.Window) []windowRow {
 	return out
 }
 
+// specRows lists the spec: every top-level field of test.json as stored
+// when there is one, else the fields of Spec.
 func specRows(s Spec) []labelValue {
+	if s.Raw != nil {
+		out := make([]labelValue, 0, len(s.Raw))
+		for _, k := range sortedKeys(s.Raw) {
+			v := s.Raw[k]
+			if m, isMap := v.(map[string]any); isMap && len(m) > 0 {
+				continue // broker config and other maps have their own table or the full spec
+			}
+			out = append(out, labelValue{k, truncate(scalarString(v), 200)})
+		}
+		return out
+	}
 	var out []labelValue
 	add := func(label, value string) {
 		if value != "" {

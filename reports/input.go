@@ -138,6 +138,21 @@ func ParseSpec(data []byte) (Spec, error) {
 	return s, nil
 }
 
+// rawField returns a scalar field of the stored spec by normalized name.
+func rawField(raw map[string]any, name string) (string, bool) {
+	for k, v := range raw {
+		if normalizeFieldName(k) != name || v == nil {
+			continue
+		}
+		switch v.(type) {
+		case map[string]any, []any:
+			return "", false
+		}
+		return scalarString(v), true
+	}
+	return "", false
+}
+
 func normalizeFieldName(k string) string {
 	k = strings.ToLower(k)
 	return strings.NewReplacer("-", "", "_", "", " ", "").Replace(k)

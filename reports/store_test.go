@@ -25,7 +25,8 @@ func writeRun(t *testing.T, store, test, stamp string, in Input, withHistory boo
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(filepath.Join(dir, FileResults), res, 0o644))
 	spec := `{"name": "` + test + `", "workload": "queue", "nemesis": "kill,partition", "nodes": 3, "seed": 7,
-		"time-limit": "90s", "broker-config": ["min.insync.replicas=2"], "partitions-per-topic": 3}`
+		"time-limit": "90s", "broker-config": {"min.insync.replicas": "2"}, "partitions-per-topic": 3,
+		"acks": -1, "replication-factor": 3, "idempotent": true}`
 	require.NoError(t, os.WriteFile(filepath.Join(dir, FileSpec), []byte(spec), 0o644))
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "nodes", "n1", "broker.log"), []byte("Kafka broker 1 is ready to serve requests\n"), 0o644))
 	if withHistory {
@@ -53,6 +54,10 @@ func TestRenderDirWritesReportAndJUnit(t *testing.T) {
 	contains(t, s, `href="history.jsonl"`)
 	contains(t, s, "kill, partition")
 	contains(t, s, "1m30s")
+	contains(t, s, "<div><span>acks</span>-1</div>")
+	contains(t, s, "<div><span>replication factor</span>3</div>")
+	contains(t, s, "<tr><th>idempotent</th><td>true</td></tr>")
+	contains(t, s, `<td class="value">min.insync.replicas</td><td class="value">2</td>`)
 	lacks(t, s, "Notes on this report")
 	checkSVGs(t, s)
 
