@@ -5,25 +5,35 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// ListOffsets: v1-v6
+// ListOffsets: v1-v8
 //
 // Behaviour:
 //   - Per partition Replicas.ListOffset: timestamp -2 is the log start
-//     offset, -1 the high watermark (the LSO for read_committed),
-//     otherwise the first offset whose timestamp is at or after it.
+//     offset, -1 the high watermark (the LSO for read_committed), -3 (v7+)
+//     the record with the largest timestamp, otherwise the first offset
+//     whose timestamp is at or after it.
+//   - -4 (v8+, earliest local offset, KIP-405) is asked as -2: without
+//     tiered storage the local log starts at the log start offset. -3
+//     before v7 is UNSUPPORTED_VERSION, as in Kafka.
 //   - A topic or partition missing from the image is
 //     UNKNOWN_TOPIC_OR_PARTITION; leadership and epoch checks are
 //     Replicas' (NOT_LEADER_OR_FOLLOWER, FENCED_LEADER_EPOCH, ...).
-//   - v0 (several old-style offsets) is not served, nor v7+ (max
-//     timestamp -3, tiered storage -4/-5, timeouts), which need answers
-//     Replicas does not give.
+//   - v0 (several old-style offsets) is not served, nor v9+ (-5, earliest
+//     offset pending tiered upload; timeouts).
 //
 // Version notes: v1 single offset and timestamp; v2 isolation level; v4
 // current leader epoch in the request, leader epoch in the response; v6
-// flexible.
+// flexible; v7 max timestamp (-3); v8 earliest local offset (-4).
+
+// Special ListOffsets timestamps.
+const (
+	listOffsetsEarliest      int64 = -2
+	listOffsetsMaxTimestamp  int64 = -3
+	listOffsetsEarliestLocal int64 = -4
+)
 
 func init() {
-	register(api{key: 2, min: 1, max: 6, needs: needMetadata | needReplicas, handle: handleListOffsets, fail: failListOffsets})
+	register(api{key: 2, min: 1, max: 8, needs: needMetadata | needReplicas, handle: handleListOffsets, fail: failListOffsets})
 }
 
 func handleListOffsets(s *Server, r *request) (kmsg.Response, error) {
@@ -41,14 +51,21 @@ func handleListOffsets(s *Server, r *request) (kmsg.Response, error) {
 			rp := kmsg.NewListOffsetsResponseTopicPartition()
 			rp.Partition = p.Partition
 			rp.Offset, rp.Timestamp, rp.LeaderEpoch = -1, -1, -1
-			if img.Partition(t.Topic, p.Partition) == nil {
+			ts := p.Timestamp
+			if ts == listOffsetsEarliestLocal && req.Version >= 8 {
+				ts = listOffsetsEarliest
+			}
+			switch {
+			case img.Partition(t.Topic, p.Partition) == nil:
 				rp.ErrorCode = kerr.UnknownTopicOrPartition.Code
-			} else {
+			case ts == listOffsetsMaxTimestamp && req.Version < 7:
+				rp.ErrorCode = kerr.UnsupportedVersion.Code
+			default:
 				epoch := p.CurrentLeaderEpoch
 				if req.Version < 4 {
 					epoch = -1
 				}
-				rp.Offset, rp.Timestamp, rp.LeaderEpoch, rp.ErrorCode = s.backend.Replicas.ListOffset(r.ctx, t.Topic, p.Partition, epoch, p.Timestamp, isolation)
+				rp.Offset, rp.Timestamp, rp.LeaderEpoch, rp.ErrorCode = s.backend.Replicas.ListOffset(r.ctx, t.Topic, p.Partition, epoch, ts, isolation)
 			}
 			r.noteError(rp.ErrorCode)
 			rt.Partitions = append(rt.Partitions, rp)

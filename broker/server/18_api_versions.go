@@ -49,14 +49,22 @@ func failApiVersions(_ kmsg.Request, code int16) kmsg.Response {
 	return resp
 }
 
-// apiVersionsResponse lists the served APIs, sorted by key.
+// apiVersionsResponse lists the served APIs, sorted by key. The list is
+// shared between responses, which only read it.
 func (s *Server) apiVersionsResponse() *kmsg.ApiVersionsResponse {
 	resp := kmsg.NewPtrApiVersionsResponse()
-	for _, k := range sortedKeys(s.apis) {
-		a := s.apis[k]
+	resp.ApiKeys = s.apiKeys
+	return resp
+}
+
+// servedApiKeys builds the ApiVersions list of apis.
+func servedApiKeys(apis map[int16]*api) []kmsg.ApiVersionsResponseApiKey {
+	out := make([]kmsg.ApiVersionsResponseApiKey, 0, len(apis))
+	for _, k := range sortedKeys(apis) {
+		a := apis[k]
 		ak := kmsg.NewApiVersionsResponseApiKey()
 		ak.ApiKey, ak.MinVersion, ak.MaxVersion = k, a.min, a.max
-		resp.ApiKeys = append(resp.ApiKeys, ak)
+		out = append(out, ak)
 	}
-	return resp
+	return out
 }

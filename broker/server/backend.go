@@ -90,14 +90,19 @@ type Replicas interface {
 	// watermark passes the batch), or with an error code. ctx carries the
 	// request's timeout.
 	Produce(ctx context.Context, topic string, partition int32, records []byte, acks int16) ProduceResult
-	// Fetch reads from a partition without waiting.
+	// Fetch reads from a partition without waiting. It returns whole
+	// batches totalling at most req.MaxBytes, except that a first batch
+	// larger than that is returned whole (Kafka's minOneMessage); the
+	// server trims the records of every partition but the response's first
+	// to its byte budgets.
 	Fetch(ctx context.Context, topic string, partition int32, req FetchPartition) FetchResult
 	// Changed returns a channel that is closed the next time readable data
 	// of any partition grows (LEO or high watermark), for long polling.
 	Changed() <-chan struct{}
 	// ListOffset answers ListOffsets for one partition: timestamp -2 is the
 	// earliest offset, -1 the latest (high watermark, or LSO for
-	// read_committed), otherwise the first offset whose timestamp is >= it.
+	// read_committed), -3 the record with the largest timestamp (ListOffsets
+	// v7+), otherwise the first offset whose timestamp is >= it.
 	ListOffset(ctx context.Context, topic string, partition int32, currentLeaderEpoch int32, timestamp int64, isolation int8) (offset int64, ts int64, leaderEpoch int32, errCode int16)
 	// OffsetForLeaderEpoch answers where leaderEpoch ended on this leader.
 	OffsetForLeaderEpoch(ctx context.Context, topic string, partition int32, currentLeaderEpoch, leaderEpoch int32) (epoch int32, endOffset int64, errCode int16)

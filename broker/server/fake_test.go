@@ -149,9 +149,19 @@ func (f *fakeCluster) DeleteTopics(_ context.Context, req *kmsg.DeleteTopicsRequ
 	resp := req.ResponseKind().(*kmsg.DeleteTopicsResponse)
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	for _, t := range req.Topics {
+	topics := req.Topics
+	for _, n := range req.TopicNames {
+		topics = append(topics, kmsg.DeleteTopicsRequestTopic{Topic: &n})
+	}
+	for _, t := range topics {
 		rt := kmsg.NewDeleteTopicsResponseTopic()
 		rt.Topic, rt.TopicID = t.Topic, t.TopicID
+		if t.Topic == nil {
+			if byID := f.Image().TopicsByID[t.TopicID]; byID != nil {
+				name := byID.Name
+				t.Topic = &name
+			}
+		}
 		if t.Topic == nil || f.Image().Topic(*t.Topic) == nil {
 			rt.ErrorCode = kerr.UnknownTopicOrPartition.Code
 		} else {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // DefaultMaxRequestBytes is Kafka's default socket.request.max.bytes.
@@ -60,6 +61,7 @@ type Server struct {
 	log     *slog.Logger
 	metrics *metrics
 	apis    map[int16]*api
+	apiKeys []kmsg.ApiVersionsResponseApiKey // ApiVersions' list
 	apiM    map[int16]apiMetrics
 
 	// shutdown is closed when Shutdown begins: listeners stop, connections
@@ -102,6 +104,7 @@ func New(opts Options, backend Backend, logger *slog.Logger, reg prometheus.Regi
 	for k, a := range s.apis {
 		s.apiM[k] = m.forAPI(a.name)
 	}
+	s.apiKeys = servedApiKeys(s.apis)
 	return s, nil
 }
 

@@ -418,6 +418,28 @@ func TestListOffsetsAndOffsetForLeaderEpoch(t *testing.T) {
 	assert.Equal(t, int64(0), o.Offset)
 
 	c := dial(t, ts.addr)
+	for _, tc := range []struct {
+		version   int16
+		timestamp int64
+		offset    int64
+		code      int16
+	}{
+		{8, -4, 0, 0}, // earliest local is the log start without tiered storage
+		{8, -1, 4, 0},
+		{6, -3, -1, kerr.UnsupportedVersion.Code},
+	} {
+		lreq := kmsg.NewPtrListOffsetsRequest()
+		lreq.Version = tc.version
+		lt := kmsg.NewListOffsetsRequestTopic()
+		lt.Topic = "t"
+		lp := kmsg.NewListOffsetsRequestTopicPartition()
+		lp.Timestamp = tc.timestamp
+		lt.Partitions = append(lt.Partitions, lp)
+		lreq.Topics = append(lreq.Topics, lt)
+		lresp := c.roundTrip(lreq).(*kmsg.ListOffsetsResponse)
+		assert.Equal(t, tc.code, lresp.Topics[0].Partitions[0].ErrorCode, "v%d ts %d", tc.version, tc.timestamp)
+		assert.Equal(t, tc.offset, lresp.Topics[0].Partitions[0].Offset, "v%d ts %d", tc.version, tc.timestamp)
+	}
 	req := kmsg.NewPtrOffsetForLeaderEpochRequest()
 	req.Version, req.ReplicaID = 4, -1
 	rt := kmsg.NewOffsetForLeaderEpochRequestTopic()
