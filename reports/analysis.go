@@ -227,7 +227,8 @@ func describeNemesis(op checker.Op) string {
 }
 
 // rawSummary renders a nemesis value briefly: a list of node names as
-// "n1, n2", anything else as compact JSON cut at 80 bytes.
+// "n1, n2", an object naming "nodes" (and a "mode") as "n1, n2 (leaders)",
+// anything else as compact JSON cut at 80 bytes.
 func rawSummary(raw []byte) string {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || string(raw) == "null" {
@@ -240,6 +241,17 @@ func rawSummary(raw []byte) string {
 	var list []string
 	if json.Unmarshal(raw, &list) == nil {
 		return strings.Join(list, ", ")
+	}
+	var obj struct {
+		Nodes []string `json:"nodes"`
+		Mode  string   `json:"mode"`
+	}
+	if json.Unmarshal(raw, &obj) == nil && len(obj.Nodes) > 0 {
+		out := strings.Join(obj.Nodes, ", ")
+		if obj.Mode != "" {
+			out += " (" + obj.Mode + ")"
+		}
+		return truncate(out, 80)
 	}
 	var buf bytes.Buffer
 	if json.Compact(&buf, raw) != nil {

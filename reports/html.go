@@ -192,7 +192,7 @@ func buildPage(in Input, a *analysis) page {
 		row := quantileRow{Name: name}
 		for _, qn := range p.QuantileNames {
 			if val, ok := q[name][qn]; ok {
-				row.Values = append(row.Values, strconv.FormatFloat(val, 'f', 1, 64))
+				row.Values = append(row.Values, msValue(val))
 			} else {
 				row.Values = append(row.Values, "")
 			}
@@ -254,8 +254,11 @@ func facts(in Input, a *analysis) []labelValue {
 	}
 	ops := in.Result.Stats.Count
 	if a != nil {
-		ops = len(a.h)
+		if ops == 0 {
+			ops = len(a.latencies)
+		}
 		add("duration", seconds(a.endNs))
+		add("history entries", strconv.Itoa(len(a.h)))
 	}
 	add("operations", strconv.Itoa(ops))
 	if st := in.Result.Stats; st.Sends > 0 || st.Polls > 0 {
@@ -435,6 +438,14 @@ func quantiles(in Input, a *analysis) map[string]map[string]float64 {
 		out[k] = map[string]float64{"p50": q(0.5), "p90": q(0.9), "p99": q(0.99), "max": q(1)}
 	}
 	return out
+}
+
+// msValue renders a latency in ms with two decimals below 10 ms, one above.
+func msValue(v float64) string {
+	if math.Abs(v) < 10 {
+		return strconv.FormatFloat(v, 'f', 2, 64)
+	}
+	return strconv.FormatFloat(v, 'f', 1, 64)
 }
 
 // quantileRank orders quantile names: "min", then "p50" or "0.5" by

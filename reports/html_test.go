@@ -223,6 +223,8 @@ func TestDescribeNemesis(t *testing.T) {
 		{op("start-controller-kill", `null`), "killed", false},
 		{op("stop-clock", `["n2"]`), "stopped clock on n2", true},
 		{op("bump-clock", `5`), `ran "bump-clock" on 5`, false},
+		{op("start-kill", `{"mode":"leaders","nodes":["n1","n3"]}`), "killed n1, n3 (leaders)", false},
+		{op("stop-kill", `{"mode":"","nodes":["n1"]}`), "restarted n1", true},
 	} {
 		assert.Equal(t, c.want, describeNemesis(c.op), c.op.F)
 		assert.Equal(t, c.heal, isHeal(c.op.F), c.op.F)

@@ -66,7 +66,7 @@ func Summary(in Input) string {
 			if !ok50 && !ok99 {
 				continue
 			}
-			fmt.Fprintf(&b, "  %-14s %9.1f / %9.1f\n", k, p50, p99)
+			fmt.Fprintf(&b, "  %-14s %9s / %9s\n", k, msValue(p50), msValue(p99))
 		}
 	}
 	if un := in.Result.Perf.Unavailable; len(un) > 0 {

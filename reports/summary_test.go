@@ -16,7 +16,7 @@ func TestSummaryInvalid(t *testing.T) {
 	assert.Regexp(t, `lost-write\s+3\n\s+e\.g\. value 102 acknowledged at offset 2 of key 2 was never read\n`, s)
 	assert.Regexp(t, `duplicate\s+1\n`, s)
 	assert.Regexp(t, `send\s+6 ok\s+0 fail\s+0 info`, s)
-	assert.Regexp(t, `send:ok\s+4\.0 /\s+4\.0`, s)
+	assert.Regexp(t, `send:ok\s+4\.00 /\s+4\.00`, s)
 	assert.Contains(t, s, "no successful send for 2.8 s in 1 window:\n  41.2 s – 44.0 s")
 	assert.LessOrEqual(t, strings.Count(s, "\n"), 40, "fits one screen")
 }
