@@ -3,22 +3,34 @@
 // one-screen terminal summary, and a small web server that browses a store
 // of runs (`faultline serve`).
 //
-// How to use it: build an Input from the test spec, the checker's Result,
-// the recorded History and the relative links of the run's other files, then
-// call WriteHTML, WriteJUnit or Summary. RenderDir does all of that from a
-// stored run directory (`faultline report DIR`); Handler serves a whole store.
+// How to use it: build an Input from the test spec (ParseSpec reads
+// test.json), the checker's Result, the recorded History and the relative
+// links of the run's other files, then call WriteHTML, WriteJUnit or
+// Summary. RenderDir does all of that from a stored run directory
+// (`faultline report DIR`), reading history.jsonl through the checker's
+// codec; LoadDir gives the Input it renders. Handler serves a whole store:
+// an index of runs newest first, each run's report and files.
 //
-// The report states the verdict first, in sentences derived from the
-// anomalies and the nemesis operations near them, then each anomaly with its
-// definition (Jepsen's names) and offending operations, then plots drawn as
-// hand-written SVG: latency (log scale) and throughput over time with fault
-// intervals shaded, and a per-key offset timeline marking acknowledged
-// offsets that no poll returned. Large histories are downsampled
-// deterministically; every ok/fail/info outcome that is not ok is kept, and
-// the page says when points were dropped.
+// The page states the verdict first, in sentences derived from the
+// anomalies and the nemesis operations near them ("INVALID: 3 acknowledged
+// writes were lost on key 2 (t0-2) after the nemesis killed n1 at 41.2 s"),
+// then each anomaly with its definition (Jepsen's names) and the offending
+// operations, then plots drawn as hand-written SVG: latency per function
+// (log scale, colored by outcome) and throughput over time with fault
+// intervals shaded and unavailability marked, and a per-key offset timeline
+// that marks acknowledged offsets no poll returned. Porcupine's
+// visualizations (linear-<key>.html, see LinearVisualizationFile) are
+// linked and the first is embedded. Large histories are downsampled
+// deterministically (time buckets keep their fastest and slowest
+// operation); fail and info points are all kept, and the page says what was
+// dropped. Styles and the one small script (legend toggling) are embedded;
+// the page loads nothing from the network.
+//
+// In junit.xml every checker is one test case: invalid is a <failure>
+// carrying the anomaly summary, unknown is an <error> (not <skipped>, which
+// most CI systems count as passing, while faultline exits 2 on unknown).
 //
 // What it must never do: decide validity (that is the checker's job: the
-// report only explains checker.Result), fetch anything from the network (no
-// CDN; the page works offline), import broker packages, or serve a file
-// outside the store directory.
+// report only explains checker.Result), fetch anything from the network,
+// import broker packages, or serve a file outside the store directory.
 package reports

@@ -55,6 +55,7 @@ type page struct {
 	Faults        []windowRow
 	Unavailable   []windowRow
 	NemesisOps    []opRow
+	NemesisTotal  int
 	SpecRows      []labelValue
 	Config        [][2]string
 	SpecJSON      string
@@ -202,6 +203,7 @@ func buildPage(in Input, a *analysis) page {
 	p.Faults = windowRows(faults)
 	p.Unavailable = windowRows(in.Result.Perf.Unavailable)
 	if a != nil {
+		p.NemesisTotal = len(a.nemesis)
 		for i, pos := range a.nemesis {
 			if i == nemesisOpsMax {
 				break
