@@ -105,6 +105,8 @@ func TestWriteHTMLInvalidStatesVerdictAndAnomalies(t *testing.T) {
 	contains(t, page, `<tr class="nemesis"><td class="num">13</td><td class="num">41.2 s</td>`)
 	contains(t, page, `src="porcupine/key-2.html"`)
 	contains(t, page, "3 lost</span>")
+	contains(t, page, "named by the checker (2)")
+	contains(t, page, "<title>duplicate: value 105 at offsets 5 and 6</title>")
 	contains(t, page, "never read: lost (3)")
 	assert.GreaterOrEqual(t, checkSVGs(t, page), 4, "latency per f, throughput, offsets")
 	for _, external := range []string{`src="http`, `href="http`, `src="//`, `href="//`, "@import", "url(http"} {

@@ -375,11 +375,35 @@ func offsetTimelines(in Input, a *analysis, faults []checker.Window, endS float6
 			}
 		}
 	}
+	// Offsets the checker names in its examples (duplicates, inconsistent
+	// offsets, skips...) are marked on their key; loss is already marked
+	// from the history itself.
+	type checkerMark struct {
+		t      int64
+		offset int64
+		label  string
+	}
 	anomalyKeys := map[int]bool{}
-	for _, rep := range in.Result.Anomalies {
-		for _, ex := range rep.Examples {
-			for _, k := range factsOf(ex).keys {
+	marks := map[int][]checkerMark{}
+	for _, name := range orderedAnomalyNames(in.Result.Anomalies) {
+		for _, ex := range in.Result.Anomalies[name].Examples {
+			f := factsOf(ex)
+			for _, k := range f.keys {
 				anomalyKeys[k] = true
+			}
+			if len(f.keys) != 1 || kindOf(name).loss {
+				continue
+			}
+			t, _, ok := timesOf(a, f.ops)
+			if !ok {
+				t = a.endNs
+			}
+			label := name
+			if f.text != "" {
+				label += ": " + f.text
+			}
+			for _, o := range f.offsets {
+				marks[f.keys[0]] = append(marks[f.keys[0]], checkerMark{t, o, label})
 			}
 		}
 	}
@@ -434,6 +458,9 @@ func offsetTimelines(in Input, a *analysis, faults []checker.Window, endS float6
 		for _, b := range ps {
 			offMax = max(offMax, b.hi)
 		}
+		for _, m := range marks[k] {
+			offMax = max(offMax, m.offset)
+		}
 		label := in.Spec.keyLabel(k)
 		p := newPlot("offsets of "+label, 190, endS, axis{min: 0, max: float64(offMax) + 1})
 		p.shadeWindows(faults, colorFault, "fault", 0.25)
@@ -467,6 +494,16 @@ func offsetTimelines(in Input, a *analysis, faults []checker.Window, endS float6
 		p.dots(series+"-send", colorOK, 1.6, xs, ys, plural(len(ss), "acknowledged send"))
 		p.legendEntry(series+"-send", "send acknowledged", colorOK, "dot")
 		p.legendEntry(series+"-poll", "offsets polled", "#2a6fdb", "line")
+		if ms := marks[k]; len(ms) > 0 {
+			mx := make([]float64, len(ms))
+			my := make([]float64, len(ms))
+			titles := make([]string, len(ms))
+			for i, m := range ms {
+				mx[i], my[i], titles[i] = float64(m.t)/1e9, float64(m.offset), m.label
+			}
+			p.diamonds(series+"-checker", colorChecker, mx, my, titles)
+			p.legendEntry(series+"-checker", fmt.Sprintf("named by the checker (%d)", len(ms)), colorChecker, "diamond")
+		}
 		for _, group := range []struct {
 			name, color string
 			pts         []sendPt

@@ -159,6 +159,13 @@ func TestHandlerListsRunsNewestFirstAndServesReports(t *testing.T) {
 	assert.Contains(t, body, "2026-11-29 16:00:00 UTC")
 	assert.Equal(t, 1, strings.Count(body, ">queue-none<"), "latest is not listed twice")
 
+	broken := filepath.Join(store, "queue-broken", "20261129T140000Z")
+	require.NoError(t, os.MkdirAll(broken, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(broken, FileResults), []byte("{"), 0o644))
+	body = serve(t, h, "/").Body.String()
+	assert.Contains(t, body, `<span class="badge unknown">?</span></td><td>unexpected EOF</td>`)
+	assert.Equal(t, http.StatusInternalServerError, serve(t, h, "/runs/queue-broken/20261129T140000Z/").Code)
+
 	rec = serve(t, h, "/runs/queue-kill/20261129T150000Z/")
 	require.Equal(t, http.StatusOK, rec.Code)
 	assert.Contains(t, rec.Body.String(), "INVALID: 3 acknowledged writes were lost")

@@ -25,6 +25,7 @@ const (
 	colorInfo        = "#e09f3e"
 	colorFault       = "#9aa5b1"
 	colorUnavailable = "#d1495b"
+	colorChecker     = "#7b2cbf"
 	crossTitlesMax   = 200
 )
 
@@ -145,6 +146,8 @@ func (p *svgPlot) legendEntry(series, label, color, shape string) {
 		fmt.Fprintf(&p.b, `<rect x="%s" y="%s" width="14" height="10" fill="%s" fill-opacity="0.35"/>`, f1(x), f1(y-5), color)
 	case "line":
 		fmt.Fprintf(&p.b, `<line x1="%s" x2="%s" y1="%s" y2="%s" stroke="%s" stroke-width="2"/>`, f1(x), f1(x+14), f1(y), f1(y), color)
+	case "diamond":
+		fmt.Fprintf(&p.b, `<path d="M%s %sl5 5l-5 5l-5 -5z" stroke="%s" stroke-width="2" fill="none"/>`, f1(x+7), f1(y-5), color)
 	case "cross":
 		fmt.Fprintf(&p.b, `<path d="M%s %sl8 8m0 -8l-8 8" stroke="%s" stroke-width="2"/>`, f1(x+3), f1(y-4), color)
 	default:
@@ -214,6 +217,16 @@ func (p *svgPlot) crosses(series, color string, xs, ys []float64, titles []strin
 	fmt.Fprintf(&p.b, `<g class="series" data-series="%s" stroke="%s" stroke-width="2">`, xmlEscape(series), color)
 	for i := range xs {
 		fmt.Fprintf(&p.b, `<path d="M%s %sl8 8m0 -8l-8 8"><title>%s</title></path>`, f1(p.x.px(xs[i])-4), f1(p.y.px(ys[i])-4), xmlEscape(titles[i]))
+	}
+	p.b.WriteString(`</g>`)
+}
+
+// diamonds draws outlined diamonds, each with its tooltip (the checker's
+// examples are bounded, so there are few).
+func (p *svgPlot) diamonds(series, color string, xs, ys []float64, titles []string) {
+	fmt.Fprintf(&p.b, `<g class="series" data-series="%s" stroke="%s" stroke-width="2" fill="none">`, xmlEscape(series), color)
+	for i := range xs {
+		fmt.Fprintf(&p.b, `<path d="M%s %sl5 5l-5 5l-5 -5z"><title>%s</title></path>`, f1(p.x.px(xs[i])), f1(p.y.px(ys[i])-5), xmlEscape(titles[i]))
 	}
 	p.b.WriteString(`</g>`)
 }
