@@ -93,7 +93,7 @@ func handleFetch(s *Server, r *request) (kmsg.Response, error) {
 		case <-r.ctx.Done():
 		}
 		// One last read: data may have arrived with the deadline.
-		s.fetchOnce(r, req, resp, img, replicaID, replicaEpoch, maxBytes)
+		s.fetchOnce(r, req, resp, s.backend.Metadata.Image(), replicaID, replicaEpoch, maxBytes)
 		break
 	}
 	for i := range resp.Topics {

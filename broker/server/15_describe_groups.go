@@ -4,18 +4,19 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// DescribeGroups: v0-v5
+// DescribeGroups: v0-v6
 //
 // Behaviour:
 //   - Handed to Groups.DescribeGroups: state, protocol and members of each
-//     named group; unknown groups are described as Dead with no error, as
-//     Kafka does.
+//     named group; before v6 unknown groups are described as Dead with no
+//     error, as Kafka does.
 //
 // Version notes: v1 ThrottleMillis; v3 authorized operations; v4 group
-// instance ids; v5 flexible. v6 (per-group ErrorMessage) is not served.
+// instance ids; v5 flexible; v6 per-group ErrorMessage (KIP-1043), and
+// unknown groups become GROUP_ID_NOT_FOUND.
 
 func init() {
-	register(api{key: 15, min: 0, max: 5, needs: needGroups, handle: handleDescribeGroups, fail: failDescribeGroups})
+	register(api{key: 15, min: 0, max: 6, needs: needGroups, handle: handleDescribeGroups, fail: failDescribeGroups})
 }
 
 func handleDescribeGroups(s *Server, r *request) (kmsg.Response, error) {

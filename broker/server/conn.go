@@ -144,9 +144,11 @@ func (c *conn) readFailed(err error, size, maxSize int32) {
 		c.closed("idle")
 	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, net.ErrClosed):
 		c.closed("client")
+		c.cancel() // nobody will read the answers: end long polls now
 	default:
 		c.s.log.Debug(fmt.Sprintf("Closing connection from %s", c.remote), "err", err)
 		c.closed("client")
+		c.cancel()
 	}
 }
 

@@ -191,3 +191,10 @@ func metricValue(t testing.TB, ts *testServer, name string, labels ...string) fl
 	}
 	return 0
 }
+
+// openConns is the number of connections the server is still serving.
+func openConns(s *Server) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.conns)
+}

@@ -173,6 +173,10 @@ func TestMetadataVersions(t *testing.T) {
 		assert.Equal(t, "a", *resp.Topics[0].Topic, "v%d", v)
 		assert.Len(t, resp.Brokers, 1, "v%d", v)
 	}
+	// v1+: an empty list means no topics (brokers only).
+	empty := kmsg.NewPtrMetadataRequest()
+	empty.Version, empty.Topics = 12, []kmsg.MetadataRequestTopic{}
+	assert.Empty(t, c.roundTrip(empty).(*kmsg.MetadataResponse).Topics)
 	// By topic id (v12).
 	req := kmsg.NewPtrMetadataRequest()
 	req.Version = 12
@@ -728,6 +732,21 @@ func TestShutdownFinishesInFlightRequests(t *testing.T) {
 
 	_, err = net.DialTimeout("tcp", ts.addr, time.Second)
 	assert.Error(t, err, "no longer accepting")
+}
+
+func TestClientDisconnectEndsLongPoll(t *testing.T) {
+	ts := startServer(t, Options{}, nil)
+	require.True(t, ts.fake.addTopic("t", 1))
+	c := dial(t, ts.addr)
+	req := kmsg.NewPtrFetchRequest()
+	req.Version, req.ReplicaID, req.MaxWaitMillis, req.MinBytes, req.MaxBytes, req.SessionEpoch = 12, -1, 600000, 1, 1<<20, -1
+	req.Topics = []kmsg.FetchRequestTopic{{Topic: "t", Partitions: []kmsg.FetchRequestTopicPartition{{PartitionMaxBytes: 1 << 20}}}}
+	c.send(req)
+	require.Eventually(t, func() bool { return ts.fake.changedCalls.Load() > 0 }, 10*time.Second, time.Millisecond)
+	require.Equal(t, 1.0, metricValue(t, ts, "kafka_network_connections"))
+	require.NoError(t, c.Close())
+	assert.Eventually(t, func() bool { return openConns(ts.srv) == 0 }, 10*time.Second, time.Millisecond,
+		"the connection goes away without waiting out the 10-minute poll")
 }
 
 func TestMetricsCountRequests(t *testing.T) {
