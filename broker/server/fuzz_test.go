@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"log/slog"
@@ -107,5 +108,30 @@ func FuzzDispatch(f *testing.F) {
 		}
 		out := appendResponse(nil, r.header.correlationID, resp)
 		require.Equal(t, len(out)-4, int(binary.BigEndian.Uint32(out)))
+	})
+}
+
+// FuzzReadFrame reads a byte stream as frames the way a connection does:
+// no input may panic, allocate beyond the limit, or yield a frame whose
+// size differs from its prefix.
+func FuzzReadFrame(f *testing.F) {
+	f.Add([]byte{0, 0, 0, 10, 0, 18, 0, 3, 0, 0, 0, 1, 255, 255})
+	f.Add([]byte{0x7f, 0xff, 0xff, 0xff})
+	f.Add([]byte{0xff, 0xff, 0xff, 0xff, 1, 2})
+	f.Fuzz(func(t *testing.T, stream []byte) {
+		const maxBytes = 1 << 12
+		r := bytes.NewReader(stream)
+		var sizeBuf [4]byte
+		for {
+			frame, size, err := readFrame(r, &sizeBuf, maxBytes)
+			if err != nil {
+				return
+			}
+			require.Equal(t, int(size), len(frame))
+			require.LessOrEqual(t, len(frame), maxBytes)
+			if _, _, err := parseRequestHeader(frame); err != nil {
+				return
+			}
+		}
 	})
 }
