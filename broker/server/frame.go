@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -46,12 +47,30 @@ func readFrame(r io.Reader, sizeBuf *[4]byte, maxBytes int32) ([]byte, int32, er
 	if size < frameBytesMin {
 		return nil, size, errFrameTooSmall
 	}
-	frame := make([]byte, size)
-	if _, err := io.ReadFull(r, frame); err != nil {
+	if size <= frameEagerBytesMax {
+		frame := make([]byte, size)
+		if _, err := io.ReadFull(r, frame); err != nil {
+			return nil, size, err
+		}
+		return frame, size, nil
+	}
+	// A large frame's memory is taken as its bytes arrive, so a client that
+	// announces 100 MB and sends nothing holds no more than a small one.
+	var buf bytes.Buffer
+	buf.Grow(frameEagerBytesMax)
+	n, err := io.CopyN(&buf, r, int64(size))
+	if err != nil {
+		if n < int64(size) && errors.Is(err, io.EOF) {
+			err = io.ErrUnexpectedEOF
+		}
 		return nil, size, err
 	}
-	return frame, size, nil
+	return buf.Bytes(), size, nil
 }
+
+// frameEagerBytesMax is the largest frame whose buffer is allocated before
+// its bytes arrive.
+const frameEagerBytesMax = 1 << 20
 
 // parseRequestHeader decodes the fixed part of the header and the client id
 // and returns the rest of the frame. The tag buffer of flexible requests is

@@ -574,6 +574,18 @@ func TestOversizedFrameClosesConnection(t *testing.T) {
 	assert.Zero(t, dial(t, ts.addr).roundTrip(av).(*kmsg.ApiVersionsResponse).ErrorCode)
 }
 
+func TestLargeFrameIsRead(t *testing.T) {
+	ts := startServer(t, Options{}, nil)
+	require.True(t, ts.fake.addTopic("t", 1))
+	c := dial(t, ts.addr)
+	req := kmsg.NewPtrProduceRequest()
+	req.Version, req.Acks, req.TimeoutMillis = 11, 1, 5000
+	req.Topics = []kmsg.ProduceRequestTopic{{Topic: "t", Partitions: []kmsg.ProduceRequestTopicPartition{{Records: recordBatch(3, 1<<20)}}}}
+	resp := c.roundTrip(req).(*kmsg.ProduceResponse)
+	assert.Zero(t, resp.Topics[0].Partitions[0].ErrorCode, "a 3 MiB frame is read whole")
+	assert.Equal(t, int64(3), ts.fake.Fetch(context.Background(), "t", 0, FetchPartition{MaxBytes: 1}).HighWatermark)
+}
+
 func TestUnknownApiKeyClosesOnlyThatConnection(t *testing.T) {
 	ts := startServer(t, Options{}, nil)
 	require.True(t, ts.fake.addTopic("t", 1))
