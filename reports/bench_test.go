@@ -2,7 +2,10 @@ package reports
 
 import (
 	"bytes"
+	"encoding/json"
 	"io"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/faultline/faultline/checker"
@@ -48,5 +51,29 @@ func BenchmarkSummary100k(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		_, _ = io.WriteString(io.Discard, Summary(in))
+	}
+}
+
+// BenchmarkRenderDir100k measures `faultline report DIR` on a stored
+// 10^5-operation run: decoding history.jsonl and results.json, rendering
+// report.html and junit.xml, writing both.
+func BenchmarkRenderDir100k(b *testing.B) {
+	in := benchInput(100_000)
+	dir := b.TempDir()
+	res, err := json.Marshal(in.Result)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, FileResults), res, 0o644); err != nil {
+		b.Fatal(err)
+	}
+	if err := checker.WriteHistory(filepath.Join(dir, FileHistory), in.History); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := RenderDir(dir); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
