@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -137,7 +138,7 @@ func (s *ClusterState) CreateTopics(req *kmsg.CreateTopicsRequest) (*kmsg.Create
 			resp.Topics = append(resp.Topics, rt)
 			continue
 		}
-		if HasCollisionChars(t.Topic) {
+		if HasCollisionChars(t.Topic) && !strings.HasPrefix(t.Topic, "__") {
 			warnings = append(warnings, fmt.Sprintf("topic %q contains '.' or '_': metric names do not tell these apart and may collide", t.Topic))
 		}
 		if !req.ValidateOnly {

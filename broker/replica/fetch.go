@@ -105,7 +105,8 @@ func (m *Manager) ListOffset(_ context.Context, topic string, partition int32, c
 		start := p.log.LogStartOffset()
 		return start, -1, epochAt(entries, start), 0
 	case -1:
-		return hw, -1, epochAt(entries, hw-1), 0
+		// Kafka answers the latest offset with the current leader epoch.
+		return hw, -1, p.leaderEpoch, 0
 	case -3:
 		off, ts, err := p.maxTimestamp(hw)
 		if err != nil {

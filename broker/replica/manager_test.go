@@ -184,8 +184,8 @@ func TestManagerProduceFetchRestart(t *testing.T) {
 
 	off, _, ep, code := b.m.ListOffset(ctx, "orders", 0, -1, -2, 0)
 	assert.Equal(t, []any{int64(0), leaderEpoch, int16(0)}, []any{off, ep, code})
-	off, _, _, code = b.m.ListOffset(ctx, "orders", 0, -1, -1, 0)
-	assert.Equal(t, []any{int64(7), int16(0)}, []any{off, code})
+	off, _, ep, code = b.m.ListOffset(ctx, "orders", 0, -1, -1, 0)
+	assert.Equal(t, []any{int64(7), leaderEpoch, int16(0)}, []any{off, ep, code})
 	off, ts, _, code := b.m.ListOffset(ctx, "orders", 0, -1, 1000, 0)
 	assert.Equal(t, []any{int64(0), int64(1000), int16(0)}, []any{off, ts, code})
 	off, _, _, code = b.m.ListOffset(ctx, "orders", 0, -1, 5000, 0)
