@@ -179,7 +179,7 @@ func (c *conn) handle(r *request, sl *slot, prev, mine chan struct{}, arrived ti
 		c.s.metrics.countErrors(r.api.name, r.errors)
 	}
 	if err != nil {
-		c.s.log.Warn(fmt.Sprintf("Closing connection from %s after %s v%d", c.remote, r.api.name, r.header.version), "err", err)
+		c.s.log.Warn(fmt.Sprintf("Closing connection from %s after %s v%d", c.remote, r.api.name, r.header.version), "client_id", r.clientID(), "err", err)
 		c.closed("handler")
 		sl.closeConn = true
 		m.latency.Observe(time.Since(arrived).Seconds())

@@ -27,8 +27,10 @@ type fakeCluster struct {
 	logs    map[tp]*fakeLog
 	changed chan struct{}
 	nextPID int64
-	// listOffsetHook, when set, runs at the start of ListOffset.
+	// listOffsetHook and produceHook, when set, run at the start of
+	// ListOffset and Produce.
 	listOffsetHook func(topic string)
+	produceHook    func(topic string)
 	changedCalls   atomic.Int64
 }
 
@@ -217,6 +219,9 @@ func (f *fakeCluster) InitProducerID(_ context.Context, req *kmsg.InitProducerID
 // Replicas.
 
 func (f *fakeCluster) Produce(_ context.Context, topic string, partition int32, records []byte, _ int16) ProduceResult {
+	if f.produceHook != nil {
+		f.produceHook(topic)
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	l := f.logs[tp{topic, partition}]

@@ -105,6 +105,13 @@ type request struct {
 	errors []int16
 }
 
+func (r *request) clientID() string {
+	if r.header.clientID == nil {
+		return ""
+	}
+	return *r.header.clientID
+}
+
 func (r *request) noteError(code int16) {
 	if code != 0 {
 		r.errors = append(r.errors, code)
@@ -177,7 +184,7 @@ func (s *Server) serveRequest(r *request) (resp kmsg.Response, err error) {
 	}
 	defer func() {
 		if p := recover(); p != nil {
-			err = s.bug(p, "handling "+r.api.name)
+			err = s.bug(p, fmt.Sprintf("handling %s v%d from %s (client id %q)", r.api.name, r.header.version, r.remote, r.clientID()))
 		}
 	}()
 	resp, err = r.api.handle(s, r)

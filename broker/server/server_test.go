@@ -560,6 +560,48 @@ func TestPipelinedResponsesKeepRequestOrder(t *testing.T) {
 	assert.Equal(t, []string{"fast", "slow"}, order, "handled out of order, answered in order")
 }
 
+func TestProduceRequestsOfAConnectionRunInOrder(t *testing.T) {
+	ts := startServer(t, Options{}, nil)
+	require.True(t, ts.fake.addTopic("first", 1))
+	require.True(t, ts.fake.addTopic("second", 1))
+	secondStarted := make(chan struct{})
+	var events []string
+	var mu sync.Mutex
+	ts.fake.produceHook = func(topic string) {
+		if topic == "second" {
+			close(secondStarted)
+			return
+		}
+		// The second produce must not start while the first runs; that
+		// cannot be awaited, so give it a moment to do it wrongly.
+		select {
+		case <-secondStarted:
+			mu.Lock()
+			events = append(events, "second started during first")
+			mu.Unlock()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+	c := dial(t, ts.addr)
+	produce := func(topic string) *kmsg.ProduceRequest {
+		req := kmsg.NewPtrProduceRequest()
+		req.Version, req.Acks, req.TimeoutMillis = 11, 1, 5000
+		req.Topics = []kmsg.ProduceRequestTopic{{Topic: topic, Partitions: []kmsg.ProduceRequestTopicPartition{{Records: recordBatch(1, 10)}}}}
+		return req
+	}
+	first, second := c.send(produce("first")), c.send(produce("second"))
+	for _, want := range []int32{first, second} {
+		resp := &kmsg.ProduceResponse{Version: 11}
+		got, err := c.readResponse(resp)
+		require.NoError(t, err)
+		assert.Equal(t, want, got)
+		assert.Zero(t, resp.Topics[0].Partitions[0].ErrorCode)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	assert.Empty(t, events)
+}
+
 func TestOversizedFrameClosesConnection(t *testing.T) {
 	ts := startServer(t, Options{MaxRequestBytes: 1024}, nil)
 	c := dial(t, ts.addr)
