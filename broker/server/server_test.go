@@ -255,6 +255,15 @@ func TestMetadataAutoCreate(t *testing.T) {
 	}
 }
 
+func TestKgoProducesToAutoCreatedTopic(t *testing.T) {
+	ts := startServer(t, Options{}, func(b *Backend) { b.AutoCreateTopics = true })
+	cl := ts.client(t, kgo.AllowAutoTopicCreation())
+	r, err := cl.ProduceSync(testCtx(t), &kgo.Record{Topic: "fresh", Value: []byte("v")}).First()
+	require.NoError(t, err)
+	assert.Equal(t, int64(0), r.Offset)
+	require.NotNil(t, ts.fake.Image().Topic("fresh"))
+}
+
 func TestAdminTopics(t *testing.T) {
 	ts := startServer(t, Options{}, nil)
 	adm := kadm.NewClient(ts.client(t))
