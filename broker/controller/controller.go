@@ -26,6 +26,8 @@ type Config struct {
 	// Rand draws topic ids and placement offsets; nil seeds one from the
 	// clock.
 	Rand *rand.Rand
+	// Now is the clock of broker sessions (default time.Now).
+	Now func() time.Time
 }
 
 // Controller is the active controller: it decides with a ClusterState and
@@ -36,9 +38,10 @@ type Controller struct {
 	q      quorum.Quorum
 	logger *slog.Logger
 
-	mu      sync.Mutex // one decision at a time; guards rand and the producer id block
-	pidNext int64
-	pidEnd  int64
+	mu       sync.Mutex // one decision at a time; guards rand, the producer id block and sessions
+	pidNext  int64
+	pidEnd   int64
+	sessions Sessions
 
 	imageMu sync.Mutex
 	image   *metadata.Image
@@ -55,6 +58,9 @@ var ErrNotCaughtUp = errors.New("controller image behind the metadata log")
 func New(cfg Config, q quorum.Quorum) (*Controller, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
 	}
 	if cfg.Rand == nil {
 		seed := uint64(time.Now().UnixNano())
@@ -269,7 +275,8 @@ func (c *Controller) RegisterBroker(ctx context.Context, reg BrokerRegistration)
 	return epoch, nil
 }
 
-// Heartbeat handles a broker heartbeat (BrokerHeartbeat).
+// Heartbeat handles a broker heartbeat (BrokerHeartbeat) and renews the
+// broker's session.
 func (c *Controller) Heartbeat(ctx context.Context, hb Heartbeat) (HeartbeatReply, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -280,7 +287,37 @@ func (c *Controller) Heartbeat(ctx context.Context, hb Heartbeat) (HeartbeatRepl
 	if err := c.commit(ctx, res.Records); err != nil {
 		return HeartbeatReply{}, err
 	}
+	if reply.ErrorCode == 0 {
+		c.sessions.Touch(hb.BrokerID, c.cfg.Now().UnixMilli())
+	}
 	return reply, nil
+}
+
+// FenceExpiredBrokers fences the unfenced brokers whose last heartbeat is
+// older than sessionTimeoutMs (broker.session.timeout.ms), one per call, as
+// Kafka does, and returns its id (-1 for none). The active controller of a
+// cluster runs it every heartbeat interval (issue 3). A single-node broker
+// heartbeats only while it registers, so it must not run it.
+func (c *Controller) FenceExpiredBrokers(ctx context.Context, sessionTimeoutMs int64) (int32, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	im := c.Image()
+	for _, id := range c.sessions.Expired(c.cfg.Now().UnixMilli(), sessionTimeoutMs) {
+		c.sessions.Remove(id)
+		if b, ok := im.Brokers[id]; !ok || b.Fenced {
+			continue
+		}
+		res, err := c.state().FenceBroker(id)
+		if err != nil {
+			return -1, err
+		}
+		if err := c.commit(ctx, res.Records); err != nil {
+			return -1, err
+		}
+		c.logger.Info(fmt.Sprintf("Fenced broker %d: no heartbeat for more than %d ms", id, sessionTimeoutMs))
+		return id, nil
+	}
+	return -1, nil
 }
 
 // BootstrapLocalBroker registers this node's broker with the local

@@ -4,6 +4,7 @@ import (
 	"context"
 	"math/rand/v2"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -113,4 +114,36 @@ func TestControllerCommitFailureFillsErrors(t *testing.T) {
 	assert.Equal(t, kerr.UnknownServerError.Code, resp.Topics[0].ErrorCode)
 	assert.Equal(t, kerr.InvalidReplicationFactor.Code, resp.Topics[1].ErrorCode, "decision errors are kept")
 	require.NoError(t, n.lm.Shutdown(0))
+}
+
+func TestControllerFencesExpiredSessions(t *testing.T) {
+	ctx := context.Background()
+	n := startNode(t, t.TempDir(), 1)
+	defer n.stop(t)
+	now := time.Unix(1000, 0)
+	n.c.cfg.Now = func() time.Time { return now }
+	epoch2, err := n.c.RegisterBroker(ctx, BrokerRegistration{BrokerID: 2, IncarnationID: metadata.Uuid{7}})
+	require.NoError(t, err)
+	_, err = n.c.Heartbeat(ctx, Heartbeat{BrokerID: 2, BrokerEpoch: epoch2, MetadataOffset: n.c.Image().Offset})
+	require.NoError(t, err)
+	require.True(t, n.c.Image().Live(2))
+	resp := n.c.CreateTopics(ctx, createReq(topic("two", 1, 2)))
+	require.Equal(t, int16(0), resp.Topics[0].ErrorCode)
+
+	now = now.Add(9 * time.Second)
+	id, err := n.c.FenceExpiredBrokers(ctx, 9000)
+	require.NoError(t, err)
+	assert.Equal(t, int32(-1), id, "exactly the timeout is still alive")
+
+	now = now.Add(time.Millisecond)
+	id, err = n.c.FenceExpiredBrokers(ctx, 9000)
+	require.NoError(t, err)
+	assert.Equal(t, int32(2), id)
+	im := n.pub.Image()
+	assert.True(t, im.Brokers[2].Fenced)
+	assert.NotContains(t, im.Partition("two", 0).ISR, int32(2))
+	assert.Equal(t, int32(1), im.Partition("two", 0).Leader)
+	id, err = n.c.FenceExpiredBrokers(ctx, 9000)
+	require.NoError(t, err)
+	assert.Equal(t, int32(-1), id, "broker 2 is fenced already; broker 1 heartbeated by the real clock, later than the fake one")
 }
