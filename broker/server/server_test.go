@@ -831,3 +831,33 @@ func TestMetricsCountRequests(t *testing.T) {
 	assert.Equal(t, 3.0, metricValue(t, ts, "kafka_network_request_latency_seconds", "Metadata"), "one observation per request")
 	assert.True(t, strings.HasPrefix(errorName(9999), "ERROR_"))
 }
+
+func TestIdleConnectionsAreClosed(t *testing.T) {
+	ts := startServer(t, Options{IdleTimeout: 50 * time.Millisecond}, nil)
+	c := dial(t, ts.addr)
+	c.expectClosed()
+	assert.Equal(t, 1.0, metricValue(t, ts, "kafka_network_connections_closed_total", "idle"))
+}
+
+func TestShutdownDeadlineClosesStuckConnections(t *testing.T) {
+	ts := startServer(t, Options{}, nil)
+	require.True(t, ts.fake.addTopic("t", 1))
+	entered, release := make(chan struct{}), make(chan struct{})
+	defer close(release)
+	ts.fake.produceHook = func(string) {
+		close(entered)
+		<-release
+	}
+	c := dial(t, ts.addr)
+	req := kmsg.NewPtrProduceRequest()
+	req.Version, req.Acks, req.TimeoutMillis = 11, 1, 60000
+	req.Topics = []kmsg.ProduceRequestTopic{{Topic: "t", Partitions: []kmsg.ProduceRequestTopicPartition{{Records: recordBatch(1, 10)}}}}
+	c.send(req)
+	<-entered
+
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	err := ts.srv.Shutdown(ctx)
+	assert.ErrorIs(t, err, context.Canceled)
+	c.expectClosed()
+}
