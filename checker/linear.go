@@ -69,6 +69,36 @@ type refLog struct {
 	valueAt   map[int64]int64   // value -> lowest offset it was seen at
 	minOffset int64
 	maxOffset int64
+	// prevKnown maps each observed offset to the observed offset before it
+	// (minOffset-1 for the first); built by seal for txn mode.
+	prevKnown map[int64]int64
+}
+
+// seal indexes the observed offsets once every observation is in.
+func (r *refLog) seal() {
+	offsets := slices.Sorted(maps.Keys(r.byOffset))
+	r.prevKnown = make(map[int64]int64, len(offsets))
+	prev := r.minOffset - 1
+	for _, o := range offsets {
+		r.prevKnown[o] = prev
+		prev = o
+	}
+}
+
+// canAppend reports whether a record may land at offset o when the log
+// ends at next: exactly at next, or in txn mode after a gap that no
+// observation fills (commit markers and aborted records take offsets).
+// Allowing any larger offset would let porcupine try appends in the wrong
+// order and search exponentially.
+func (r *refLog) canAppend(o, next int64, txn bool) bool {
+	if o == next {
+		return true
+	}
+	if !txn || o < next {
+		return false
+	}
+	prev, ok := r.prevKnown[o]
+	return ok && prev < next
 }
 
 func (r *refLog) add(o, v int64) {
@@ -128,13 +158,13 @@ func logModel(ref *refLog, txn bool) porcupine.Model {
 					prev = p.Offset
 				}
 			case st.offset >= 0:
-				if st.offset < s.next || !txn && st.offset != s.next {
+				if !ref.canAppend(st.offset, s.next, txn) {
 					return false, s
 				}
 				s = linState{next: st.offset + 1, hash: mix(s.hash, st.offset, st.value)}
 			default:
 				if o, seen := ref.valueAt[st.value]; seen {
-					if o < s.next || !txn && o != s.next {
+					if !ref.canAppend(o, s.next, txn) {
 						return false, s
 					}
 					s = linState{next: o + 1, hash: mix(s.hash, o, st.value)}
@@ -350,10 +380,13 @@ func partitions(h History, p *pairing, txn bool) map[int]*partition {
 			}
 		}
 	}
+	for _, pt := range parts {
+		pt.ref.seal()
+	}
 	return parts
 }
 
-// linearChecker runs porcupine on each key.
+// runLinear runs porcupine on each key.
 func runLinear(ctx context.Context, h History, p *pairing, opts Options) CheckerResult {
 	res := CheckerResult{Name: "linearizable", Valid: Valid}
 	parts := partitions(h, p, opts.txn)
