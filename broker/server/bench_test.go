@@ -125,3 +125,38 @@ func BenchmarkKgoProduce(b *testing.B) {
 		run(b, c.ListenAddrs()[0])
 	})
 }
+
+// BenchmarkConnPipelined sends produce requests (one batch of 10 x 100 B)
+// back to back on one connection while reading the responses, as kgo's
+// producer pipelines them: the server's whole per-request cost over a
+// socket, without a client library. One op is one request.
+func BenchmarkConnPipelined(b *testing.B) {
+	ts := startServer(b, Options{}, func(be *Backend) {
+		be.Replicas = &discardReplicas{fakeCluster: be.Replicas.(*fakeCluster)}
+	})
+	ts.fake.addTopic("t", 1)
+	c := dial(b, ts.addr)
+	req := kmsg.NewPtrProduceRequest()
+	req.Version, req.Acks, req.TimeoutMillis = 11, 1, 5000
+	req.Topics = []kmsg.ProduceRequestTopic{{Topic: "t", Partitions: []kmsg.ProduceRequestTopicPartition{{Records: recordBatch(10, 100)}}}}
+	frame := kmsg.NewRequestFormatter(kmsg.FormatterClientID("bench")).AppendRequest(nil, req, 1)
+	b.SetBytes(int64(len(frame)))
+	b.ResetTimer()
+	writeErr := make(chan error, 1)
+	go func() {
+		for range b.N {
+			if _, err := c.Write(frame); err != nil {
+				writeErr <- err
+				return
+			}
+		}
+		writeErr <- nil
+	}()
+	resp := &kmsg.ProduceResponse{Version: 11}
+	for range b.N {
+		if _, err := c.readResponse(resp); err != nil {
+			b.Fatal(err)
+		}
+	}
+	require.NoError(b, <-writeErr)
+}
