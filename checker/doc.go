@@ -44,6 +44,12 @@
 // end of the final reads is loss as far as the test can tell. Jepsen's
 // elle-based G0/G1c cycle search is not implemented.
 //
+// Where this checker departs from kafka.clj, on purpose: a value found at
+// several offsets is placed at its first one in the version order (Jepsen
+// keeps an arbitrary one); an assign or subscribe with seek-to-beginning
+// starts the process's reads afresh (Jepsen gives the final reads a new
+// process instead); invokes never completed count as info sends.
+//
 // Each example is an Example: key, offsets, values, the op indexes involved
 // and one sentence of text.
 //
