@@ -736,6 +736,11 @@ func (l *Log) TruncateTo(offset int64) error {
 		return l.fail(fmt.Errorf("truncate %s: %w: %w", l.tp, err, errSegmentDamaged))
 	}
 	leo := l.leo()
+	if leo < l.logStartOffset {
+		// The batch holding offset started below the log start: nothing
+		// readable is left.
+		return l.truncateFullyAndStartAt(l.logStartOffset)
+	}
 	l.highWatermark = min(l.highWatermark, leo)
 	l.recoveryPoint = min(l.recoveryPoint, leo)
 	if err := l.epochs.truncateFromEnd(leo, true); err != nil {
