@@ -273,9 +273,25 @@ func truncate(s string, n int) string {
 
 func utf8Start(b byte) bool { return b&0xC0 != 0x80 }
 
+// valueFocus narrows how a poll's value is shown to what an anomaly is
+// about: only its keys, and only the records near its offsets.
+type valueFocus struct {
+	keys    map[int]bool // nil: every key
+	offsets []int64      // sorted; empty: the ends of long lists
+}
+
+// pairsShownMax is how long a poll's list of one key may be before it is
+// elided around the focus offsets (or to its ends).
+const (
+	pairsShownMax      = 12
+	pairsContextAround = 3
+	pairsAtEachEnd     = 4
+)
+
 // formatValue renders an operation's value in history.jsonl's notation,
-// cut at maxLen bytes.
-func formatValue(op checker.Op, maxLen int) string {
+// cut at maxLen bytes; focus (may be nil) elides what an anomaly is not
+// about, marking each cut with "…".
+func formatValue(op checker.Op, maxLen int, focus *valueFocus) string {
 	var b strings.Builder
 	switch {
 	case op.Mops != nil:
@@ -284,7 +300,7 @@ func formatValue(op checker.Op, maxLen int) string {
 			if i > 0 {
 				b.WriteByte(',')
 			}
-			writeMop(&b, m)
+			writeMop(&b, m, focus)
 			if b.Len() > maxLen {
 				break
 			}
@@ -308,7 +324,7 @@ func formatValue(op checker.Op, maxLen int) string {
 	return truncate(b.String(), maxLen)
 }
 
-func writeMop(b *strings.Builder, m checker.MicroOp) {
+func writeMop(b *strings.Builder, m checker.MicroOp, focus *valueFocus) {
 	switch m.F {
 	case "send":
 		b.WriteString(`["send",`)
@@ -339,25 +355,73 @@ func writeMop(b *strings.Builder, m checker.MicroOp) {
 			keys = append(keys, k)
 		}
 		sort.Ints(keys)
-		for i, k := range keys {
-			if i > 0 {
+		written, hidden := 0, 0
+		for _, k := range keys {
+			if focus != nil && focus.keys != nil && !focus.keys[k] {
+				hidden++
+				continue
+			}
+			if written > 0 {
 				b.WriteByte(',')
 			}
+			written++
 			b.WriteString(`"` + strconv.Itoa(k) + `":[`)
-			for j, p := range m.Polls[k] {
-				if j > 0 {
-					b.WriteByte(',')
-				}
-				b.WriteString("[" + strconv.FormatInt(p.Offset, 10) + "," + strconv.FormatInt(p.Value, 10) + "]")
-				if b.Len() > 4096 {
-					b.WriteString(",…")
-					break
-				}
-			}
+			writePairs(b, m.Polls[k], focus)
 			b.WriteByte(']')
+			if b.Len() > 4096 {
+				break
+			}
+		}
+		if hidden > 0 {
+			if written > 0 {
+				b.WriteByte(',')
+			}
+			b.WriteString("…" + plural(hidden, "other key"))
 		}
 		b.WriteString("}]")
 	default:
 		b.WriteString(`["` + m.F + `"]`)
+	}
+}
+
+// writePairs writes [offset,value] pairs; a long list keeps only the pairs
+// near the focus offsets, or its two ends, and marks each gap with "…".
+func writePairs(b *strings.Builder, pairs []checker.Pair, focus *valueFocus) {
+	keep := func(int) bool { return true }
+	if len(pairs) > pairsShownMax {
+		var offsets []int64
+		if focus != nil {
+			offsets = focus.offsets
+		}
+		keep = func(j int) bool {
+			if len(offsets) == 0 {
+				return j < pairsAtEachEnd || j >= len(pairs)-pairsAtEachEnd
+			}
+			o := pairs[j].Offset
+			i := sort.Search(len(offsets), func(i int) bool { return offsets[i] >= o-pairsContextAround })
+			return i < len(offsets) && offsets[i] <= o+pairsContextAround
+		}
+	}
+	first, gap := true, false
+	for j, p := range pairs {
+		if !keep(j) {
+			gap = true
+			continue
+		}
+		if !first {
+			b.WriteByte(',')
+		}
+		if gap {
+			b.WriteString("…,")
+			gap = false
+		}
+		first = false
+		b.WriteString("[" + strconv.FormatInt(p.Offset, 10) + "," + strconv.FormatInt(p.Value, 10) + "]")
+	}
+	if gap {
+		if !first {
+			b.WriteByte(',')
+		}
+		b.WriteString("…")
 	}
 }

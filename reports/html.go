@@ -208,7 +208,7 @@ func buildPage(in Input, a *analysis) page {
 			if i == nemesisOpsMax {
 				break
 			}
-			p.NemesisOps = append(p.NemesisOps, rowOf(a.h[pos]))
+			p.NemesisOps = append(p.NemesisOps, rowOf(a.h[pos], nil))
 		}
 	}
 	p.SpecRows = specRows(in.Spec)
@@ -288,8 +288,13 @@ func anomalySectionOf(in Input, a *analysis, name string, rep checker.AnomalyRep
 		Count:    rep.Count, Allowed: isAllowed(name, rep, subscribe), ExamplesTotal: len(rep.Examples),
 	}
 	var ops []int64
+	focus := &valueFocus{keys: map[int]bool{}}
 	for i, ex := range rep.Examples {
 		f := factsOf(ex)
+		for _, k := range f.keys {
+			focus.keys[k] = true
+		}
+		focus.offsets = append(focus.offsets, f.offsets...)
 		if i < examplesPerAnomalyMax {
 			s.Examples = append(s.Examples, exampleJSON(ex, exampleBytesMax))
 			if f.text != "" {
@@ -298,6 +303,10 @@ func anomalySectionOf(in Input, a *analysis, name string, rep checker.AnomalyRep
 		}
 		ops = append(ops, f.ops...)
 	}
+	if len(focus.keys) == 0 {
+		focus.keys = nil
+	}
+	focus.offsets = uniqueInt64s(focus.offsets)
 	if a == nil {
 		return s
 	}
@@ -310,7 +319,7 @@ func anomalySectionOf(in Input, a *analysis, name string, rep checker.AnomalyRep
 		positions = positions[:opsPerAnomalyMax]
 	}
 	for _, pos := range positions {
-		s.Ops = append(s.Ops, rowOf(a.h[pos]))
+		s.Ops = append(s.Ops, rowOf(a.h[pos], focus))
 	}
 	return s
 }
@@ -340,7 +349,7 @@ func relatedPositions(a *analysis, ops []int64) []int {
 	return out
 }
 
-func rowOf(op checker.Op) opRow {
+func rowOf(op checker.Op, focus *valueFocus) opRow {
 	proc := strconv.Itoa(op.Process)
 	class := string(op.Type)
 	if op.Process == checker.NemesisProcess {
@@ -349,7 +358,7 @@ func rowOf(op checker.Op) opRow {
 	}
 	return opRow{
 		Index: op.Index, Time: seconds(op.Time), Process: proc, Type: string(op.Type),
-		F: op.F, Value: formatValue(op, valueBytesMax), Error: op.Error, Class: class,
+		F: op.F, Value: formatValue(op, valueBytesMax, focus), Error: op.Error, Class: class,
 	}
 }
 

@@ -283,3 +283,19 @@ func TestSparseIndexesStillFindOperations(t *testing.T) {
 	contains(t, page, "after the nemesis killed n1 at 41.2 s")
 	contains(t, page, `<td class="num">1005</td>`)
 }
+
+func TestFormatValueFocusesOnTheAnomaly(t *testing.T) {
+	var pairs []checker.Pair
+	for o := int64(0); o < 100; o++ {
+		if o != 42 {
+			pairs = append(pairs, checker.Pair{Offset: o, Value: 1000 + o})
+		}
+	}
+	op := checker.Op{F: "poll", Type: checker.OK, Mops: []checker.MicroOp{{F: "poll", Polls: map[int][]checker.Pair{
+		3: pairs, 1: {{Offset: 0, Value: 7}}, 5: {{Offset: 0, Value: 8}},
+	}}}}
+	got := formatValue(op, 300, &valueFocus{keys: map[int]bool{3: true}, offsets: []int64{42}})
+	assert.Equal(t, `[["poll",{"3":[…,[39,1039],[40,1040],[41,1041],[43,1043],[44,1044],[45,1045],…],…2 other keys}]]`, got)
+	got = formatValue(op, 300, nil)
+	assert.Equal(t, `[["poll",{"1":[[0,7]],"3":[[0,1000],[1,1001],[2,1002],[3,1003],…,[96,1096],[97,1097],[98,1098],[99,1099]],"5":[[0,8]]}]]`, got)
+}

@@ -80,7 +80,7 @@ func buildPlots(in Input, a *analysis, faults []checker.Window) plotSet {
 		for _, i := range a.nemesis {
 			op := a.h[i]
 			nemesisXs = append(nemesisXs, float64(op.Time)/1e9)
-			nemesisTitles = append(nemesisTitles, fmt.Sprintf("nemesis %s %s at %s", op.F, formatValue(op, 60), seconds(op.Time)))
+			nemesisTitles = append(nemesisTitles, fmt.Sprintf("nemesis %s %s at %s", op.F, formatValue(op, 60, nil), seconds(op.Time)))
 		}
 	}
 	if a != nil {
