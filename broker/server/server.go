@@ -203,7 +203,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 			c.stopReading()
 		}
 		s.mu.Unlock()
-		s.log.Info("Stopped accepting connections; waiting for in-flight requests")
+		s.log.Info("Stopping socket server request processors: no new connections or requests; finishing in-flight requests")
 	})
 	done := make(chan struct{})
 	go func() {
@@ -213,7 +213,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	}()
 	select {
 	case <-done:
-		s.log.Info("Shutdown completed")
+		s.log.Info("Stopped socket server request processors")
 		return nil
 	case <-ctx.Done():
 		s.mu.Lock()

@@ -861,3 +861,24 @@ func TestShutdownDeadlineClosesStuckConnections(t *testing.T) {
 	assert.ErrorIs(t, err, context.Canceled)
 	c.expectClosed()
 }
+
+func TestBackendPanicClosesOnlyItsConnection(t *testing.T) {
+	ts := startServer(t, Options{}, nil)
+	require.True(t, ts.fake.addTopic("boom", 1))
+	ts.fake.listOffsetHook = func(topic string) {
+		if topic == "boom" {
+			panic("backend bug")
+		}
+	}
+	c := dial(t, ts.addr)
+	req := kmsg.NewPtrListOffsetsRequest()
+	req.Version = 6
+	req.Topics = []kmsg.ListOffsetsRequestTopic{{Topic: "boom", Partitions: []kmsg.ListOffsetsRequestTopicPartition{{Timestamp: -1}}}}
+	c.send(req)
+	c.expectClosed()
+	assert.Equal(t, 1.0, metricValue(t, ts, "kafka_network_connections_closed_total", "handler"))
+
+	av := kmsg.NewPtrApiVersionsRequest()
+	av.Version = 4
+	assert.Zero(t, dial(t, ts.addr).roundTrip(av).(*kmsg.ApiVersionsResponse).ErrorCode)
+}
