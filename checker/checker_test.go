@@ -147,6 +147,8 @@ func TestPerfAndStats(t *testing.T) {
 	assert.Equal(t, 1, res.Stats.Keys)
 	assert.Equal(t, 3, res.Stats.ByF["send"][OK])
 	assert.Equal(t, 4, res.Stats.Processes)
+	info := Analyze(context.Background(), readTestdata(t, "valid-info-send"), Options{})
+	assert.Equal(t, map[string]int{"request timed out": 1, "connection reset": 1}, info.Stats.InfoErrors)
 }
 
 func TestDisciplineErrors(t *testing.T) {

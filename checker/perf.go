@@ -17,6 +17,9 @@ const (
 // run gets wider buckets rather than a huge results.json.
 const throughputBucketsMax = 2000
 
+// infoErrorsMax bounds the distinct error texts Stats.InfoErrors keeps.
+const infoErrorsMax = 32
+
 // computeStats counts client operations. Nemesis ops are left out.
 func computeStats(h History, p *pairing) Stats {
 	s := Stats{ByF: map[string]map[OpType]int{}}
@@ -44,6 +47,14 @@ func computeStats(h History, p *pairing) Stats {
 			s.ByF[op.F] = byType
 		}
 		byType[op.Type]++
+		if op.Type == Info && op.Error != "" {
+			if s.InfoErrors == nil {
+				s.InfoErrors = map[string]int{}
+			}
+			if _, seen := s.InfoErrors[op.Error]; seen || len(s.InfoErrors) < infoErrorsMax {
+				s.InfoErrors[op.Error]++
+			}
+		}
 		mops := op.Mops
 		if mops == nil && p.partner[pos] >= 0 {
 			mops = h[p.partner[pos]].Mops

@@ -77,6 +77,9 @@ type Stats struct {
 	ValuesRead int   `json:"values-read"`
 	Processes  int   `json:"processes"`
 	DurationNs int64 `json:"duration-ns"`
+	// InfoErrors counts the errors that left client ops indeterminate (at
+	// most 32 distinct texts; Jepsen's info-txn-causes).
+	InfoErrors map[string]int `json:"info-errors,omitempty"`
 }
 
 // Perf holds latency quantiles, throughput over time and unavailability
