@@ -147,3 +147,29 @@ func TestControllerFencesExpiredSessions(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, int32(-1), id, "broker 2 is fenced already; broker 1 heartbeated by the real clock, later than the fake one")
 }
+
+// follower is a quorum led by another node: appends are refused.
+type follower struct{}
+
+func (follower) Append(context.Context, []metadata.Record) (int64, error) {
+	return 0, quorum.ErrNotLeader
+}
+func (follower) Subscribe(func(quorum.Batch) error) (func(), error) { return func() {}, nil }
+func (follower) Leader() quorum.LeaderAndEpoch                      { return quorum.LeaderAndEpoch{LeaderID: 3, Epoch: 7} }
+func (follower) Describe() quorum.Description                       { return quorum.Description{LeaderID: 3} }
+
+func TestControllerNotLeader(t *testing.T) {
+	ctx := context.Background()
+	var q quorum.Quorum = follower{}
+	c, err := New(Config{NodeID: 1, ClusterID: "c", Defaults: Defaults{NumPartitions: 1, ReplicationFactor: 1}}, q)
+	require.NoError(t, err)
+	defer c.Close()
+	// No broker is registered, so creation fails on its own merits first.
+	resp := c.CreateTopics(ctx, createReq(topic("t", 1, 1)))
+	assert.Equal(t, kerr.InvalidReplicationFactor.Code, resp.Topics[0].ErrorCode)
+	r := c.InitProducerID(ctx, kmsg.NewPtrInitProducerIDRequest())
+	assert.Equal(t, kerr.NotController.Code, r.ErrorCode)
+	assert.Equal(t, int64(-1), r.ProducerID)
+	_, err = c.RegisterBroker(ctx, BrokerRegistration{BrokerID: 1})
+	assert.ErrorIs(t, err, quorum.ErrNotLeader)
+}

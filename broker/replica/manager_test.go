@@ -394,3 +394,38 @@ func TestManagerBadTopicConfigLeavesPartitionOut(t *testing.T) {
 	assert.Equal(t, OnlineReplica, b.m.State("good", 0))
 	assert.Equal(t, NonExistentReplica, b.m.State("bad", 0))
 }
+
+func TestManagerFollowerThenLeader(t *testing.T) {
+	ctx := context.Background()
+	b := startBroker(t, t.TempDir(), 1)
+	defer b.stop(t)
+	epoch2, err := b.c.RegisterBroker(ctx, controller.BrokerRegistration{BrokerID: 2, IncarnationID: metadata.Uuid{9}})
+	require.NoError(t, err)
+	_, err = b.c.Heartbeat(ctx, controller.Heartbeat{BrokerID: 2, BrokerEpoch: epoch2, MetadataOffset: b.pub.Image().Offset})
+	require.NoError(t, err)
+	req := kmsg.NewPtrCreateTopicsRequest()
+	rt := kmsg.NewCreateTopicsRequestTopic()
+	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = "led-elsewhere", -1, -1
+	rt.ReplicaAssignment = []kmsg.CreateTopicsRequestTopicReplicaAssignment{{Partition: 0, Replicas: []int32{2, 1}}}
+	req.Topics = append(req.Topics, rt)
+	require.Equal(t, int16(0), b.c.CreateTopics(ctx, req).Topics[0].ErrorCode)
+
+	assert.Equal(t, OnlineFetchingReplica, b.m.State("led-elsewhere", 0))
+	assert.Equal(t, kerr.NotLeaderForPartition.Code, b.m.Produce(ctx, "led-elsewhere", 0, batch("x"), 1).ErrorCode)
+	assert.Equal(t, kerr.NotLeaderForPartition.Code, b.m.Fetch(ctx, "led-elsewhere", 0, consumer(0)).ErrorCode)
+	_, _, _, code := b.m.ListOffset(ctx, "led-elsewhere", 0, -1, -1, 0)
+	assert.Equal(t, kerr.NotLeaderForPartition.Code, code)
+
+	// Broker 2's session ends: this broker, in the ISR, takes over with a
+	// new leader epoch that starts at its log end.
+	_, err = b.c.Heartbeat(ctx, controller.Heartbeat{BrokerID: 2, BrokerEpoch: epoch2, MetadataOffset: b.pub.Image().Offset, WantFence: true})
+	require.NoError(t, err)
+	p := b.pub.Image().Partition("led-elsewhere", 0)
+	require.Equal(t, int32(1), p.Leader)
+	assert.Equal(t, OnlineReplica, b.m.State("led-elsewhere", 0))
+	res := b.m.Produce(ctx, "led-elsewhere", 0, batch("x"), -1)
+	require.Equal(t, int16(0), res.ErrorCode)
+	l, ok := b.lm.GetLog(storage.TopicPartition{Topic: "led-elsewhere", Partition: 0})
+	require.True(t, ok)
+	assert.Equal(t, []storage.EpochEntry{{Epoch: p.LeaderEpoch, StartOffset: 0}}, l.EpochEntries())
+}
