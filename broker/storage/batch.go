@@ -157,8 +157,8 @@ func ParseBatchHeader(b []byte) (BatchHeader, error) {
 
 // ValidateBatch checks one whole batch: b must be exactly the batch. It
 // checks sizes, magic, CRC-32C and header consistency (non-negative offset
-// delta and record count, record count = lastOffsetDelta+1 unless the batch
-// is empty after compaction).
+// delta and record count). It does not look at the base offset, which a
+// client leaves to the broker.
 func ValidateBatch(b []byte) (BatchHeader, error) {
 	h, err := ParseBatchHeader(b)
 	if err != nil {
@@ -175,9 +175,6 @@ func ValidateBatch(b []byte) (BatchHeader, error) {
 	}
 	if h.LastOffsetDelta < 0 || h.RecordCount < 0 {
 		return h, fmt.Errorf("%w: lastOffsetDelta %d, record count %d", ErrCorruptBatch, h.LastOffsetDelta, h.RecordCount)
-	}
-	if h.BaseOffset < 0 || h.BaseOffset > math.MaxInt64-int64(h.LastOffsetDelta)-1 {
-		return h, fmt.Errorf("%w: base offset %d", ErrCorruptBatch, h.BaseOffset)
 	}
 	return h, nil
 }

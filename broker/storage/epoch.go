@@ -132,15 +132,6 @@ func (c *epochCache) endOffsetFor(epoch int32, leo int64) (int32, int64) {
 	return c.entries[hi-1].Epoch, c.entries[hi].StartOffset
 }
 
-// epochForOffset returns the epoch holding offset, -1 when unknown.
-func (c *epochCache) epochForOffset(offset int64) int32 {
-	i := sort.Search(len(c.entries), func(i int) bool { return c.entries[i].StartOffset > offset })
-	if i == 0 {
-		return -1
-	}
-	return c.entries[i-1].Epoch
-}
-
 func (c *epochCache) snapshot() []EpochEntry {
 	return append([]EpochEntry(nil), c.entries...)
 }

@@ -3,7 +3,6 @@ package storage
 import (
 	"encoding/binary"
 	"fmt"
-	"os"
 	"sort"
 )
 
@@ -43,18 +42,9 @@ type segmentIndex struct {
 	buf        [timeIndexEntrySize]byte
 }
 
-func openIndexFile(fs FS, path string) (File, error) {
-	f, err := fs.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
-	if err != nil {
-		return nil, fmt.Errorf("open index %s: %w", path, err)
-	}
-	return f, nil
-}
-
-// loadOffsetIndex parses an offset index file; base is the segment's base
-// offset. It fails with ErrCorruptCheckpoint when the file fails Kafka's
-// sanity check (size a multiple of 8, offsets increasing and not below base,
-// positions increasing).
+// parseOffsetIndex parses an offset index file. It fails with
+// ErrCorruptCheckpoint when the file fails the sanity check (size a multiple
+// of 8, relative offsets and positions non-negative and increasing).
 func parseOffsetIndex(b []byte) ([]offsetEntry, error) {
 	if len(b)%offsetIndexEntrySize != 0 {
 		return nil, fmt.Errorf("%w: offset index size %d not a multiple of %d", ErrCorruptCheckpoint, len(b), offsetIndexEntrySize)
@@ -160,13 +150,6 @@ func (x *segmentIndex) truncateTo(rel int32, position int32) error {
 	x.offsets = x.offsets[:n]
 	m := sort.Search(len(x.times), func(i int) bool { return x.times[i].relOffset >= rel })
 	x.times = x.times[:m]
-	return x.syncLengths()
-}
-
-// reset drops every entry.
-func (x *segmentIndex) reset() error {
-	x.offsets = x.offsets[:0]
-	x.times = x.times[:0]
 	return x.syncLengths()
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"os"
 	"sort"
 	"strconv"
@@ -383,7 +384,7 @@ func (l *Log) AppendAsFollower(records []byte) error {
 	size := 0
 	count := 0
 	for _, h := range headers {
-		if h.BaseOffset < next {
+		if h.BaseOffset < next || h.BaseOffset > math.MaxInt64-int64(h.LastOffsetDelta)-1 {
 			return fmt.Errorf("append to %s: %w: batch at %d, expected at least %d", l.tp, ErrNonMonotonicOffset, h.BaseOffset, next)
 		}
 		next = h.NextOffset()

@@ -64,7 +64,6 @@ func newSegmentShell(fs FS, dir string, base int64, cfg LogConfig, nowMs int64) 
 		indexIntervalBytes:   int64(cfg.IndexIntervalBytes),
 	}
 	s.idx = segmentIndex{
-		fs:         fs,
 		offPath:    offsetFileName(dir, base, indexSuffix),
 		timePath:   offsetFileName(dir, base, timeIndexSuffix),
 		maxEntries: int(cfg.SegmentIndexBytes) / offsetIndexEntrySize,
@@ -210,7 +209,7 @@ func (s *segment) scanTail() error {
 		if err != nil {
 			return err
 		}
-		if h.BaseOffset < s.baseOffset || h.LastOffset()-s.baseOffset > math.MaxInt32 {
+		if h.BaseOffset < max(s.baseOffset, s.nextOffset) || !s.canHold(h.LastOffset()) {
 			return fmt.Errorf("%w: batch offset %d outside segment %d", ErrCorruptBatch, h.BaseOffset, s.baseOffset)
 		}
 		s.nextOffset = h.NextOffset()
