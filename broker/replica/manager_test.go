@@ -1,10 +1,12 @@
 package replica
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"math/rand/v2"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -379,6 +381,25 @@ func TestManagerDeleteStrayLogs(t *testing.T) {
 	assert.Contains(t, logs, storage.TopicPartition{Topic: "kept", Partition: 0})
 	assert.Contains(t, logs, quorum.MetadataPartition)
 	assert.Equal(t, OnlineReplica, b.m.State("kept", 0))
+}
+
+func TestManagerTooLarge(t *testing.T) {
+	ctx := context.Background()
+	b := startBroker(t, t.TempDir(), 1)
+	defer b.stop(t)
+	b.createTopic(t, "small", 1, nil)
+	l, ok := b.lm.GetLog(storage.TopicPartition{Topic: "small", Partition: 0})
+	require.True(t, ok)
+	cfg := l.Config()
+	cfg.MaxMessageBytes = 200
+	cfg.SegmentBytes = 1000
+	require.NoError(t, l.SetConfig(cfg))
+	big := strings.Repeat("x", 300)
+	assert.Equal(t, kerr.MessageTooLarge.Code, b.m.Produce(ctx, "small", 0, batch(big), 1).ErrorCode)
+	two := append(batch("a", strings.Repeat("y", 100)), batch(strings.Repeat("z", 100))...)
+	assert.Equal(t, int16(0), b.m.Produce(ctx, "small", 0, two, 1).ErrorCode)
+	many := bytes.Repeat(batch(strings.Repeat("w", 100)), 8)
+	assert.Equal(t, kerr.RecordListTooLarge.Code, b.m.Produce(ctx, "small", 0, many, 1).ErrorCode)
 }
 
 func TestManagerBadTopicConfigLeavesPartitionOut(t *testing.T) {

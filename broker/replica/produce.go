@@ -45,6 +45,12 @@ func (m *Manager) Produce(ctx context.Context, topic string, partition int32, re
 		res.ErrorMessage = fmt.Sprintf("the ISR of %s has %d replica(s), min.insync.replicas is %d", p.tp, isrSize, p.settings.MinInsyncReplicas)
 		return res
 	}
+	if segmentBytes := p.log.Config().SegmentBytes; int64(len(records)) > segmentBytes {
+		p.mu.RUnlock()
+		res.ErrorCode = kerr.RecordListTooLarge.Code
+		res.ErrorMessage = fmt.Sprintf("%d bytes of records do not fit in a segment of %s (segment.bytes %d)", len(records), p.tp, segmentBytes)
+		return res
+	}
 	info, err := p.log.AppendAsLeader(records, p.leaderEpoch, m.cfg.Now().UnixMilli())
 	if err != nil {
 		code := errorCode(err)
