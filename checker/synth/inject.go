@@ -132,12 +132,7 @@ func injectLostWrite(h checker.History, rng *rand.Rand) (checker.History, error)
 	if len(candidates) == 0 {
 		return nil, fmt.Errorf("no acknowledged value below its key's last offset")
 	}
-	x := pick(rng, candidates)
-	out := clone(h)
-	for _, pos := range reads[x] {
-		dropRead(out, pos, x.k, x.v)
-	}
-	return out, nil
+	return eraseReads(h, reads, pick(rng, candidates)), nil
 }
 
 // injectUnseen erases the reads of the highest acknowledged value of a key,
@@ -162,12 +157,16 @@ func injectUnseen(h checker.History, rng *rand.Rand) (checker.History, error) {
 	if len(candidates) == 0 {
 		return nil, fmt.Errorf("no key whose last offset holds an acknowledged value")
 	}
-	x := pick(rng, candidates)
+	return eraseReads(h, reads, pick(rng, candidates)), nil
+}
+
+// eraseReads returns a copy of h in which no poll returns x.
+func eraseReads(h checker.History, reads map[kv][]int, x kv) checker.History {
 	out := clone(h)
 	for _, pos := range reads[x] {
 		dropRead(out, pos, x.k, x.v)
 	}
-	return out, nil
+	return out
 }
 
 func readBeyond(h checker.History, k int, offset int64) bool {
