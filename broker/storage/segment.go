@@ -409,6 +409,7 @@ func (s *segment) truncateTo(offset int64) (int64, error) {
 		return removed, nil
 	}
 	next := s.nextOffset
+	s.nextOffset = s.baseOffset
 	if err := s.scanTail(); err != nil {
 		return 0, err
 	}
