@@ -51,6 +51,8 @@ type page struct {
 	Catalog       []catalogRow
 	Plots         plotSet
 	Quantiles     []quantileRow
+	Errors        []errorRow
+	ErrorsOmitted int
 	QuantileNames []string
 	Faults        []windowRow
 	Unavailable   []windowRow
@@ -102,6 +104,61 @@ type catalogRow struct {
 type quantileRow struct {
 	Name   string
 	Values []string
+}
+
+// errorRow counts one error text among client ops that ended fail or info.
+type errorRow struct {
+	Error      string
+	Fail, Info int
+}
+
+const errorRowsMax = 20
+
+// errorRows counts the errors of failed and indeterminate client ops, most
+// frequent first: from the history when there is one, else from the
+// checker's Stats.InfoErrors (which counts info only).
+func errorRows(in Input, a *analysis) []errorRow {
+	by := map[string]*errorRow{}
+	row := func(e string) *errorRow {
+		if e == "" {
+			e = "(no error text)"
+		}
+		r := by[e]
+		if r == nil {
+			r = &errorRow{Error: e}
+			by[e] = r
+		}
+		return r
+	}
+	if a != nil {
+		for _, op := range a.h {
+			if op.Process == checker.NemesisProcess {
+				continue
+			}
+			switch op.Type {
+			case checker.Fail:
+				row(op.Error).Fail++
+			case checker.Info:
+				row(op.Error).Info++
+			}
+		}
+	} else {
+		for e, n := range in.Result.Stats.InfoErrors {
+			row(e).Info += n
+		}
+	}
+	out := make([]errorRow, 0, len(by))
+	for _, r := range by {
+		out = append(out, *r)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		ti, tj := out[i].Fail+out[i].Info, out[j].Fail+out[j].Info
+		if ti != tj {
+			return ti > tj
+		}
+		return out[i].Error < out[j].Error
+	})
+	return out
 }
 
 type windowRow struct {
@@ -202,6 +259,11 @@ func buildPage(in Input, a *analysis) page {
 	}
 	p.Faults = windowRows(faults)
 	p.Unavailable = windowRows(in.Result.Perf.Unavailable)
+	p.Errors = errorRows(in, a)
+	if len(p.Errors) > errorRowsMax {
+		p.ErrorsOmitted = len(p.Errors) - errorRowsMax
+		p.Errors = p.Errors[:errorRowsMax]
+	}
 	if a != nil {
 		p.NemesisTotal = len(a.nemesis)
 		for i, pos := range a.nemesis {

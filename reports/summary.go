@@ -57,6 +57,16 @@ func Summary(in Input) string {
 			fmt.Fprintf(&b, "  %-10s %7d ok %6d fail %6d info\n", f, m[checker.OK], m[checker.Fail], m[checker.Info])
 		}
 	}
+	if errs := errorRows(in, a); len(errs) > 0 {
+		b.WriteString("\nerrors of failed / indeterminate ops:\n")
+		for i, e := range errs {
+			if i == 3 {
+				fmt.Fprintf(&b, "  … %d more error texts\n", len(errs)-i)
+				break
+			}
+			fmt.Fprintf(&b, "  %6d fail %6d info  %s\n", e.Fail, e.Info, truncate(e.Error, 90))
+		}
+	}
 	q := quantiles(in, a)
 	if len(q) > 0 {
 		b.WriteString("\nlatency ms (p50 / p99):\n")

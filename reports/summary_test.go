@@ -34,3 +34,17 @@ func TestSummaryValidAndUnknown(t *testing.T) {
 	in.Result.Anomalies = map[string]checker.AnomalyReport{"duplicate": {Count: 2, Examples: []any{map[string]any{"key": 1, "offsets": []int{3, 4}}}}}
 	assert.Contains(t, Summary(in), `    e.g. {"key":1,"offsets":[3,4]}`)
 }
+
+func TestErrorsOfFailedAndIndeterminateOps(t *testing.T) {
+	s := Summary(validInput())
+	assert.Contains(t, s, "errors of failed / indeterminate ops:\n       1 fail      0 info  NOT_LEADER_OR_FOLLOWER\n")
+	page := render(t, validInput())
+	contains(t, page, `<td class="value">NOT_LEADER_OR_FOLLOWER</td><td class="num">1</td><td class="num">0</td>`)
+
+	in := validInput()
+	in.History = nil
+	in.Result.Stats.InfoErrors = map[string]int{"timed out": 4, "": 1}
+	s = Summary(in)
+	assert.Contains(t, s, "     0 fail      4 info  timed out\n")
+	assert.Contains(t, s, "     0 fail      1 info  (no error text)\n")
+}
