@@ -143,13 +143,20 @@ type runEntry struct {
 
 func (s *storeServer) index(w http.ResponseWriter, fsys fs.FS) {
 	runs, truncated := listRuns(fsys)
+	counts := map[string]int{}
+	for _, r := range runs {
+		counts[r.Class]++
+	}
+	_, latestErr := fs.Stat(fsys, path.Join("latest", FileResults))
 	var buf bytes.Buffer
 	err := indexTemplate.Execute(&buf, struct {
 		Store     string
 		Runs      []runEntry
 		Truncated bool
+		Counts    map[string]int
+		Latest    bool
 		CSS       template.CSS
-	}{s.dir, runs, truncated, template.CSS(reportCSS)}) //nolint:gosec // our own embedded stylesheet
+	}{s.dir, runs, truncated, counts, latestErr == nil, template.CSS(reportCSS)}) //nolint:gosec // our own embedded stylesheet
 	if err != nil {
 		s.log.Error("render store index", "err", err)
 		http.Error(w, "index rendering failed: "+err.Error(), http.StatusInternalServerError)
@@ -238,6 +245,7 @@ var indexTemplate = template.Must(template.New("index").Parse(`<!DOCTYPE html>
 <title>faultline store</title><style>{{.CSS}}</style></head>
 <body><main>
 <h1>faultline runs</h1>
+<p>{{len .Runs}} runs: {{index .Counts "valid"}} valid, {{index .Counts "invalid"}} invalid, {{index .Counts "unknown"}} unknown.{{if .Latest}} <a href="runs/latest/">Latest run</a>.{{end}}</p>
 <p class="muted">Store {{.Store}} — newest first. <a href="runs/">Browse files</a>.</p>
 <table>
 <tr><th>test</th><th>time</th><th>verdict</th><th>anomalies</th></tr>

@@ -157,6 +157,8 @@ func TestHandlerListsRunsNewestFirstAndServesReports(t *testing.T) {
 	assert.Contains(t, body, `href="runs/queue-kill/20261129T150000Z/"`)
 	assert.Contains(t, body, "lost-write: 3, duplicate: 1")
 	assert.Contains(t, body, "2026-11-29 16:00:00 UTC")
+	assert.Contains(t, body, "2 runs: 1 valid, 1 invalid, 0 unknown.")
+	assert.Contains(t, body, `<a href="runs/latest/">Latest run</a>`)
 	assert.Equal(t, 1, strings.Count(body, ">queue-none<"), "latest is not listed twice")
 
 	broken := filepath.Join(store, "queue-broken", "20261129T140000Z")
