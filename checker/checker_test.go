@@ -142,6 +142,11 @@ func TestPerfAndStats(t *testing.T) {
 	assert.Equal(t, int64(5000), res.Perf.ThroughputBucketNs)
 	// send:ok completions at 6000, 8000 (bucket 1) and 11000 (bucket 2).
 	assert.InDeltaSlice(t, []float64{0, 4e5, 2e5, 0, 0}, res.Perf.Throughput["send:ok"], 1e-6)
+	// Acked at 6000 and 8000 (bucket 1), 11000 (bucket 2); read at 12000
+	// (10, 11: bucket 2) and 14000 (12: bucket 2).
+	assert.Equal(t, []int{0, 2, 0, 0, 0}, res.Perf.Unseen)
+	lost := Analyze(context.Background(), readTestdata(t, "lost-write"), Options{})
+	assert.Equal(t, 1, lost.Perf.Unseen[len(lost.Perf.Unseen)-1], "the lost value stays unseen")
 	assert.Equal(t, 3, res.Stats.SendsOK)
 	assert.Equal(t, 3, res.Stats.ValuesRead)
 	assert.Equal(t, 1, res.Stats.Keys)

@@ -157,7 +157,55 @@ func computePerf(h History, p *pairing, opts Options) Perf {
 	if sendStart >= 0 {
 		perf.Unavailable = unavailable(okSends, sendStart, sendEnd, int64(opts.UnavailableMin), perf.Faults)
 	}
+	perf.Unseen = unseenSeries(h, bucket, buckets)
 	return perf
+}
+
+// unseenSeries counts, at the end of each bucket, the values acknowledged
+// so far that no ok poll had returned yet.
+func unseenSeries(h History, bucket int64, buckets int) []int {
+	type kv struct {
+		k int
+		v int64
+	}
+	acked := map[kv]int64{} // ack time
+	read := map[kv]int64{}  // first ok read time
+	for i := range h {
+		op := &h[i]
+		if op.Type != OK || op.Process == NemesisProcess || op.Time < 0 {
+			continue
+		}
+		for _, m := range op.Mops {
+			if m.F == FSend && m.Completed {
+				if _, ok := acked[kv{m.Key, m.Value}]; !ok {
+					acked[kv{m.Key, m.Value}] = op.Time
+				}
+			}
+			for k, pairs := range m.Polls {
+				for _, p := range pairs {
+					if _, ok := read[kv{k, p.Value}]; !ok {
+						read[kv{k, p.Value}] = op.Time
+					}
+				}
+			}
+		}
+	}
+	delta := make([]int, buckets+1)
+	for x, t := range acked {
+		delta[t/bucket]++
+		if r, ok := read[x]; ok {
+			// Seen in the same bucket or later; a read before the ack
+			// counts from the ack's bucket.
+			delta[max(r, t)/bucket]--
+		}
+	}
+	series := make([]int, buckets)
+	n := 0
+	for i := range series {
+		n += delta[i]
+		series[i] = n
+	}
+	return series
 }
 
 func containsSend(mops []MicroOp) bool {

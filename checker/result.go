@@ -94,6 +94,11 @@ type Perf struct {
 	Unavailable []Window `json:"unavailable"`
 	// Faults lists the nemesis intervals, for shading plots.
 	Faults []Window `json:"faults"`
+	// Unseen is, per throughput bucket, how many acknowledged values no ok
+	// poll had returned yet at the bucket's end (Jepsen's unseen plot): it
+	// returns to zero after a healthy run's final reads and stays up where
+	// writes were lost.
+	Unseen []int `json:"unseen"`
 }
 
 // Window is a time interval in nanoseconds since the test started.
