@@ -23,7 +23,22 @@ type LogConfig struct {
 	RetentionBytes        int64  // retention.bytes; < 0: unlimited
 	MaxMessageBytes       int32  // max.message.bytes
 	MessageTimestampType  string // CreateTime or LogAppendTime
+	// CleanupPolicy is cleanup.policy: "delete" (default; "" means it),
+	// "compact" or "compact,delete". Compaction is not implemented: a
+	// compact-only log is never trimmed by retention.ms/retention.bytes,
+	// so nothing a compacted topic would keep is ever lost.
+	CleanupPolicy string
 }
+
+// Cleanup policies.
+const (
+	CleanupDelete        = "delete"
+	CleanupCompact       = "compact"
+	CleanupCompactDelete = "compact,delete"
+)
+
+// retentionApplies reports whether time and size retention delete segments.
+func (c LogConfig) retentionApplies() bool { return c.CleanupPolicy != CleanupCompact }
 
 // DefaultLogConfig returns Kafka's defaults.
 func DefaultLogConfig() LogConfig {
@@ -38,6 +53,7 @@ func DefaultLogConfig() LogConfig {
 		RetentionBytes:        -1,
 		MaxMessageBytes:       1048588,
 		MessageTimestampType:  TimestampCreateTime,
+		CleanupPolicy:         CleanupDelete,
 	}
 }
 
@@ -58,6 +74,8 @@ func (c LogConfig) Validate() error {
 		return fmt.Errorf("max.message.bytes %d: must be at least 0", c.MaxMessageBytes)
 	case c.MessageTimestampType != TimestampCreateTime && c.MessageTimestampType != TimestampLogAppendTime:
 		return fmt.Errorf("message.timestamp.type %q: must be CreateTime or LogAppendTime", c.MessageTimestampType)
+	case c.CleanupPolicy != "" && c.CleanupPolicy != CleanupDelete && c.CleanupPolicy != CleanupCompact && c.CleanupPolicy != CleanupCompactDelete && c.CleanupPolicy != "delete,compact":
+		return fmt.Errorf("cleanup.policy %q: must be delete, compact or compact,delete", c.CleanupPolicy)
 	}
 	return nil
 }

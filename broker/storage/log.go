@@ -822,8 +822,9 @@ func (l *Log) IncrementLogStartOffset(offset int64) error {
 }
 
 // DeleteOldSegments applies retention: segments wholly below the log start,
-// segments whose newest timestamp is older than retention.ms, and the oldest
-// segments while the log is larger than retention.bytes. The active segment
+// and unless cleanup.policy is compact only, segments whose newest timestamp
+// is older than retention.ms and the oldest segments while the log is larger
+// than retention.bytes. The active segment
 // is rolled first when it has to go. It returns how many were deleted.
 func (l *Log) DeleteOldSegments(nowMs int64) (int, error) {
 	l.mu.Lock()
@@ -839,7 +840,7 @@ func (l *Log) DeleteOldSegments(nowMs int64) (int, error) {
 	if err != nil {
 		return total, err
 	}
-	if l.cfg.RetentionMs >= 0 {
+	if l.cfg.RetentionMs >= 0 && l.cfg.retentionApplies() {
 		n, err := l.deleteSegmentsWhile(func(s, _ *segment) bool {
 			return s.size > 0 && s.maxTimestamp != NoTimestamp && nowMs-s.maxTimestamp > l.cfg.RetentionMs
 		})
@@ -848,7 +849,7 @@ func (l *Log) DeleteOldSegments(nowMs int64) (int, error) {
 			return total, err
 		}
 	}
-	if l.cfg.RetentionBytes >= 0 {
+	if l.cfg.RetentionBytes >= 0 && l.cfg.retentionApplies() {
 		excess := l.size() - l.cfg.RetentionBytes
 		n, err := l.deleteSegmentsWhile(func(s, _ *segment) bool {
 			if s.size == 0 || excess-s.size < 0 {

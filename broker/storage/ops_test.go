@@ -212,3 +212,25 @@ func TestLoadWipesLogBelowCheckpointedLogStart(t *testing.T) {
 	assert.Equal(t, int64(50), l2.HighWatermark())
 	assert.Equal(t, []int64{50}, l2.SegmentBaseOffsets())
 }
+
+func TestCompactPolicyKeepsEverything(t *testing.T) {
+	cfg := testConfig()
+	cfg.SegmentBytes = 600
+	cfg.RetentionMs = 1
+	cfg.RetentionBytes = 1
+	cfg.CleanupPolicy = CleanupCompact
+	l := openTestLog(t, OS, t.TempDir(), cfg, true)
+	defer l.Close()
+	appendN(t, l, 20, 2, 0)
+	n, err := l.DeleteOldSegments(1 << 40)
+	require.NoError(t, err)
+	assert.Equal(t, 0, n)
+	assert.Equal(t, int64(0), l.LogStartOffset())
+	cfg.CleanupPolicy = CleanupCompactDelete
+	require.NoError(t, l.SetConfig(cfg))
+	n, err = l.DeleteOldSegments(1 << 40)
+	require.NoError(t, err)
+	assert.Positive(t, n)
+	cfg.CleanupPolicy = "bogus"
+	assert.ErrorContains(t, l.SetConfig(cfg), "cleanup.policy")
+}
