@@ -73,6 +73,7 @@ func Run(ctx context.Context, t Test, out io.Writer) (Outcome, error) {
 	if err := t.Validate(); err != nil {
 		return Outcome{}, err
 	}
+	t.Name = t.FullName()
 	stamp := time.Now().UTC().Format("20060102T150405.000Z")
 	dir := filepath.Join(t.Store, t.FullName(), stamp)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
