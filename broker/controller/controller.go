@@ -293,6 +293,18 @@ func (c *Controller) Heartbeat(ctx context.Context, hb Heartbeat) (HeartbeatRepl
 	return reply, nil
 }
 
+// AlterPartition handles a leader's ISR change (AlterPartition) and returns
+// the error code and the partition as committed.
+func (c *Controller) AlterPartition(ctx context.Context, req AlterPartition) (int16, metadata.Partition, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	code, p, res := c.state().AlterPartition(req)
+	if err := c.commit(ctx, res.Records); err != nil {
+		return 0, metadata.Partition{}, err
+	}
+	return code, p, nil
+}
+
 // FenceExpiredBrokers fences the unfenced brokers whose last heartbeat is
 // older than sessionTimeoutMs (broker.session.timeout.ms), one per call, as
 // Kafka does, and returns its id (-1 for none). The active controller of a
