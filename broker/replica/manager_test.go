@@ -48,7 +48,7 @@ func settingsFromConfigs(overrides map[string]string) (Settings, error) {
 	return s, nil
 }
 
-func startBroker(t *testing.T, dir string, incarnation byte) *broker {
+func startBroker(t testing.TB, dir string, incarnation byte) *broker {
 	t.Helper()
 	ctx := context.Background()
 	lm, err := storage.NewLogManager(storage.OS, []string{dir}, storage.ManagerOptions{})
@@ -73,14 +73,14 @@ func startBroker(t *testing.T, dir string, incarnation byte) *broker {
 	return &broker{lm: lm, q: q, pub: pub, m: m, c: c, reg: reg, epoch: epoch}
 }
 
-func (b *broker) stop(t *testing.T) {
+func (b *broker) stop(t testing.TB) {
 	t.Helper()
 	b.c.Close()
 	require.NoError(t, b.q.Close())
 	require.NoError(t, b.lm.Shutdown(b.epoch))
 }
 
-func (b *broker) createTopic(t *testing.T, name string, partitions int32, configs map[string]string) {
+func (b *broker) createTopic(t testing.TB, name string, partitions int32, configs map[string]string) {
 	t.Helper()
 	req := kmsg.NewPtrCreateTopicsRequest()
 	rt := kmsg.NewCreateTopicsRequestTopic()
@@ -112,7 +112,7 @@ func consumer(offset int64) server.FetchPartition {
 }
 
 // readValues decodes fetched batches into offset -> value.
-func readValues(t *testing.T, data []byte) map[int64]string {
+func readValues(t testing.TB, data []byte) map[int64]string {
 	t.Helper()
 	out := map[int64]string{}
 	require.NoError(t, storage.ForEachBatch(data, func(_ storage.BatchHeader, b []byte) error {
