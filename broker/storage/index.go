@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"sort"
+	"sync/atomic"
 )
 
 const (
@@ -39,7 +40,10 @@ type segmentIndex struct {
 	offsets    []offsetEntry
 	times      []timeEntry
 	maxEntries int
-	buf        [timeIndexEntrySize]byte
+	// dirty: entries written since the last fsync (read by background
+	// flushes without the log's lock).
+	dirty atomic.Bool
+	buf   [timeIndexEntrySize]byte
 }
 
 // parseOffsetIndex parses an offset index file. It fails with
@@ -121,6 +125,7 @@ func (x *segmentIndex) appendOffset(rel, position int32) error {
 		return fmt.Errorf("append to %s: %w", x.offPath, err)
 	}
 	x.offsets = append(x.offsets, offsetEntry{relOffset: rel, position: position})
+	x.dirty.Store(true)
 	return nil
 }
 
@@ -138,6 +143,7 @@ func (x *segmentIndex) maybeAppendTime(ts int64, rel int32) error {
 		return fmt.Errorf("append to %s: %w", x.timePath, err)
 	}
 	x.times = append(x.times, timeEntry{timestamp: ts, relOffset: rel})
+	x.dirty.Store(true)
 	return nil
 }
 
@@ -156,6 +162,7 @@ func (x *segmentIndex) truncateTo(rel int32, position int32) error {
 // syncLengths truncates the files to the in-memory entries and positions
 // their write offsets at the end.
 func (x *segmentIndex) syncLengths() error {
+	x.dirty.Store(true)
 	offSize := int64(len(x.offsets) * offsetIndexEntrySize)
 	if err := x.offFile.Truncate(offSize); err != nil {
 		return fmt.Errorf("truncate %s: %w", x.offPath, err)
@@ -185,6 +192,7 @@ func (x *segmentIndex) rewrite() error {
 		tb = binary.BigEndian.AppendUint64(tb, uint64(e.timestamp))
 		tb = binary.BigEndian.AppendUint32(tb, uint32(e.relOffset))
 	}
+	x.dirty.Store(true)
 	if err := rewriteFile(x.offFile, x.offPath, ob); err != nil {
 		return err
 	}
@@ -204,11 +212,17 @@ func rewriteFile(f File, path string, b []byte) error {
 	return nil
 }
 
+// sync fsyncs both files when entries changed since the last sync.
 func (x *segmentIndex) sync() error {
+	if !x.dirty.Swap(false) {
+		return nil
+	}
 	if err := x.offFile.Sync(); err != nil {
+		x.dirty.Store(true)
 		return fmt.Errorf("fsync %s: %w", x.offPath, err)
 	}
 	if err := x.timeFile.Sync(); err != nil {
+		x.dirty.Store(true)
 		return fmt.Errorf("fsync %s: %w", x.timePath, err)
 	}
 	return nil

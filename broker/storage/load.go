@@ -45,7 +45,7 @@ func openLog(fs FS, dir string, tp TopicPartition, cfg LogConfig, p loadParams) 
 	if err := fs.MkdirAll(dir, 0o755); err != nil {
 		return nil, res, fmt.Errorf("create %s: %w", dir, err)
 	}
-	l := &Log{fs: fs, dir: dir, tp: tp, cfg: cfg, logger: p.logger, now: p.now, producers: newProducerState()}
+	l := &Log{fs: fs, dir: dir, tp: tp, cfg: cfg, logger: p.logger, now: p.now, producers: newProducerState(), dirDirty: true}
 	nowMs := p.now().UnixMilli()
 	l.lastFlushMs = nowMs
 	bases, err := cleanupPartitionDir(fs, dir)

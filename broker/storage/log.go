@@ -106,7 +106,10 @@ type Log struct {
 
 	unflushedMessages int64
 	// dirty: files changed (append, truncation, roll) since the last flush.
-	dirty       bool
+	dirty bool
+	// dirDirty: files were created in the partition dir since its last
+	// fsync.
+	dirDirty    bool
 	lastFlushMs int64
 	// truncations counts truncations, so that a background flush started
 	// before one does not move the recovery point over rewritten offsets.
@@ -487,6 +490,7 @@ func (l *Log) roll(base int64, nowMs int64) error {
 	}
 	l.segments = append(l.segments, s)
 	l.dirty = true
+	l.dirDirty = true
 	if err := writeProducerSnapshot(l.fs, l.dir, base, l.producers); err != nil {
 		l.logger.Warn(fmt.Sprintf("Failed to snapshot producer state of %s at offset %d", l.tp, base), "err", err)
 	}
@@ -548,8 +552,11 @@ func (l *Log) flushLocked(nowMs int64) error {
 			return fmt.Errorf("flush %s: %w", l.tp, err)
 		}
 	}
-	if err := l.fs.SyncDir(l.dir); err != nil {
-		return fmt.Errorf("flush %s: dir: %w", l.tp, err)
+	if l.dirDirty {
+		if err := l.fs.SyncDir(l.dir); err != nil {
+			return fmt.Errorf("flush %s: dir: %w", l.tp, err)
+		}
+		l.dirDirty = false
 	}
 	l.recoveryPoint = leo
 	l.unflushedMessages = 0
@@ -767,6 +774,7 @@ func (l *Log) TruncateFullyAndStartAt(offset int64) error {
 func (l *Log) truncateFullyAndStartAt(offset int64) error {
 	l.truncations++
 	l.dirty = true
+	l.dirDirty = true
 	for _, s := range l.segments {
 		if err := s.remove(); err != nil {
 			l.failed = fmt.Errorf("truncate %s: %w: %w", l.tp, err, errSegmentDamaged)
