@@ -8,11 +8,14 @@
 // server.Replicas. The group coordinator writes through AppendInternal and
 // reads back with ReadCommitted.
 //
-// The replication rules live in State, a pure state machine (no locks, no
-// clock, no I/O): appends and follower fetches go in, high-watermark moves
-// and ISR shrink/expand proposals come out. With a single node every ISR is
-// {this broker} and the high watermark follows the log end; issue 3 adds
-// follower fetchers and AlterPartition around the same State.
+// The replication rules live in pure code: State (leader side: appends and
+// follower fetches go in, high-watermark moves and ISR shrink/expand
+// proposals come out) and FollowerTruncation (follower side: where to cut a
+// divergent log). No locks, no clock, no I/O there. With a single node every
+// ISR is {this broker} and the high watermark follows the log end. The
+// follower side is ready for issue 3's network fetchers: FollowerPosition
+// gives the next fetch, ApplyFetchResponse applies the leader's answer, and
+// ISRChanges gives the AlterPartition proposals.
 //
 // What it must never do: acknowledge an acks=all write before the high
 // watermark passed it, let consumers read past the high watermark, append
