@@ -82,6 +82,9 @@ func Format(cfg *config.Config, opts FormatOptions) ([]string, error) {
 		what := "data"
 		if filepath.Clean(d) == filepath.Clean(cfg.MetadataLogDir) {
 			what = "metadata"
+			if containsDir(cfg.LogDirs, d) {
+				what = "data and metadata"
+			}
 		}
 		lines = append(lines, fmt.Sprintf("Formatting %s directory %s with cluster.id %s and node.id %d.", what, d, opts.ClusterID, cfg.NodeID))
 	}

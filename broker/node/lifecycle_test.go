@@ -61,6 +61,14 @@ func TestStartupPhasesLogAndMetrics(t *testing.T) {
 	defer cancel()
 	require.NoError(t, n.Shutdown(ctx))
 	assert.Equal(t, StateNotRunning, n.State())
+	assertInOrder(t, logs.String(),
+		"Kafka broker 1 is ready to serve requests",
+		"Starting controlled shutdown of broker 1",
+		"Controlled shutdown request returned successfully",
+		"INFO shutting down (KafkaServer)",
+		"Shutting down the log manager",
+		"shut down completed",
+	)
 	_, err := os.Stat(filepath.Join(dir, "data", storage.CleanShutdownFile))
 	assert.NoError(t, err, "clean shutdown marker")
 	select {

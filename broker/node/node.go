@@ -65,6 +65,11 @@ type Node struct {
 type stopFunc struct {
 	name string
 	fn   func(ctx context.Context) error
+	// controlledShutdown marks the steps of a shutdown that run while the
+	// broker is PENDING_CONTROLLED_SHUTDOWN: the network layer finishing
+	// its requests and the controller moving leadership away. The others
+	// run SHUTTING_DOWN.
+	controlledShutdown bool
 }
 
 // Start runs the startup phases of seed 000 in order and returns once the
@@ -183,9 +188,13 @@ func (n *Node) startup(ctx context.Context) error {
 // dirs that were not shut down cleanly.
 func (n *Node) startLogManager() error {
 	cfg := n.cfg
+	lc, err := defaultLogConfig(cfg)
+	if err != nil {
+		return err
+	}
 	lm, err := storage.NewLogManager(storage.OS, cfg.LogDirs, storage.ManagerOptions{
 		RecoveryThreadsPerDataDir:         int(cfg.NumRecoveryThreadsPerDataDir),
-		DefaultLogConfig:                  defaultLogConfig(cfg),
+		DefaultLogConfig:                  lc,
 		Logger:                            n.logger.With(ComponentKey, "LogManager"),
 		HighWatermarkCheckpointIntervalMs: cfg.ReplicaHighWatermarkCheckpointIntervalMs,
 		RecoveryPointCheckpointIntervalMs: cfg.LogFlushOffsetCheckpointIntervalMs,
@@ -391,7 +400,7 @@ func (n *Node) register(ctx context.Context) error {
 	}
 	n.epoch.Store(epoch)
 	n.logger.Info(fmt.Sprintf("Completed registration with controller, broker epoch %d", epoch), ComponentKey, "BrokerServer")
-	n.pushStop("controlled shutdown", func(ctx context.Context) error {
+	n.pushControlledShutdownStop("controlled shutdown", func(ctx context.Context) error {
 		if !cfg.ControlledShutdownEnable {
 			return nil
 		}
@@ -439,7 +448,7 @@ func (n *Node) startNetwork() error {
 			n.fail(fmt.Errorf("listener %s: %w", l, err))
 		}
 	}()
-	n.pushStop("network layer", srv.Shutdown)
+	n.pushControlledShutdownStop("network layer", srv.Shutdown)
 	return nil
 }
 
@@ -483,24 +492,14 @@ func checkSingleNode(cfg *config.Config) error {
 	return nil
 }
 
-// defaultLogConfig maps the broker's log.* keys onto a storage.LogConfig.
-func defaultLogConfig(cfg *config.Config) storage.LogConfig {
-	lc := storage.DefaultLogConfig()
-	lc.SegmentBytes = int64(cfg.LogSegmentBytes)
-	lc.SegmentMs = cfg.LogRollMs
-	lc.IndexIntervalBytes = cfg.LogIndexIntervalBytes
-	lc.SegmentIndexBytes = cfg.LogIndexSizeMaxBytes
-	lc.FlushIntervalMessages = cfg.LogFlushIntervalMessages
-	lc.FlushIntervalMs = cfg.LogFlushIntervalMs
-	lc.RetentionMs = cfg.LogRetentionMs
-	lc.RetentionBytes = cfg.LogRetentionBytes
-	lc.MaxMessageBytes = cfg.MessageMaxBytes
-	lc.MessageTimestampType = cfg.LogMessageTimestampType
-	return lc
-}
-
 func (n *Node) pushStop(name string, fn func(ctx context.Context) error) {
 	n.stops = append(n.stops, stopFunc{name: name, fn: fn})
+}
+
+// pushControlledShutdownStop is pushStop for a step of the controlled
+// shutdown phase.
+func (n *Node) pushControlledShutdownStop(name string, fn func(ctx context.Context) error) {
+	n.stops = append(n.stops, stopFunc{name: name, fn: fn, controlledShutdown: true})
 }
 
 // runStops undoes the started phases in reverse order; it returns the first
@@ -509,6 +508,10 @@ func (n *Node) runStops(ctx context.Context) error {
 	var first error
 	for i := len(n.stops) - 1; i >= 0; i-- {
 		s := n.stops[i]
+		if !s.controlledShutdown && n.state.get() == StatePendingControlledShutdown {
+			n.state.set(StateShuttingDown)
+			n.log.Info("shutting down")
+		}
 		if s.name == "log manager" && n.bgCancel != nil {
 			n.bgCancel()
 		}
@@ -576,8 +579,6 @@ func (n *Node) Shutdown(ctx context.Context) error {
 	n.shutdownOnce.Do(func() {
 		n.state.set(StatePendingControlledShutdown)
 		n.log.Info(fmt.Sprintf("Starting controlled shutdown of broker %d", n.cfg.NodeID))
-		n.state.set(StateShuttingDown)
-		n.log.Info("shutting down")
 		n.shutdownErr = n.runStops(ctx)
 		n.state.set(StateNotRunning)
 		n.log.Info("shut down completed")
