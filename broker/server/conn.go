@@ -21,20 +21,18 @@ type slot struct {
 }
 
 // conn is one client connection. Its reader decodes requests and starts a
-// handler goroutine per request; its writer sends the responses strictly
-// in request order (kgo matches them by correlation id in order), waiting
-// for a slow handler while later ones finish.
+// handler goroutine per request (serial ones it handles itself); its
+// writer sends the responses strictly in request order (kgo matches them
+// by correlation id in order), waiting for a slow handler while later ones
+// finish.
 type conn struct {
 	s       *Server
 	nc      net.Conn
 	remote  string
 	ctx     context.Context
 	cancel  context.CancelFunc
-	pending chan *slot
-	// serialTail is closed when the newest serial request has finished;
-	// only the reader touches it.
-	serialTail chan struct{}
-	stopping   atomic.Bool
+	pending  chan *slot
+	stopping atomic.Bool
 }
 
 func newConn(s *Server, nc net.Conn) *conn {
@@ -116,13 +114,14 @@ func (c *conn) readLoop() {
 		}
 		r.remote = c.remote
 		sl := &slot{done: make(chan struct{})}
-		var prev, mine chan struct{}
-		if r.api.serial && r.answer == nil {
-			prev, mine = c.serialTail, make(chan struct{})
-			c.serialTail = mine
-		}
 		c.pending <- sl
-		go c.handle(r, sl, prev, mine, arrived)
+		if r.api.serial {
+			// In order, and the connection is not read further until it is
+			// done (Kafka handles every request this way).
+			c.handle(r, sl, arrived)
+		} else {
+			go c.handle(r, sl, arrived)
+		}
 	}
 }
 
@@ -152,25 +151,14 @@ func (c *conn) readFailed(err error, size, maxSize int32) {
 	}
 }
 
-func (c *conn) handle(r *request, sl *slot, prev, mine chan struct{}, arrived time.Time) {
+func (c *conn) handle(r *request, sl *slot, arrived time.Time) {
 	defer close(sl.done)
-	if mine != nil {
-		defer close(mine)
-	}
 	defer func() {
 		if p := recover(); p != nil {
 			_ = c.s.bug(p, "answering "+r.api.name)
 			sl.out, sl.closeConn = nil, true
 		}
 	}()
-	if prev != nil {
-		select {
-		case <-prev:
-		case <-c.ctx.Done():
-			sl.closeConn = true
-			return
-		}
-	}
 	r.ctx = c.ctx
 	resp, err := c.s.serveRequest(r)
 	m := c.s.apiM[r.header.key]

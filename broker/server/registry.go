@@ -40,9 +40,10 @@ type api struct {
 	key      int16
 	name     string
 	min, max int16
-	// serial requests of one connection run one after another in arrival
-	// order (produce: an idempotent producer pipelines up to five requests
-	// and their appends must not be reordered). Others run concurrently.
+	// serial requests run on the connection's reader, one after another in
+	// arrival order, and the connection is not read further meanwhile
+	// (produce: an idempotent producer pipelines up to five requests and
+	// their appends must not be reordered). Others run concurrently.
 	serial bool
 	needs  needs
 	handle handlerFunc
