@@ -26,11 +26,11 @@ type slot struct {
 // by correlation id in order), waiting for a slow handler while later ones
 // finish.
 type conn struct {
-	s       *Server
-	nc      net.Conn
-	remote  string
-	ctx     context.Context
-	cancel  context.CancelFunc
+	s        *Server
+	nc       net.Conn
+	remote   string
+	ctx      context.Context
+	cancel   context.CancelFunc
 	pending  chan *slot
 	stopping atomic.Bool
 }
