@@ -159,8 +159,8 @@ func loadConfig(path string, over overrides) (*config.Config, []string, error) {
 	return config.FromMap(props)
 }
 
-// reportConfigError prints each problem of a configuration error on its own
-// line.
+// reportConfigError prints each problem of an error on its own line (a
+// configuration error lists several, one per key).
 func reportConfigError(stderr io.Writer, cmd string, err error) {
 	for _, line := range config.Problems(err) {
 		fmt.Fprintf(stderr, "broker %s: %s\n", cmd, line)
@@ -281,7 +281,7 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 			logger.Info("Startup interrupted by a signal", node.ComponentKey, "KafkaServer")
 			return exitError
 		}
-		fmt.Fprintf(stderr, "broker serve: %v\n", err)
+		reportConfigError(stderr, "serve", err)
 		return exitError
 	}
 	cancelStart()
