@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
 	"strconv"
 	"sync"
 	"time"
@@ -180,6 +181,12 @@ type Client struct {
 	consumer *kgo.Client
 	assigned map[int]bool
 	group    bool
+
+	// rebalances collects the consumer group's assignments since the last
+	// poll; the next poll's completion carries them (Jepsen's rebalance
+	// log), so the checker can tell a skip across a rebalance from a bug.
+	rebalanceMu sync.Mutex
+	rebalances  []checker.Rebalance
 }
 
 // NewClient connects a client for one process.
@@ -230,7 +237,21 @@ func (c *Client) newConsumer(topics []string, group bool) error {
 		kgo.RetryTimeout(c.opts.RequestTimeout),
 	}
 	if group {
-		copts = append(copts, kgo.ConsumerGroup(c.opts.Group), kgo.ConsumeTopics(topics...), kgo.DisableAutoCommit())
+		copts = append(copts, kgo.ConsumerGroup(c.opts.Group), kgo.ConsumeTopics(topics...), kgo.DisableAutoCommit(),
+			kgo.OnPartitionsAssigned(func(_ context.Context, _ *kgo.Client, assigned map[string][]int32) {
+				var keys []int
+				for t, ps := range assigned {
+					for _, p := range ps {
+						if k, ok := c.opts.Key(t, p); ok {
+							keys = append(keys, k)
+						}
+					}
+				}
+				sort.Ints(keys)
+				c.rebalanceMu.Lock()
+				c.rebalances = append(c.rebalances, checker.Rebalance{Keys: keys})
+				c.rebalanceMu.Unlock()
+			}))
 	}
 	cl, err := kgo.NewClient(copts...)
 	if err != nil {
@@ -332,6 +353,9 @@ func (c *Client) poll(ctx context.Context, op checker.Op) checker.Op {
 	}
 	op.Mops = []checker.MicroOp{{F: "poll", Polls: polls}}
 	op.Type = checker.OK
+	c.rebalanceMu.Lock()
+	op.RebalanceLog, c.rebalances = c.rebalances, nil
+	c.rebalanceMu.Unlock()
 	return op
 }
 

@@ -157,3 +157,45 @@ func TestWorkloadAgainstKfake(t *testing.T) {
 		}
 	}
 }
+
+// TestSubscribeRecordsRebalances checks that a group consumer reads what
+// was sent and that its assignments reach the history as a rebalance log.
+func TestSubscribeRecordsRebalances(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1))
+	require.NoError(t, err)
+	defer c.Close()
+	opts := Options{Seeds: c.ListenAddrs(), PartitionsPerTopic: 2, ReplicationFactor: 1, Group: "g1"}
+	topics, err := NewTopics(opts)
+	require.NoError(t, err)
+	defer topics.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cl, err := NewClient(opts, topics)
+	require.NoError(t, err)
+	defer cl.Close()
+
+	sub := cl.Invoke(ctx, checker.Op{Type: checker.Invoke, F: "subscribe", Keys: []int{0, 1}})
+	require.Equal(t, checker.OK, sub.Type, sub.Error)
+	for v := int64(0); v < 5; v++ {
+		done := cl.Invoke(ctx, checker.Op{Type: checker.Invoke, F: "send", Mops: []checker.MicroOp{{F: "send", Key: int(v % 2), Value: v}}})
+		require.Equal(t, checker.OK, done.Type, done.Error)
+	}
+	seen := map[int64]bool{}
+	var rebalanced []int
+	for ctx.Err() == nil && len(seen) < 5 {
+		done := cl.Invoke(ctx, checker.Op{Type: checker.Invoke, F: "poll", Mops: []checker.MicroOp{{F: "poll"}}})
+		require.NotEqual(t, checker.Info, done.Type)
+		for _, r := range done.RebalanceLog {
+			rebalanced = append(rebalanced, r.Keys...)
+		}
+		for _, m := range done.Mops {
+			for _, pairs := range m.Polls {
+				for _, p := range pairs {
+					seen[p.Value] = true
+				}
+			}
+		}
+	}
+	assert.Len(t, seen, 5, "the group consumer read every value")
+	assert.ElementsMatch(t, []int{0, 1}, rebalanced, "the assignment is in the rebalance log")
+}
