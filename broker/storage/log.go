@@ -414,32 +414,59 @@ func (l *Log) AppendAsFollower(records []byte) error {
 // appendBatches writes batches with final offsets, rolling first when the
 // active segment cannot take them.
 func (l *Log) appendBatches(data []byte, headers []BatchHeader, nowMs int64) error {
-	first, last := headers[0], headers[len(headers)-1]
-	maxTs := int64(NoTimestamp)
-	for _, h := range headers {
-		maxTs = max(maxTs, h.MaxTimestamp)
+	startLEO := l.leo()
+	written := false
+	start, startPos, pos := 0, 0, 0
+	var pending int64
+	flushGroup := func(end int) error {
+		if end == start {
+			return nil
+		}
+		if err := l.active().append(data[startPos:pos], headers[start:end]); err != nil {
+			return l.fail(fmt.Errorf("append to %s: %w", l.tp, err))
+		}
+		written = true
+		start, startPos, pending = end, pos, 0
+		return nil
 	}
-	if l.shouldRoll(int64(len(data)), maxTs, first.BaseOffset, last.LastOffset(), nowMs) {
-		if err := l.roll(first.BaseOffset, nowMs); err != nil {
-			return err
+	var err error
+	for i, h := range headers {
+		if l.shouldRoll(pending, int64(h.Size()), h.MaxTimestamp, h.BaseOffset, h.LastOffset(), nowMs) {
+			if err = flushGroup(i); err != nil {
+				break
+			}
+			if err = l.roll(h.BaseOffset, nowMs); err != nil {
+				break
+			}
+		}
+		pending += int64(h.Size())
+		pos += h.Size()
+	}
+	if err == nil {
+		err = flushGroup(len(headers))
+	}
+	if err != nil && written && l.failed == nil {
+		// Part of the batches went to an earlier segment: take them back
+		// so that a failed append leaves no trace.
+		if terr := l.truncateTo(startLEO); terr != nil {
+			l.failed = fmt.Errorf("append to %s: undo partial append: %w: %w", l.tp, terr, errSegmentDamaged)
 		}
 	}
-	if err := l.active().append(data, headers); err != nil {
-		return l.fail(fmt.Errorf("append to %s: %w", l.tp, err))
-	}
-	return nil
+	return err
 }
 
-func (l *Log) shouldRoll(size, maxTs, firstOffset, lastOffset, nowMs int64) bool {
+// shouldRoll reports whether a batch of size bytes must go to a new
+// segment, given pending bytes about to be written to the active one.
+func (l *Log) shouldRoll(pending, size, maxTs, firstOffset, lastOffset, nowMs int64) bool {
 	s := l.active()
-	if s.size == 0 {
+	if s.size+pending == 0 {
 		return !s.canHold(lastOffset) || firstOffset < s.baseOffset
 	}
 	waited := nowMs - s.createdMs
 	if s.rollBaseTimestamp >= 0 && maxTs >= 0 {
 		waited = maxTs - s.rollBaseTimestamp
 	}
-	return s.size > l.cfg.SegmentBytes-size ||
+	return s.size+pending > l.cfg.SegmentBytes-size ||
 		waited > l.cfg.SegmentMs ||
 		s.idx.full() ||
 		!s.canHold(lastOffset)
@@ -724,6 +751,10 @@ func (l *Log) TruncateTo(offset int64) error {
 	if offset < 0 {
 		return fmt.Errorf("truncate %s to %d: %w", l.tp, offset, ErrInvalidOffset)
 	}
+	return l.truncateTo(offset)
+}
+
+func (l *Log) truncateTo(offset int64) error {
 	if offset >= l.leo() {
 		return nil
 	}

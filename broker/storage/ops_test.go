@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -233,4 +234,47 @@ func TestCompactPolicyKeepsEverything(t *testing.T) {
 	assert.Positive(t, n)
 	cfg.CleanupPolicy = "bogus"
 	assert.ErrorContains(t, l.SetConfig(cfg), "cleanup.policy")
+}
+
+func TestFollowerAppendSpanningSegments(t *testing.T) {
+	cfg := testConfig()
+	cfg.SegmentBytes = 500
+	l := openTestLog(t, OS, t.TempDir(), cfg, true)
+	defer l.Close()
+	var data []byte
+	next := int64(0)
+	for i := 0; i < 20; i++ {
+		b := BuildBatch(records(2, fmt.Sprint(i), 1), BatchOptions{BaseOffset: next, PartitionLeaderEpoch: 1})
+		data = append(data, b...)
+		next += 2
+	}
+	require.NoError(t, l.AppendAsFollower(data))
+	assert.Equal(t, int64(40), l.LogEndOffset())
+	assert.Greater(t, l.NumSegments(), 3)
+	for _, s := range l.segments {
+		assert.LessOrEqual(t, s.size, cfg.SegmentBytes)
+	}
+	got, err := l.Read(0, 1<<20, 40, true)
+	require.NoError(t, err)
+	assert.Equal(t, data[:len(got)], got)
+}
+
+func TestFailedMultiSegmentAppendLeavesNoTrace(t *testing.T) {
+	efs := NewErrorFS(OS)
+	cfg := testConfig()
+	cfg.SegmentBytes = 500
+	l := openTestLog(t, efs, t.TempDir(), cfg, true)
+	defer l.Close()
+	appendN(t, l, 2, 2, 1)
+	var data []byte
+	next := int64(4)
+	for i := 0; i < 10; i++ {
+		data = append(data, BuildBatch(records(2, fmt.Sprint(i), 1), BatchOptions{BaseOffset: next, PartitionLeaderEpoch: 1})...)
+		next += 2
+	}
+	efs.Inject(Rule{Op: OpWrite, Path: logSuffix, Skip: 1, Count: 1})
+	require.Error(t, l.AppendAsFollower(data))
+	assert.Equal(t, int64(4), l.LogEndOffset(), "the part written before the failure is taken back")
+	require.NoError(t, l.AppendAsFollower(data))
+	assert.Equal(t, int64(24), l.LogEndOffset())
 }
