@@ -286,6 +286,12 @@ func (n *Node) bindListener() error {
 		return errors.New("listeners: no broker listener (every listener is named in controller.listener.names)")
 	}
 	l := listeners[0]
+	for _, other := range listeners[1:] {
+		n.log.Warn(fmt.Sprintf("Listener %s is not served: this build serves one client listener, %s", other, l))
+	}
+	for _, c := range n.cfg.ControllerListeners() {
+		n.log.Info(fmt.Sprintf("Controller listener %s is not bound: the controller quorum has a single voter, this node", c))
+	}
 	ln, err := net.Listen("tcp", l.Address())
 	if err != nil {
 		return fmt.Errorf("listeners: bind %s: %w", l, err)
