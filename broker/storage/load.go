@@ -65,7 +65,6 @@ func openLog(fs FS, dir string, tp TopicPartition, cfg LogConfig, p loadParams) 
 		}
 		return nil, res, fmt.Errorf("load %s: %w", tp, err)
 	}
-	maxBatch := int(max(cfg.SegmentBytes, int64(cfg.MaxMessageBytes)))
 	for _, base := range bases {
 		s, needsRecovery, err := openSegment(fs, dir, base, cfg, nowMs)
 		if err != nil {
@@ -74,7 +73,7 @@ func openLog(fs FS, dir string, tp TopicPartition, cfg LogConfig, p loadParams) 
 		s.needsRecovery = needsRecovery
 		if needsRecovery && p.cleanShutdown {
 			p.logger.Info(fmt.Sprintf("Rebuilding indexes of segment %d of %s", base, tp))
-			if _, err := s.recover(maxBatch, nil); err != nil {
+			if _, err := s.recover(nil); err != nil {
 				_ = s.close()
 				return fail(err)
 			}
@@ -85,7 +84,7 @@ func openLog(fs FS, dir string, tp TopicPartition, cfg LogConfig, p loadParams) 
 	if !p.cleanShutdown && len(l.segments) > 0 {
 		res.recovered = true
 		p.logger.Info(fmt.Sprintf("Recovering log %s", tp))
-		if err := l.recoverSegments(recoveryPoint, maxBatch); err != nil {
+		if err := l.recoverSegments(recoveryPoint); err != nil {
 			return fail(err)
 		}
 	}
@@ -137,7 +136,7 @@ func openLog(fs FS, dir string, tp TopicPartition, cfg LogConfig, p loadParams) 
 // recoverSegments validates every segment from the one holding the recovery
 // point to the end, truncating at the first invalid byte and deleting every
 // later segment, and reassigns leader epochs from the surviving batches.
-func (l *Log) recoverSegments(recoveryPoint int64, maxBatch int) error {
+func (l *Log) recoverSegments(recoveryPoint int64) error {
 	first := l.segmentFor(recoveryPoint)
 	for i, s := range l.segments[:first] {
 		if s.needsRecovery {
@@ -156,7 +155,7 @@ func (l *Log) recoverSegments(recoveryPoint int64, maxBatch int) error {
 			return l.dropSegmentsFrom(i)
 		}
 		l.logger.Info(fmt.Sprintf("Recovering unflushed segment %d of %s", s.baseOffset, l.tp))
-		cut, err := s.recover(maxBatch, func(h BatchHeader) {
+		cut, err := s.recover(func(h BatchHeader) {
 			if h.PartitionLeaderEpoch >= 0 {
 				if e, ok := l.epochs.latest(); !ok || e.Epoch < h.PartitionLeaderEpoch {
 					_, _ = l.epochs.assign(h.PartitionLeaderEpoch, h.BaseOffset, false)

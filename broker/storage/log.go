@@ -1010,22 +1010,8 @@ func (l *Log) rebuildProducerState(upTo int64, logLoad bool) error {
 			}
 			start = pos
 		}
-		sc := newBatchScanner(s.log, s.size, 0)
-		sc.bufPos = start
-		for {
-			_, h, _, err := sc.next(false)
-			if err != nil {
-				if errors.Is(err, io.EOF) {
-					break
-				}
-				return fmt.Errorf("replay producer state of %s: %w", l.tp, err)
-			}
-			if h.BaseOffset >= upTo {
-				break
-			}
-			if h.LastOffset() >= from {
-				l.producers.replay(h)
-			}
+		if err := l.replaySegment(s, start, from, upTo); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -1038,6 +1024,29 @@ func (l *Log) ExpireProducers(nowMs, expirationMs int64) int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.producers.expire(nowMs, expirationMs)
+}
+
+// replaySegment applies the batches of s from byte start, with offsets in
+// [from, upTo), to the producer state.
+func (l *Log) replaySegment(s *segment, start, from, upTo int64) error {
+	sc := newBatchScanner(s.log, s.size)
+	defer sc.release()
+	sc.bufPos = start
+	for {
+		_, h, _, err := sc.next(false)
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				return nil
+			}
+			return fmt.Errorf("replay producer state of %s: %w", l.tp, err)
+		}
+		if h.BaseOffset >= upTo {
+			return nil
+		}
+		if h.LastOffset() >= from {
+			l.producers.replay(h)
+		}
+	}
 }
 
 // Close flushes nothing: it finalizes the active time index and closes the

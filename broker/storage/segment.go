@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"sync"
 )
 
 const (
@@ -421,7 +422,7 @@ func (s *segment) truncateTo(offset int64) (int64, error) {
 // CRC-32C, offsets inside the segment and increasing), rebuilds both
 // indexes, and truncates the file at the first invalid byte. onBatch sees
 // every valid batch in order. It returns the number of bytes cut.
-func (s *segment) recover(maxBatchBytes int, onBatch func(h BatchHeader)) (int64, error) {
+func (s *segment) recover(onBatch func(h BatchHeader)) (int64, error) {
 	s.idx.offsets = s.idx.offsets[:0]
 	s.idx.times = s.idx.times[:0]
 	s.nextOffset = s.baseOffset
@@ -429,7 +430,8 @@ func (s *segment) recover(maxBatchBytes int, onBatch func(h BatchHeader)) (int64
 	s.offsetOfMaxTimestamp = -1
 	s.rollBaseTimestamp = NoTimestamp
 	s.bytesSinceIndexEntry = 0
-	sc := newBatchScanner(s.log, s.size, maxBatchBytes)
+	sc := newBatchScanner(s.log, s.size)
+	defer sc.release()
 	valid := int64(0)
 	for {
 		pos, h, _, err := sc.next(true)
@@ -519,7 +521,6 @@ func (s *segment) remove() error {
 type batchScanner struct {
 	f        File
 	fileSize int64
-	maxBatch int
 	buf      []byte
 	bufPos   int64 // file position of buf[0]
 	start    int   // next unread byte in buf
@@ -528,8 +529,24 @@ type batchScanner struct {
 
 const scanChunkBytes = 1 << 20
 
-func newBatchScanner(f File, fileSize int64, maxBatchBytes int) *batchScanner {
-	return &batchScanner{f: f, fileSize: fileSize, maxBatch: maxBatchBytes, buf: make([]byte, scanChunkBytes)}
+// scanBuffers recycles scanner chunks across segments and partitions.
+var scanBuffers = sync.Pool{New: func() any { b := make([]byte, scanChunkBytes); return &b }}
+
+// newBatchScanner scans f. A batch may be as large as the file: a declared
+// size past the end of the file is caught before anything is allocated.
+// Call release when done.
+func newBatchScanner(f File, fileSize int64) *batchScanner {
+	return &batchScanner{f: f, fileSize: fileSize, buf: *scanBuffers.Get().(*[]byte)}
+}
+
+// release returns the scanner's chunk for reuse; batches it returned are
+// invalid afterwards.
+func (sc *batchScanner) release() {
+	if len(sc.buf) == scanChunkBytes {
+		b := sc.buf
+		scanBuffers.Put(&b)
+	}
+	sc.buf = nil
 }
 
 // fill makes at least need bytes available from start, growing the buffer
@@ -592,9 +609,6 @@ func (sc *batchScanner) next(validate bool) (int64, BatchHeader, []byte, error) 
 		return pos, h, nil, err
 	}
 	size := h.Size()
-	if sc.maxBatch > 0 && size > sc.maxBatch {
-		return pos, h, nil, fmt.Errorf("at %d: %w: batch of %d bytes above limit %d", pos, ErrCorruptBatch, size, sc.maxBatch)
-	}
 	if ok, err = sc.fill(size); err != nil {
 		return pos, h, nil, err
 	} else if !ok {
