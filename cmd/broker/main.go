@@ -83,21 +83,76 @@ func usage(w io.Writer) {
 	fmt.Fprintln(w, "  help         Show this help, or `broker help <command>` for a command's flags")
 }
 
-// flagSet makes a FlagSet whose usage lists every flag; parse errors and
-// --help are reported by parse.
-func flagSet(name, synopsis string, stderr io.Writer) *flag.FlagSet {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		out := fs.Output()
-		fmt.Fprintf(out, "Usage: broker %s\n\nFlags:\n", synopsis)
-		fs.PrintDefaults()
+// flags is a FlagSet whose usage lists each flag once with its aliases
+// ("-t, --cluster-id CLUSTER_ID").
+type flags struct {
+	*flag.FlagSet
+	synopsis string
+	help     []flagHelp
+}
+
+type flagHelp struct {
+	names []string
+	arg   string // "" for booleans
+	usage string
+}
+
+// flagSet makes a flags for a command; parse errors and --help are reported
+// by parse.
+func flagSet(name, synopsis string, stderr io.Writer) *flags {
+	f := &flags{FlagSet: flag.NewFlagSet(name, flag.ContinueOnError), synopsis: synopsis}
+	f.SetOutput(stderr)
+	f.Usage = f.printUsage
+	return f
+}
+
+func (f *flags) printUsage() {
+	out := f.Output()
+	fmt.Fprintf(out, "Usage: broker %s\n", f.synopsis)
+	if len(f.help) == 0 {
+		return
 	}
-	return fs
+	fmt.Fprintln(out, "\nFlags:")
+	for _, h := range f.help {
+		names := make([]string, len(h.names))
+		for i, n := range h.names {
+			if len(n) == 1 {
+				names[i] = "-" + n
+			} else {
+				names[i] = "--" + n
+			}
+		}
+		head := strings.Join(names, ", ")
+		if h.arg != "" {
+			head += " " + h.arg
+		}
+		fmt.Fprintf(out, "  %s\n        %s\n", head, h.usage)
+	}
+}
+
+func (f *flags) stringVar(p *string, arg, usage string, names ...string) {
+	for _, n := range names {
+		f.StringVar(p, n, *p, usage)
+	}
+	f.help = append(f.help, flagHelp{names: names, arg: arg, usage: usage})
+}
+
+func (f *flags) boolVar(p *bool, usage string, names ...string) {
+	for _, n := range names {
+		f.BoolVar(p, n, *p, usage)
+	}
+	f.help = append(f.help, flagHelp{names: names, usage: usage})
+}
+
+func (f *flags) varFlag(v flag.Value, arg, usage string, names ...string) {
+	for _, n := range names {
+		f.Var(v, n, usage)
+	}
+	f.help = append(f.help, flagHelp{names: names, arg: arg, usage: usage})
 }
 
 // parse parses args; it returns -1 to go on, or the exit code to return.
-func parse(fs *flag.FlagSet, args []string, stdout io.Writer) int {
+func parse(fs *flags, args []string, stdout io.Writer) int {
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fs.SetOutput(stdout)
@@ -186,21 +241,16 @@ func runVersion(args []string, stdout, stderr io.Writer) int {
 }
 
 func runFormat(args []string, stdout, stderr io.Writer) int {
-	fs := flagSet("format", "format -t CLUSTER_ID -c server.properties [--ignore-formatted] [--initial-controllers ID@HOST:PORT:DIRID,...]", stderr)
+	fs := flagSet("format", "format -t CLUSTER_ID -c server.properties [--ignore-formatted] [--initial-controllers ID@HOST:PORT[:DIR_ID],...]", stderr)
 	var opts node.FormatOptions
 	var configPath string
 	over := overrides{}
-	fs.StringVar(&opts.ClusterID, "t", "", "the cluster id: 22 base64url characters, as printed by `broker random-uuid` (required)")
-	fs.StringVar(&opts.ClusterID, "cluster-id", "", "same as -t")
-	fs.StringVar(&configPath, "c", "", "the node's server.properties (required)")
-	fs.StringVar(&configPath, "config", "", "same as -c")
-	fs.BoolVar(&opts.IgnoreFormatted, "g", false, "skip directories that are already formatted instead of failing")
-	fs.BoolVar(&opts.IgnoreFormatted, "ignore-formatted", false, "same as -g")
-	fs.StringVar(&opts.InitialControllers, "I", "", "the initial controller quorum as id@host:port[:directory-id],...; checked against controller.quorum.voters")
-	fs.StringVar(&opts.InitialControllers, "initial-controllers", "", "same as -I")
-	fs.BoolVar(&opts.Standalone, "s", false, "format this node as the only voter of a new controller quorum")
-	fs.BoolVar(&opts.Standalone, "standalone", false, "same as -s")
-	fs.Var(over, "override", "a configuration key=value that overrides the file (repeatable)")
+	fs.stringVar(&opts.ClusterID, "CLUSTER_ID", "the cluster id: 22 base64url characters, as printed by 'broker random-uuid' (required)", "t", "cluster-id")
+	fs.stringVar(&configPath, "FILE", "the node's server.properties (required)", "c", "config")
+	fs.boolVar(&opts.IgnoreFormatted, "skip directories that are already formatted instead of failing", "g", "ignore-formatted")
+	fs.stringVar(&opts.InitialControllers, "ID@HOST:PORT[:DIR_ID],...", "the initial controller quorum; checked against controller.quorum.voters", "I", "initial-controllers")
+	fs.boolVar(&opts.Standalone, "format this node as the only voter of a new controller quorum", "s", "standalone")
+	fs.varFlag(over, "KEY=VALUE", "a configuration key that overrides the file (repeatable)", "override")
 	if code := parse(fs, args, stdout); code >= 0 {
 		return code
 	}
@@ -235,10 +285,10 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	fs := flagSet("serve", "serve -c server.properties [--override key=value ...]", stderr)
 	var configPath, level string
 	over := overrides{}
-	fs.StringVar(&configPath, "c", "", "the node's server.properties (required)")
-	fs.StringVar(&configPath, "config", "", "same as -c")
-	fs.Var(over, "override", "a configuration key=value that overrides the file (repeatable)")
-	fs.StringVar(&level, "log-level", "info", "lowest level logged to stderr: debug, info, warn or error")
+	level = "info"
+	fs.stringVar(&configPath, "FILE", "the node's server.properties (required)", "c", "config")
+	fs.varFlag(over, "KEY=VALUE", "a configuration key that overrides the file (repeatable)", "override")
+	fs.stringVar(&level, "LEVEL", "lowest level logged to stderr: debug, info (default), warn or error", "log-level")
 	if code := parse(fs, args, stdout); code >= 0 {
 		return code
 	}

@@ -120,3 +120,23 @@ func TestServeRefusesUnformattedDir(t *testing.T) {
 	assert.Contains(t, errOut, "no meta.properties found in "+data)
 	assert.Contains(t, errOut, "broker format")
 }
+
+func TestFormatChecksInitialControllersAndOverrides(t *testing.T) {
+	cfg, data := writeConfig(t)
+	const id = "MkU3OEVBNTcwNTJENDM2Qg"
+	code, _, errOut := runCmd("format", "-t", id, "-c", cfg, "--initial-controllers", "2@127.0.0.1:9093")
+	assert.Equal(t, exitError, code)
+	assert.Contains(t, errOut, "does not list this controller's node.id 1")
+
+	code, _, errOut = runCmd("format", "-t", id, "-c", cfg, "--override", "node.id=x")
+	assert.Equal(t, exitError, code)
+	assert.Contains(t, errOut, "node.id")
+
+	other := filepath.Join(t.TempDir(), "other")
+	code, _, errOut = runCmd("format", "-t", id, "-c", cfg, "--initial-controllers", "1@127.0.0.1:9093", "--override", "log.dirs="+other)
+	require.Equal(t, exitOK, code, errOut)
+	_, err := os.Stat(filepath.Join(other, "meta.properties"))
+	assert.NoError(t, err, "--override log.dirs is where format writes")
+	_, err = os.Stat(filepath.Join(data, "meta.properties"))
+	assert.True(t, os.IsNotExist(err))
+}
