@@ -3,6 +3,7 @@ package node
 import (
 	"context"
 	"fmt"
+	"net"
 	"path/filepath"
 	"strconv"
 	"sync"
@@ -12,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/faultline/faultline/internal/testutil"
@@ -244,4 +246,61 @@ func TestRestartKeepsTopicsAndData(t *testing.T) {
 	assert.Len(t, seen, 100)
 	produceSync(t, client(t, n2, kgo.RecordPartitioner(kgo.RoundRobinPartitioner())), "durable", values(10, "after"))
 	assert.Len(t, consumeN(t, n2, "durable", 110), 110)
+}
+
+func TestAdminAPIs(t *testing.T) {
+	n := startNode(t, nil)
+	adm := kadm.NewClient(client(t, n))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+
+	retention := "3600000"
+	created, err := adm.CreateTopic(ctx, 2, 1, map[string]*string{"retention.ms": &retention}, "admin")
+	require.NoError(t, err)
+	require.NoError(t, created.Err)
+	bad := "-7"
+	_, err = adm.CreateTopic(ctx, 1, 1, map[string]*string{"segment.bytes": &bad}, "bad-config")
+	assert.ErrorIs(t, err, kerr.InvalidConfig, "an invalid topic config is refused")
+
+	topicCfgs, err := adm.DescribeTopicConfigs(ctx, "admin")
+	require.NoError(t, err)
+	rc, err := topicCfgs.On("admin", nil)
+	require.NoError(t, err)
+	values := map[string]string{}
+	for _, c := range rc.Configs {
+		values[c.Key] = c.MaybeValue()
+	}
+	assert.Equal(t, "3600000", values["retention.ms"])
+	assert.Equal(t, "1073741824", values["segment.bytes"], "defaults come from the broker's log.segment.bytes")
+
+	brokerCfgs, err := adm.DescribeBrokerConfigs(ctx, 1)
+	require.NoError(t, err)
+	require.Len(t, brokerCfgs, 1)
+	found := false
+	for _, c := range brokerCfgs[0].Configs {
+		if c.Key == "node.id" {
+			found = true
+			assert.Equal(t, "1", c.MaybeValue())
+		}
+	}
+	assert.True(t, found, "node.id among the broker configs")
+
+	meta, err := adm.BrokerMetadata(ctx)
+	require.NoError(t, err)
+	require.Len(t, meta.Brokers, 1)
+	assert.Equal(t, int32(1), meta.Controller)
+	assert.Equal(t, n.Addr().(*net.TCPAddr).Port, int(meta.Brokers[0].Port), "the bound port is advertised")
+
+	_, err = adm.CreatePartitions(ctx, 2, "admin")
+	require.NoError(t, err)
+	topics, err := adm.ListTopics(ctx, "admin")
+	require.NoError(t, err)
+	assert.Len(t, topics["admin"].Partitions, 4)
+
+	deleted, err := adm.DeleteTopic(ctx, "admin")
+	require.NoError(t, err)
+	require.NoError(t, deleted.Err)
+	topics, err = adm.ListTopics(ctx)
+	require.NoError(t, err)
+	assert.False(t, topics.Has("admin"))
 }
