@@ -18,6 +18,7 @@ import (
 
 	"github.com/faultline/faultline/broker/metadata"
 	"github.com/faultline/faultline/broker/quorum"
+	"github.com/faultline/faultline/broker/storage"
 )
 
 // waitFor is the bound on every awaited condition; polls are tight.
@@ -285,4 +286,23 @@ type testWriter struct{ t testing.TB }
 func (w testWriter) Write(p []byte) (int, error) {
 	w.t.Log(strings.TrimRight(string(p), "\n"))
 	return len(p), nil
+}
+
+// crash stops node id the way a power loss does: no final quorum-state
+// write, no log manager shutdown (so no clean shutdown marker), and, when
+// the node runs on an ErrorFS, every write not fsynced is lost.
+func (c *testCluster) crash(id int32) {
+	c.t.Helper()
+	q := c.nodes[id]
+	q.mu.Lock()
+	q.closed = true
+	q.mu.Unlock()
+	q.stop()
+	q.wg.Wait()
+	require.NoError(c.t, q.tr.Close())
+	q.ap.stop()
+	if efs, ok := q.cfg.FS.(*storage.ErrorFS); ok {
+		require.NoError(c.t, efs.Crash())
+	}
+	delete(c.nodes, id)
 }

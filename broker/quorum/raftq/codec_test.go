@@ -415,3 +415,41 @@ func TestTCPTransportDeliversAndReportsSnapshots(t *testing.T) {
 		return rcv[0].snaps[len(rcv[0].snaps)-1]
 	}, waitFor, pollEvery, "a snapshot to a dead peer is reported failed")
 }
+
+func TestSniffRaftSplitsRaftFromKafka(t *testing.T) {
+	tr, err := NewTCPTransport(TCPConfig{NodeID: 1, Voters: map[int32]string{1: "127.0.0.1:1", 2: "127.0.0.1:2"}})
+	require.NoError(t, err)
+	rcv := &chanReceiver{msgs: make(chan *raftpb.Message, 4)}
+	require.NoError(t, tr.Start(rcv))
+	defer tr.Close()
+
+	server, client := net.Pipe()
+	b := append([]byte(Magic), 0, 0, 0, 2)
+	m := &raftpb.Message{Type: raftpb.MsgHeartbeat.Enum(), To: new(RaftID(1)), From: new(RaftID(2))}
+	b, _ = appendFrame(b, m, 1<<20)
+	go func() { _, _ = client.Write(b) }()
+	conn, isRaft, err := SniffRaft(server, waitFor)
+	require.NoError(t, err)
+	require.True(t, isRaft)
+	go func() { _ = tr.ServeConn(conn) }()
+	select {
+	case got := <-rcv.msgs:
+		assert.True(t, proto.Equal(m, got), "the sniffed bytes were replayed to ServeConn")
+	case <-time.After(waitFor):
+		t.Fatal("no message delivered")
+	}
+	_ = client.Close()
+
+	// A Kafka ApiVersions request is not raft, and its bytes stay readable.
+	server, client = net.Pipe()
+	kafka := []byte{0, 0, 0, 20, 0, 18, 0, 3, 0, 0, 0, 1, 0, 4, 't', 'e', 's', 't', 0, 0, 0, 0, 0, 0}
+	go func() { _, _ = client.Write(kafka) }()
+	conn, isRaft, err = SniffRaft(server, waitFor)
+	require.NoError(t, err)
+	assert.False(t, isRaft)
+	got := make([]byte, len(kafka))
+	_, err = io.ReadFull(conn, got)
+	require.NoError(t, err)
+	assert.Equal(t, kafka, got)
+	_ = client.Close()
+}

@@ -66,7 +66,9 @@ func (q *Quorum) run() {
 			}
 		}
 		if err := q.handleReady(accepted); err != nil {
-			q.fail(err)
+			if !errors.Is(err, quorum.ErrClosed) {
+				q.fail(err)
+			}
 			return
 		}
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/faultline/faultline/broker/metadata"
 	"github.com/faultline/faultline/broker/quorum"
+	"github.com/faultline/faultline/broker/storage"
 )
 
 func TestThreeVotersElectOneLeaderAndReplicate(t *testing.T) {
@@ -298,4 +299,34 @@ func TestOpenRefusesLostCommittedEntries(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(dir, QuorumStateFile), []byte("{not json"), 0o644))
 	_, err = Open(c.config(1))
 	assert.ErrorContains(t, err, "parse quorum-state")
+}
+
+func TestPowerLossOfAllVotersKeepsCommittedRecords(t *testing.T) {
+	fss := map[int32]*storage.ErrorFS{}
+	c := newCluster(t, 3, false, func(cfg *Config) {
+		if fss[cfg.NodeID] == nil {
+			fss[cfg.NodeID] = storage.NewErrorFS(storage.OS)
+		}
+		cfg.FS = fss[cfg.NodeID]
+	})
+	c.leaderAmong(c.ids...)
+	c.appendN(0, 20)
+	for _, id := range c.ids {
+		c.crash(id)
+		// quorum-state's commit index may lag (it is written lazily): take
+		// it back to raft index 3 (the leader's empty entry, topics 0 and 1).
+		dir := filepath.Join(c.dirs[id], quorum.MetadataPartition.DirName())
+		hs, _, err := readQuorumState(osFS(), dir)
+		require.NoError(t, err)
+		hs.Commit = 3
+		require.NoError(t, writeQuorumState(osFS(), dir, hs, "", c.ids))
+	}
+	for _, id := range c.ids {
+		c.start(id)
+		recs, _ := c.recs[id].records()
+		assert.Equal(t, topics(0, 2), recs, "node %d replays what quorum-state says is committed", id)
+	}
+	c.leaderAmong(c.ids...)
+	c.appendN(20, 1)
+	assert.Equal(t, topics(0, 21), c.converged(c.ids...), "every acknowledged append survived, none twice")
 }
