@@ -3,6 +3,8 @@ package node
 import (
 	"context"
 	"io"
+	"log/slog"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -97,4 +99,29 @@ func TestStartRefusesUnformattedAndMismatchedDirs(t *testing.T) {
 	_, err = Start(context.Background(), testConfig(t, other), nil)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "does not match node.id 2")
+}
+
+func TestFailedStartUndoesItsPhases(t *testing.T) {
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer taken.Close()
+	dir := t.TempDir()
+	props := nodeProps(t, map[string]string{
+		"log.dirs":  filepath.Join(dir, "data"),
+		"listeners": "PLAINTEXT://" + taken.Addr().String() + ",CONTROLLER://127.0.0.1:0",
+	})
+	cfg := testConfig(t, props)
+	_, err = Format(cfg, FormatOptions{ClusterID: testClusterID})
+	require.NoError(t, err)
+	logs := &syncBuffer{}
+	_, err = Start(context.Background(), cfg, slog.New(NewKafkaHandler(logs, slog.LevelInfo)))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "listeners: bind PLAINTEXT://"+taken.Addr().String())
+	assert.Contains(t, logs.String(), "Fatal error during broker startup")
+
+	// Everything the failed start opened was released: the same data dir
+	// and metrics address serve a new start.
+	props["listeners"] = "PLAINTEXT://127.0.0.1:0,CONTROLLER://127.0.0.1:0"
+	n := startNode(t, props)
+	assert.Equal(t, StateRunning, n.State())
 }

@@ -60,8 +60,7 @@ type Node struct {
 	err          error
 }
 
-// stopFunc undoes one startup phase; clean is false when the node is
-// abandoning a failed start.
+// stopFunc undoes one startup phase, at shutdown or when a start fails.
 type stopFunc struct {
 	name string
 	fn   func(ctx context.Context) error
@@ -92,7 +91,9 @@ func Start(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*Node,
 	n.state.set(StateStarting)
 	if err := n.startup(ctx); err != nil {
 		n.log.Error(fmt.Sprintf("Fatal error during broker startup: %v", err))
-		n.runStops(context.Background())
+		stopCtx, cancel := context.WithTimeout(context.Background(), ShutdownTimeout(cfg))
+		defer cancel()
+		_ = n.runStops(stopCtx) // errors are logged; the startup error is the one to report
 		n.state.set(StateNotRunning)
 		close(n.done)
 		return nil, err
@@ -104,8 +105,8 @@ func (n *Node) startup(ctx context.Context) error {
 	cfg := n.cfg
 	// Phase 1: configuration.
 	n.log.Info(fmt.Sprintf("Starting Kafka version %s (faultline broker)", VersionString()))
-	n.log.Info(fmt.Sprintf("Kafka server started with broker ID %d, process.roles=%s, log.dirs=%v",
-		cfg.NodeID, strings.Join(cfg.ProcessRoles, ","), cfg.LogDirs))
+	n.logger.Info(fmt.Sprintf("Loaded configuration: broker ID %d, process.roles=%s, log.dirs=%v",
+		cfg.NodeID, strings.Join(cfg.ProcessRoles, ","), cfg.LogDirs), ComponentKey, "KafkaConfig")
 	if unsafe := cfg.EnabledUnsafe(); len(unsafe) > 0 {
 		n.log.Warn(fmt.Sprintf("Unsafe switches in effect (planted bugs, never for real data): %s", strings.Join(unsafe, "=true, ")+"=true"))
 	}
