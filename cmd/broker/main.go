@@ -1,5 +1,3 @@
-// Command broker runs a faultline broker node: a Kafka-compatible broker that
-// real Kafka clients can use. See `broker help` and the README.
 package main
 
 import (
