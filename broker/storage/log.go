@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"math"
 	"os"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -89,13 +90,15 @@ type AppendInfo struct {
 // producer state. It is safe for concurrent use: appends and mutations are
 // serialized; reads run concurrently with each other.
 type Log struct {
-	mu     sync.RWMutex
-	fs     FS
-	dir    string
-	tp     TopicPartition
-	cfg    LogConfig
-	logger *slog.Logger
-	now    func() time.Time
+	mu sync.RWMutex
+	// flushMu serializes fsync rounds (syncTo), which run without mu.
+	flushMu sync.Mutex
+	fs      FS
+	dir     string
+	tp      TopicPartition
+	cfg     LogConfig
+	logger  *slog.Logger
+	now     func() time.Time
 
 	segments       []*segment // ascending base offset; the last is active
 	logStartOffset int64
@@ -294,14 +297,22 @@ func (l *Log) parseForAppend(records []byte, leader bool) ([]BatchHeader, error)
 // A batch that repeats one of its producer's last five batches appends
 // nothing and returns the original offsets with Duplicate set.
 func (l *Log) AppendAsLeader(records []byte, leaderEpoch int32, nowMs int64) (AppendInfo, error) {
+	info, flush, err := l.appendAsLeader(records, leaderEpoch, nowMs)
+	if err != nil || !flush {
+		return info, err
+	}
+	return info, l.syncTo(info.LastOffset+1, nowMs)
+}
+
+func (l *Log) appendAsLeader(records []byte, leaderEpoch int32, nowMs int64) (AppendInfo, bool, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if err := l.checkWritable(); err != nil {
-		return AppendInfo{}, err
+		return AppendInfo{}, false, err
 	}
 	headers, err := l.parseForAppend(records, true)
 	if err != nil {
-		return AppendInfo{}, err
+		return AppendInfo{}, false, err
 	}
 	pa := l.producers.begin()
 	for _, h := range headers {
@@ -310,7 +321,7 @@ func (l *Log) AppendAsLeader(records []byte, leaderEpoch int32, nowMs int64) (Ap
 		}
 		dup, isDup, err := pa.check(h)
 		if err != nil {
-			return AppendInfo{}, fmt.Errorf("append to %s: %w", l.tp, err)
+			return AppendInfo{}, false, fmt.Errorf("append to %s: %w", l.tp, err)
 		}
 		if isDup {
 			return AppendInfo{
@@ -319,7 +330,7 @@ func (l *Log) AppendAsLeader(records []byte, leaderEpoch int32, nowMs int64) (Ap
 				MaxTimestamp:  dup.timestamp,
 				LogAppendTime: -1,
 				Duplicate:     true,
-			}, nil
+			}, false, nil
 		}
 		pa.record(h) // offsets fixed below, before commit
 	}
@@ -355,17 +366,17 @@ func (l *Log) AppendAsLeader(records []byte, leaderEpoch int32, nowMs int64) (Ap
 	}
 	info.LastOffset = next - 1
 	if err := l.appendBatches(records[:pos], headers, nowMs); err != nil {
-		return AppendInfo{}, err
+		return AppendInfo{}, false, err
 	}
 	pa.commit()
 	if leaderEpoch >= 0 {
 		if l2, ok := l.epochs.latest(); !ok || l2.Epoch < leaderEpoch {
 			if _, err := l.epochs.assign(leaderEpoch, info.FirstOffset, true); err != nil {
-				return info, fmt.Errorf("append to %s: leader epoch checkpoint: %w", l.tp, err)
+				return info, false, fmt.Errorf("append to %s: leader epoch checkpoint: %w", l.tp, err)
 			}
 		}
 	}
-	return info, l.maybeFlushAfterAppend(info.RecordCount, nowMs)
+	return info, l.noteAppended(info.RecordCount), nil
 }
 
 // AppendAsFollower appends batches whose offsets the leader assigned. The
@@ -374,41 +385,49 @@ func (l *Log) AppendAsLeader(records []byte, leaderEpoch int32, nowMs int64) (Ap
 // epoch cache from the batches' partition leader epochs and the producer
 // state without sequence checks.
 func (l *Log) AppendAsFollower(records []byte) error {
+	nowMs := l.now().UnixMilli()
+	leo, flush, err := l.appendAsFollower(records, nowMs)
+	if err != nil || !flush {
+		return err
+	}
+	return l.syncTo(leo, nowMs)
+}
+
+func (l *Log) appendAsFollower(records []byte, nowMs int64) (int64, bool, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if err := l.checkWritable(); err != nil {
-		return err
+		return 0, false, err
 	}
 	headers, err := l.parseForAppend(records, false)
 	if err != nil {
-		return err
+		return 0, false, err
 	}
 	next := l.leo()
 	size := 0
 	count := 0
 	for _, h := range headers {
 		if h.BaseOffset < next || h.BaseOffset > math.MaxInt64-int64(h.LastOffsetDelta)-1 {
-			return fmt.Errorf("append to %s: %w: batch at %d, expected at least %d", l.tp, ErrNonMonotonicOffset, h.BaseOffset, next)
+			return 0, false, fmt.Errorf("append to %s: %w: batch at %d, expected at least %d", l.tp, ErrNonMonotonicOffset, h.BaseOffset, next)
 		}
 		next = h.NextOffset()
 		size += h.Size()
 		count += int(h.RecordCount)
 	}
-	nowMs := l.now().UnixMilli()
 	if err := l.appendBatches(records[:size], headers, nowMs); err != nil {
-		return err
+		return 0, false, err
 	}
 	for _, h := range headers {
 		l.producers.replay(h)
 		if h.PartitionLeaderEpoch >= 0 {
 			if e, ok := l.epochs.latest(); !ok || e.Epoch < h.PartitionLeaderEpoch {
 				if _, err := l.epochs.assign(h.PartitionLeaderEpoch, h.BaseOffset, true); err != nil {
-					return fmt.Errorf("append to %s: leader epoch checkpoint: %w", l.tp, err)
+					return 0, false, fmt.Errorf("append to %s: leader epoch checkpoint: %w", l.tp, err)
 				}
 			}
 		}
 	}
-	return l.maybeFlushAfterAppend(count, nowMs)
+	return l.leo(), l.noteAppended(count), nil
 }
 
 // appendBatches writes batches with final offsets, rolling first when the
@@ -472,12 +491,69 @@ func (l *Log) shouldRoll(pending, size, maxTs, firstOffset, lastOffset, nowMs in
 		!s.canHold(lastOffset)
 }
 
-func (l *Log) maybeFlushAfterAppend(count int, nowMs int64) error {
+// noteAppended counts appended records and reports whether flush.messages
+// asks for a flush now.
+func (l *Log) noteAppended(count int) bool {
 	l.unflushedMessages += int64(count)
 	l.dirty = true
-	if flushEnabled(l.cfg.FlushIntervalMessages) && l.unflushedMessages >= l.cfg.FlushIntervalMessages {
-		return l.flushLocked(nowMs)
+	return flushEnabled(l.cfg.FlushIntervalMessages) && l.unflushedMessages >= l.cfg.FlushIntervalMessages
+}
+
+// syncTo makes every offset below target durable. The fsyncs run without
+// the log's lock, so reads and appends go on meanwhile, and appends that
+// wait for the same fsync share it (group commit).
+func (l *Log) syncTo(target int64, nowMs int64) error {
+	l.flushMu.Lock()
+	defer l.flushMu.Unlock()
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return fmt.Errorf("flush %s: %w", l.tp, ErrLogClosed)
 	}
+	if l.recoveryPoint >= target && !l.dirDirty {
+		l.mu.Unlock()
+		return nil
+	}
+	var segs []*segment
+	for _, s := range l.segments {
+		if s.nextOffset > l.recoveryPoint || s == l.active() {
+			segs = append(segs, s)
+		}
+	}
+	leo, gen, syncDir, count := l.leo(), l.truncations, l.dirDirty, l.unflushedMessages
+	l.dirDirty = false
+	l.unflushedMessages = 0
+	l.mu.Unlock()
+
+	var err error
+	var failed *segment
+	for _, s := range segs {
+		if err = s.sync(); err != nil {
+			failed = s
+			break
+		}
+	}
+	if err == nil && syncDir {
+		err = l.fs.SyncDir(l.dir)
+	}
+
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err != nil && failed != nil && errors.Is(err, os.ErrClosed) && !slices.Contains(l.segments, failed) {
+		err = fmt.Errorf("segment %d was deleted during the flush: %w", failed.baseOffset, ErrLogClosed)
+	}
+	if err != nil {
+		l.unflushedMessages += count
+		l.dirDirty = l.dirDirty || syncDir
+		return fmt.Errorf("flush %s: %w", l.tp, err)
+	}
+	if gen == l.truncations && leo > l.recoveryPoint && leo <= l.leo() {
+		l.recoveryPoint = leo
+	}
+	if l.recoveryPoint == l.leo() {
+		l.dirty = false
+	}
+	l.lastFlushMs = nowMs
 	return nil
 }
 
@@ -561,12 +637,7 @@ func (l *Log) flushAsync(upTo int64) {
 // Flush fsyncs every segment with unflushed data and the partition
 // directory, and moves the recovery point to the log end offset.
 func (l *Log) Flush() error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.closed {
-		return fmt.Errorf("flush %s: %w", l.tp, ErrLogClosed)
-	}
-	return l.flushLocked(l.now().UnixMilli())
+	return l.syncTo(l.LogEndOffset(), l.now().UnixMilli())
 }
 
 func (l *Log) flushLocked(nowMs int64) error {
@@ -594,15 +665,14 @@ func (l *Log) flushLocked(nowMs int64) error {
 
 // MaybeFlushByTime flushes when flush.ms has passed since the last flush.
 func (l *Log) MaybeFlushByTime(nowMs int64) error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.closed || !flushEnabled(l.cfg.FlushIntervalMs) || l.unflushedMessages == 0 {
+	l.mu.RLock()
+	due := !l.closed && flushEnabled(l.cfg.FlushIntervalMs) && l.unflushedMessages > 0 && nowMs-l.lastFlushMs >= l.cfg.FlushIntervalMs
+	leo := l.leo()
+	l.mu.RUnlock()
+	if !due {
 		return nil
 	}
-	if nowMs-l.lastFlushMs < l.cfg.FlushIntervalMs {
-		return nil
-	}
-	return l.flushLocked(nowMs)
+	return l.syncTo(leo, nowMs)
 }
 
 // segmentFor returns the index of the segment holding offset: the last
