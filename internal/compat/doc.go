@@ -1,0 +1,20 @@
+// Package compat checks the real broker binary against Kafka clients that
+// faultline did not write: kcat (librdkafka, C) and kafka-python, both from
+// Debian packages (apt-get install -y kcat python3-kafka
+// python3-confluent-kafka).
+//
+// Its tests build cmd/broker, start it from a hand-written Kafka-style
+// server.properties on a free loopback port, and drive it with those
+// clients as subprocesses: metadata, produce with every acks mode and
+// idempotence, consume with exact offsets, consumer groups that commit and
+// resume, auto topic creation, every compression codec, message size
+// limits, and kill -9 during a produce. franz-go appears only to cross-check
+// what a foreign client wrote.
+//
+// A test whose client is missing fails and names the Debian package to
+// install; with -short it is skipped instead. A test that fails here
+// documents an incompatibility of the broker; it must never be made to
+// pass by weakening what it checks.
+//
+// The package has no production code and must never be imported.
+package compat
