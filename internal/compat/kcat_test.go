@@ -35,8 +35,8 @@ type kcatMetadata struct {
 		Topic      string `json:"topic"`
 		Error      string `json:"error"`
 		Partitions []struct {
-			Partition int32 `json:"partition"`
-			Leader    int32 `json:"leader"`
+			Partition int32  `json:"partition"`
+			Leader    int32  `json:"leader"`
 			Error     string `json:"error"`
 		} `json:"partitions"`
 	} `json:"topics"`
