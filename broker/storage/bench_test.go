@@ -138,3 +138,25 @@ func BenchmarkUncleanLoad(b *testing.B) {
 		b.StartTimer()
 	}
 }
+
+// BenchmarkAppendFsyncParallel: 16 producers with flush.messages=1 share
+// fsyncs (group commit).
+func BenchmarkAppendFsyncParallel(b *testing.B) {
+	cfg := DefaultLogConfig()
+	cfg.FlushIntervalMessages = 1
+	l := openTestLog(b, OS, b.TempDir(), cfg, true)
+	defer l.Close()
+	template := benchBatch()
+	b.SetBytes(int64(len(template)))
+	b.SetParallelism(8)
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		batch := append([]byte(nil), template...)
+		for pb.Next() {
+			if _, err := l.AppendAsLeader(batch, 0, 1); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+}
