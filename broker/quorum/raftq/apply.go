@@ -482,6 +482,30 @@ func (q *Quorum) ReadCommitted(fromOffset int64, maxBytes int32) (batches []byte
 	return b, hw, nil
 }
 
+// DecodeBatches turns what ReadCommitted returned into batches: control
+// batches (a new leader's first entry) become batches without records. It
+// never panics on any input.
+func DecodeBatches(data []byte) ([]quorum.Batch, error) {
+	var out []quorum.Batch
+	err := storage.ForEachBatch(data, func(h storage.BatchHeader, raw []byte) error {
+		b := quorum.Batch{BaseOffset: h.BaseOffset, LastOffset: h.LastOffset(), Epoch: h.PartitionLeaderEpoch, AppendTimeMs: h.MaxTimestamp}
+		if h.IsControl() {
+			if _, err := storage.ValidateBatch(raw); err != nil {
+				return fmt.Errorf("metadata batch at offset %d: %w", h.BaseOffset, err)
+			}
+		} else {
+			recs, err := decodeRecords(raw)
+			if err != nil {
+				return fmt.Errorf("metadata batch at offset %d: %w", h.BaseOffset, err)
+			}
+			b.Records = recs
+		}
+		out = append(out, b)
+		return nil
+	})
+	return out, err
+}
+
 // LatestSnapshot returns the newest snapshot's header and its encoded form
 // (DecodeSnapshot parses it); data is nil before the first snapshot, when
 // the log starts at offset 0.

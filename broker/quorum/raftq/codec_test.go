@@ -453,3 +453,17 @@ func TestSniffRaftSplitsRaftFromKafka(t *testing.T) {
 	assert.Equal(t, kafka, got)
 	_ = client.Close()
 }
+
+func FuzzDecodeBatches(f *testing.F) {
+	f.Add(leaderChangeBatch(1, []int32{1, 2, 3}, 5))
+	f.Add([]byte{})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		batches, err := DecodeBatches(b)
+		if err != nil {
+			return
+		}
+		for _, bt := range batches {
+			assert.LessOrEqual(t, bt.BaseOffset, bt.LastOffset)
+		}
+	})
+}

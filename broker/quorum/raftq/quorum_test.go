@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -177,6 +178,30 @@ func TestSnapshotThenRestartReplaysSnapshotAndTail(t *testing.T) {
 		assert.NotEmpty(t, snapshotFiles(t, c.dirs[id]))
 		assert.LessOrEqual(t, len(snapshotFiles(t, c.dirs[id])), snapshotsKept)
 	}
+	// An observer behind the log start loads the snapshot, then reads on.
+	q := c.nodes[c.ids[0]]
+	_, _, err := q.ReadCommitted(0, 1<<20)
+	assert.ErrorIs(t, err, storage.ErrOffsetOutOfRange)
+	h, data := q.LatestSnapshot()
+	sh, snapRecs, err := DecodeSnapshot(data)
+	require.NoError(t, err)
+	assert.Equal(t, h, sh)
+	observed := slices.Clone(snapRecs)
+	for off, hw := h.EndOffset, int64(-1); off != hw; {
+		var raw []byte
+		raw, hw, err = q.ReadCommitted(off, 1<<20)
+		require.NoError(t, err)
+		batches, err := DecodeBatches(raw)
+		require.NoError(t, err)
+		require.NotEmpty(t, batches, "a read below the high watermark returns a batch")
+		assert.Equal(t, off, batches[0].BaseOffset)
+		for _, b := range batches {
+			observed = append(observed, b.Records...)
+			off = b.LastOffset + 1
+		}
+	}
+	assert.Equal(t, topics(0, 25), imageTopics(t, observed))
+
 	c.closeAll()
 	for _, id := range c.ids {
 		c.start(id)
