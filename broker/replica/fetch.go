@@ -3,6 +3,7 @@ package replica
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
@@ -70,7 +71,11 @@ func (m *Manager) Fetch(_ context.Context, topic string, partition int32, req se
 	if replica {
 		p.stMu.Lock()
 		moved := p.st != nil && p.st.FollowerFetched(req.ReplicaID, req.FetchOffset, m.cfg.Now().UnixMilli())
+		joins := p.st != nil && slices.Contains(p.st.CaughtUp(), req.ReplicaID)
 		p.stMu.Unlock()
+		if joins {
+			m.wakeISR()
+		}
 		if moved {
 			p.publishHW()
 			defer m.signalChanged()

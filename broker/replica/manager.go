@@ -69,6 +69,9 @@ type Manager struct {
 	changedMu sync.Mutex
 	changed   chan struct{}
 
+	// isrWake asks the ISR loop for an early check (capacity 1).
+	isrWake chan struct{}
+
 	isrShrinks prometheus.Counter
 	isrExpands prometheus.Counter
 }
@@ -118,6 +121,7 @@ func New(cfg Config) (*Manager, error) {
 		logger:       cfg.Logger,
 		parts:        map[storage.TopicPartition]*partition{},
 		changed:      make(chan struct{}),
+		isrWake:      make(chan struct{}, 1),
 		failedTopics: map[string]bool{},
 		isrShrinks: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "kafka_server_replica_manager_isr_shrinks_total",
@@ -323,20 +327,18 @@ func (m *Manager) applyPartition(t *metadata.Topic, pt metadata.Partition, tp st
 	case pt.Leader == m.cfg.NodeID:
 		if p.state == OnlineReplica && p.leaderEpoch == pt.LeaderEpoch {
 			p.stMu.Lock()
-			before := len(p.st.ISR)
-			moved := p.st.SetISR(pt.ISR, pt.PartitionEpoch)
+			if pt.PartitionEpoch < p.st.PartitionEpoch {
+				// The AlterPartition answer already installed a newer ISR.
+				p.stMu.Unlock()
+				return nil
+			}
+			before := slices.Clone(p.st.ISR)
+			p.st.SetISR(pt.ISR, pt.PartitionEpoch)
 			p.stMu.Unlock()
-			switch {
-			case len(pt.ISR) < before:
-				m.isrShrinks.Inc()
-				m.logger.Info(fmt.Sprintf("Partition %s: ISR shrank to %v", p.tp, pt.ISR))
-			case len(pt.ISR) > before:
-				m.isrExpands.Inc()
-				m.logger.Info(fmt.Sprintf("Partition %s: ISR expanded to %v", p.tp, pt.ISR))
-			}
-			if moved {
-				p.publishHW()
-			}
+			m.countISRChange(p, before, pt.ISR)
+			// Waiters re-check: the high watermark may have moved, or the
+			// ISR fell below min.insync.replicas.
+			p.publishHW()
 			return nil
 		}
 		return m.becomeLeader(p, pt, nowMs)

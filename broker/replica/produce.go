@@ -91,10 +91,12 @@ func (m *Manager) awaitHW(ctx context.Context, p *partition, st *State, lastOffs
 		if current != st {
 			return kerr.NotLeaderForPartition.Code, fmt.Sprintf("%s lost leadership before offset %d was replicated", p.tp, lastOffset)
 		}
+		if under {
+			// The high watermark is frozen (or passed the write with too
+			// few replicas holding it): the write is not acknowledged.
+			return kerr.NotEnoughReplicasAfterAppend.Code, fmt.Sprintf("%s: the ISR shrank below min.insync.replicas after the append", p.tp)
+		}
 		if hw > lastOffset {
-			if under {
-				return kerr.NotEnoughReplicasAfterAppend.Code, fmt.Sprintf("%s: the ISR shrank below min.insync.replicas after the append", p.tp)
-			}
 			return 0, ""
 		}
 		select {
