@@ -473,13 +473,52 @@ func (a *applier) replay(fn func(quorum.Batch) error) error {
 // that end (the high watermark). Below the log start it fails with
 // storage.ErrOffsetOutOfRange: the observer then loads LatestSnapshot and
 // reads on from its end. Every voter answers; the leader is the freshest.
-func (q *Quorum) ReadCommitted(fromOffset int64, maxBytes int32) (batches []byte, highWatermark int64, err error) {
+// A replicaID >= 0 that is not a voter is listed by Describe as an
+// observer whose log end offset is fromOffset, as Kafka's leader learns an
+// observer's position from its fetches.
+func (q *Quorum) ReadCommitted(replicaID int32, fromOffset int64, maxBytes int32) (batches []byte, highWatermark int64, err error) {
 	hw := q.log.HighWatermark()
+	if replicaID >= 0 {
+		if _, voter := q.cfg.Voters[replicaID]; !voter {
+			q.noteObserver(replicaID, fromOffset, hw)
+		}
+	}
 	b, err := q.log.Read(fromOffset, maxBytes, hw, true)
 	if err != nil {
 		return nil, hw, fmt.Errorf("read committed metadata: %w", err)
 	}
 	return b, hw, nil
+}
+
+// observerExpiryMs: an observer that has not fetched for this long leaves
+// Describe (Kafka forgets observers after 5 minutes too).
+const observerExpiryMs = 5 * 60 * 1000
+
+// observersMax bounds how many observers are tracked.
+const observersMax = 4096
+
+type observerState struct {
+	logEndOffset   int64
+	lastFetchMs    int64
+	lastCaughtUpMs int64
+}
+
+func (q *Quorum) noteObserver(id int32, offset, hw int64) {
+	nowMs := q.cfg.Now().UnixMilli()
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	o, ok := q.observers[id]
+	if !ok {
+		o = observerState{lastCaughtUpMs: -1}
+		if len(q.observers) >= observersMax {
+			return
+		}
+	}
+	o.logEndOffset, o.lastFetchMs = offset, nowMs
+	if offset >= hw {
+		o.lastCaughtUpMs = nowMs
+	}
+	q.observers[id] = o
 }
 
 // DecodeBatches turns what ReadCommitted returned into batches: control

@@ -84,14 +84,15 @@
 //
 // # Observers
 //
-// Brokers follow the log without a vote through ReadCommitted(offset,
-// maxBytes): whole batches below the high watermark, from one segment per
+// Brokers follow the log without a vote through ReadCommitted(replicaID,
+// offset, maxBytes): whole batches below the high watermark, from one segment per
 // call, so an observer reads in a loop and decodes with DecodeBatches.
 // Below the log start it gets storage.ErrOffsetOutOfRange and loads
 // LatestSnapshot (DecodeSnapshot) first, then reads on from the snapshot's
 // end. The node serves these over the wire (a Fetch of
 // __cluster_metadata-0 from an observer, as Kafka brokers fetch it);
-// observers are not yet listed by Describe.
+// Describe lists each non-voter that read in the last 5 minutes as an
+// observer, with the offset it read from as its log end offset.
 //
 // # What it must never do
 //

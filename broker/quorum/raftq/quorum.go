@@ -161,6 +161,7 @@ type Quorum struct {
 	desc        quorum.Description
 	lastHeardMs map[uint64]int64
 	caughtUpMs  map[uint64]int64
+	observers   map[int32]observerState
 	waiters     map[uint64]*proposal
 	failed      error
 	closed      bool
@@ -212,6 +213,7 @@ func Open(cfg Config) (*Quorum, error) {
 		stopC:       make(chan struct{}),
 		lastHeardMs: map[uint64]int64{},
 		caughtUpMs:  map[uint64]int64{},
+		observers:   map[int32]observerState{},
 		waiters:     map[uint64]*proposal{},
 		leader:      quorum.LeaderAndEpoch{LeaderID: -1},
 	}
@@ -508,12 +510,22 @@ func (q *Quorum) Leader() quorum.LeaderAndEpoch {
 // Describe implements quorum.Quorum. On the leader every voter's log end
 // offset is its raft match index mapped to an offset; elsewhere only this
 // voter's is known (-1 for the others), as Kafka answers DescribeQuorum
-// only on the leader.
+// only on the leader. Observers are the non-voters that read through
+// ReadCommitted on this voter in the last 5 minutes.
 func (q *Quorum) Describe() quorum.Description {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	d := q.desc
 	d.Voters = slices.Clone(d.Voters)
+	nowMs := q.cfg.Now().UnixMilli()
+	for _, id := range slices.Sorted(maps.Keys(q.observers)) {
+		o := q.observers[id]
+		if nowMs-o.lastFetchMs > observerExpiryMs {
+			delete(q.observers, id)
+			continue
+		}
+		d.Observers = append(d.Observers, quorum.ReplicaState{ReplicaID: id, LogEndOffset: o.logEndOffset, LastFetchTimestamp: o.lastFetchMs, LastCaughtUpTimestamp: o.lastCaughtUpMs})
+	}
 	return d
 }
 

@@ -180,7 +180,7 @@ func TestSnapshotThenRestartReplaysSnapshotAndTail(t *testing.T) {
 	}
 	// An observer behind the log start loads the snapshot, then reads on.
 	q := c.nodes[c.ids[0]]
-	_, _, err := q.ReadCommitted(0, 1<<20)
+	_, _, err := q.ReadCommitted(10, 0, 1<<20)
 	assert.ErrorIs(t, err, storage.ErrOffsetOutOfRange)
 	h, data := q.LatestSnapshot()
 	sh, snapRecs, err := DecodeSnapshot(data)
@@ -189,7 +189,7 @@ func TestSnapshotThenRestartReplaysSnapshotAndTail(t *testing.T) {
 	observed := slices.Clone(snapRecs)
 	for off, hw := h.EndOffset, int64(-1); off != hw; {
 		var raw []byte
-		raw, hw, err = q.ReadCommitted(off, 1<<20)
+		raw, hw, err = q.ReadCommitted(10, off, 1<<20)
 		require.NoError(t, err)
 		batches, err := DecodeBatches(raw)
 		require.NoError(t, err)
@@ -201,6 +201,16 @@ func TestSnapshotThenRestartReplaysSnapshotAndTail(t *testing.T) {
 		}
 	}
 	assert.Equal(t, topics(0, 25), imageTopics(t, observed))
+	_, hw, err := q.ReadCommitted(10, q.log.HighWatermark(), 1<<20)
+	require.NoError(t, err)
+	d := q.Describe()
+	require.Len(t, d.Observers, 1, "the reader is listed as an observer")
+	assert.Equal(t, int32(10), d.Observers[0].ReplicaID)
+	assert.Equal(t, hw, d.Observers[0].LogEndOffset)
+	assert.Positive(t, d.Observers[0].LastCaughtUpTimestamp)
+	_, _, err = q.ReadCommitted(c.ids[1], hw, 1<<20)
+	require.NoError(t, err)
+	assert.Len(t, q.Describe().Observers, 1, "a voter is no observer")
 
 	c.closeAll()
 	for _, id := range c.ids {
