@@ -1,7 +1,9 @@
 package storage
 
 import (
+	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -53,8 +55,9 @@ func openLog(fs FS, dir string, tp TopicPartition, cfg LogConfig, p loadParams) 
 		return nil, res, fmt.Errorf("load %s: %w", tp, err)
 	}
 	epochs, err := loadEpochCache(fs, dir)
-	if err != nil {
-		p.logger.Warn(fmt.Sprintf("Discarding unreadable leader epoch checkpoint of %s", tp), "err", err)
+	rebuildEpochs := err != nil
+	if rebuildEpochs {
+		p.logger.Warn(fmt.Sprintf("Rebuilding unreadable leader epoch checkpoint of %s from the log", tp), "err", err)
 		epochs.entries = nil
 		epochs.dirty = true
 	}
@@ -110,6 +113,11 @@ func openLog(fs FS, dir string, tp TopicPartition, cfg LogConfig, p loadParams) 
 		l.recoveryPoint = min(recoveryPoint, leo)
 	}
 	l.highWatermark = min(max(p.highWatermark, l.logStartOffset), leo)
+	if rebuildEpochs {
+		if err := l.rebuildEpochCache(); err != nil {
+			return fail(err)
+		}
+	}
 	if err := l.epochs.truncateFromEnd(leo, false); err != nil {
 		return fail(err)
 	}
@@ -170,6 +178,32 @@ func (l *Log) recoverSegments(recoveryPoint int64) error {
 			l.logger.Warn(fmt.Sprintf("Found invalid bytes at byte %d of segment %d of %s; truncated %d bytes, log end offset is now %d",
 				s.size, s.baseOffset, l.tp, cut, s.nextOffset))
 			return l.dropSegmentsFrom(i + 1)
+		}
+	}
+	return nil
+}
+
+// rebuildEpochCache reassigns every leader epoch from the partition leader
+// epochs of the batches in the log.
+func (l *Log) rebuildEpochCache() error {
+	l.epochs.entries = nil
+	for _, s := range l.segments {
+		sc := newBatchScanner(s.log, s.size)
+		for {
+			_, h, _, err := sc.next(false)
+			if err != nil {
+				sc.release()
+				if errors.Is(err, io.EOF) {
+					break
+				}
+				return fmt.Errorf("rebuild leader epochs of %s: %w", l.tp, err)
+			}
+			if e, ok := l.epochs.latest(); h.PartitionLeaderEpoch >= 0 && (!ok || e.Epoch < h.PartitionLeaderEpoch) {
+				if _, err := l.epochs.assign(h.PartitionLeaderEpoch, h.BaseOffset, false); err != nil {
+					sc.release()
+					return err
+				}
+			}
 		}
 	}
 	return nil

@@ -278,3 +278,20 @@ func TestFailedMultiSegmentAppendLeavesNoTrace(t *testing.T) {
 	require.NoError(t, l.AppendAsFollower(data))
 	assert.Equal(t, int64(24), l.LogEndOffset())
 }
+
+func TestUnreadableEpochCheckpointIsRebuilt(t *testing.T) {
+	dir := t.TempDir()
+	l := openTestLog(t, OS, dir, testConfig(), true)
+	appendN(t, l, 3, 2, 2)
+	appendN(t, l, 3, 2, 5)
+	want := l.EpochEntries()
+	require.NoError(t, l.closeForShutdown())
+	require.NoError(t, os.WriteFile(filepath.Join(dir, LeaderEpochCheckpointFile), []byte("0\n7\ngarbage"), 0o644))
+	l2 := openTestLog(t, OS, dir, testConfig(), true)
+	defer l2.Close()
+	assert.Equal(t, []EpochEntry{{Epoch: 2, StartOffset: 0}, {Epoch: 5, StartOffset: 6}}, want)
+	assert.Equal(t, want, l2.EpochEntries())
+	data, err := os.ReadFile(filepath.Join(dir, LeaderEpochCheckpointFile))
+	require.NoError(t, err)
+	assert.Equal(t, "0\n2\n2 0\n5 6\n", string(data))
+}
