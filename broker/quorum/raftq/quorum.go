@@ -42,8 +42,8 @@ type Config struct {
 	Logs quorum.LogOpener
 	// ClusterID is written into quorum-state.
 	ClusterID string
-	// Transport carries raft messages; nil: a TCP transport listening on
-	// Voters[NodeID].
+	// Transport carries raft messages; Open starts it and Close closes it.
+	// nil: a TCP transport listening on Voters[NodeID].
 	Transport Transport
 	Logger    *slog.Logger
 
@@ -528,6 +528,10 @@ func (q *Quorum) Describe() quorum.Description {
 	}
 	return d
 }
+
+// Done is closed when the quorum stops: after Close, or after a storage
+// failure (then Err says which, and the node should exit).
+func (q *Quorum) Done() <-chan struct{} { return q.stopC }
 
 // Err is the error that stopped the quorum (a failed disk write), nil
 // while it runs or after a plain Close.

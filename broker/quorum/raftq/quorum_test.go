@@ -315,6 +315,24 @@ func TestTCPClusterCommitsAndFailsOver(t *testing.T) {
 	assert.Equal(t, topics(0, 10), c.converged(c.ids...))
 }
 
+func TestCloseStopsEverything(t *testing.T) {
+	c := newCluster(t, 3, false, nil)
+	leader := c.leaderAmong(c.ids...)
+	q := c.nodes[leader]
+	c.stop(leader)
+	select {
+	case <-q.Done():
+	default:
+		t.Fatal("Done is not closed after Close")
+	}
+	assert.NoError(t, q.Err())
+	_, err := q.Append(context.Background(), []metadata.Record{topic(1)})
+	assert.ErrorIs(t, err, quorum.ErrClosed)
+	_, err = q.Subscribe(func(quorum.Batch) error { return nil })
+	assert.ErrorIs(t, err, quorum.ErrClosed)
+	assert.NoError(t, q.Close(), "Close twice")
+}
+
 func TestOpenRejectsBadConfig(t *testing.T) {
 	_, err := Open(Config{NodeID: 4, Voters: map[int32]string{1: "a:1"}, DataDir: t.TempDir()})
 	assert.ErrorContains(t, err, "node.id 4 is not a voter")
@@ -364,4 +382,38 @@ func TestPowerLossOfAllVotersKeepsCommittedRecords(t *testing.T) {
 	c.leaderAmong(c.ids...)
 	c.appendN(20, 1)
 	assert.Equal(t, topics(0, 21), c.converged(c.ids...), "every acknowledged append survived, none twice")
+}
+
+func TestDiskFailureStopsTheVoterNotTheQuorum(t *testing.T) {
+	fss := map[int32]*storage.ErrorFS{}
+	c := newCluster(t, 3, false, func(cfg *Config) {
+		if fss[cfg.NodeID] == nil {
+			fss[cfg.NodeID] = storage.NewErrorFS(storage.OS)
+		}
+		cfg.FS = fss[cfg.NodeID]
+	})
+	leader := c.leaderAmong(c.ids...)
+	c.appendN(0, 2)
+	victim := c.ids[0]
+	if victim == leader {
+		victim = c.ids[1]
+	}
+	fss[victim].Inject(storage.Rule{Op: storage.OpSync, Path: ".log"})
+	c.appendN(2, 3)
+	q := c.nodes[victim]
+	select {
+	case <-q.Done():
+	case <-time.After(waitFor):
+		t.Fatal("the voter whose fsync failed kept running")
+	}
+	assert.ErrorContains(t, q.Err(), "fsync the metadata log")
+	_, err := q.Append(context.Background(), []metadata.Record{topic(9)})
+	assert.Error(t, err)
+	var live []int32
+	for _, id := range c.ids {
+		if id != victim {
+			live = append(live, id)
+		}
+	}
+	assert.Equal(t, topics(0, 5), c.converged(live...), "the majority goes on")
 }
