@@ -3,6 +3,7 @@ package node
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"log/slog"
 	"regexp"
 	"testing"
@@ -67,4 +68,20 @@ func TestParseUUIDRejects(t *testing.T) {
 	}
 	_, err := ParseUUID("MkU3OEVBNTcwNTJENDM2Qg")
 	assert.NoError(t, err)
+}
+
+// FuzzParseUUID checks that ParseUUID never panics and that every id it
+// accepts encodes back to the same text.
+func FuzzParseUUID(f *testing.F) {
+	f.Add("MkU3OEVBNTcwNTJENDM2Qg")
+	f.Add("AAAAAAAAAAAAAAAAAAAAAA")
+	f.Add("-_-_-_-_-_-_-_-_-_-_-_")
+	f.Add("")
+	f.Fuzz(func(t *testing.T, s string) {
+		u, err := ParseUUID(s)
+		if err != nil {
+			return
+		}
+		assert.Equal(t, s, base64.RawURLEncoding.EncodeToString(u[:]))
+	})
 }
