@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -47,6 +48,16 @@ type Controller struct {
 	image   *metadata.Image
 	applied chan struct{} // closed and replaced when image advances
 
+	// cluster is set by RunExpiry: decisions then wait for activation
+	// (a committed NoOp in the current quorum epoch, see activate).
+	cluster atomic.Bool
+	// activeEpoch is the quorum epoch this controller activated in, -1
+	// for none; written under mu.
+	activeEpoch atomic.Int64
+	// sessionTimeoutMs is broker.session.timeout.ms as RunExpiry uses it,
+	// also the liveness bound of DUPLICATE_BROKER_REGISTRATION.
+	sessionTimeoutMs atomic.Int64
+
 	cancel func()
 }
 
@@ -67,6 +78,8 @@ func New(cfg Config, q quorum.Quorum) (*Controller, error) {
 		cfg.Rand = rand.New(rand.NewPCG(seed, seed>>7|1))
 	}
 	c := &Controller{cfg: cfg, q: q, logger: cfg.Logger, image: metadata.NewImage(cfg.ClusterID), applied: make(chan struct{})}
+	c.activeEpoch.Store(-1)
+	c.sessionTimeoutMs.Store(DefaultSessionTimeout.Milliseconds())
 	cancel, err := q.Subscribe(c.applyCommitted)
 	if err != nil {
 		return nil, fmt.Errorf("controller: replay metadata log: %w", err)
@@ -115,13 +128,22 @@ func (c *Controller) commit(ctx context.Context, recs []metadata.Record) error {
 	if len(recs) == 0 {
 		return nil
 	}
-	if l := c.q.Leader(); l.LeaderID != c.cfg.NodeID {
+	l := c.q.Leader()
+	if l.LeaderID != c.cfg.NodeID {
 		return fmt.Errorf("controller %d: leader is %d: %w", c.cfg.NodeID, l.LeaderID, quorum.ErrNotLeader)
+	}
+	if c.cluster.Load() && c.activeEpoch.Load() != int64(l.Epoch) {
+		return fmt.Errorf("controller %d: not yet active in epoch %d: %w", c.cfg.NodeID, l.Epoch, quorum.ErrNotLeader)
 	}
 	last, err := c.q.Append(ctx, recs)
 	if err != nil {
 		return fmt.Errorf("controller: append %d record(s): %w", len(recs), err)
 	}
+	return c.waitApplied(ctx, last)
+}
+
+// waitApplied waits until the controller's image holds offset last.
+func (c *Controller) waitApplied(ctx context.Context, last int64) error {
 	for {
 		c.imageMu.Lock()
 		off, ch := c.image.Offset, c.applied

@@ -1,0 +1,123 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/faultline/faultline/broker/metadata"
+	"github.com/faultline/faultline/broker/quorum"
+)
+
+// Defaults of the broker session (Kafka's broker.heartbeat.interval.ms and
+// broker.session.timeout.ms).
+const (
+	DefaultHeartbeatInterval = 2000 * time.Millisecond
+	DefaultSessionTimeout    = 9000 * time.Millisecond
+)
+
+// Active reports whether this controller is the active controller: the
+// quorum leader, and, on a cluster (RunExpiry running), activated in the
+// current quorum epoch. It never blocks.
+func (c *Controller) Active() bool {
+	l := c.q.Leader()
+	if l.LeaderID != c.cfg.NodeID {
+		return false
+	}
+	return !c.cluster.Load() || c.activeEpoch.Load() == int64(l.Epoch)
+}
+
+// ensureActive activates this controller if it leads the quorum and has
+// not activated in the current epoch yet, and reports whether it is the
+// active controller.
+func (c *Controller) ensureActive(ctx context.Context) bool {
+	if c.Active() {
+		return true
+	}
+	if c.q.Leader().LeaderID != c.cfg.NodeID {
+		return false
+	}
+	ok, err := c.activate(ctx)
+	if err != nil {
+		c.logger.Warn(fmt.Sprintf("Controller %d could not activate", c.cfg.NodeID), "err", err)
+	}
+	return ok
+}
+
+// activate makes a quorum leader the active controller of its epoch, as a
+// newly elected Kafka controller does: it appends a NoOp and waits until
+// its image holds it, so that every record committed by earlier leaders is
+// in the image before it decides anything; then it starts a fresh session
+// for every registered broker, so that a controller failover fences
+// nobody who keeps heartbeating. It reports whether this controller is
+// active afterwards.
+func (c *Controller) activate(ctx context.Context) (bool, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	l := c.q.Leader()
+	if l.LeaderID != c.cfg.NodeID {
+		c.activeEpoch.Store(-1)
+		return false, nil
+	}
+	if c.activeEpoch.Load() == int64(l.Epoch) {
+		return true, nil
+	}
+	last, err := c.q.Append(ctx, []metadata.Record{&metadata.NoOpRecord{}})
+	if err != nil {
+		if errors.Is(err, quorum.ErrNotLeader) {
+			return false, nil
+		}
+		return false, fmt.Errorf("controller %d: append NoOp in epoch %d: %w", c.cfg.NodeID, l.Epoch, err)
+	}
+	if err := c.waitApplied(ctx, last); err != nil {
+		return false, err
+	}
+	if now := c.q.Leader(); now != l {
+		return false, nil
+	}
+	nowMs := c.cfg.Now().UnixMilli()
+	c.sessions = Sessions{}
+	im := c.Image()
+	for id := range im.Brokers {
+		c.sessions.Touch(id, nowMs)
+	}
+	c.activeEpoch.Store(int64(l.Epoch))
+	c.logger.Info(fmt.Sprintf("Controller %d is the active controller in epoch %d: image complete up to offset %d, %d broker session(s) renewed",
+		c.cfg.NodeID, l.Epoch, im.Offset, len(im.Brokers)))
+	return true, nil
+}
+
+// RunExpiry runs the controller's session-expiry loop until ctx ends: every
+// interval (broker.heartbeat.interval.ms) it activates this controller if
+// it has just become the quorum leader (see Active), and, while active,
+// fences at most one broker unheard for longer than sessionTimeout
+// (broker.session.timeout.ms), as Kafka does. From its start the
+// controller decides only once activated, and refuses registrations of a
+// new incarnation while the old one's session is alive. Every controller
+// of a cluster runs it; a single-node broker must not (its broker
+// heartbeats only while it registers). It returns ctx's error.
+func (c *Controller) RunExpiry(ctx context.Context, interval, sessionTimeout time.Duration) error {
+	if interval <= 0 {
+		interval = DefaultHeartbeatInterval
+	}
+	if sessionTimeout <= 0 {
+		sessionTimeout = DefaultSessionTimeout
+	}
+	c.sessionTimeoutMs.Store(sessionTimeout.Milliseconds())
+	c.cluster.Store(true)
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		if c.ensureActive(ctx) {
+			if _, err := c.FenceExpiredBrokers(ctx, sessionTimeout.Milliseconds()); err != nil && ctx.Err() == nil {
+				c.logger.Warn("Session expiry failed to fence a broker", "err", err)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+}
