@@ -101,6 +101,26 @@ func createTopicAt(t *testing.T, addr, topic string) {
 // offset it was acknowledged with.
 func TestKill9DuringProduceKeepsAckedRecords(t *testing.T) {
 	bn := newBinaryNode(t, map[string]string{"log.flush.interval.messages": "1"})
+	p2 := stopDuringProduce(t, bn, syscall.SIGKILL)
+	p2.WaitForLine(t, regexp.MustCompile(`Found unclean shutdown file marker`), time.Second)
+}
+
+// TestSigtermDuringProduceIsClean sends SIGTERM while producers are busy:
+// the broker finishes what it accepted, exits 0 with the clean-shutdown
+// marker, and every acknowledged record is there after a restart that does
+// not recover.
+func TestSigtermDuringProduceIsClean(t *testing.T) {
+	bn := newBinaryNode(t, nil)
+	p2 := stopDuringProduce(t, bn, syscall.SIGTERM)
+	assert.NotContains(t, p2.Output(), "Found unclean shutdown file marker")
+}
+
+// stopDuringProduce starts bn, has four producers write with acks=all until
+// 2000 records are acknowledged, stops the broker with sig, restarts it and
+// checks that every acknowledged record is in the log, once, at the offset
+// it was acknowledged with. It returns the restarted process.
+func stopDuringProduce(t *testing.T, bn *binaryNode, sig syscall.Signal) *testutil.Process {
+	t.Helper()
 	p, addr := bn.start(t)
 	createTopicAt(t, addr, "crash")
 
@@ -142,17 +162,21 @@ func TestKill9DuringProduceKeepsAckedRecords(t *testing.T) {
 	case <-ctx.Done():
 		t.Fatal("producers did not get 2000 acknowledgements")
 	}
-	require.NoError(t, p.Cmd.Process.Signal(syscall.SIGKILL))
-	p.Wait(t, 30*time.Second)
+	require.NoError(t, p.Cmd.Process.Signal(sig))
+	code := p.Wait(t, 30*time.Second)
 	// Closing the client fails the records still in flight, which the
 	// producers count as not acknowledged.
 	cl.Close()
 	wg.Wait()
 	_, err = os.Stat(filepath.Join(bn.dir, "data", ".kafka_cleanshutdown"))
-	require.True(t, errors.Is(err, os.ErrNotExist), "SIGKILL must leave no clean shutdown marker")
+	if sig == syscall.SIGKILL {
+		require.True(t, errors.Is(err, os.ErrNotExist), "SIGKILL must leave no clean shutdown marker")
+	} else {
+		assert.Equal(t, 0, code, "exit code after %s", sig)
+		require.NoError(t, err, "clean shutdown marker after %s", sig)
+	}
 
 	p2, addr2 := bn.start(t)
-	p2.WaitForLine(t, regexp.MustCompile(`Found unclean shutdown file marker`), time.Second)
 	got := readAll(t, addr2, "crash")
 	byValue := map[string]int64{}
 	for i, r := range got {
@@ -172,8 +196,9 @@ func TestKill9DuringProduceKeepsAckedRecords(t *testing.T) {
 		}
 		assert.Equal(t, off, at, "value %s acknowledged at %d, found at %d", v, off, at)
 	}
-	assert.Zero(t, lost, "%d of %d acknowledged records lost after SIGKILL", lost, len(acked))
-	t.Logf("%d records acknowledged before SIGKILL, %d in the log after recovery", len(acked), len(got))
+	assert.Zero(t, lost, "%d of %d acknowledged records lost after %s", lost, len(acked), sig)
+	t.Logf("%d records acknowledged before %s, %d in the log after the restart", len(acked), sig, len(got))
+	return p2
 }
 
 // TestTornSegmentTailIsTruncatedToLastWholeBatch kills the broker, then
