@@ -23,8 +23,10 @@
 //
 // A RawNode is driven by the raft goroutine only: it ticks on a ticker,
 // steps received messages, proposes, and handles each Ready in raft's
-// order: persist the entries (metadata log, fsync), then the hard state
-// (quorum-state), send the messages, hand committed entries to the
+// order: send the messages that do not vouch for local durability (a
+// leader's appends, so that its fsync overlaps its followers'), persist the
+// entries (metadata log, fsync) and the hard state (quorum-state), send the
+// votes and append acknowledgements, hand committed entries to the
 // applier, Advance. The applier goroutine decodes committed batches, folds
 // them into a metadata.Image, delivers them to subscribers and answers the
 // waiting Appends, so a slow subscriber never holds up heartbeats. Leader
