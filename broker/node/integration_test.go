@@ -89,6 +89,12 @@ func TestProduceConsume10000InOrder(t *testing.T) {
 		assert.Equal(t, int64(i), r.Offset)
 		assert.Equal(t, want[i], string(r.Value))
 	}
+
+	body := scrape(t, n)
+	assert.Contains(t, body, "kafka_server_replica_manager_leader_count 1\n")
+	assert.Contains(t, body, "kafka_server_replica_manager_partition_count 1\n")
+	assert.Regexp(t, `kafka_network_requests_total\{api="Produce"\} [1-9]`, body)
+	assert.Regexp(t, `kafka_network_request_latency_seconds_count\{api="Fetch"\} [1-9]`, body)
 }
 
 func TestAutoCreateTopicOnProduce(t *testing.T) {
