@@ -5,15 +5,25 @@
 //
 // Use:
 //
-//	cfg, err := config.Load("server.properties")
+//	cfg, warnings, err := config.Load("server.properties")
+//	logger := slog.New(node.NewKafkaHandler(os.Stderr, slog.LevelInfo))
 //	n, err := node.Start(ctx, cfg, logger) // returns once the broker serves requests
 //	defer n.Shutdown(ctx)                  // controlled shutdown: flush, checkpoints, clean marker
 //	addr := n.Addr()                       // the bound client listener (port 0 works)
 //
-// Start logs the seeds' lines in order ("Loading logs from log dirs [...]",
-// "Registered broker N with controller quorum", "Kafka broker N is ready to
-// serve requests"), moves the BrokerState through STARTING, RECOVERY and
-// RUNNING, and serves Prometheus metrics on faultline.metrics.address.
+// Start runs the phases in order, each logging the seeds' lines:
+// configuration (banner, unsafe.* switches as a WARN, data dirs checked and
+// formatted for this node and cluster); metrics endpoint; log manager
+// ("Loading logs from log dirs [...]", recovery when the clean-shutdown
+// marker is missing); metadata replay from the local single-voter quorum on
+// __cluster_metadata-0; the controller, the replica manager and the group
+// coordinator following the image; registration ("Registered broker N with
+// controller quorum") until unfenced; the network layer; "Kafka broker N is
+// ready to serve requests". The BrokerState moves STARTING → RECOVERY →
+// RUNNING, and at Shutdown PENDING_CONTROLLED_SHUTDOWN (requests finish,
+// leadership moves away) → SHUTTING_DOWN (coordinator, replicas, quorum,
+// log manager flush, checkpoints and marker) → NOT_RUNNING. A failed start
+// undoes the phases that completed.
 // Format stamps meta.properties into every log dir, as kafka-storage.sh
 // format does, and Start refuses directories that are not formatted or that
 // belong to another cluster.
