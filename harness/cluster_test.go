@@ -62,3 +62,16 @@ func TestSubnetForIsStableAndMoves(t *testing.T) {
 	assert.NotEqual(t, subnetFor("a", 0), subnetFor("a", 1))
 	assert.Equal(t, 24, subnetFor("a", 0).Bits())
 }
+
+func TestValidateNamesTheNemesis(t *testing.T) {
+	tt := DefaultTest()
+	require.NoError(t, tt.Validate())
+	tt.Nemesis = []string{"kill", "chaos"}
+	assert.ErrorContains(t, tt.Validate(), `--nemesis: unknown nemesis "chaos"`)
+	tt.Nemesis = []string{"partition:everything"}
+	assert.ErrorContains(t, tt.Validate(), `unknown mode "everything"`)
+	tt.Nemesis = nil
+	assert.ErrorContains(t, tt.Validate(), "--nemesis")
+	tt.Nemesis = []string{"kill:leaders", "pause", "none"}
+	assert.NoError(t, tt.Validate())
+}

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/faultline/faultline/nemesis"
 )
 
 // Duration is a time.Duration written as "90s" in test.json.
@@ -115,6 +117,11 @@ func (t Test) Validate() error {
 	}
 	if t.Runtime != "docker" && t.Runtime != "process" {
 		problems = append(problems, fmt.Sprintf("--runtime: must be docker or process, got %q", t.Runtime))
+	}
+	if len(t.Nemesis) == 0 {
+		problems = append(problems, "--nemesis: name at least one fault (none for no faults)")
+	} else if err := nemesis.Validate(strings.Join(t.Nemesis, ",")); err != nil {
+		problems = append(problems, "--nemesis: "+err.Error())
 	}
 	if time.Duration(t.NemesisInterval) <= 0 {
 		problems = append(problems, "--nemesis-interval: must be positive")

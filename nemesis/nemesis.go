@@ -349,6 +349,13 @@ func pick(rng *rand.Rand, modes, all []string) string {
 	return modes[rng.IntN(len(modes))]
 }
 
+// Validate checks a comma-separated fault list without building anything,
+// so a misspelt fault is a bad argument before any node is started.
+func Validate(spec string) error {
+	_, err := Parse(spec, nil, nil)
+	return err
+}
+
 // Parse builds the faults named in a comma-separated list ("none", "kill",
 // "pause", "partition"; "kill:leaders" restricts a fault to one mode).
 func Parse(spec string, rt Runtime, c Cluster) ([]Fault, error) {

@@ -2,9 +2,11 @@ package main
 
 import (
 	"bytes"
+	"os"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 func TestExitCodes(t *testing.T) {
@@ -21,6 +23,8 @@ func TestExitCodes(t *testing.T) {
 		{[]string{"test", "--nodes", "0"}, 254, ""},
 		{[]string{"test", "--acks", "2"}, 254, ""},
 		{[]string{"test", "--workload", "bank"}, 254, ""},
+		{[]string{"test", "--nemesis", "kill,chaos", "--store", "/nonexistent/store"}, 254, ""},
+		{[]string{"test", "--nemesis", "partition:everything", "--store", "/nonexistent/store"}, 254, ""},
 		{[]string{"test", "--help"}, 0, ""},
 		{[]string{"help"}, 0, "faultline test"},
 	} {
@@ -36,4 +40,17 @@ func TestBadArgumentsNameTheFlag(t *testing.T) {
 	code := run([]string{"test", "--nodes", "3", "--replication-factor", "3", "--runtime", "vm"}, &out, &errOut)
 	assert.Equal(t, 254, code)
 	assert.Contains(t, errOut.String(), "--runtime")
+}
+
+// TestUnknownNemesisIsRefusedBeforeSetup: a misspelt fault is a bad argument
+// reported before any store directory or node exists.
+func TestUnknownNemesisIsRefusedBeforeSetup(t *testing.T) {
+	store := t.TempDir()
+	var out, errOut bytes.Buffer
+	code := run([]string{"test", "--nemesis", "kill,chaos", "--runtime", "process", "--store", store}, &out, &errOut)
+	assert.Equal(t, 254, code)
+	assert.Contains(t, errOut.String(), `unknown nemesis "chaos"`)
+	entries, err := os.ReadDir(store)
+	require.NoError(t, err)
+	assert.Empty(t, entries, "nothing may be written for a bad argument")
 }
