@@ -379,7 +379,9 @@ func (c *testCluster) partitionLog(id int32, topic string) *storage.Log {
 	return l
 }
 
-func (c *testCluster) leo(id int32, topic string) int64 { return c.partitionLog(id, topic).LogEndOffset() }
+func (c *testCluster) leo(id int32, topic string) int64 {
+	return c.partitionLog(id, topic).LogEndOffset()
+}
 
 // contents reads node id's whole log of topic-0: offset -> value.
 func (c *testCluster) contents(id int32, topic string) map[int64]string {
