@@ -417,3 +417,31 @@ func TestDiskFailureStopsTheVoterNotTheQuorum(t *testing.T) {
 	}
 	assert.Equal(t, topics(0, 5), c.converged(live...), "the majority goes on")
 }
+
+func TestSlowAndOneWayLinks(t *testing.T) {
+	c := newCluster(t, 3, false, nil)
+	for _, a := range c.ids {
+		for _, b := range c.ids {
+			if a != b {
+				c.net.SetFault(a, b, Fault{Delay: 3 * time.Millisecond})
+			}
+		}
+	}
+	leader := c.leaderAmong(c.ids...)
+	c.appendN(0, 5)
+	assert.Equal(t, topics(0, 5), c.converged(c.ids...), "delayed messages still commit")
+
+	// A follower that hears the leader but cannot answer: the leader keeps
+	// its majority through the third voter and goes on committing.
+	c.net.Heal()
+	deaf := c.ids[0]
+	if deaf == leader {
+		deaf = c.ids[1]
+	}
+	c.net.SetFault(deaf, leader, Fault{Drop: true})
+	c.appendN(5, 5)
+	assert.Equal(t, topics(0, 10), c.converged(c.ids...), "the half-cut follower still receives the log")
+	assert.Equal(t, leader, c.leaderAmong(c.ids...), "PreVote and CheckQuorum keep the leader in place")
+	c.net.Heal()
+	c.net.Wait()
+}
