@@ -1,0 +1,259 @@
+package compat
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kadm"
+)
+
+// deliveredLine is kcat's delivery report at verbosity 3 (-vv).
+var deliveredLine = regexp.MustCompile(`Message delivered to partition (\d+) \(offset (-?\d+)\)`)
+
+// producer is a kcat -P process fed line by line (-E: it keeps going while
+// the broker is down), whose delivery reports
+// are collected as they arrive.
+type producer struct {
+	cmd   *exec.Cmd
+	stdin io.WriteCloser
+
+	mu        sync.Mutex
+	offsets   []int64 // delivery-reported offsets, in report order
+	errors    []string
+	exited    chan struct{}
+	stderrLog strings.Builder
+}
+
+func startProducer(t *testing.T, b *broker, args ...string) *producer {
+	t.Helper()
+	cmd := exec.Command(requireKcat(t), append([]string{"-b", b.Addr, "-P", "-vv", "-E"}, args...)...)
+	stdin, err := cmd.StdinPipe()
+	require.NoError(t, err)
+	stderr, err := cmd.StderrPipe()
+	require.NoError(t, err)
+	cmd.Stdout = io.Discard
+	p := &producer{cmd: cmd, stdin: stdin, exited: make(chan struct{})}
+	require.NoError(t, cmd.Start())
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			line := sc.Text()
+			p.mu.Lock()
+			if m := deliveredLine.FindStringSubmatch(line); m != nil {
+				off, _ := strconv.ParseInt(m[2], 10, 64)
+				p.offsets = append(p.offsets, off)
+			} else {
+				// Everything but the delivery reports, which are counted.
+				p.stderrLog.WriteString(line + "\n")
+				// Disconnects while the broker is down are expected;
+				// failed deliveries and fatal errors are not.
+				if strings.Contains(line, "Delivery failed") || strings.Contains(strings.ToLower(line), "fatal") {
+					p.errors = append(p.errors, line)
+				}
+			}
+			p.mu.Unlock()
+		}
+		_ = cmd.Wait()
+		close(p.exited)
+	}()
+	t.Cleanup(func() {
+		select {
+		case <-p.exited:
+		default:
+			_ = cmd.Process.Kill()
+			<-p.exited
+		}
+	})
+	return p
+}
+
+// waitStored waits until partition 0 of topic holds at least n records.
+// kcat reports deliveries only when its input ends (it polls librdkafka
+// for reports after reading stdin to EOF), so progress during the produce
+// is watched on the broker.
+func waitStored(t *testing.T, b *broker, topic string, n int64, timeout time.Duration) int64 {
+	t.Helper()
+	cl := b.franz(t)
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	deadline := time.After(timeout)
+	var last int64
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		ends, err := adm.ListEndOffsets(ctx, topic)
+		cancel()
+		if err == nil {
+			if o, ok := ends.Lookup(topic, 0); ok && o.Err == nil {
+				last = o.Offset
+				if last >= n {
+					return last
+				}
+			}
+		}
+		select {
+		case <-tick.C:
+		case <-deadline:
+			t.Fatalf("%s holds %d of %d records after %s", topic, last, n, timeout)
+		}
+	}
+}
+
+func (p *producer) log() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.stderrLog.String()
+}
+
+// finish closes stdin and waits for kcat to deliver (or fail) everything
+// and exit.
+func (p *producer) finish(t *testing.T, timeout time.Duration) {
+	t.Helper()
+	require.NoError(t, p.stdin.Close())
+	select {
+	case <-p.exited:
+	case <-time.After(timeout):
+		t.Fatalf("kcat did not exit within %s of its input's end:\n%s", timeout, clip(p.log()))
+	}
+}
+
+// crashValue is message i, padded to 100 bytes: kcat reads a pipe in
+// chunks of its input buffer (message.max.bytes, set to 64 KiB below) and
+// produces a chunk only once it is full, so the input must be large for
+// the produce to span the kill.
+func crashValue(i int) string { return fmt.Sprintf("crash-%05d-%s", i, strings.Repeat("x", 88)) }
+
+// TestKcatKill9DuringProduce: a kcat producer writes while the broker
+// (fsync per message) is SIGKILLed and restarted on the same data. Every
+// message kcat reported delivered is back at its reported offset; the
+// idempotent producer's messages are stored exactly once.
+func TestKcatKill9DuringProduce(t *testing.T) {
+	requireKcat(t)
+	cases := []struct {
+		name       string
+		idempotent bool
+		opts       []string
+	}{
+		{"idempotent", true, []string{"-X", "enable.idempotence=true"}},
+		// One request in flight keeps reports in production order.
+		{"acks-all", false, []string{"-X", "acks=all", "-X", "max.in.flight=1", "-X", "topic.produce.offset.report=true"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			kill9DuringProduce(t, tc.idempotent, tc.opts...)
+		})
+	}
+}
+
+func kill9DuringProduce(t *testing.T, idempotent bool, opts ...string) {
+	b := startBroker(t, "log.flush.interval.messages=1")
+	const half = 10000
+	p := startProducer(t, b, append([]string{"-t", "crash", "-p", "0",
+		"-X", "acks=all", "-X", "batch.num.messages=20", "-X", "linger.ms=1",
+		"-X", "message.timeout.ms=60000", "-X", "reconnect.backoff.max.ms=200",
+		"-X", "message.max.bytes=65536"}, opts...)...)
+	var in strings.Builder
+	for i := range half {
+		in.WriteString(crashValue(i) + "\n")
+	}
+	_, err := io.WriteString(p.stdin, in.String())
+	require.NoError(t, err)
+	stored := waitStored(t, b, "crash", 200, clientTimeout)
+	b.kill9(t)
+	t.Logf("broker killed with at least %d of %d written messages stored", stored, half)
+	b.start(t)
+
+	in.Reset()
+	for i := half; i < 2*half; i++ {
+		in.WriteString(crashValue(i) + "\n")
+	}
+	_, err = io.WriteString(p.stdin, in.String())
+	require.NoError(t, err, "kcat quit while the broker restarted:\n%s", clip(p.log()))
+	p.finish(t, 90*time.Second)
+
+	p.mu.Lock()
+	offsets, failures := append([]int64(nil), p.offsets...), append([]string(nil), p.errors...)
+	p.mu.Unlock()
+	assert.Empty(t, failures, "kcat errors across the restart")
+	assert.Len(t, offsets, 2*half, "every message delivered once the broker is back")
+
+	recs := franzRecordsUpTo(t, b, "crash")
+	at := make(map[string][]int64)
+	for _, r := range recs {
+		at[string(r.Value)] = append(at[string(r.Value)], r.Offset)
+	}
+	// Delivery reports come in production order: the i-th report is
+	// message i.
+	lost := 0
+	for i, off := range offsets {
+		if off < 0 || off >= int64(len(recs)) || string(recs[off].Value) != crashValue(i) {
+			lost++
+			if lost <= 5 {
+				t.Errorf("acknowledged message %d at offset %d is not there", i, off)
+			}
+		}
+	}
+	assert.Zero(t, lost, "acknowledged messages missing after kill -9 (of %d acknowledged)", len(offsets))
+	var dups []string
+	for v, offs := range at {
+		if len(offs) > 1 {
+			dups = append(dups, fmt.Sprintf("%s at %v", v, offs))
+		}
+	}
+	if idempotent {
+		assert.Empty(t, dups, "an idempotent producer's messages must be stored once")
+	} else if len(dups) > 0 {
+		t.Logf("%d messages stored twice (retries without idempotence may do that)", len(dups))
+	}
+}
+
+// TestKcatTornTail: the broker is killed, the last batch of the active
+// segment is torn, and after recovery kcat reads exactly the whole batches
+// before it and produces on from the truncated end.
+func TestKcatTornTail(t *testing.T) {
+	requireKcat(t)
+	b := startBroker(t, "log.flush.interval.messages=1")
+	const n = 50
+	var in strings.Builder
+	for i := range n {
+		fmt.Fprintf(&in, "torn-%d\n", i)
+	}
+	// One message per batch, so tearing the tail removes exactly one.
+	out := b.kcat(t, in.String(), "-P", "-t", "torn", "-p", "0", "-X", "acks=all", "-X", "batch.num.messages=1", "-X", "max.in.flight=1")
+	require.NoError(t, out.err, out)
+
+	b.kill9(t)
+	seg := filepath.Join(b.dir, "kraft-combined-logs", "torn-0", "00000000000000000000.log")
+	st, err := os.Stat(seg)
+	require.NoError(t, err)
+	require.NoError(t, os.Truncate(seg, st.Size()-5))
+	b.start(t)
+
+	var want []string
+	for i := range n - 1 {
+		want = append(want, fmt.Sprintf("torn-%d %d", i, i))
+	}
+	out = b.kcat(t, "", "-C", "-t", "torn", "-o", "beginning", "-c", fmt.Sprint(n-1), "-f", `%s %o\n`)
+	require.NoError(t, out.err, out)
+	assert.Equal(t, want, lines(out.stdout))
+
+	out = b.kcat(t, "after\n", "-P", "-t", "torn", "-p", "0", "-X", "acks=all")
+	require.NoError(t, out.err, out)
+	out = b.kcat(t, "", "-C", "-t", "torn", "-o", fmt.Sprint(n-1), "-c", "1", "-f", `%s %o\n`)
+	require.NoError(t, out.err, out)
+	assert.Equal(t, []string{fmt.Sprintf("after %d", n-1)}, lines(out.stdout), "the first message after recovery takes the torn batch's offset")
+}
