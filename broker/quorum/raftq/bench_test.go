@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -59,4 +60,34 @@ func benchConfig(cfg *Config) {
 	cfg.TickInterval = 0
 	cfg.ElectionTicks = 0
 	cfg.HeartbeatTicks = 0
+}
+
+// BenchmarkLeaderFailover measures, with the default timing (100 ms ticks,
+// election after 10 to 20 ticks, as Kafka's 1 s election timeout), the
+// time from closing the leader of three voters to the first append
+// committed by its successor (ms/failover).
+func BenchmarkLeaderFailover(b *testing.B) {
+	c := newCluster(b, 3, false, benchConfig)
+	ctx := context.Background()
+	rec := []metadata.Record{&metadata.NoOpRecord{}}
+	var total float64
+	for b.Loop() {
+		old := c.leaderAmong(c.ids...)
+		_, err := c.nodes[old].Append(ctx, rec)
+		require.NoError(b, err)
+		start := time.Now()
+		c.stop(old)
+		for {
+			le := c.nodes[c.live()[0]].Leader()
+			if le.LeaderID >= 0 && le.LeaderID != old {
+				if _, err := c.nodes[le.LeaderID].Append(ctx, rec); err == nil {
+					break
+				}
+			}
+			time.Sleep(time.Millisecond)
+		}
+		total += float64(time.Since(start).Milliseconds())
+		c.start(old)
+	}
+	b.ReportMetric(total/float64(b.N), "ms/failover")
 }

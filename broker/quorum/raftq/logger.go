@@ -5,15 +5,16 @@ import (
 	"log/slog"
 )
 
-// raftLogger writes etcd raft's log lines to slog. Fatal and Panic keep
+// raftLogger writes etcd raft's log lines to slog, its Info lines at
+// Debug (the quorum logs role transitions itself). Fatal and Panic keep
 // raft's contract: raft calls them on broken invariants only, and expects
 // them not to return.
 type raftLogger struct{ l *slog.Logger }
 
 func (r raftLogger) Debug(v ...any)                 { r.l.Debug(fmt.Sprint(v...)) }
 func (r raftLogger) Debugf(format string, v ...any) { r.l.Debug(fmt.Sprintf(format, v...)) }
-func (r raftLogger) Info(v ...any)                  { r.l.Info(fmt.Sprint(v...)) }
-func (r raftLogger) Infof(format string, v ...any)  { r.l.Info(fmt.Sprintf(format, v...)) }
+func (r raftLogger) Info(v ...any)                  { r.l.Debug(fmt.Sprint(v...)) }
+func (r raftLogger) Infof(format string, v ...any)  { r.l.Debug(fmt.Sprintf(format, v...)) }
 func (r raftLogger) Warning(v ...any)               { r.l.Warn(fmt.Sprint(v...)) }
 func (r raftLogger) Warningf(format string, v ...any) {
 	r.l.Warn(fmt.Sprintf(format, v...))

@@ -165,6 +165,9 @@ func (q *Quorum) handleReady(accepted []*proposal) error {
 	if rd.SoftState != nil || !raft.IsEmptyHardState(rd.HardState) {
 		q.updateLeader()
 	}
+	if rd.SoftState != nil {
+		q.logTransition(*rd.SoftState)
+	}
 	q.tr.Send(late)
 	if len(rd.CommittedEntries) > 0 {
 		if err := q.commit(rd.CommittedEntries); err != nil {
@@ -410,6 +413,27 @@ func (q *Quorum) deleteOldSnapshots(newest int64) {
 		if err := q.cfg.FS.Remove(fmt.Sprintf("%s/%s", q.dir, f.name)); err != nil {
 			q.logger.Warn(fmt.Sprintf("Failed to delete old metadata snapshot %s", f.name), "err", err)
 		}
+	}
+}
+
+// logTransition logs a change of raft role the way Kafka's KRaft logs its
+// quorum state transitions.
+func (q *Quorum) logTransition(ss raft.SoftState) {
+	epoch := termEpoch(q.hs.Term)
+	leo := q.offsets.logEndOffset()
+	switch ss.RaftState {
+	case raft.StateLeader:
+		q.logger.Info(fmt.Sprintf("Completed transition to Leader(localId=%d, epoch=%d, logEndOffset=%d, voters=%v)", q.cfg.NodeID, epoch, leo, q.voters))
+	case raft.StateFollower:
+		if ss.Lead != 0 {
+			q.logger.Info(fmt.Sprintf("Completed transition to Follower(localId=%d, leaderId=%d, epoch=%d, logEndOffset=%d)", q.cfg.NodeID, NodeID(ss.Lead), epoch, leo))
+		} else {
+			q.logger.Info(fmt.Sprintf("Completed transition to Unattached(localId=%d, epoch=%d, logEndOffset=%d)", q.cfg.NodeID, epoch, leo))
+		}
+	case raft.StatePreCandidate:
+		q.logger.Info(fmt.Sprintf("Completed transition to Prospective(localId=%d, epoch=%d, logEndOffset=%d): no leader heard, asking the voters", q.cfg.NodeID, epoch, leo))
+	case raft.StateCandidate:
+		q.logger.Info(fmt.Sprintf("Completed transition to Candidate(localId=%d, epoch=%d, logEndOffset=%d)", q.cfg.NodeID, epoch, leo))
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 
@@ -52,7 +53,7 @@ func TestThreeVotersElectOneLeaderAndReplicate(t *testing.T) {
 		}
 		_, err := c.nodes[id].Append(ctx, []metadata.Record{topic(99)})
 		assert.ErrorIs(t, err, quorum.ErrNotLeader)
-		assert.Contains(t, err.Error(), "node "+itoa(leader)+" leads")
+		assert.Contains(t, err.Error(), "node "+strconv.Itoa(int(leader))+" leads")
 	}
 
 	d := c.nodes[leader].Describe()
@@ -69,8 +70,6 @@ func TestThreeVotersElectOneLeaderAndReplicate(t *testing.T) {
 		return d.HighWatermark == lasts[len(lasts)-1]+1
 	}, waitFor, pollEvery, "every voter caught up to the high watermark: %+v", d)
 }
-
-func itoa(n int32) string { return string(rune('0' + n)) }
 
 func TestLeaderCloseElectsNewLeaderAndAppendsContinue(t *testing.T) {
 	c := newCluster(t, 3, false, nil)
