@@ -357,6 +357,34 @@ func TestServeConnTakesHandedOverConnections(t *testing.T) {
 	require.NoError(t, client.Close())
 	assert.Error(t, <-served)
 
+	// A second connection from the same peer replaces the first.
+	first, firstClient := net.Pipe()
+	firstDone := make(chan error, 1)
+	go func() { firstDone <- tr.ServeConn(first) }()
+	go func() { _, _ = firstClient.Write(append([]byte(Magic), 0, 0, 0, 2)) }()
+	require.Eventually(t, func() bool {
+		tr.mu.Lock()
+		defer tr.mu.Unlock()
+		return tr.inboundFrom[2] == first
+	}, waitFor, pollEvery)
+	second, secondClient := net.Pipe()
+	go func() { _ = tr.ServeConn(second) }()
+	hb, _ := appendFrame(append([]byte(Magic), 0, 0, 0, 2), m, 1<<20)
+	go func() { _, _ = secondClient.Write(hb) }()
+	select {
+	case <-rcv.msgs:
+	case <-time.After(waitFor):
+		t.Fatal("no message on the second connection")
+	}
+	select {
+	case err := <-firstDone:
+		assert.Error(t, err, "the first connection was closed")
+	case <-time.After(waitFor):
+		t.Fatal("the stale connection from the same peer stayed open")
+	}
+	_ = firstClient.Close()
+	_ = secondClient.Close()
+
 	// A stranger is turned away.
 	server, client = net.Pipe()
 	go func() { served <- tr.ServeConn(server) }()

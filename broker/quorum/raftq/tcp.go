@@ -64,10 +64,11 @@ type TCPTransport struct {
 	ln     net.Listener
 	peers  map[uint64]*tcpPeer
 
-	mu      sync.Mutex
-	r       Receiver
-	inbound map[net.Conn]struct{}
-	closed  bool
+	mu          sync.Mutex
+	r           Receiver
+	inbound     map[net.Conn]struct{}
+	inboundFrom map[int32]net.Conn
+	closed      bool
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -114,13 +115,14 @@ func NewTCPTransport(cfg TCPConfig) (*TCPTransport, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	t := &TCPTransport{
-		cfg:     cfg,
-		self:    RaftID(cfg.NodeID),
-		logger:  cfg.Logger,
-		peers:   map[uint64]*tcpPeer{},
-		inbound: map[net.Conn]struct{}{},
-		ctx:     ctx,
-		cancel:  cancel,
+		cfg:         cfg,
+		self:        RaftID(cfg.NodeID),
+		logger:      cfg.Logger,
+		peers:       map[uint64]*tcpPeer{},
+		inbound:     map[net.Conn]struct{}{},
+		inboundFrom: map[int32]net.Conn{},
+		ctx:         ctx,
+		cancel:      cancel,
 	}
 	for id, addr := range cfg.Voters {
 		if id == cfg.NodeID {
@@ -224,6 +226,22 @@ func (t *TCPTransport) ServeConn(c net.Conn) error {
 		return fmt.Errorf("%w: node %d is not a peer voter", ErrBadFrame, from)
 	}
 	_ = c.SetReadDeadline(time.Time{})
+	// A peer keeps one connection to us: a new one means the old one is
+	// dead (a peer that restarted, or a half-open connection left by a
+	// partition), so it is closed rather than left to idle forever.
+	t.mu.Lock()
+	if old := t.inboundFrom[from]; old != nil {
+		_ = old.Close()
+	}
+	t.inboundFrom[from] = c
+	t.mu.Unlock()
+	defer func() {
+		t.mu.Lock()
+		if t.inboundFrom[from] == c {
+			delete(t.inboundFrom, from)
+		}
+		t.mu.Unlock()
+	}()
 	var hdr [4]byte
 	for {
 		m, err := readFrame(br, t.cfg.FrameBytesMax, &hdr)
