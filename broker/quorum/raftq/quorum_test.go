@@ -444,3 +444,36 @@ func TestSlowAndOneWayLinks(t *testing.T) {
 	c.net.Heal()
 	c.net.Wait()
 }
+
+func TestRunsOnTheNodeLogManager(t *testing.T) {
+	dir := t.TempDir()
+	open := func() (*storage.LogManager, *Quorum, *recorder) {
+		lm, err := storage.NewLogManager(storage.OS, []string{dir}, storage.ManagerOptions{})
+		require.NoError(t, err)
+		_, err = lm.Load()
+		require.NoError(t, err)
+		q, err := Open(Config{NodeID: 0, Voters: map[int32]string{0: "127.0.0.1:1"}, Logs: lm,
+			Transport: NewMemNetwork().Transport(0), TickInterval: 10 * time.Millisecond})
+		require.NoError(t, err)
+		rec := &recorder{}
+		_, err = q.Subscribe(rec.add)
+		require.NoError(t, err)
+		return lm, q, rec
+	}
+	lm, q, _ := open()
+	require.Eventually(t, func() bool { return q.Leader().LeaderID == 0 }, waitFor, pollEvery, "node id 0 is raft id 1")
+	_, err := q.Append(context.Background(), topics(0, 3))
+	require.NoError(t, err)
+	require.NoError(t, q.Close())
+	l, ok := lm.GetLog(quorum.MetadataPartition)
+	require.True(t, ok)
+	assert.Positive(t, l.LogEndOffset(), "Close leaves the node's log manager alone")
+	assert.Equal(t, int64(-1), l.Config().RetentionMs, "the metadata log has no time retention")
+	require.NoError(t, lm.Shutdown(0))
+
+	lm, q, rec := open()
+	defer lm.Shutdown(0)
+	defer q.Close()
+	recs, _ := rec.records()
+	assert.Equal(t, topics(0, 3), recs)
+}
