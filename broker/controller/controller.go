@@ -29,6 +29,11 @@ type Config struct {
 	Rand *rand.Rand
 	// Now is the clock of broker sessions (default time.Now).
 	Now func() time.Time
+	// Cluster marks a controller of a multi-controller quorum (RunExpiry
+	// sets it too): it decides only once activated in the current quorum
+	// epoch (see Active) and answers NOT_CONTROLLER to everything while
+	// standing by.
+	Cluster bool
 }
 
 // Controller is the active controller: it decides with a ClusterState and
@@ -79,6 +84,7 @@ func New(cfg Config, q quorum.Quorum) (*Controller, error) {
 	}
 	c := &Controller{cfg: cfg, q: q, logger: cfg.Logger, image: metadata.NewImage(cfg.ClusterID), applied: make(chan struct{})}
 	c.activeEpoch.Store(-1)
+	c.cluster.Store(cfg.Cluster)
 	c.sessionTimeoutMs.Store(DefaultSessionTimeout.Milliseconds())
 	cancel, err := q.Subscribe(c.applyCommitted)
 	if err != nil {
@@ -173,6 +179,15 @@ func failureCode(err error) (int16, string) {
 
 // CreateTopics implements server.Controller.
 func (c *Controller) CreateTopics(ctx context.Context, req *kmsg.CreateTopicsRequest) *kmsg.CreateTopicsResponse {
+	if c.standingBy(ctx) {
+		resp := kmsg.NewPtrCreateTopicsResponse()
+		for _, t := range req.Topics {
+			rt := kmsg.NewCreateTopicsResponseTopic()
+			rt.Topic, rt.ErrorCode, rt.NumPartitions, rt.ReplicationFactor = t.Topic, kerr.NotController.Code, -1, -1
+			resp.Topics = append(resp.Topics, rt)
+		}
+		return resp
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	resp, res, warnings := c.state().CreateTopics(req)
@@ -201,13 +216,20 @@ func (c *Controller) CreateTopics(ctx context.Context, req *kmsg.CreateTopicsReq
 
 // DeleteTopics implements server.Controller.
 func (c *Controller) DeleteTopics(ctx context.Context, req *kmsg.DeleteTopicsRequest) *kmsg.DeleteTopicsResponse {
+	active := !c.standingBy(ctx)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	resp, res := c.state().DeleteTopics(req)
-	if err := c.commit(ctx, res.Records); err != nil {
+	if !active {
+		res.Records = nil
+	}
+	if err := c.commit(ctx, res.Records); err != nil || !active {
+		if !active {
+			err = quorum.ErrNotLeader
+		}
 		code, msg := failureCode(err)
 		for i := range resp.Topics {
-			if resp.Topics[i].ErrorCode == 0 {
+			if resp.Topics[i].ErrorCode == 0 || !active {
 				resp.Topics[i].ErrorCode, resp.Topics[i].ErrorMessage = code, &msg
 			}
 		}
@@ -223,13 +245,20 @@ func (c *Controller) DeleteTopics(ctx context.Context, req *kmsg.DeleteTopicsReq
 
 // CreatePartitions implements server.Controller.
 func (c *Controller) CreatePartitions(ctx context.Context, req *kmsg.CreatePartitionsRequest) *kmsg.CreatePartitionsResponse {
+	active := !c.standingBy(ctx)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	resp, res := c.state().CreatePartitions(req)
-	if err := c.commit(ctx, res.Records); err != nil {
+	if !active {
+		res.Records = nil
+	}
+	if err := c.commit(ctx, res.Records); err != nil || !active {
+		if !active {
+			err = quorum.ErrNotLeader
+		}
 		code, msg := failureCode(err)
 		for i := range resp.Topics {
-			if resp.Topics[i].ErrorCode == 0 {
+			if resp.Topics[i].ErrorCode == 0 || !active {
 				resp.Topics[i].ErrorCode, resp.Topics[i].ErrorMessage = code, &msg
 			}
 		}
@@ -247,6 +276,10 @@ func (c *Controller) InitProducerID(ctx context.Context, req *kmsg.InitProducerI
 	resp.ProducerID, resp.ProducerEpoch = -1, -1
 	if req.TransactionalID != nil && *req.TransactionalID != "" {
 		resp.ErrorCode = kerr.InvalidRequest.Code
+		return resp
+	}
+	if c.standingBy(ctx) {
+		resp.ErrorCode = kerr.NotController.Code
 		return resp
 	}
 	id, err := c.nextProducerID(ctx)

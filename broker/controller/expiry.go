@@ -45,6 +45,14 @@ func (c *Controller) ensureActive(ctx context.Context) bool {
 	return ok
 }
 
+// standingBy reports whether a controller of a cluster (RunExpiry
+// running) is not the active one, after activating it if it just won
+// leadership: it must then answer NOT_CONTROLLER to everything, before any
+// validation against an image that may be behind.
+func (c *Controller) standingBy(ctx context.Context) bool {
+	return c.cluster.Load() && !c.ensureActive(ctx)
+}
+
 // activate makes a quorum leader the active controller of its epoch, as a
 // newly elected Kafka controller does: it appends a NoOp and waits until
 // its image holds it, so that every record committed by earlier leaders is
