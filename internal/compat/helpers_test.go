@@ -74,13 +74,20 @@ func buildBroker(t *testing.T) string {
 // the test with the package to install when it is missing.
 func requireKcat(t *testing.T) string {
 	t.Helper()
-	for _, name := range []string{"kcat", "kafkacat"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
+	p, err := lookKcat()
+	if err != nil {
+		missing(t, "kcat (librdkafka's command line client)", "kcat")
 	}
-	missing(t, "kcat (librdkafka's command line client)", "kcat")
-	return ""
+	return p
+}
+
+// lookKcat finds kcat under its current or its former name.
+func lookKcat() (string, error) {
+	p, err := exec.LookPath("kcat")
+	if err != nil {
+		p, err = exec.LookPath("kafkacat")
+	}
+	return p, err
 }
 
 // requirePython returns a python3 that can import every module in mods.
@@ -247,6 +254,8 @@ func (b *broker) kcat(t *testing.T, stdin string, args ...string) output {
 	t.Helper()
 	return run(t, stdin, requireKcat(t), append([]string{"-b", b.Addr}, args...)...)
 }
+
+func itoa(i int) string { return strconv.Itoa(i) }
 
 // lines splits client output into its non-empty lines.
 func lines(s string) []string {

@@ -1,0 +1,142 @@
+package compat
+
+import (
+	_ "embed"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+//go:embed testdata/kafka_python.py
+var kafkaPythonScript string
+
+// pythonSteps runs the kafka-python script's steps against b and returns
+// each step's JSON result by name. A step that raised is a test failure
+// naming the exception.
+func pythonSteps(t *testing.T, b *broker, steps ...string) map[string]map[string]any {
+	t.Helper()
+	py := requirePython(t, "python3-kafka python3-lz4 python3-snappy python3-zstandard", "kafka", "lz4", "snappy", "zstandard")
+	script := filepath.Join(t.TempDir(), "kafka_python.py")
+	require.NoError(t, os.WriteFile(script, []byte(kafkaPythonScript), 0o644))
+	out := run(t, "", py, append([]string{script, b.Addr}, steps...)...)
+	require.NoError(t, out.err, out)
+	results := make(map[string]map[string]any)
+	for _, l := range lines(out.stdout) {
+		var r map[string]any
+		require.NoError(t, json.Unmarshal([]byte(l), &r), "kafka-python output line %q", l)
+		name, _ := r["step"].(string)
+		results[name] = r
+		if exc, ok := r["exception"]; ok {
+			t.Fatalf("kafka-python step %s raised %v\nclient stderr:\n%s", name, exc, clip(out.stderr))
+		}
+	}
+	for _, s := range steps {
+		require.Contains(t, results, s, "kafka-python printed no result for step %s:\n%s", s, out)
+	}
+	return results
+}
+
+// asJSON re-encodes a decoded value, to compare nested results compactly.
+func asJSON(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	require.NoError(t, err)
+	return string(b)
+}
+
+func TestKafkaPythonAdmin(t *testing.T) {
+	b := startBroker(t)
+	r := pythonSteps(t, b, "admin")["admin"]
+	assert.JSONEq(t, `[["py-admin",0],["py-doomed",0],["py-data",0]]`, asJSON(t, r["create"]))
+	assert.Equal(t, "TopicAlreadyExistsError", r["create_again"])
+	assert.JSONEq(t, `["py-admin","py-doomed"]`, asJSON(t, r["listed"]))
+	assert.Equal(t, "604800000", r["retention_ms"], "retention.ms from log.retention.hours=168")
+	assert.JSONEq(t, `[["py-admin",0]]`, asJSON(t, r["create_partitions"]))
+	assert.JSONEq(t, `[["py-doomed",0]]`, asJSON(t, r["delete"]))
+	assert.JSONEq(t, `["py-admin"]`, asJSON(t, r["listed_after"]))
+}
+
+// TestKafkaPythonProduceAndGroup: acks=all sends report the offsets the
+// records got; a group member reads part, commits, and the next member of
+// the group resumes exactly there.
+func TestKafkaPythonProduceAndGroup(t *testing.T) {
+	b := startBroker(t)
+	res := pythonSteps(t, b, "admin", "produce", "group", "groups_admin")
+
+	var sent []string
+	for i := range 30 {
+		sent = append(sent, asJSON(t, []int{i % 3, i / 3}))
+	}
+	assert.Equal(t, "["+strings.Join(sent, ",")+"]", asJSON(t, res["produce"]["sent"]), "[partition, offset] of each acks=all send")
+
+	g := res["group"]
+	first, _ := g["first"].([]any)
+	second, _ := g["second"].([]any)
+	assert.Len(t, first, 12)
+	assert.Len(t, second, 18)
+	seen := map[string]int{}
+	for _, m := range append(append([]any{}, first...), second...) {
+		seen[asJSON(t, m)]++
+	}
+	for i := range 30 {
+		rec := asJSON(t, []any{i % 3, i / 3, "k" + itoa(i), "v" + itoa(i)})
+		assert.Equal(t, 1, seen[rec], "record %s read once across the two members", rec)
+	}
+	assert.JSONEq(t, `{"0":10,"1":10,"2":10}`, asJSON(t, g["committed2"]), "committed offsets after both members")
+
+	ga := res["groups_admin"]
+	assert.Contains(t, ga["groups"], "py-group")
+	assert.JSONEq(t, `{"py-data-0":10,"py-data-1":10,"py-data-2":10}`, asJSON(t, ga["offsets"]))
+	assert.Equal(t, "Empty", ga["state"], "a group with no members left")
+}
+
+// TestKafkaPythonPollAtEnd: polling a partition with nothing new must
+// return no records; kafka-python cannot parse a null record set.
+func TestKafkaPythonPollAtEnd(t *testing.T) {
+	b := startBroker(t)
+	r := pythonSteps(t, b, "empty")["empty"]
+	assert.JSONEq(t, `[0,0,0]`, asJSON(t, r["polled"]))
+}
+
+// TestKafkaPythonOffsets: seek, offsets_for_times (by a timestamp between
+// records, an exact one and one after the last), end and beginning.
+func TestKafkaPythonOffsets(t *testing.T) {
+	b := startBroker(t)
+	r := pythonSteps(t, b, "offsets")["offsets"]
+	assert.JSONEq(t, `[[4,"t4"],[5,"t5"],[6,"t6"]]`, asJSON(t, r["seeked"]))
+	assert.JSONEq(t, `[6,1700000006000]`, asJSON(t, r["by_time"]))
+	assert.JSONEq(t, `[3,1700000003000]`, asJSON(t, r["exact"]))
+	assert.Nil(t, r["future"], "no record at or after the timestamp")
+	assert.EqualValues(t, 10, r["end"])
+	assert.EqualValues(t, 0, r["beginning"])
+}
+
+// TestKafkaPythonCompression: kafka-python compresses with its own codecs
+// (not librdkafka's); kcat and franz-go read the batches back.
+func TestKafkaPythonCompression(t *testing.T) {
+	b := startBroker(t)
+	r := pythonSteps(t, b, "compress")["compress"]
+	assert.JSONEq(t, `{"gzip":99,"snappy":99,"lz4":99,"zstd":99}`, asJSON(t, r["last_offsets"]))
+	codecs := map[string]uint8{"gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
+	for name, codec := range codecs {
+		topic := "py-z-" + name
+		recs := b.consumeFranz(t, topic, 100)
+		stored := map[uint8]int{}
+		for i, rec := range recs {
+			assert.Equal(t, int64(i), rec.Offset)
+			assert.True(t, strings.HasPrefix(string(rec.Value), name+"-"), "%s offset %d: %q", topic, i, rec.Value)
+			stored[rec.Attrs.CompressionType()]++
+		}
+		assert.Equal(t, map[uint8]int{codec: 100}, stored, "%s: records by stored codec", topic)
+		if _, err := lookKcat(); err == nil {
+			out := b.kcat(t, "", "-C", "-t", topic, "-o", "beginning", "-c", "100", "-f", `%o\n`)
+			require.NoError(t, out.err, out)
+			assert.Len(t, lines(out.stdout), 100, "kcat reads %s", topic)
+		}
+	}
+}
