@@ -12,10 +12,17 @@
 // follower fetches go in, high-watermark moves and ISR shrink/expand
 // proposals come out) and FollowerTruncation (follower side: where to cut a
 // divergent log). No locks, no clock, no I/O there. With a single node every
-// ISR is {this broker} and the high watermark follows the log end. The
-// follower side is ready for issue 3's network fetchers: FollowerPosition
-// gives the next fetch, ApplyFetchResponse applies the leader's answer, and
-// ISRChanges gives the AlterPartition proposals.
+// ISR is {this broker} and the high watermark follows the log end.
+//
+// On a cluster two more pieces run next to the Manager. A Fetcher (one
+// goroutine per leader this broker follows partitions of) sends Fetch
+// requests with this broker's replica id and broker epoch, built from
+// FollowerPosition, and hands the answers to ApplyFetchResponse; subscribe
+// its ApplyImage after the Manager's, and Stop it before the logs close.
+// An ISRLoop sends ISRChanges (shrink every replica.lag.time.max.ms/2,
+// expand as soon as a follower catches up) through an ISRSender to the
+// controller and installs what it commits (InstallISR). Dialer and
+// ISRSender are interfaces so tests can cut links and fake the controller.
 //
 // What it must never do: acknowledge an acks=all write before the high
 // watermark passed it, let consumers read past the high watermark, append

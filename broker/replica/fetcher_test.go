@@ -1,0 +1,147 @@
+package replica
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/faultline/faultline/broker/metadata"
+	"github.com/faultline/faultline/broker/server"
+	"github.com/faultline/faultline/broker/storage"
+)
+
+// followerOf makes node 2 a follower of node 1 for topic-0 at epoch 0,
+// with no network: the test hands it fetch answers.
+func followerOf(tb testing.TB) (*Manager, *storage.Log) {
+	tb.Helper()
+	lm, err := storage.NewLogManager(storage.OS, []string{tb.TempDir()}, storage.ManagerOptions{})
+	require.NoError(tb, err)
+	_, err = lm.Load()
+	require.NoError(tb, err)
+	tb.Cleanup(func() { require.NoError(tb, lm.Shutdown(0)) })
+	m, err := New(Config{NodeID: 2, Logs: lm})
+	require.NoError(tb, err)
+	im := metadata.NewImage("cluster")
+	tp := &metadata.Topic{Name: "topic", ID: metadata.Uuid{1}, Partitions: []metadata.Partition{{Partition: 0, Replicas: []int32{1, 2}, ISR: []int32{1, 2}, Leader: 1}}}
+	im.Topics["topic"], im.TopicsByID[tp.ID] = tp, tp
+	im.Brokers[1] = metadata.Broker{ID: 1, Host: "127.0.0.1", Port: 1}
+	m.ApplyImage(nil, im)
+	l, ok := lm.GetLog(storage.TopicPartition{Topic: "topic", Partition: 0})
+	require.True(tb, ok)
+	return m, l
+}
+
+// FuzzApplyFetchResponse feeds arbitrary leader answers (records, high
+// watermark, diverging epoch, error, log start) to a follower: it must
+// never panic, and the log must stay consistent: start <= HW <= end.
+func FuzzApplyFetchResponse(f *testing.F) {
+	f.Add(batch("a", "b"), int64(2), int32(-1), int64(-1), int16(0), int64(0))
+	f.Add([]byte{}, int64(0), int32(0), int64(0), int16(0), int64(0))
+	f.Add([]byte{}, int64(0), int32(-1), int64(-1), kerr.OffsetOutOfRange.Code, int64(7))
+	f.Add([]byte{0, 0, 0, 0, 0, 0, 0, 9, 0, 0, 0, 1}, int64(99), int32(-1), int64(-1), int16(0), int64(0))
+	m, l := followerOf(f)
+	f.Fuzz(func(t *testing.T, records []byte, hw int64, divEpoch int32, divEnd int64, code int16, logStart int64) {
+		res := server.FetchResult{ErrorCode: code, HighWatermark: hw, LastStableOffset: hw, LogStartOffset: logStart, Records: append([]byte(nil), records...), PreferredReplica: -1}
+		if divEpoch >= 0 || divEnd >= 0 {
+			res.DivergingEpoch = &server.DivergingEpoch{Epoch: divEpoch, EndOffset: divEnd}
+		}
+		_ = m.ApplyFetchResponse("topic", 0, 0, res)
+		start, end, h := l.LogStartOffset(), l.LogEndOffset(), l.HighWatermark()
+		if start > end || h > end || h < 0 {
+			t.Fatalf("inconsistent log after a fetch answer: start %d, HW %d, end %d", start, h, end)
+		}
+		if _, ok := m.FollowerPosition("topic", 0); !ok {
+			t.Fatal("the follower lost its role")
+		}
+	})
+}
+
+// stubDialer answers every fetch with a fixed response or error.
+type stubDialer struct {
+	resp kmsg.Response
+	err  error
+	reqs chan *kmsg.FetchRequest
+}
+
+func (d *stubDialer) Dial(context.Context, int32, string) (BrokerClient, error) { return d, nil }
+
+func (d *stubDialer) Request(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
+	select {
+	case d.reqs <- req.(*kmsg.FetchRequest):
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	return d.resp, d.err
+}
+
+func (d *stubDialer) Close() {}
+
+// TestFetcherRequest: the fetch carries the follower's identity, position
+// and limits, and a refused partition is not asked for again until the
+// next image.
+func TestFetcherRequest(t *testing.T) {
+	m, _ := followerOf(t)
+	resp := kmsg.NewPtrFetchResponse()
+	rt := kmsg.NewFetchResponseTopic()
+	rt.Topic, rt.TopicID = "topic", [16]byte{1}
+	rp := kmsg.NewFetchResponseTopicPartition()
+	rp.ErrorCode = kerr.FencedLeaderEpoch.Code
+	rt.Partitions = append(rt.Partitions, rp)
+	resp.Topics = append(resp.Topics, rt)
+	d := &stubDialer{resp: resp, reqs: make(chan *kmsg.FetchRequest)}
+	f, err := NewFetcher(FetcherConfig{Manager: m, Dialer: d, BackoffMs: 60000})
+	require.NoError(t, err)
+	defer f.Stop()
+	f.ApplyImage(nil, m.image.Load())
+	assert.Equal(t, []int32{1}, f.Sources())
+
+	req := <-d.reqs
+	assert.Equal(t, int32(2), req.ReplicaID)
+	assert.Equal(t, int32(2), req.ReplicaState.ID)
+	assert.Equal(t, int32(500), req.MaxWaitMillis)
+	assert.Equal(t, int32(1), req.MinBytes)
+	require.Len(t, req.Topics, 1)
+	assert.Equal(t, [16]byte{1}, req.Topics[0].TopicID)
+	require.Len(t, req.Topics[0].Partitions, 1)
+	p := req.Topics[0].Partitions[0]
+	assert.Equal(t, int32(0), p.CurrentLeaderEpoch)
+	assert.Equal(t, int64(0), p.FetchOffset)
+	assert.Equal(t, int32(-1), p.LastFetchedEpoch)
+	assert.Equal(t, int32(1<<20), p.PartitionMaxBytes)
+
+	// FENCED_LEADER_EPOCH: nothing more until a new image.
+	require.Eventually(t, func() bool {
+		f.mu.Lock()
+		s := f.sources[1]
+		f.mu.Unlock()
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return !s.parts[storage.TopicPartition{Topic: "topic", Partition: 0}].blockedUntil.IsZero()
+	}, waitFor, tick)
+	select {
+	case <-d.reqs:
+		t.Fatal("a refused partition was fetched again before the next image")
+	default:
+	}
+	f.ApplyImage(nil, m.image.Load())
+	<-d.reqs
+}
+
+// TestFetcherTransportError: a failing connection is redialled after the
+// backoff, and Stop returns while requests fail.
+func TestFetcherTransportError(t *testing.T) {
+	m, _ := followerOf(t)
+	d := &stubDialer{err: errors.New("connection reset"), reqs: make(chan *kmsg.FetchRequest)}
+	f, err := NewFetcher(FetcherConfig{Manager: m, Dialer: d, BackoffMs: 1})
+	require.NoError(t, err)
+	f.ApplyImage(nil, m.image.Load())
+	<-d.reqs
+	<-d.reqs
+	f.Stop()
+	assert.Empty(t, f.Sources())
+}
