@@ -33,7 +33,7 @@ type sharedLog struct {
 	records []metadata.Record
 }
 
-func newSharedLog(t *testing.T, leader int32) *sharedLog {
+func newSharedLog(t testing.TB, leader int32) *sharedLog {
 	t.Helper()
 	lm, err := storage.NewLogManager(storage.OS, []string{t.TempDir()}, storage.ManagerOptions{})
 	require.NoError(t, err)
@@ -121,7 +121,7 @@ func (c *clock) now() time.Time          { return time.UnixMilli(c.ms.Load()) }
 func (c *clock) advance(d time.Duration) { c.ms.Add(d.Milliseconds()) }
 
 // newClusterController starts controller id over q.
-func newClusterController(t *testing.T, id int32, q quorum.Quorum, now func() time.Time) *Controller {
+func newClusterController(t testing.TB, id int32, q quorum.Quorum, now func() time.Time) *Controller {
 	t.Helper()
 	if now == nil {
 		now = time.Now
@@ -179,7 +179,7 @@ var servedKeys = []int16{18, 19, 22, 55, 56, 62, 63}
 // serveKafka is a minimal Kafka protocol listener for tests: it frames
 // requests, answers ApiVersions itself and hands the other keys to handle.
 // (The real controller listener is broker/server.)
-func serveKafka(t *testing.T, handle func(context.Context, kmsg.Request) kmsg.Response) string {
+func serveKafka(t testing.TB, handle func(context.Context, kmsg.Request) kmsg.Response) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)

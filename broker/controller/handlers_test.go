@@ -35,7 +35,7 @@ func clusterMode(c *Controller, sessionTimeout time.Duration) {
 }
 
 // joinBroker registers and unfences broker id through the handlers.
-func joinBroker(t *testing.T, c *Controller, id int32) int64 {
+func joinBroker(t testing.TB, c *Controller, id int32) int64 {
 	t.Helper()
 	ctx := context.Background()
 	r := c.HandleBrokerRegistration(ctx, regReq(id, byte(id), -1))
