@@ -49,8 +49,15 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
+// brokerEnv names a prebuilt broker binary to test instead of building
+// cmd/broker (to check a candidate fix, or another build).
+const brokerEnv = "FAULTLINE_COMPAT_BROKER"
+
 func buildBroker(t *testing.T) string {
 	t.Helper()
+	if p := os.Getenv(brokerEnv); p != "" {
+		return p
+	}
 	b := &brokerBinary
 	b.once.Do(func() {
 		b.dir, b.err = os.MkdirTemp("", "faultline-compat-")
