@@ -261,3 +261,45 @@ func TestFetcherStaleLeaderRefusal(t *testing.T) {
 	c.elect("orders", 1, []int32{1, 2})
 	require.Eventually(t, func() bool { return c.leo(2, "orders") == 2 }, waitFor, tick)
 }
+
+// TestClusterISRChangeNeedsController: a shrink the controller cannot hear
+// about does not happen (acks=all keeps waiting), is retried, and commits
+// once the controller is reachable; a fenced broker that catches up is not
+// taken back into the ISR until it is unfenced.
+func TestClusterISRChangeNeedsController(t *testing.T) {
+	ctx := context.Background()
+	c := threeNodes(t, 400)
+	c.createTopic("orders", []int32{1, 2, 3}, map[string]string{"min.insync.replicas": "2"})
+	require.Equal(t, int16(0), c.produce(ctx, 1, "orders", -1, "a").ErrorCode)
+
+	c.net.Cut(1, 0) // node 1 cannot reach the controller
+	c.net.Cut(1, 3)
+	short, cancel := context.WithTimeout(ctx, 600*time.Millisecond)
+	defer cancel()
+	assert.Equal(t, kerr.RequestTimedOut.Code, c.produce(short, 1, "orders", -1, "b").ErrorCode)
+	require.Eventually(t, func() bool { return strings.Contains(c.node(1).logs.String(), "Failed to alter ISR to [1 2]") }, waitFor, tick)
+	assert.Equal(t, []int32{1, 2, 3}, c.isr("orders"))
+
+	c.net.Heal(1, 0)
+	require.Eventually(t, func() bool { return len(c.isr("orders")) == 2 }, waitFor, tick)
+	assert.Equal(t, []int32{1, 2}, c.isr("orders"))
+	assert.Equal(t, int64(2), c.node(1).m.HighWatermark("orders", 0), "the pending write commits on the smaller ISR")
+
+	c.update(func(im *metadata.Image) {
+		b := im.Brokers[3]
+		b.Fenced = true
+		im.Brokers[3] = b
+	})
+	c.net.Heal(1, 3)
+	require.Eventually(t, func() bool { return c.leo(3, "orders") == 2 }, waitFor, tick)
+	c.node(1).isr.Check(ctx)
+	assert.Equal(t, []int32{1, 2}, c.isr("orders"), "a fenced broker does not join the ISR")
+
+	c.update(func(im *metadata.Image) {
+		b := im.Brokers[3]
+		b.Fenced = false
+		im.Brokers[3] = b
+	})
+	c.node(1).isr.Check(ctx)
+	assert.Equal(t, []int32{1, 2, 3}, c.isr("orders"))
+}

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/faultline/faultline/broker/metadata"
 	"github.com/faultline/faultline/broker/storage"
 )
 
@@ -54,8 +55,9 @@ type ISRLoop struct {
 	done   chan struct{}
 	once   sync.Once
 
-	// failed remembers, per partition, the partition epoch of a refused
-	// change and when it may be sent again.
+	// mu serializes Check; failed remembers, per partition, the partition
+	// epoch of a refused change and when it may be sent again.
+	mu     sync.Mutex
 	failed map[storage.TopicPartition]failedChange
 }
 
@@ -121,10 +123,16 @@ func (l *ISRLoop) run(ctx context.Context) {
 // Check sends the ISR changes due now and installs those the controller
 // commits; the loop calls it, tests may call it directly.
 func (l *ISRLoop) Check(ctx context.Context) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	now := l.m.cfg.Now()
+	im := l.m.image.Load()
 	for _, ch := range l.m.ISRChanges(now.UnixMilli()) {
 		if ctx.Err() != nil {
 			return
+		}
+		if ch = eligibleOnly(ch, im, l.m.isr(ch.TopicPartition)); ch.NewISR == nil {
+			continue
 		}
 		if f, ok := l.failed[ch.TopicPartition]; ok && f.partitionEpoch == ch.PartitionEpoch && f.leaderEpoch == ch.LeaderEpoch &&
 			slices.Equal(f.isr, ch.NewISR) && now.Before(f.retryAt) {
@@ -192,4 +200,38 @@ func (m *Manager) wakeISR() {
 	case m.isrWake <- struct{}{}:
 	default:
 	}
+}
+
+// eligibleOnly drops, from an expansion, the replicas that may not join an
+// ISR (fenced or shutting down brokers, KAFKA-INTERNALS §3); NewISR is nil
+// when nothing is left to change.
+func eligibleOnly(ch ISRChange, im *metadata.Image, current []int32) ISRChange {
+	out := ch.NewISR[:0:0]
+	for _, r := range ch.NewISR {
+		if slices.Contains(current, r) || im.Live(r) {
+			out = append(out, r)
+		}
+	}
+	if slices.Equal(out, current) {
+		ch.NewISR = nil
+		return ch
+	}
+	ch.NewISR = out
+	return ch
+}
+
+// isr is the ISR of a partition this broker leads, nil otherwise.
+func (m *Manager) isr(tp storage.TopicPartition) []int32 {
+	p := m.get(tp.Topic, tp.Partition)
+	if p == nil {
+		return nil
+	}
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	p.stMu.Lock()
+	defer p.stMu.Unlock()
+	if p.st == nil {
+		return nil
+	}
+	return slices.Clone(p.st.ISR)
 }
