@@ -66,6 +66,8 @@ func TestClusterLaggingFollowerLeavesISR(t *testing.T) {
 	assert.Equal(t, []int32{1, 2}, c.isr("orders"))
 	assert.Contains(t, c.proposals("orders"), []int32{1, 2})
 	assert.Equal(t, int64(1), c.leo(3, "orders"), "node 3 stopped advancing")
+	assert.Equal(t, 0.0, gauge(t, c.node(3).reg, "kafka_server_replica_fetcher_manager_max_lag"), "no answer, no known lag")
+	assert.Positive(t, counter(t, c.node(3).reg, "kafka_server_replica_fetcher_failed_requests_total"))
 	assert.Equal(t, 1.0, counter(t, c.node(1).reg, "kafka_server_replica_manager_isr_shrinks_total"))
 	assert.Equal(t, 1.0, gauge(t, c.node(1).reg, "kafka_server_replica_manager_under_replicated_partitions"))
 

@@ -310,7 +310,7 @@ func (c *testCluster) start(id int32, dir string) *testNode {
 	require.NoError(t, err)
 	addrs, err := srv.ListenAndServe("127.0.0.1:0")
 	require.NoError(t, err)
-	f, err := NewFetcher(FetcherConfig{Manager: m, Dialer: faultDialer{net: c.net, from: id, inner: KgoDialer{}}, MaxWaitMs: 100, BackoffMs: 50, Logger: logger})
+	f, err := NewFetcher(FetcherConfig{Manager: m, Dialer: faultDialer{net: c.net, from: id, inner: KgoDialer{}}, MaxWaitMs: 100, BackoffMs: 50, Registerer: reg, Logger: logger})
 	require.NoError(t, err)
 	isr, err := NewISRLoop(ISRLoopConfig{Manager: m, Sender: clusterSender{c: c, from: id}, Logger: logger})
 	require.NoError(t, err)

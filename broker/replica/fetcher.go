@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -85,7 +86,9 @@ type FetcherConfig struct {
 	// (NOT_LEADER_OR_FOLLOWER, FENCED_LEADER_EPOCH, ...) waits for a new
 	// image before it is tried again.
 	BackoffMs int64
-	Logger    *slog.Logger
+	// Registerer receives the fetcher metrics; nil registers nothing.
+	Registerer prometheus.Registerer
+	Logger     *slog.Logger
 }
 
 // Fetcher is the follower side of replication: one goroutine per source
@@ -105,6 +108,8 @@ type Fetcher struct {
 	mu      sync.Mutex
 	stopped bool
 	sources map[int32]*source
+
+	failedRequests prometheus.Counter
 }
 
 // NewFetcher makes a Fetcher with no sources; ApplyImage starts them.
@@ -134,7 +139,41 @@ func NewFetcher(cfg FetcherConfig) (*Fetcher, error) {
 		cfg.Logger = cfg.Manager.logger
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Fetcher{cfg: cfg, m: cfg.Manager, logger: cfg.Logger, ctx: ctx, cancel: cancel, sources: map[int32]*source{}}, nil
+	f := &Fetcher{cfg: cfg, m: cfg.Manager, logger: cfg.Logger, ctx: ctx, cancel: cancel, sources: map[int32]*source{},
+		failedRequests: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "kafka_server_replica_fetcher_failed_requests_total",
+			Help: "Fetch requests to leaders that failed (connection or request errors).",
+		}),
+	}
+	if cfg.Registerer != nil {
+		for _, c := range []prometheus.Collector{f.failedRequests,
+			prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+				Name: "kafka_server_replica_fetcher_manager_max_lag",
+				Help: "The largest lag in messages of a followed partition behind its leader's high watermark (ReplicaFetcherManager MaxLag).",
+			}, func() float64 { return float64(f.MaxLag()) }),
+		} {
+			if err := cfg.Registerer.Register(c); err != nil {
+				f.logger.Warn("Replica fetcher metric not registered; another component exports it", "err", err)
+			}
+		}
+	}
+	return f, nil
+}
+
+// MaxLag is the largest lag of a followed partition: the leader's high
+// watermark in its last answer minus this broker's log end, at least 0.
+func (f *Fetcher) MaxLag() int64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var lag int64
+	for _, s := range f.sources {
+		s.mu.Lock()
+		for _, p := range s.parts {
+			lag = max(lag, p.lag)
+		}
+		s.mu.Unlock()
+	}
+	return lag
 }
 
 // followed is a partition this broker follows, as its role says.
@@ -244,6 +283,7 @@ type fetchPart struct {
 	// blockedUntil: the leader refused the partition; skip it until then
 	// or until the next image.
 	blockedUntil time.Time
+	lag          int64
 }
 
 func (f *Fetcher) newSource(id int32) *source {
@@ -262,6 +302,9 @@ func (s *source) setPartitions(parts []followed) {
 	next := make(map[storage.TopicPartition]*fetchPart, len(parts))
 	for _, p := range parts {
 		next[p.tp] = &fetchPart{followed: p}
+		if old := s.parts[p.tp]; old != nil {
+			next[p.tp].lag = old.lag
+		}
 	}
 	s.parts = next
 	s.mu.Unlock()
@@ -425,6 +468,7 @@ func (s *source) run() {
 				return
 			}
 			failures++
+			s.f.failedRequests.Inc()
 			// The first failure is worth a line; a leader that stays away
 			// is worth one every few attempts.
 			if failures == 1 || failures%30 == 0 {
@@ -494,7 +538,9 @@ func (s *source) apply(resp *kmsg.FetchResponse, inflight map[string]map[int32]s
 			}
 			err := s.f.m.ApplyFetchResponse(snt.tp.Topic, snt.tp.Partition, snt.leaderEpoch, res)
 			switch {
-			case err == nil, errors.Is(err, ErrNotFollower):
+			case err == nil:
+				s.setLag(snt.tp, rp.HighWatermark)
+			case errors.Is(err, ErrNotFollower):
 			case isRefusal(err):
 				s.logger.Info(fmt.Sprintf("[ReplicaFetcher replicaId=%d, leaderId=%d] Partition %s refused at leader epoch %d; waiting for new metadata", s.f.m.cfg.NodeID, s.id, snt.tp, snt.leaderEpoch), "err", err)
 				s.block(snt.tp, backoff)
@@ -523,5 +569,19 @@ func (s *source) block(tp storage.TopicPartition, d time.Duration) {
 	defer s.mu.Unlock()
 	if p := s.parts[tp]; p != nil {
 		p.blockedUntil = time.Now().Add(d)
+	}
+}
+
+// setLag records how far a partition is behind the leader's high
+// watermark after applying an answer.
+func (s *source) setLag(tp storage.TopicPartition, leaderHW int64) {
+	pos, ok := s.f.m.FollowerPosition(tp.Topic, tp.Partition)
+	if !ok {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if p := s.parts[tp]; p != nil {
+		p.lag = max(leaderHW-pos.FetchOffset, 0)
 	}
 }

@@ -145,3 +145,23 @@ func TestFetcherTransportError(t *testing.T) {
 	f.Stop()
 	assert.Empty(t, f.Sources())
 }
+
+// TestFetcherMaxLag: the lag is the leader's high watermark minus this
+// broker's log end after each answer.
+func TestFetcherMaxLag(t *testing.T) {
+	m, _ := followerOf(t)
+	resp := kmsg.NewPtrFetchResponse()
+	rt := kmsg.NewFetchResponseTopic()
+	rt.Topic, rt.TopicID = "topic", [16]byte{1}
+	rp := kmsg.NewFetchResponseTopicPartition()
+	rp.HighWatermark = 10
+	rt.Partitions = append(rt.Partitions, rp)
+	resp.Topics = append(resp.Topics, rt)
+	d := &stubDialer{resp: resp, reqs: make(chan *kmsg.FetchRequest, 1)}
+	f, err := NewFetcher(FetcherConfig{Manager: m, Dialer: d})
+	require.NoError(t, err)
+	defer f.Stop()
+	assert.Equal(t, int64(0), f.MaxLag())
+	f.ApplyImage(nil, m.image.Load())
+	require.Eventually(t, func() bool { return f.MaxLag() == 10 }, waitFor, tick)
+}
