@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/faultline/faultline/broker/storage"
 	"github.com/faultline/faultline/internal/testutil"
 )
 
@@ -309,4 +310,27 @@ func TestAdminAPIs(t *testing.T) {
 	topics, err = adm.ListTopics(ctx)
 	require.NoError(t, err)
 	assert.False(t, topics.Has("admin"))
+}
+
+func TestRestartAppliesTopicConfigsToLoadedLogs(t *testing.T) {
+	dir := t.TempDir()
+	props := map[string]string{"log.dirs": filepath.Join(dir, "data"), "log.retention.hours": "1"}
+	n := startNode(t, props)
+	segment := "2048"
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	resp, err := kadm.NewClient(client(t, n)).CreateTopic(ctx, 1, 1, map[string]*string{"segment.bytes": &segment}, "small-segments")
+	require.NoError(t, err)
+	require.NoError(t, resp.Err)
+	stopNode(t, n)
+
+	n2 := startNode(t, props)
+	l, ok := n2.logs.GetLog(storage.TopicPartition{Topic: "small-segments", Partition: 0})
+	require.True(t, ok)
+	assert.Equal(t, int64(2048), l.Config().SegmentBytes, "the topic override survives a restart")
+	assert.Equal(t, int64(3600000), l.Config().RetentionMs, "other keys keep the broker default")
+	meta, ok := n2.logs.GetLog(storage.TopicPartition{Topic: "__cluster_metadata", Partition: 0})
+	require.True(t, ok)
+	assert.Equal(t, int64(-1), meta.Config().RetentionMs, "the metadata log is never deleted by retention")
+	assert.Equal(t, int64(-1), meta.Config().RetentionBytes)
 }

@@ -196,6 +196,7 @@ func (n *Node) startLogManager() error {
 	lm, err := storage.NewLogManager(storage.OS, cfg.LogDirs, storage.ManagerOptions{
 		RecoveryThreadsPerDataDir:         int(cfg.NumRecoveryThreadsPerDataDir),
 		DefaultLogConfig:                  lc,
+		TopicConfig:                       n.metadataTopicConfig,
 		Logger:                            n.logger.With(ComponentKey, "LogManager"),
 		HighWatermarkCheckpointIntervalMs: cfg.ReplicaHighWatermarkCheckpointIntervalMs,
 		RecoveryPointCheckpointIntervalMs: cfg.LogFlushOffsetCheckpointIntervalMs,
@@ -231,6 +232,7 @@ func (n *Node) startMetadata() error {
 		// Kafka keeps the metadata log apart from the partition logs.
 		lm, err := storage.NewLogManager(storage.OS, []string{cfg.MetadataLogDir}, storage.ManagerOptions{
 			RecoveryThreadsPerDataDir: 1,
+			TopicConfig:               n.metadataTopicConfig,
 			Logger:                    n.logger.With(ComponentKey, "LogManager"),
 		})
 		if err != nil {
@@ -242,11 +244,7 @@ func (n *Node) startMetadata() error {
 		n.pushStop("metadata log manager", func(context.Context) error { return lm.Shutdown(n.brokerEpoch()) })
 		logs = lm
 	}
-	lc := storage.DefaultLogConfig()
-	lc.SegmentBytes = int64(cfg.MetadataLogSegmentBytes)
-	lc.SegmentMs = cfg.MetadataLogSegmentMs
-	lc.RetentionMs = -1
-	lc.RetentionBytes = -1
+	lc, _ := n.metadataTopicConfig(quorum.MetadataTopic)
 	q, err := quorum.OpenLocal(quorum.LocalConfig{
 		NodeID:    cfg.NodeID,
 		Logs:      logs,
@@ -265,6 +263,46 @@ func (n *Node) startMetadata() error {
 	n.pushStop("metadata publisher", func(context.Context) error { cancel(); return nil })
 	im := n.publisher.Image()
 	n.logger.Info(fmt.Sprintf("Loaded metadata log up to offset %d: %d topics, %d brokers", im.Offset, len(im.Topics), len(im.Brokers)), ComponentKey, "MetadataLoader")
+	return n.applyTopicConfigs(im)
+}
+
+// metadataTopicConfig is the log manager's TopicConfig: the metadata log
+// keeps every record (there are no metadata snapshots yet, so deleting a
+// segment would lose topics), with the metadata.log.segment.* sizes. Other
+// topics load with the broker defaults until applyTopicConfigs.
+func (n *Node) metadataTopicConfig(topic string) (storage.LogConfig, bool) {
+	if topic != quorum.MetadataTopic {
+		return storage.LogConfig{}, false
+	}
+	lc := storage.DefaultLogConfig()
+	lc.SegmentBytes = int64(n.cfg.MetadataLogSegmentBytes)
+	lc.SegmentMs = n.cfg.MetadataLogSegmentMs
+	lc.RetentionMs = -1
+	lc.RetentionBytes = -1
+	return lc, true
+}
+
+// applyTopicConfigs gives the logs loaded at startup their topic's config
+// overrides from the metadata image (logs load before the metadata log is
+// replayed, with the broker defaults, as Kafka's do before its first image).
+func (n *Node) applyTopicConfigs(im *metadata.Image) error {
+	settings := topicSettings(n.cfg)
+	for tp, l := range n.logs.Logs() {
+		t := im.Topic(tp.Topic)
+		if t == nil || len(t.Configs) == 0 || tp.Topic == quorum.MetadataTopic {
+			continue
+		}
+		s, err := settings(t.Configs)
+		if err != nil {
+			return fmt.Errorf("topic %s: %w", t.Name, err)
+		}
+		if s.Log == l.Config() {
+			continue
+		}
+		if err := l.SetConfig(s.Log); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
