@@ -180,21 +180,34 @@ var servedKeys = []int16{18, 19, 22, 55, 56, 62, 63}
 // requests, answers ApiVersions itself and hands the other keys to handle.
 // (The real controller listener is broker/server.)
 func serveKafka(t testing.TB, handle func(context.Context, kmsg.Request) kmsg.Response) string {
+	addr, _ := startKafka(t, handle)
+	return addr
+}
+
+// startKafka is serveKafka with a stop function (idempotent) that closes
+// the listener and every connection.
+func startKafka(t testing.TB, handle func(context.Context, kmsg.Request) kmsg.Response) (string, func()) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	conns := map[net.Conn]struct{}{}
-	t.Cleanup(func() {
-		_ = ln.Close()
-		mu.Lock()
-		for c := range conns {
-			_ = c.Close()
-		}
-		mu.Unlock()
-		wg.Wait()
-	})
+	closed := false
+	var once sync.Once
+	stop := func() {
+		once.Do(func() {
+			_ = ln.Close()
+			mu.Lock()
+			closed = true
+			for c := range conns {
+				_ = c.Close()
+			}
+			mu.Unlock()
+			wg.Wait()
+		})
+	}
+	t.Cleanup(stop)
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
@@ -204,6 +217,11 @@ func serveKafka(t testing.TB, handle func(context.Context, kmsg.Request) kmsg.Re
 				return
 			}
 			mu.Lock()
+			if closed {
+				mu.Unlock()
+				_ = nc.Close()
+				return
+			}
 			conns[nc] = struct{}{}
 			mu.Unlock()
 			wg.Add(1)
@@ -214,7 +232,7 @@ func serveKafka(t testing.TB, handle func(context.Context, kmsg.Request) kmsg.Re
 			}()
 		}
 	}()
-	return ln.Addr().String()
+	return ln.Addr().String(), stop
 }
 
 func serveConn(nc net.Conn, handle func(context.Context, kmsg.Request) kmsg.Response) error {
