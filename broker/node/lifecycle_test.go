@@ -125,3 +125,34 @@ func TestFailedStartUndoesItsPhases(t *testing.T) {
 	n := startNode(t, props)
 	assert.Equal(t, StateRunning, n.State())
 }
+
+func TestAdvertised(t *testing.T) {
+	hostname, err := os.Hostname()
+	require.NoError(t, err)
+	bound := &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 40000}
+	wildcard := &net.TCPAddr{IP: net.IPv4zero, Port: 40001}
+	for _, tc := range []struct {
+		name       string
+		listeners  string
+		advertised string
+		bound      net.Addr
+		host       string
+		port       int32
+	}{
+		{"port 0 advertises the bound port", "PLAINTEXT://127.0.0.1:0", "", bound, "127.0.0.1", 40000},
+		{"advertised listener wins", "PLAINTEXT://127.0.0.1:0", "PLAINTEXT://broker.example:9092", bound, "broker.example", 9092},
+		{"wildcard advertises the host name", "PLAINTEXT://:0", "", wildcard, hostname, 40001},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			props := testProps(t.TempDir())
+			props["listeners"] = tc.listeners + ",CONTROLLER://127.0.0.1:0"
+			if tc.advertised != "" {
+				props["advertised.listeners"] = tc.advertised
+			}
+			cfg := testConfig(t, props)
+			host, port := advertised(cfg, cfg.BrokerListeners()[0], tc.bound)
+			assert.Equal(t, tc.host, host)
+			assert.Equal(t, tc.port, port)
+		})
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -500,7 +501,8 @@ func (n *Node) startNetwork() error {
 // advertised returns the host and port clients are told to use: the
 // advertised listener of the same name, else the bound address; a port of 0
 // (or an advertised listener copied from a port-0 listener) becomes the
-// bound port.
+// bound port, and an empty or wildcard host the bound IP, or this machine's
+// host name when bound to every interface.
 func advertised(cfg *config.Config, l config.Listener, bound net.Addr) (string, int32) {
 	host, port := l.Host, l.Port
 	for _, a := range cfg.AdvertisedListeners {
@@ -515,6 +517,8 @@ func advertised(cfg *config.Config, l config.Listener, bound net.Addr) (string, 
 	if host == "" || host == "0.0.0.0" || host == "::" {
 		if tcp, ok := bound.(*net.TCPAddr); ok && !tcp.IP.IsUnspecified() {
 			host = tcp.IP.String()
+		} else if name, err := os.Hostname(); err == nil && name != "" {
+			host = name // as Kafka advertises its canonical host name
 		} else {
 			host = "localhost"
 		}
