@@ -12,8 +12,11 @@ import (
 	"fmt"
 	"io"
 	"net/netip"
+	"os"
 	"sort"
+	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/moby/moby/api/pkg/stdcopy"
@@ -27,7 +30,11 @@ import (
 const (
 	LabelManaged = "io.faultline.managed" // always "true"
 	LabelRun     = "io.faultline.run"     // the run id
-	imageRepo    = "faultline-node"
+	// LabelOwner is "<hostname>:<pid>" of the harness that created the
+	// object, so the leftovers of a crashed run can be told from the
+	// objects of a run still going on the same daemon.
+	LabelOwner = "io.faultline.owner"
+	imageRepo  = "faultline-node"
 )
 
 // ErrNoDocker is returned (wrapped) when no Docker daemon answers.
@@ -60,7 +67,32 @@ func NewDocker(ctx context.Context, runID string) (*Docker, error) {
 func (d *Docker) Close() error { return d.cli.Close() }
 
 func (d *Docker) labels() map[string]string {
-	return map[string]string{LabelManaged: "true", LabelRun: d.runID}
+	return map[string]string{LabelManaged: "true", LabelRun: d.runID, LabelOwner: owner()}
+}
+
+// owner is this process's LabelOwner value.
+func owner() string {
+	host, _ := os.Hostname()
+	return host + ":" + strconv.Itoa(os.Getpid())
+}
+
+// ownerGone reports whether the harness that created an object with these
+// labels is certainly gone: no owner label (an old run), or an owner on
+// this host whose process no longer exists. An owner on another host (a
+// shared remote daemon) is left alone: it may still be running.
+func ownerGone(labels map[string]string) bool {
+	o, ok := labels[LabelOwner]
+	if !ok {
+		return true
+	}
+	host, pidText, _ := strings.Cut(o, ":")
+	me, _ := os.Hostname()
+	pid, err := strconv.Atoi(pidText)
+	if host != me || err != nil || pid <= 0 {
+		return false
+	}
+	err = syscall.Kill(pid, 0)
+	return errors.Is(err, syscall.ESRCH)
 }
 
 // ImageTag returns the tag an image built from files gets: the repository
@@ -144,24 +176,28 @@ func readBuildStream(r io.Reader) error {
 }
 
 // RemoveLeftovers removes every container, network and volume carrying the
-// faultline label, from this run or any earlier one (a crashed run leaves
-// them behind). Images are kept: they are cached by content.
+// faultline label whose harness is gone (a crashed or killed run leaves
+// them behind); objects of runs still going are kept. Images are kept too:
+// they are cached by content.
 func (d *Docker) RemoveLeftovers(ctx context.Context) error {
-	return d.remove(ctx, make(client.Filters).Add("label", LabelManaged+"=true"))
+	return d.remove(ctx, make(client.Filters).Add("label", LabelManaged+"=true"), ownerGone)
 }
 
 // Teardown removes what this run created.
 func (d *Docker) Teardown(ctx context.Context) error {
-	return d.remove(ctx, make(client.Filters).Add("label", LabelRun+"="+d.runID))
+	return d.remove(ctx, make(client.Filters).Add("label", LabelRun+"="+d.runID), func(map[string]string) bool { return true })
 }
 
-func (d *Docker) remove(ctx context.Context, f client.Filters) error {
+func (d *Docker) remove(ctx context.Context, f client.Filters, gone func(labels map[string]string) bool) error {
 	var errs []error
 	cs, err := d.cli.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: f})
 	if err != nil {
 		return fmt.Errorf("list containers: %w", err)
 	}
 	for _, c := range cs.Items {
+		if !gone(c.Labels) {
+			continue
+		}
 		if _, err := d.cli.ContainerRemove(ctx, c.ID, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true}); err != nil {
 			errs = append(errs, fmt.Errorf("remove container %s: %w", c.ID[:12], err))
 		}
@@ -171,6 +207,9 @@ func (d *Docker) remove(ctx context.Context, f client.Filters) error {
 		errs = append(errs, fmt.Errorf("list networks: %w", err))
 	} else {
 		for _, n := range ns.Items {
+			if !gone(n.Labels) {
+				continue
+			}
 			if _, err := d.cli.NetworkRemove(ctx, n.ID, client.NetworkRemoveOptions{}); err != nil {
 				errs = append(errs, fmt.Errorf("remove network %s: %w", n.Name, err))
 			}
@@ -181,6 +220,9 @@ func (d *Docker) remove(ctx context.Context, f client.Filters) error {
 		errs = append(errs, fmt.Errorf("list volumes: %w", err))
 	} else {
 		for _, v := range vs.Items {
+			if !gone(v.Labels) {
+				continue
+			}
 			if _, err := d.cli.VolumeRemove(ctx, v.Name, client.VolumeRemoveOptions{Force: true}); err != nil {
 				errs = append(errs, fmt.Errorf("remove volume %s: %w", v.Name, err))
 			}
@@ -418,7 +460,25 @@ func (d *Docker) RunOnce(ctx context.Context, spec NodeSpec) (string, error) {
 // Logs copies the node's output (stdout and stderr, every incarnation) to w
 // until ctx ends or, when follow is false, until the current end.
 func (d *Docker) Logs(ctx context.Context, node string, w io.Writer, follow bool) error {
-	rc, err := d.cli.ContainerLogs(ctx, d.containerName(node), client.ContainerLogsOptions{ShowStdout: true, ShowStderr: true, Follow: follow})
+	return d.logs(ctx, node, w, client.ContainerLogsOptions{ShowStdout: true, ShowStderr: true, Follow: follow})
+}
+
+// FollowIncarnation streams the output of the node's current incarnation
+// (everything since it last started) to w until the container stops or ctx
+// ends, so a node's log reaches the store while the run goes on.
+func (d *Docker) FollowIncarnation(ctx context.Context, node string, w io.Writer) error {
+	res, err := d.cli.ContainerInspect(ctx, d.containerName(node), client.ContainerInspectOptions{})
+	if err != nil {
+		return fmt.Errorf("inspect %s: %w", node, err)
+	}
+	if res.Container.State == nil || res.Container.State.StartedAt == "" {
+		return fmt.Errorf("logs of %s: the container has not started", node)
+	}
+	return d.logs(ctx, node, w, client.ContainerLogsOptions{ShowStdout: true, ShowStderr: true, Follow: true, Since: res.Container.State.StartedAt})
+}
+
+func (d *Docker) logs(ctx context.Context, node string, w io.Writer, opts client.ContainerLogsOptions) error {
+	rc, err := d.cli.ContainerLogs(ctx, d.containerName(node), opts)
 	if err != nil {
 		return fmt.Errorf("logs of %s: %w", node, err)
 	}

@@ -5,10 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
-	"io"
 	"net/netip"
 	"os"
+	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/faultline/faultline/docker"
@@ -23,12 +24,24 @@ const (
 // network with a pinned subnet, so node i has the fixed address .(10+i)
 // that both the other nodes and the harness on the host reach. Partitions
 // are made by the fault agent inside each node (`/faultline agent`).
+//
+// When LogDir is set, each node's output is streamed into
+// LogDir/<node>/broker.log while the node runs, one follower per container
+// incarnation, so the logs are in the store even if the harness dies.
 type DockerRuntime struct {
+	// LogDir receives the nodes' logs (optional).
+	LogDir string
+
 	d       *Docker
 	cluster Cluster
+	image   string // the node image's tag
 	network string
 	subnet  netip.Prefix
 	nodes   []string
+
+	logMu     sync.Mutex
+	followers map[string]chan struct{} // node -> closed when its latest follower ends
+	followWG  sync.WaitGroup
 }
 
 // NewDockerRuntime connects to the daemon; runID names and labels the run's
@@ -79,6 +92,7 @@ func (r *DockerRuntime) Setup(ctx context.Context, c Cluster) ([]Node, error) {
 	if err != nil {
 		return nil, err
 	}
+	r.image = tag
 	for attempt := 0; ; attempt++ {
 		r.subnet = subnetFor(r.d.runID, attempt)
 		r.network, err = r.d.CreateNetwork(ctx, r.d.runID+"-net", r.subnet)
@@ -117,11 +131,48 @@ func (r *DockerRuntime) Setup(ctx context.Context, c Cluster) ([]Node, error) {
 			Controller: roles != "broker", Broker: roles != "controller"})
 	}
 	for _, n := range nodes {
-		if err := r.d.Start(ctx, n.Name); err != nil {
+		if err := r.Start(ctx, n.Name); err != nil {
 			return nil, err
 		}
 	}
 	return nodes, nil
+}
+
+// follow starts streaming the node's current incarnation into its
+// broker.log, after the previous incarnation's follower has written its
+// last line.
+func (r *DockerRuntime) follow(node string) {
+	if r.LogDir == "" {
+		return
+	}
+	r.logMu.Lock()
+	defer r.logMu.Unlock()
+	if r.followers == nil {
+		r.followers = map[string]chan struct{}{}
+	}
+	prev, done := r.followers[node], make(chan struct{})
+	r.followers[node] = done
+	r.followWG.Add(1)
+	go func() {
+		defer r.followWG.Done()
+		defer close(done)
+		if prev != nil {
+			<-prev
+		}
+		path := filepath.Join(r.LogDir, node, "broker.log")
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			return
+		}
+		f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+		if err != nil {
+			return
+		}
+		defer f.Close()
+		// The stream ends when the container stops (kill, teardown).
+		if err := r.d.FollowIncarnation(context.Background(), node, f); err != nil {
+			fmt.Fprintf(f, "faultline: log stream of %s: %v\n", node, err)
+		}
+	}()
 }
 
 // Kill sends SIGKILL and waits until the container has stopped.
@@ -141,8 +192,15 @@ func (r *DockerRuntime) Stop(ctx context.Context, node string) error {
 	return r.d.Wait(ctx, node)
 }
 
-// Start restarts the node's container on its data volume.
-func (r *DockerRuntime) Start(ctx context.Context, node string) error { return r.d.Start(ctx, node) }
+// Start starts (or restarts) the node's container on its data volume and
+// streams the new incarnation's output into the store.
+func (r *DockerRuntime) Start(ctx context.Context, node string) error {
+	if err := r.d.Start(ctx, node); err != nil {
+		return err
+	}
+	r.follow(node)
+	return nil
+}
 
 // Pause sends SIGSTOP to the broker.
 func (r *DockerRuntime) Pause(ctx context.Context, node string) error {
@@ -180,13 +238,16 @@ func (r *DockerRuntime) Running(ctx context.Context, node string) (bool, error) 
 	return r.d.Running(ctx, node)
 }
 
-// Logs copies the node's output, every incarnation, to w.
-func (r *DockerRuntime) Logs(ctx context.Context, node string, w io.Writer) error {
-	return r.d.Logs(ctx, node, w, false)
-}
-
-// Teardown removes the run's containers, network and volumes.
+// Teardown removes the run's containers, network and volumes, once the log
+// streams (which end with their containers) have written their last line.
 func (r *DockerRuntime) Teardown(ctx context.Context) error {
 	err := r.d.Teardown(ctx)
+	streamsDone := make(chan struct{})
+	go func() { r.followWG.Wait(); close(streamsDone) }()
+	select {
+	case <-streamsDone:
+	case <-ctx.Done():
+		err = errors.Join(err, fmt.Errorf("node log streams did not end: %w", ctx.Err()))
+	}
 	return errors.Join(err, r.d.Close())
 }

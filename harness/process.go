@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -183,17 +182,6 @@ func (p *Process) Running(_ context.Context, node string) (bool, error) {
 	defer p.mu.Unlock()
 	_, ok := p.procs[node]
 	return ok, nil
-}
-
-// Logs copies the node's broker.log to w.
-func (p *Process) Logs(_ context.Context, node string, w io.Writer) error {
-	f, err := os.Open(filepath.Join(p.nodeDir(node), "broker.log"))
-	if err != nil {
-		return fmt.Errorf("logs of %s: %w", node, err)
-	}
-	defer f.Close()
-	_, err = io.Copy(w, f)
-	return err
 }
 
 // Teardown kills every node still running. Data stays in the run directory

@@ -36,9 +36,32 @@ const (
 
 // Outcome is what a run produced.
 type Outcome struct {
-	Dir    string
+	Dir string
+	// RunID labels everything the run created in Docker
+	// (io.faultline.run=<RunID>) and names its containers.
+	RunID  string
 	Result checker.Result
 }
+
+// ErrInterrupted is returned (wrapped) when the run's context ended before
+// a verdict (Ctrl-C): the faults were healed and everything the run
+// created was removed; the history so far is in the store.
+var ErrInterrupted = errors.New("interrupted")
+
+// Timeouts of the phases that are not part of the Test.
+const (
+	// opTimeout bounds one client operation; an operation in flight when
+	// the time limit ends still gets its completion recorded.
+	opTimeout = 20 * time.Second
+	// healTimeout bounds healing after Ctrl-C.
+	healTimeout = time.Minute
+	// finalRoundLimit is the length of one round of final reads: each
+	// round starts a fresh client (Jepsen's crash), assigns every key from
+	// the beginning and polls.
+	finalRoundLimit = 10 * time.Second
+	// finalPollTimeout is a final read's poll wait (Jepsen: 1 s).
+	finalPollTimeout = time.Second
+)
 
 // ExitCode maps the verdict onto the CLI's exit code.
 func (o Outcome) ExitCode() int {
@@ -88,23 +111,26 @@ func Run(ctx context.Context, t Test, out io.Writer) (Outcome, error) {
 	if err := os.WriteFile(filepath.Join(dir, "test.json"), spec, 0o644); err != nil {
 		return Outcome{Dir: dir}, &SetupError{err}
 	}
-	fmt.Fprintf(out, "faultline: %s seed=%d store=%s\n", t.FullName(), t.Seed, dir)
-
 	runID := "fl" + strconv.FormatInt(time.Now().UnixNano()%1_000_000_000_000, 36)
+	fmt.Fprintf(out, "faultline: %s seed=%d run=%s store=%s\n", t.FullName(), t.Seed, runID, dir)
+
 	var rt Runtime
 	switch t.Runtime {
 	case "docker":
 		d, err := NewDockerRuntime(ctx, runID)
 		if err != nil {
-			return Outcome{Dir: dir}, &SetupError{err}
+			return Outcome{Dir: dir, RunID: runID}, &SetupError{err}
 		}
+		d.LogDir = filepath.Join(dir, "nodes")
 		rt = d
 	default:
 		rt = NewProcess(dir)
 	}
 	r := &run{t: t, dir: dir, rt: rt, out: out}
-	defer r.teardown()
-	return r.execute(ctx)
+	o, err := r.execute(ctx)
+	r.teardown()
+	o.Dir, o.RunID = dir, runID
+	return o, err
 }
 
 type run struct {
@@ -138,27 +164,35 @@ func (r *run) elapsed() time.Duration {
 	return r.rec.Elapsed()
 }
 
+// teardown stops every node and removes what the run created; it runs
+// after Ctrl-C too, with a context of its own.
 func (r *run) teardown() {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	if r.adm != nil {
 		r.adm.Close()
 	}
-	for _, n := range r.nodes {
-		if _, isProcess := r.rt.(*Process); isProcess {
-			break // the process runtime writes nodes/<n>/broker.log itself
-		}
-		p := filepath.Join(r.dir, "nodes", n.Name, "broker.log")
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err == nil {
-			if f, err := os.Create(p); err == nil {
-				_ = r.rt.Logs(ctx, n.Name, f)
-				f.Close()
-			}
-		}
-	}
 	if err := r.rt.Teardown(ctx); err != nil {
 		fmt.Fprintf(r.out, "teardown: %v\n", err)
 	}
+}
+
+// interrupted ends a run whose context was cancelled (Ctrl-C) during phase:
+// heal every fault with a context of its own, keep the history, and say
+// so; the caller tears the cluster down.
+func (r *run) interrupted(ctx context.Context, phase string) error {
+	fmt.Fprintf(r.out, "[%6.1fs] interrupted during %s: healing and removing the cluster\n", r.elapsed().Seconds(), phase)
+	if len(r.nodes) > 0 {
+		hctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), healTimeout)
+		r.healAll(hctx)
+		cancel()
+	}
+	if r.rec != nil {
+		if err := r.rec.Close(); err != nil {
+			fmt.Fprintf(r.out, "history: %v\n", err)
+		}
+	}
+	return fmt.Errorf("%w during %s (%v); the history so far is in %s", ErrInterrupted, phase, context.Cause(ctx), filepath.Join(r.dir, "history.jsonl"))
 }
 
 func (r *run) execute(ctx context.Context) (Outcome, error) {
@@ -177,6 +211,9 @@ func (r *run) execute(ctx context.Context) (Outcome, error) {
 	}
 	nodes, err := r.rt.Setup(ctx, cluster)
 	r.nodes = nodes
+	if ctx.Err() != nil {
+		return Outcome{}, r.interrupted(ctx, "setup")
+	}
 	if err != nil {
 		return Outcome{Dir: r.dir}, &SetupError{err}
 	}
@@ -192,6 +229,9 @@ func (r *run) execute(ctx context.Context) (Outcome, error) {
 	}
 	r.adm = kadm.NewClient(admCl)
 	if err := r.waitServing(ctx, 60*time.Second); err != nil {
+		if ctx.Err() != nil {
+			return Outcome{}, r.interrupted(ctx, "setup")
+		}
 		return Outcome{Dir: r.dir}, &SetupError{fmt.Errorf("cluster did not start serving: %w", err)}
 	}
 	fmt.Fprintf(r.out, "[%6.1fs] cluster serving: %d nodes\n", r.elapsed().Seconds(), len(nodes))
@@ -224,9 +264,12 @@ func (r *run) execute(ctx context.Context) (Outcome, error) {
 		sched := &nemesis.Schedule{Faults: faults, Interval: time.Duration(t.NemesisInterval), Seed: t.Seed}
 		sched.Run(mainCtx, func(op checker.Op) { r.noteFault(op); rec.Record(op) })
 	}()
-	r.runWorkers(mainCtx, gen, qopts, topics, t.Concurrency, 0)
+	r.runWorkers(ctx, mainCtx, gen, qopts, topics, t.Concurrency, 0)
 	wg.Wait()
 	stopProgress()
+	if ctx.Err() != nil {
+		return Outcome{}, r.interrupted(ctx, "the workload")
+	}
 
 	// Heal everything the schedule may have left (it heals on its own;
 	// this also covers a schedule step that failed half-way).
@@ -234,20 +277,16 @@ func (r *run) execute(ctx context.Context) (Outcome, error) {
 	r.healAll(ctx)
 	r.setPhase("recovery")
 	if err := r.waitServing(ctx, time.Duration(t.RecoveryTimeout)); err != nil {
+		if ctx.Err() != nil {
+			return Outcome{}, r.interrupted(ctx, "recovery")
+		}
 		fmt.Fprintf(r.out, "cluster did not recover: %v (final reads may be incomplete)\n", err)
 	}
 
 	r.setPhase("final reads")
-	finalCtx, cancelFinal := context.WithTimeout(ctx, time.Duration(t.FinalTimeout))
-	ends, err := topics.EndOffsets(finalCtx, gen.Keys())
-	if err != nil {
-		fmt.Fprintf(r.out, "end offsets: %v\n", err)
-	}
-	final := queue.NewFinalGenerator(gen.Keys(), ends)
-	r.runWorkers(finalCtx, final, qopts, topics, 1, 1_000_000)
-	cancelFinal()
-	if !final.Done() {
-		fmt.Fprintf(r.out, "final reads did not reach the end of keys %v\n", final.Missing())
+	r.finalReads(ctx, gen, qopts, topics)
+	if ctx.Err() != nil {
+		return Outcome{}, r.interrupted(ctx, "the final reads")
 	}
 	if err := rec.Close(); err != nil {
 		return Outcome{Dir: r.dir}, &SetupError{err}
@@ -263,10 +302,54 @@ func (r *run) execute(ctx context.Context) (Outcome, error) {
 	return Outcome{Dir: r.dir, Result: result}, r.writeResults(history, result)
 }
 
+// finalReads reads every key from the beginning until each has been read
+// up to the highest offset known for it: the highest offset any send or
+// poll of the history returned (Jepsen's target) or, if higher, the last
+// offset the healed cluster lists. It works in rounds, each with a fresh
+// client and process, until every key is read or FinalTimeout passes.
+func (r *run) finalReads(ctx context.Context, gen *queue.Generator, qopts queue.Options, topics *queue.Topics) {
+	deadline := time.Now().Add(time.Duration(r.t.FinalTimeout))
+	targets := gen.MaxOffsets()
+	ectx, cancel := context.WithDeadline(ctx, deadline)
+	ends, err := topics.EndOffsets(ectx, gen.Keys())
+	cancel()
+	if err != nil {
+		fmt.Fprintf(r.out, "end offsets: %v (reading up to the offsets in the history)\n", err)
+	}
+	for k, end := range ends {
+		if end > 0 && end-1 > targets[k] {
+			targets[k] = end - 1
+		}
+	}
+	final := queue.NewFinalGenerator(gen.Keys(), targets)
+	qopts.PollTimeout = finalPollTimeout
+	for round := 0; !final.Done() && ctx.Err() == nil && time.Now().Before(deadline); round++ {
+		end := time.Now().Add(finalRoundLimit)
+		if end.After(deadline) {
+			end = deadline
+		}
+		rctx, cancel := context.WithDeadline(ctx, end)
+		r.runWorkers(ctx, rctx, final, qopts, topics, 1, finalProcessBase+round*finalProcessStride)
+		cancel()
+	}
+	if !final.Done() {
+		fmt.Fprintf(r.out, "final reads did not reach the end of keys %v within %s\n", final.Missing(), time.Duration(r.t.FinalTimeout))
+	}
+}
+
+// Process numbers of the final reads: round i uses finalProcessBase +
+// i*finalProcessStride and up, far from the workers' numbers.
+const (
+	finalProcessBase   = 1_000_000
+	finalProcessStride = 1_000
+)
+
 // runWorkers runs concurrency workers until ctx ends or the generator has
-// nothing more. A worker whose operation ends info retires its process and
-// takes a fresh number (Jepsen's rule), with a new client.
-func (r *run) runWorkers(ctx context.Context, gen workloadsGenerator, qopts queue.Options, topics *queue.Topics, concurrency, processBase int) {
+// nothing more. The operation a worker has in flight when ctx ends still
+// completes and is recorded; only rootCtx ending (Ctrl-C) cuts it short. A
+// worker whose operation ends info retires its process and takes a fresh
+// number (Jepsen's rule), with a new client.
+func (r *run) runWorkers(rootCtx, ctx context.Context, gen workloadsGenerator, qopts queue.Options, topics *queue.Topics, concurrency, processBase int) {
 	var genMu sync.Mutex
 	var wg sync.WaitGroup
 	interval := time.Duration(0)
@@ -301,7 +384,7 @@ func (r *run) runWorkers(ctx context.Context, gen workloadsGenerator, qopts queu
 				}
 				op.Process = process
 				r.rec.Record(op)
-				opCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 20*time.Second)
+				opCtx, cancel := context.WithTimeout(rootCtx, opTimeout)
 				done := client.Invoke(opCtx, op)
 				cancel()
 				done.Process = process

@@ -3,7 +3,6 @@ package harness
 import (
 	"context"
 	"errors"
-	"io"
 )
 
 // ErrUnsupported is returned (wrapped) by a runtime asked for a fault it
@@ -44,8 +43,8 @@ type Runtime interface {
 	Isolate(ctx context.Context, node string, from []string) error
 	// Running reports whether a node's process is up.
 	Running(ctx context.Context, node string) (bool, error)
-	// Logs copies a node's broker log (every incarnation) to w.
-	Logs(ctx context.Context, node string, w io.Writer) error
-	// Teardown stops every node and removes what Setup created.
+	// Teardown stops every node and removes what Setup created. Each
+	// node's output is in <run dir>/nodes/<node>/broker.log, written while
+	// the node runs.
 	Teardown(ctx context.Context) error
 }

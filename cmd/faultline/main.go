@@ -32,7 +32,7 @@ Usage:
   faultline check  HISTORY.jsonl    re-check a stored history
   faultline report RUN_DIR          re-render report.html and junit.xml of a stored run
   faultline serve  [--store DIR] [--addr HOST:PORT]   browse the store in a web browser
-  faultline agent  drop IP[,IP...] | heal | status    the in-node fault agent (inside node containers)
+  faultline agent  drop IP[,IP...] | heal | status | dial HOST:PORT   the in-node fault agent (inside node containers)
 
 Exit codes (as Jepsen's): 0 valid, 1 anomalies found, 2 unknown, 254 bad arguments, 255 internal error.
 Run 'faultline <command> --help' for a command's flags.
@@ -150,18 +150,31 @@ func cmdTest(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "faultline test: %v\n", err)
 		return harness.ExitBadArgs
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := interruptible()
 	defer stop()
 	out, err := harness.Run(ctx, t, stdout)
 	if err != nil {
 		fmt.Fprintf(stderr, "faultline test: %v\n", err)
 		var setup *harness.SetupError
-		if errors.As(err, &setup) || out.Dir != "" {
+		if errors.As(err, &setup) || errors.Is(err, harness.ErrInterrupted) || out.Dir != "" {
 			return harness.ExitInternal
 		}
 		return harness.ExitBadArgs
 	}
 	return out.ExitCode()
+}
+
+// interruptible returns a context that the first Ctrl-C (or SIGTERM)
+// cancels: the run then heals its faults and removes its cluster. A second
+// Ctrl-C is no longer caught and ends the process at once (the leftovers
+// are removed by the next run).
+func interruptible() (context.Context, context.CancelFunc) {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	go func() {
+		<-ctx.Done()
+		stop()
+	}()
+	return ctx, stop
 }
 
 func cmdSuite(args []string, stdout, stderr io.Writer) int {
@@ -198,7 +211,7 @@ func cmdSuite(args []string, stdout, stderr io.Writer) int {
 			return harness.ExitBadArgs
 		}
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := interruptible()
 	defer stop()
 	if _, all := harness.RunSuite(ctx, cases, stdout); !all {
 		fmt.Fprintln(stdout, "suite FAILED: a test came out other than expected")
@@ -306,7 +319,7 @@ func cmdServe(args []string, stdout, stderr io.Writer) int {
 
 func cmdAgent(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 || args[0] == "--help" || args[0] == "-h" {
-		fmt.Fprintln(stderr, "usage: faultline agent drop IP[,IP...] | heal | status\nRuns inside a node container (needs CAP_NET_ADMIN): drops packets from the given IPv4 sources, heals, or lists what is dropped.")
+		fmt.Fprintln(stderr, "usage: faultline agent drop IP[,IP...] | heal | status | dial HOST:PORT\nRuns inside a node container (needs CAP_NET_ADMIN): drops packets from the given IPv4 sources, heals, lists what is dropped, or probes whether HOST:PORT accepts a TCP connection (exit 0 yes, 1 no).")
 		if len(args) == 0 {
 			return harness.ExitBadArgs
 		}
@@ -336,6 +349,20 @@ func cmdAgent(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "faultline agent heal: %v\n", err)
 			return harness.ExitInternal
 		}
+	case "dial":
+		// A reachability probe for partition tests: exit 0 when a TCP
+		// connection to HOST:PORT opens within 2 s, 1 when it does not.
+		if len(args) != 2 {
+			fmt.Fprintln(stderr, "faultline agent dial: want HOST:PORT")
+			return harness.ExitBadArgs
+		}
+		conn, err := net.DialTimeout("tcp", args[1], 2*time.Second)
+		if err != nil {
+			fmt.Fprintf(stdout, "unreachable %s: %v\n", args[1], err)
+			return 1
+		}
+		conn.Close()
+		fmt.Fprintf(stdout, "connected %s\n", args[1])
 	case "status":
 		addrs, err := agent.Dropped()
 		if err != nil {

@@ -2,6 +2,7 @@ package queue
 
 import (
 	"math/rand/v2"
+	"slices"
 	"sort"
 
 	"github.com/faultline/faultline/checker"
@@ -49,6 +50,10 @@ type Generator struct {
 	writes    map[int]int
 	started   map[int]bool // processes that got their first assign
 	unpolled  map[int]bool // keys sent to and not yet seen by a poll
+	// maxOffset is the highest offset of each key that a send (ok, or
+	// info with a known offset) or an ok poll returned: where the final
+	// reads must get to.
+	maxOffset map[int]int64
 }
 
 // NewGenerator returns a generator seeded with seed.
@@ -58,8 +63,9 @@ func NewGenerator(seed int64, opts GenOptions) *Generator {
 		opts:     opts,
 		rng:      rand.New(rand.NewPCG(uint64(seed), uint64(seed)^0x9e3779b97f4a7c15)),
 		writes:   map[int]int{},
-		started:  map[int]bool{},
-		unpolled: map[int]bool{},
+		started:   map[int]bool{},
+		unpolled:  map[int]bool{},
+		maxOffset: map[int]int64{},
 	}
 	for range opts.ActiveKeys {
 		g.active = append(g.active, g.nextKey)
@@ -133,7 +139,10 @@ func (g *Generator) pickKeys() []int {
 	return keys
 }
 
-// Update learns which keys were written and which were polled.
+// Update learns which keys were written and which were polled, and the
+// highest offset seen of each key. An info send's micro-ops that completed
+// before it failed carry real offsets (the broker assigned them), so they
+// count like an ok send's; an info poll's data counts for nothing.
 func (g *Generator) Update(c checker.Op) {
 	if c.Type != checker.OK && c.Type != checker.Info {
 		return
@@ -142,36 +151,67 @@ func (g *Generator) Update(c checker.Op) {
 		switch m.F {
 		case "send":
 			g.unpolled[m.Key] = true
+			if m.Offset != nil {
+				g.noteOffset(m.Key, *m.Offset)
+			}
 		case "poll":
-			for k := range m.Polls {
+			if c.Type != checker.OK {
+				continue
+			}
+			for k, pairs := range m.Polls {
 				delete(g.unpolled, k)
+				if n := len(pairs); n > 0 {
+					g.noteOffset(k, pairs[n-1].Offset)
+				}
 			}
 		}
 	}
 }
 
-// FinalGenerator drives the final reads: each process assigns every key,
-// seeking to the beginning, then polls until, for every key, a poll has
-// returned an offset at or past the key's end offset minus one (the end
-// offsets are taken once the cluster has healed). The harness bounds the
-// phase with a deadline.
+func (g *Generator) noteOffset(k int, off int64) {
+	if cur, ok := g.maxOffset[k]; !ok || off > cur {
+		g.maxOffset[k] = off
+	}
+}
+
+// MaxOffsets returns a copy of the highest offset seen of each key.
+func (g *Generator) MaxOffsets() map[int]int64 {
+	out := make(map[int]int64, len(g.maxOffset))
+	for k, v := range g.maxOffset {
+		out[k] = v
+	}
+	return out
+}
+
+// FinalGenerator drives the final reads, after Jepsen's final polls: each
+// process assigns every key, seeking to the beginning, then polls until,
+// for every key, an ok poll has returned an offset at or past the key's
+// target (the highest offset known for it). The harness runs it in rounds
+// of fresh processes and bounds the phase with a deadline.
 type FinalGenerator struct {
 	keys    []int
 	need    map[int]int64 // key -> highest offset still to be read
 	started map[int]bool
 }
 
-// NewFinalGenerator returns the final-read generator for keys whose end
-// offsets (next offset to be written) are ends; a key missing from ends, or
-// with end 0, needs no read.
-func NewFinalGenerator(keys []int, ends map[int]int64) *FinalGenerator {
+// NewFinalGenerator returns the final-read generator for keys; targets
+// holds the offset each key must be read up to (a key without a target
+// holds no known record and needs no read, though it is assigned too).
+func NewFinalGenerator(keys []int, targets map[int]int64) *FinalGenerator {
 	need := map[int]int64{}
-	for _, k := range keys {
-		if e := ends[k]; e > 0 {
-			need[k] = e - 1
+	for k, off := range targets {
+		if off >= 0 {
+			need[k] = off
 		}
 	}
-	return &FinalGenerator{keys: append([]int(nil), keys...), need: need, started: map[int]bool{}}
+	all := append([]int(nil), keys...)
+	for k := range need {
+		if !slices.Contains(all, k) {
+			all = append(all, k)
+		}
+	}
+	sort.Ints(all)
+	return &FinalGenerator{keys: all, need: need, started: map[int]bool{}}
 }
 
 // Next hands out the assign first, then polls until everything was read.
@@ -193,7 +233,8 @@ func (f *FinalGenerator) Update(c checker.Op) {
 	}
 	for _, m := range c.Mops {
 		for k, pairs := range m.Polls {
-			if len(pairs) > 0 && pairs[len(pairs)-1].Offset >= f.need[k] {
+			target, waiting := f.need[k]
+			if waiting && len(pairs) > 0 && pairs[len(pairs)-1].Offset >= target {
 				delete(f.need, k)
 			}
 		}

@@ -66,18 +66,42 @@ func TestGeneratorRotatesKeysAndValuesAreUnique(t *testing.T) {
 	assert.Greater(t, len(perKey), 2, "keys rotate")
 }
 
+// TestMaxOffsetsAreTheFinalReadsTarget: the highest offset of each key
+// that an ok send, an info send with a known offset, or an ok poll
+// returned; an info poll and a send without an offset count for nothing.
+func TestMaxOffsetsAreTheFinalReadsTarget(t *testing.T) {
+	g := NewGenerator(1, GenOptions{})
+	off := func(o int64) *int64 { return &o }
+	send := func(typ checker.OpType, k int, o *int64) checker.Op {
+		return checker.Op{Type: typ, F: "send", Mops: []checker.MicroOp{{F: "send", Key: k, Value: 1, Offset: o}}}
+	}
+	g.Update(send(checker.OK, 0, off(4)))
+	g.Update(send(checker.OK, 0, off(2)))
+	g.Update(send(checker.Info, 1, off(7)))
+	g.Update(send(checker.Info, 2, nil))
+	g.Update(send(checker.Fail, 3, off(9)))
+	g.Update(checker.Op{Type: checker.OK, F: "poll", Mops: []checker.MicroOp{{F: "poll", Polls: map[int][]checker.Pair{0: {{Offset: 5, Value: 9}}, 4: {{Offset: 0, Value: 8}}}}}})
+	g.Update(checker.Op{Type: checker.Info, F: "poll", Mops: []checker.MicroOp{{F: "poll", Polls: map[int][]checker.Pair{4: {{Offset: 6, Value: 8}}}}}})
+	assert.Equal(t, map[int]int64{0: 5, 1: 7, 4: 0}, g.MaxOffsets())
+}
+
 func TestFinalGeneratorStopsWhenEveryKeyIsRead(t *testing.T) {
 	f := NewFinalGenerator([]int{0, 1, 2}, map[int]int64{0: 3, 1: 1})
 	op, ok := f.Next(5)
 	require.True(t, ok)
 	assert.Equal(t, "assign", op.F)
 	assert.True(t, op.SeekToBeginning)
+	assert.Equal(t, []int{0, 1, 2}, op.Keys, "every key is assigned")
 	op, ok = f.Next(5)
 	require.True(t, ok)
 	assert.Equal(t, "poll", op.F)
-	f.Update(checker.Op{Type: checker.OK, F: "poll", Mops: []checker.MicroOp{{F: "poll", Polls: map[int][]checker.Pair{0: {{Offset: 0, Value: 1}, {Offset: 1, Value: 2}}, 1: {{Offset: 0, Value: 5}}}}}})
+	f.Update(checker.Op{Type: checker.OK, F: "poll", Mops: []checker.MicroOp{{F: "poll", Polls: map[int][]checker.Pair{0: {{Offset: 0, Value: 1}, {Offset: 1, Value: 2}}, 1: {{Offset: 1, Value: 5}}}}}})
 	assert.Equal(t, []int{0}, f.Missing())
+	f.Update(checker.Op{Type: checker.Info, F: "poll", Mops: []checker.MicroOp{{F: "poll", Polls: map[int][]checker.Pair{0: {{Offset: 3, Value: 4}}}}}})
+	assert.Equal(t, []int{0}, f.Missing(), "an info poll proves nothing")
 	f.Update(checker.Op{Type: checker.OK, F: "poll", Mops: []checker.MicroOp{{F: "poll", Polls: map[int][]checker.Pair{0: {{Offset: 2, Value: 3}}}}}})
+	assert.Equal(t, []int{0}, f.Missing(), "offset 2 is short of the target 3")
+	f.Update(checker.Op{Type: checker.OK, F: "poll", Mops: []checker.MicroOp{{F: "poll", Polls: map[int][]checker.Pair{0: {{Offset: 3, Value: 4}}}}}})
 	assert.True(t, f.Done())
 	_, ok = f.Next(5)
 	assert.False(t, ok)
@@ -127,7 +151,14 @@ func TestWorkloadAgainstKfake(t *testing.T) {
 
 	ends, err := topics.EndOffsets(ctx, g.Keys())
 	require.NoError(t, err)
-	final := NewFinalGenerator(g.Keys(), ends)
+	targets := g.MaxOffsets()
+	for k, vals := range acked {
+		for _, off := range vals {
+			assert.LessOrEqual(t, off, targets[k], "key %d: the target covers every acknowledged offset", k)
+		}
+		assert.Equal(t, ends[k]-1, targets[k], "key %d: nothing but the workload wrote", k)
+	}
+	final := NewFinalGenerator(g.Keys(), targets)
 	reader, err := NewClient(opts, topics)
 	require.NoError(t, err)
 	defer reader.Close()

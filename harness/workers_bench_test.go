@@ -1,0 +1,70 @@
+package harness
+
+import (
+	"context"
+	"io"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+
+	"github.com/faultline/faultline/checker"
+	"github.com/faultline/faultline/workloads/queue"
+)
+
+// countedGen hands out at most limit operations of gen, so a benchmark runs
+// b.N operations.
+type countedGen struct {
+	gen   workloadsGenerator
+	limit int64
+	n     atomic.Int64
+}
+
+func (c *countedGen) Next(p int) (checker.Op, bool) {
+	if c.n.Add(1) > c.limit {
+		return checker.Op{}, false
+	}
+	return c.gen.Next(p)
+}
+
+func (c *countedGen) Update(op checker.Op) { c.gen.Update(op) }
+
+// benchWorkers measures the harness side of the main phase: workers,
+// generator, queue clients and the recorder streaming history.jsonl,
+// against kfake (an in-process fake broker), so the broker's cost and the
+// machine's other load count as little as possible. It reports recorded
+// operations (completions) per second.
+func benchWorkers(b *testing.B, concurrency int) {
+	cluster, err := kfake.NewCluster(kfake.NumBrokers(1))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer cluster.Close()
+	qopts := queue.Options{Seeds: cluster.ListenAddrs(), ReplicationFactor: 1}
+	topics, err := queue.NewTopics(qopts)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer topics.Close()
+	rec, err := NewRecorder(filepath.Join(b.TempDir(), "history.jsonl"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer rec.Close()
+	r := &run{t: DefaultTest(), rec: rec, out: io.Discard}
+	gen := &countedGen{gen: queue.NewGenerator(1, queue.GenOptions{}), limit: int64(b.N)}
+	b.ReportAllocs()
+	b.ResetTimer()
+	r.runWorkers(context.Background(), context.Background(), gen, qopts, topics, concurrency, 0)
+	b.StopTimer()
+	c := rec.Counts()
+	done := c[checker.OK] + c[checker.Fail] + c[checker.Info]
+	if done == 0 {
+		b.Fatal("no operation completed")
+	}
+	b.ReportMetric(float64(done)/b.Elapsed().Seconds(), "ops/s")
+}
+
+func BenchmarkWorkersKfake10(b *testing.B) { benchWorkers(b, 10) }
+func BenchmarkWorkersKfake40(b *testing.B) { benchWorkers(b, 40) }
