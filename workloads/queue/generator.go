@@ -60,9 +60,9 @@ type Generator struct {
 func NewGenerator(seed int64, opts GenOptions) *Generator {
 	opts = opts.withDefaults()
 	g := &Generator{
-		opts:     opts,
-		rng:      rand.New(rand.NewPCG(uint64(seed), uint64(seed)^0x9e3779b97f4a7c15)),
-		writes:   map[int]int{},
+		opts:      opts,
+		rng:       rand.New(rand.NewPCG(uint64(seed), uint64(seed)^0x9e3779b97f4a7c15)),
+		writes:    map[int]int{},
 		started:   map[int]bool{},
 		unpolled:  map[int]bool{},
 		maxOffset: map[int]int64{},
