@@ -46,7 +46,7 @@ func (f *Forwarder) forward(ctx context.Context, timeoutMs int32, req kmsg.Reque
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	tr := forwardTransport{f: f, local: local}
-	return sendToActive(ctx, tr, req)
+	return SendToActive(ctx, tr, req)
 }
 
 // forwardTransport tries the local controller first when it is active.

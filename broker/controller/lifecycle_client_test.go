@@ -117,6 +117,32 @@ func TestBrokerLifecycleCluster(t *testing.T) {
 	}
 
 	require.Zero(t, c.CreateTopics(ctx, createReq(topic("orders", 3, 3))).Topics[0].ErrorCode)
+
+	// A leader's ISR change through ActiveController, as its ISR loop
+	// sends it (kgo negotiates v3: ISR members with broker epochs).
+	im := c.Image()
+	p1 := im.Topic("orders").Partitions[1]
+	dropped := p1.Replicas[slices.IndexFunc(p1.Replicas, func(r int32) bool { return r != p1.Leader })]
+	shrunk := slices.DeleteFunc(slices.Clone(p1.ISR), func(r int32) bool { return r == dropped })
+	ap := kmsg.NewPtrAlterPartitionRequest()
+	ap.BrokerID, ap.BrokerEpoch = p1.Leader, im.Brokers[p1.Leader].Epoch
+	rp := kmsg.NewAlterPartitionRequestTopicPartition()
+	rp.Partition, rp.LeaderEpoch, rp.PartitionEpoch, rp.NewISR = 1, p1.LeaderEpoch, p1.PartitionEpoch, shrunk
+	for _, r := range shrunk {
+		rp.NewEpochISR = append(rp.NewEpochISR, kmsg.AlterPartitionRequestTopicPartitionNewEpochISR{BrokerID: r, BrokerEpoch: im.Brokers[r].Epoch})
+	}
+	ap.Topics = []kmsg.AlterPartitionRequestTopic{{Topic: "orders", TopicID: im.Topic("orders").ID, Partitions: []kmsg.AlterPartitionRequestTopicPartition{rp}}}
+	actx, acancel := context.WithTimeout(ctx, testWait)
+	defer acancel()
+	raw, err := ActiveController{Transport: kgoTransport(t, map[int32]string{1: addr}, nil)}.Request(actx, ap)
+	require.NoError(t, err)
+	ar := raw.(*kmsg.AlterPartitionResponse)
+	require.Zero(t, ar.ErrorCode)
+	require.Zero(t, ar.Topics[0].Partitions[0].ErrorCode, kerr.ErrorForCode(ar.Topics[0].Partitions[0].ErrorCode))
+	assert.Equal(t, shrunk, ar.Topics[0].Partitions[0].ISR)
+	assert.Equal(t, shrunk, c.Image().Topic("orders").Partitions[1].ISR)
+	assert.Len(t, shrunk, 2)
+
 	before := c.Image().Topic("orders").Partitions
 	victim := before[0].Leader
 	require.NotEqual(t, metadata.NoLeader, victim)
@@ -160,14 +186,19 @@ func TestBrokerLifecycleCluster(t *testing.T) {
 		}
 	}
 	require.NotZero(t, leaving)
+	beforeShutdown := c.Image().Topic("orders").Partitions
 	sctx, cancel := context.WithTimeout(ctx, testWait)
 	defer cancel()
 	require.NoError(t, brokers[leaving].ControlledShutdown(sctx))
-	im := c.Image()
+	im = c.Image()
 	assert.Zero(t, leaderCount(im, leaving), "leadership moved away before the broker was told to shut down")
 	assert.True(t, im.Brokers[leaving].InControlledShutdown)
 	for i, p := range im.Topic("orders").Partitions {
-		assert.Equal(t, staying, p.Leader, "partition %d: led by the last live ISR member", i)
+		if slices.Contains(beforeShutdown[i].ISR, staying) {
+			assert.Equal(t, staying, p.Leader, "partition %d: led by the last live ISR member", i)
+		} else {
+			assert.Equal(t, metadata.NoLeader, p.Leader, "partition %d: no live ISR member, no unclean election", i)
+		}
 	}
 	assert.Equal(t, StateShuttingDown, brokers[leaving].State())
 	// It sends nothing more, so its session expires and it is fenced once.

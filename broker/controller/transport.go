@@ -21,7 +21,7 @@ import (
 // controller over the Kafka protocol. Send makes one attempt against the
 // controller it believes active and returns that controller's answer; when
 // the answer is NOT_CONTROLLER or the attempt fails, the next Send tries
-// another controller. Callers retry (see sendToActive). Tests inject
+// another controller. Callers retry (see SendToActive). Tests inject
 // faults by wrapping or replacing it.
 type ControllerTransport interface {
 	Send(ctx context.Context, req kmsg.Request) (kmsg.Response, error)
@@ -195,11 +195,11 @@ const (
 	retryBackoffMax = 1 * time.Second
 )
 
-// sendToActive sends req until an answer comes from the active controller
+// SendToActive sends req until an answer comes from the active controller
 // (one without NOT_CONTROLLER), backing off exponentially between attempts,
-// within ctx. On giving up it returns the last answer (NOT_CONTROLLER) if
-// there was one, else the last error.
-func sendToActive(ctx context.Context, tr ControllerTransport, req kmsg.Request) (kmsg.Response, error) {
+// within ctx (give it a deadline). On giving up it returns the last answer
+// (NOT_CONTROLLER) if there was one, else the last error.
+func SendToActive(ctx context.Context, tr ControllerTransport, req kmsg.Request) (kmsg.Response, error) {
 	backoff := retryBackoffMin
 	var last kmsg.Response
 	var lastErr error
@@ -226,3 +226,19 @@ func sendToActive(ctx context.Context, tr ControllerTransport, req kmsg.Request)
 		backoff = min(2*backoff, retryBackoffMax)
 	}
 }
+
+// ActiveController is a client of whichever controller is active: Request
+// is SendToActive over Transport. It satisfies replica.BrokerClient, so a
+// broker's AlterPartition sender (replica.KafkaISRSender) can use it; Close
+// does nothing, the transport being shared.
+type ActiveController struct {
+	Transport ControllerTransport
+}
+
+// Request sends req to the active controller.
+func (a ActiveController) Request(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
+	return SendToActive(ctx, a.Transport, req)
+}
+
+// Close does nothing.
+func (ActiveController) Close() {}
