@@ -93,27 +93,41 @@ func cmdTest(args []string, stdout, stderr io.Writer) int {
 	brokerConfig := kvFlags{}
 	fs.StringVar(&t.Name, "name", "", "test name, the store directory under --store (default: workload-nemesis-Nn)")
 	fs.StringVar(&t.Workload, "workload", t.Workload, "workload: queue (Jepsen's Kafka workload)")
-	fs.StringVar(&nemesisList, "nemesis", "none", "faults, comma-separated: none, kill, pause, partition; 'kill:leaders' pins a target mode")
+	fs.StringVar(&nemesisList, "nemesis", "none", "faults, comma-separated: none, kill, pause, partition; a mode pins the targets: kill:MODE and pause:MODE with one, minority, majority, leaders, controller; partition:MODE with one, halves, majorities-ring, controller (no mode: chosen at random each time)")
 	fs.DurationVar(&interval, "nemesis-interval", interval, "time between starting and stopping faults")
 	fs.IntVar(&t.Nodes, "nodes", t.Nodes, "number of nodes n1..nK")
-	fs.StringVar(&t.Topology, "topology", t.Topology, "combined (3 broker+controller nodes, the rest brokers) or split (3 controllers, the rest brokers)")
+	fs.StringVar(&t.Topology, "topology", t.Topology, "combined (the first min(3, nodes) nodes are broker+controller, the rest brokers) or split (n1..n3 controllers only, the rest brokers; needs 4+ nodes)")
 	fs.DurationVar(&limit, "time-limit", limit, "how long the workload runs before healing and final reads")
-	fs.Float64Var(&t.Rate, "rate", t.Rate, "target operations per second over all workers (0: unlimited)")
+	fs.Float64Var(&t.Rate, "rate", t.Rate, "target operations per second over all workers (default 0: as fast as the workers go)")
 	fs.IntVar(&t.Concurrency, "concurrency", t.Concurrency, "number of client workers")
-	fs.Int64Var(&t.Seed, "seed", time.Now().UnixNano()%1_000_000_007, "seed of the fault schedule and the workload's choices (printed and stored in test.json)")
+	fs.Int64Var(&t.Seed, "seed", 0, "seed of the fault schedule and the workload's choices, printed and stored in test.json (default: a random seed)")
 	fs.StringVar(&t.Runtime, "runtime", t.Runtime, "docker (nodes in containers) or process (local child processes on 127.0.0.x; kill and pause only)")
 	fs.StringVar(&t.Store, "store", t.Store, "directory runs are written under")
-	fs.Var(brokerConfig, "broker-config", "server.properties override for every node, key=value (repeatable)")
+	fs.Var(brokerConfig, "broker-config", "server.properties override for every node, key=value (repeatable; default none)")
 	fs.IntVar(&t.Acks, "acks", t.Acks, "producer acks: -1 (all), 1 or 0")
-	fs.BoolVar(&t.Idempotent, "idempotent", t.Idempotent, "idempotent producer (needs acks=-1)")
-	fs.IntVar(&t.ReplicationFactor, "replication-factor", t.ReplicationFactor, "replication factor of the workload's topics")
+	fs.BoolVar(&t.Idempotent, "idempotent", t.Idempotent, "idempotent producer (only with acks=-1; --idempotent=false turns it off)")
+	fs.IntVar(&t.ReplicationFactor, "replication-factor", t.ReplicationFactor, "replication factor of the workload's topics (capped at --nodes)")
 	fs.IntVar(&t.PartitionsPerTopic, "partitions-per-topic", t.PartitionsPerTopic, "partitions per topic; key k is partition k mod P of topic t<k div P>")
-	fs.BoolVar(&t.Subscribe, "subscribe", t.Subscribe, "consumers subscribe through consumer groups instead of assigning partitions")
+	fs.BoolVar(&t.Subscribe, "subscribe", t.Subscribe, "consumers subscribe through consumer groups instead of assigning partitions (default false: assign)")
 	fs.DurationVar(&recovery, "recovery-timeout", recovery, "how long to wait for the cluster to recover after healing")
-	fs.DurationVar(&final, "final-timeout", final, "bound on the final reads")
+	fs.DurationVar(&final, "final-timeout", final, "bound on the final reads (every key read from the beginning up to the highest offset known for it)")
 	fs.StringVar(&t.BrokerBinary, "broker-binary", t.BrokerBinary, "broker executable (static, for docker)")
 	fs.StringVar(&t.AgentBinary, "agent-binary", t.AgentBinary, "faultline executable used as the in-node agent (docker)")
-	fs.StringVar(&replay, "replay", "", "test.json of an earlier run: run it again with the same spec and seed (other flags are ignored)")
+	fs.StringVar(&replay, "replay", "", "test.json of an earlier run: run it again with the same spec and seed (other flags are ignored; default none)")
+	fs.Usage = func() {
+		fmt.Fprint(stderr, `usage: faultline test [flags]
+Starts a cluster, runs the workload under the faults, heals, waits for
+recovery, reads every partition to its end, checks the history and writes
+DIR/<test>/<time>/{history.jsonl,results.json,report.html,junit.xml,test.json,nodes/<node>/broker.log}
+(DIR is --store; DIR/latest points at the newest run). Ctrl-C heals and
+removes the cluster; a second Ctrl-C exits at once.
+Exit: 0 valid, 1 anomalies found, 2 unknown, 254 bad arguments, 255 setup
+failed or interrupted.
+
+Flags:
+`)
+		fs.PrintDefaults()
+	}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -123,6 +137,11 @@ func cmdTest(args []string, stdout, stderr io.Writer) int {
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "faultline test: unexpected arguments %v\n", fs.Args())
 		return harness.ExitBadArgs
+	}
+	seedSet := false
+	fs.Visit(func(f *flag.Flag) { seedSet = seedSet || f.Name == "seed" })
+	if !seedSet {
+		t.Seed = time.Now().UnixNano() % 1_000_000_007
 	}
 	if replay != "" {
 		b, err := os.ReadFile(replay)

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -53,4 +54,20 @@ func TestUnknownNemesisIsRefusedBeforeSetup(t *testing.T) {
 	entries, err := os.ReadDir(store)
 	require.NoError(t, err)
 	assert.Empty(t, entries, "nothing may be written for a bad argument")
+}
+
+// TestTestHelpGivesEveryDefault: every flag of `faultline test --help`
+// states its default.
+func TestTestHelpGivesEveryDefault(t *testing.T) {
+	var out, errOut bytes.Buffer
+	require.Equal(t, 0, run([]string{"test", "--help"}, &out, &errOut))
+	help := errOut.String()
+	assert.Contains(t, help, "usage: faultline test")
+	flags := 0
+	for _, entry := range strings.Split(help, "\n  -")[1:] {
+		flags++
+		name, _, _ := strings.Cut(entry, " ")
+		assert.Contains(t, entry, "default", "flag --%s does not state its default", strings.TrimSpace(name))
+	}
+	assert.Equal(t, 23, flags, "every flag is listed")
 }
