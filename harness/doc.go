@@ -2,17 +2,36 @@
 // it sets up a cluster of nodes (Docker containers built FROM scratch around
 // static binaries, or local processes), drives a workload through a real
 // Kafka client, injects faults, records the history and hands it to the
-// checker.
+// checker and the report.
 //
-// docker.go is the container runtime: it builds the node image from an
-// in-memory context tagged by content hash (an unchanged broker is never
-// rebuilt), creates a private bridge network where nodes reach each other as
-// n1..nK, gives each node a named data volume that outlives its container (a
-// killed node restarts on its own data), signals, pauses, execs the in-node
-// fault agent, streams logs, and labels everything it creates so that a run's
-// leftovers are removed at the end, after Ctrl-C, and at the next start.
+// How to use it: fill a Test (DefaultTest gives the documented defaults),
+// call Run, and map the Outcome onto an exit code (Outcome.ExitCode); a
+// Suite is a list of Cases with expected verdicts (RunSuite prints the
+// table `make test-jepsen` gates on). Run's phases: set up the cluster and
+// wait until it serves; run the workers and the fault schedule until the
+// time limit (an operation in flight at the limit still gets its
+// completion); heal; wait for recovery; final reads (rounds of fresh
+// clients that read every key from the beginning up to the highest offset
+// the history or the healed cluster knows for it); check; report. The
+// history is streamed to history.jsonl and each node's log to
+// nodes/<node>/broker.log while the run goes on, so a crashed harness
+// leaves both behind. Cancelling Run's context (Ctrl-C) heals every fault,
+// removes the cluster and returns ErrInterrupted.
 //
-// The harness never imports broker/...: it reaches a broker only through the
-// Kafka protocol and the container runtime, so any Kafka-compatible image can
-// be tested.
+// Runtimes: Docker (docker.go, dockerruntime.go) builds the node image from
+// an in-memory context tagged by content hash (an unchanged broker is never
+// rebuilt), creates a private bridge network with pinned addresses where
+// nodes are n1..nK, gives each node a named data volume that outlives its
+// container (a killed node restarts on its own data), signals, pauses, runs
+// the in-node fault agent for partitions, and labels everything it creates
+// with the run and its owner process, so that it is removed at the end,
+// after Ctrl-C, and, for a harness that died, at the next start. Process
+// (process.go) runs brokers as child processes on 127.0.0.x and refuses
+// partitions (ErrUnsupported) rather than touching the host's firewall.
+//
+// What it must never do: import broker/... (a broker is reached only
+// through the Kafka protocol and the runtime, so any Kafka-compatible image
+// can be tested); remove Docker objects of another live run; leave a fault
+// in force or a node running after Run returns; decide correctness itself
+// (the checker does).
 package harness

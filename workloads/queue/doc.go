@@ -4,11 +4,15 @@
 // ([send k v] completes as [send k [offset v]]); consumers poll ([poll]
 // completes as [poll {k [[offset v] ...]}]); assign and subscribe (consumer
 // groups) are mixed in; keys rotate after a bounded number of writes; and a
-// final phase assigns every key from the beginning and polls until each
-// partition's end offset is reached.
+// final phase (FinalGenerator) assigns every key from the beginning and
+// polls until each key has been read up to its target: the highest offset
+// a send or poll returned during the run (Generator.MaxOffsets, as Jepsen
+// tracks it), raised by the harness to the healed cluster's end offset.
 //
 // A send that errors is recorded as info (it may have been written: a lost
 // acknowledgement, or a retry racing a leader change); a poll that errors
 // without returning records is a fail (reads change nothing). The client
-// never decides correctness: the checker does.
+// never decides correctness: the checker does. Generators are pure
+// functions of their seed and the completions they are told about, and
+// are not safe for concurrent use (the harness serialises them).
 package queue
