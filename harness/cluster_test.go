@@ -74,4 +74,13 @@ func TestValidateNamesTheNemesis(t *testing.T) {
 	assert.ErrorContains(t, tt.Validate(), "--nemesis")
 	tt.Nemesis = []string{"kill:leaders", "pause", "none"}
 	assert.NoError(t, tt.Validate())
+	tt.Topology = "split"
+	tt.Nodes, tt.ReplicationFactor = 3, 3
+	assert.ErrorContains(t, tt.Validate(), "--topology split needs at least 4 nodes")
+	tt.Topology = "ring"
+	assert.ErrorContains(t, tt.Validate(), "--topology must be combined or split")
+	tt.Topology, tt.Rate, tt.PartitionsPerTopic = "combined", -1, 0
+	err := tt.Validate()
+	assert.ErrorContains(t, err, "--rate")
+	assert.ErrorContains(t, err, "--partitions-per-topic")
 }

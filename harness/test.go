@@ -106,6 +106,17 @@ func (t Test) Validate() error {
 	if time.Duration(t.TimeLimit) <= 0 {
 		problems = append(problems, "--time-limit: must be positive")
 	}
+	if t.Nodes >= 1 && t.Nodes <= 9 {
+		if err := (Cluster{Nodes: t.Nodes, Topology: t.Topology, ClusterID: "validate"}).Validate(); err != nil {
+			problems = append(problems, err.Error())
+		}
+	}
+	if t.Rate < 0 {
+		problems = append(problems, fmt.Sprintf("--rate: must not be negative, got %g", t.Rate))
+	}
+	if t.PartitionsPerTopic < 1 {
+		problems = append(problems, fmt.Sprintf("--partitions-per-topic: must be at least 1, got %d", t.PartitionsPerTopic))
+	}
 	if t.Concurrency < 1 {
 		problems = append(problems, fmt.Sprintf("--concurrency: must be at least 1, got %d", t.Concurrency))
 	}
