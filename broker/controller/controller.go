@@ -370,6 +370,7 @@ func (c *Controller) FenceExpiredBrokers(ctx context.Context, sessionTimeoutMs i
 	defer c.mu.Unlock()
 	im := c.Image()
 	for _, id := range c.sessions.Expired(c.cfg.Now().UnixMilli(), sessionTimeoutMs) {
+		lastMs := c.sessions.lastMs[id]
 		c.sessions.Remove(id)
 		if b, ok := im.Brokers[id]; !ok || b.Fenced {
 			continue
@@ -379,6 +380,7 @@ func (c *Controller) FenceExpiredBrokers(ctx context.Context, sessionTimeoutMs i
 			return -1, err
 		}
 		if err := c.commit(ctx, res.Records); err != nil {
+			c.sessions.Touch(id, lastMs) // still expired: the next call tries again
 			return -1, err
 		}
 		c.logger.Info(fmt.Sprintf("Fenced broker %d: no heartbeat for more than %d ms", id, sessionTimeoutMs))

@@ -17,6 +17,9 @@ const (
 	DefaultSessionTimeout    = 9000 * time.Millisecond
 )
 
+// activationTimeout bounds the NoOp of a newly elected controller.
+const activationTimeout = 10 * time.Second
+
 // Active reports whether this controller is the active controller: the
 // quorum leader, and, on a cluster (RunExpiry running), activated in the
 // current quorum epoch. It never blocks.
@@ -71,6 +74,8 @@ func (c *Controller) activate(ctx context.Context) (bool, error) {
 	if c.activeEpoch.Load() == int64(l.Epoch) {
 		return true, nil
 	}
+	ctx, cancel := context.WithTimeout(ctx, activationTimeout)
+	defer cancel()
 	last, err := c.q.Append(ctx, []metadata.Record{&metadata.NoOpRecord{}})
 	if err != nil {
 		if errors.Is(err, quorum.ErrNotLeader) {
@@ -117,11 +122,15 @@ func (c *Controller) RunExpiry(ctx context.Context, interval, sessionTimeout tim
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
-		if c.ensureActive(ctx) {
-			if _, err := c.FenceExpiredBrokers(ctx, sessionTimeout.Milliseconds()); err != nil && ctx.Err() == nil {
+		// One tick's work is bounded, so that a quorum that cannot commit
+		// does not hold the controller forever.
+		tctx, cancel := context.WithTimeout(ctx, sessionTimeout)
+		if c.ensureActive(tctx) {
+			if _, err := c.FenceExpiredBrokers(tctx, sessionTimeout.Milliseconds()); err != nil && ctx.Err() == nil {
 				c.logger.Warn("Session expiry failed to fence a broker", "err", err)
 			}
 		}
+		cancel()
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
