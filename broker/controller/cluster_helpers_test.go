@@ -28,6 +28,8 @@ import (
 type sharedLog struct {
 	local  *quorum.Local
 	leader atomic.Int64 // node id << 32 | epoch
+	// failAppends makes that many appends fail as if the commit timed out.
+	failAppends atomic.Int32
 	// records collects every committed record in order.
 	mu      sync.Mutex
 	records []metadata.Record
@@ -91,6 +93,9 @@ type logView struct {
 func (v *logView) Append(ctx context.Context, recs []metadata.Record) (int64, error) {
 	if v.s.currentLeader().LeaderID != v.id {
 		return 0, quorum.ErrNotLeader
+	}
+	if v.s.failAppends.Add(-1) >= 0 {
+		return 0, context.DeadlineExceeded
 	}
 	return v.s.local.Append(ctx, recs)
 }
