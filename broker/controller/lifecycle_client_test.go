@@ -151,7 +151,9 @@ func TestBrokerLifecycleCluster(t *testing.T) {
 	brokers[victim].Close()
 	stopped := time.Now()
 	require.Eventually(t, func() bool { return c.Image().Brokers[victim].Fenced }, testWait, 5*time.Millisecond)
-	assert.GreaterOrEqual(t, time.Since(stopped), testSession-2*testHeartbeat, "fenced only after the session timeout")
+	fencedAfter := time.Since(stopped)
+	t.Logf("broker %d fenced %v after its last heartbeat (session %v, heartbeat %v)", victim, fencedAfter, testSession, testHeartbeat)
+	assert.GreaterOrEqual(t, fencedAfter, testSession-2*testHeartbeat, "fenced only after the session timeout")
 	assert.Never(t, func() bool { return fenceRecords(log, victim) != 1 }, 10*testHeartbeat, testHeartbeat, "exactly one FenceBroker record")
 	after := c.Image().Topic("orders").Partitions
 	for i, p := range before {
