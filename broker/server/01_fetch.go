@@ -163,7 +163,9 @@ func (s *Server) fetchOnce(r *request, req *kmsg.FetchRequest, resp *kmsg.FetchR
 			if res.DivergingEpoch != nil {
 				rp.DivergingEpoch.Epoch, rp.DivergingEpoch.EndOffset = res.DivergingEpoch.Epoch, res.DivergingEpoch.EndOffset
 			}
-			if res.ErrorCode != 0 {
+			// A diverging epoch is answered at once, as an error is: the
+			// follower must truncate before anything else can happen.
+			if res.ErrorCode != 0 || res.DivergingEpoch != nil {
 				failed = true
 			} else {
 				rp.RecordBatches = trimBatches(res.Records, limit, first)

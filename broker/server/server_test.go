@@ -882,3 +882,37 @@ func TestBackendPanicClosesOnlyItsConnection(t *testing.T) {
 	av.Version = 4
 	assert.Zero(t, dial(t, ts.addr).roundTrip(av).(*kmsg.ApiVersionsResponse).ErrorCode)
 }
+
+// divergingReplicas answers every fetch with a diverging epoch, as a leader
+// does for a follower whose log went past the end of its last epoch.
+type divergingReplicas struct{ Replicas }
+
+func (d divergingReplicas) Fetch(context.Context, string, int32, FetchPartition) FetchResult {
+	return FetchResult{HighWatermark: 1009, LastStableOffset: 1009, PreferredReplica: -1,
+		DivergingEpoch: &DivergingEpoch{Epoch: 1, EndOffset: 1009}}
+}
+
+func TestDivergingEpochIsAnsweredWithoutLongPolling(t *testing.T) {
+	ts := startServer(t, Options{}, func(b *Backend) { b.Replicas = divergingReplicas{b.Replicas} })
+	require.True(t, ts.fake.addTopic("t", 1))
+	c := dial(t, ts.addr)
+	req := kmsg.NewPtrFetchRequest()
+	req.Version, req.ReplicaID, req.MaxWaitMillis, req.MinBytes, req.MaxBytes, req.SessionEpoch = 12, 2, 600000, 1, 1<<20, -1
+	ft := kmsg.NewFetchRequestTopic()
+	ft.Topic = "t"
+	fp := kmsg.NewFetchRequestTopicPartition()
+	fp.FetchOffset, fp.LastFetchedEpoch, fp.PartitionMaxBytes = 1050, 1, 1<<20
+	ft.Partitions = append(ft.Partitions, fp)
+	req.Topics = append(req.Topics, ft)
+	corr := c.send(req)
+
+	resp := kmsg.NewPtrFetchResponse()
+	resp.Version = 12
+	got, err := c.readResponse(resp) // the connection's deadline is far below the 10-minute MaxWait
+	require.NoError(t, err, "a diverging epoch must not wait for MaxWait")
+	assert.Equal(t, corr, got)
+	p := resp.Topics[0].Partitions[0]
+	assert.Equal(t, int32(1), p.DivergingEpoch.Epoch)
+	assert.Equal(t, int64(1009), p.DivergingEpoch.EndOffset)
+	assert.Empty(t, p.RecordBatches)
+}
