@@ -152,7 +152,7 @@ func TestBrokerLifecycleCluster(t *testing.T) {
 	stopped := time.Now()
 	require.Eventually(t, func() bool { return c.Image().Brokers[victim].Fenced }, testWait, 5*time.Millisecond)
 	fencedAfter := time.Since(stopped)
-	t.Logf("broker %d fenced %v after its last heartbeat (session %v, heartbeat %v)", victim, fencedAfter, testSession, testHeartbeat)
+	t.Logf("broker %d fenced %v after it stopped heartbeating (session %v, heartbeat %v)", victim, fencedAfter, testSession, testHeartbeat)
 	assert.GreaterOrEqual(t, fencedAfter, testSession-2*testHeartbeat, "fenced only after the session timeout")
 	assert.Never(t, func() bool { return fenceRecords(log, victim) != 1 }, 10*testHeartbeat, testHeartbeat, "exactly one FenceBroker record")
 	after := c.Image().Topic("orders").Partitions
