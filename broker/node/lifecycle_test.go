@@ -51,6 +51,9 @@ func TestStartupPhasesLogAndMetrics(t *testing.T) {
 		"INFO Starting Kafka version",
 		"WARN Unsafe switches in effect (planted bugs, never for real data): unsafe.test.switch=true",
 		"Loading logs from log dirs [",
+		"Loaded metadata log up to offset",
+		"Registered broker 1 with controller quorum",
+		"Accepting connections on listener PLAINTEXT://"+n.Addr().String(),
 		"Kafka broker 1 is ready to serve requests (KafkaServer)",
 	)
 	body := scrape(t, n)

@@ -488,14 +488,37 @@ func (n *Node) startNetwork() error {
 		return err
 	}
 	n.server = srv
-	ln, l := n.listener, n.listenerCfg
+	ln := &acceptingListener{Listener: n.listener, accepting: make(chan struct{})}
+	l := n.listenerCfg
+	served := make(chan error, 1)
 	go func() {
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, server.ErrServerClosed) {
+		err := srv.Serve(ln)
+		served <- err
+		if err != nil && !errors.Is(err, server.ErrServerClosed) {
 			n.fail(fmt.Errorf("listener %s: %w", l, err))
 		}
 	}()
 	n.pushControlledShutdownStop("network layer", srv.Shutdown)
-	return nil
+	// The broker is ready once the network layer accepts connections.
+	select {
+	case <-ln.accepting:
+		return nil
+	case err := <-served:
+		return fmt.Errorf("listener %s: %w", l, err)
+	}
+}
+
+// acceptingListener tells when the server first waits in Accept, that is
+// when the network layer has started accepting connections.
+type acceptingListener struct {
+	net.Listener
+	once      sync.Once
+	accepting chan struct{}
+}
+
+func (a *acceptingListener) Accept() (net.Conn, error) {
+	a.once.Do(func() { close(a.accepting) })
+	return a.Listener.Accept()
 }
 
 // advertised returns the host and port clients are told to use: the
