@@ -29,6 +29,20 @@ type Backend struct {
 	Configs ConfigSource
 	// MaxRequestBytes mirrors socket.request.max.bytes.
 	MaxRequestBytes int32
+	// ControllerAPIs serves the controller's own RPCs (broker registration
+	// and heartbeats, AlterPartition, DescribeQuorum) on a controller
+	// listener; nil on a listener that does not serve them.
+	ControllerAPIs ControllerAPIs
+}
+
+// ControllerAPIs is the active controller's side of the KRaft RPCs
+// (broker/controller implements it). Each method takes the decoded request
+// and returns a complete response; the server sets the version.
+type ControllerAPIs interface {
+	HandleBrokerRegistration(ctx context.Context, req *kmsg.BrokerRegistrationRequest) *kmsg.BrokerRegistrationResponse
+	HandleBrokerHeartbeat(ctx context.Context, req *kmsg.BrokerHeartbeatRequest) *kmsg.BrokerHeartbeatResponse
+	HandleAlterPartition(ctx context.Context, req *kmsg.AlterPartitionRequest) *kmsg.AlterPartitionResponse
+	HandleDescribeQuorum(ctx context.Context, req *kmsg.DescribeQuorumRequest) *kmsg.DescribeQuorumResponse
 }
 
 // Controller makes metadata changes. In a single-node cluster it is the local

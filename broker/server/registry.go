@@ -23,6 +23,7 @@ const (
 	needController
 	needReplicas
 	needGroups
+	needControllerAPIs
 	needConfigs
 )
 
@@ -73,6 +74,7 @@ func available(b *Backend) map[int16]*api {
 			a.needs&needController != 0 && b.Controller == nil ||
 			a.needs&needReplicas != 0 && b.Replicas == nil ||
 			a.needs&needGroups != 0 && b.Groups == nil ||
+			a.needs&needControllerAPIs != 0 && b.ControllerAPIs == nil ||
 			a.needs&needConfigs != 0 && b.Configs == nil {
 			continue
 		}

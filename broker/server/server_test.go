@@ -916,3 +916,64 @@ func TestDivergingEpochIsAnsweredWithoutLongPolling(t *testing.T) {
 	assert.Equal(t, int64(1009), p.DivergingEpoch.EndOffset)
 	assert.Empty(t, p.RecordBatches)
 }
+
+// fakeControllerAPIs answers the KRaft RPCs with fixed values.
+type fakeControllerAPIs struct{}
+
+func (fakeControllerAPIs) HandleBrokerRegistration(_ context.Context, req *kmsg.BrokerRegistrationRequest) *kmsg.BrokerRegistrationResponse {
+	resp := req.ResponseKind().(*kmsg.BrokerRegistrationResponse)
+	resp.BrokerEpoch = 42 + int64(req.BrokerID)
+	return resp
+}
+
+func (fakeControllerAPIs) HandleBrokerHeartbeat(_ context.Context, req *kmsg.BrokerHeartbeatRequest) *kmsg.BrokerHeartbeatResponse {
+	resp := req.ResponseKind().(*kmsg.BrokerHeartbeatResponse)
+	resp.IsCaughtUp, resp.IsFenced = true, req.WantFence
+	return resp
+}
+
+func (fakeControllerAPIs) HandleAlterPartition(_ context.Context, req *kmsg.AlterPartitionRequest) *kmsg.AlterPartitionResponse {
+	resp := req.ResponseKind().(*kmsg.AlterPartitionResponse)
+	resp.ErrorCode = kerr.InvalidRequest.Code // not retriable: the client hands it back at once
+	return resp
+}
+
+func (fakeControllerAPIs) HandleDescribeQuorum(_ context.Context, req *kmsg.DescribeQuorumRequest) *kmsg.DescribeQuorumResponse {
+	resp := req.ResponseKind().(*kmsg.DescribeQuorumResponse)
+	return resp
+}
+
+func TestControllerAPIsAreServedOnlyWhenWired(t *testing.T) {
+	plain := startServer(t, Options{}, nil)
+	versions, err := kmsg.NewPtrApiVersionsRequest().RequestWith(context.Background(), plain.client(t))
+	require.NoError(t, err)
+	for _, k := range versions.ApiKeys {
+		assert.NotContains(t, []int16{55, 56, 62, 63}, k.ApiKey, "a broker listener without ControllerAPIs must not advertise key %d", k.ApiKey)
+	}
+
+	ctl := startServer(t, Options{}, func(b *Backend) { b.ControllerAPIs = fakeControllerAPIs{} })
+	cl := ctl.client(t)
+	versions, err = kmsg.NewPtrApiVersionsRequest().RequestWith(context.Background(), cl)
+	require.NoError(t, err)
+	advertised := map[int16]bool{}
+	for _, k := range versions.ApiKeys {
+		advertised[k.ApiKey] = true
+	}
+	for _, k := range []int16{55, 56, 62, 63} {
+		assert.True(t, advertised[k], "key %d", k)
+	}
+	reg := kmsg.NewPtrBrokerRegistrationRequest()
+	reg.BrokerID = 3
+	regResp, err := reg.RequestWith(context.Background(), cl)
+	require.NoError(t, err)
+	assert.Equal(t, int64(45), regResp.BrokerEpoch)
+	hb := kmsg.NewPtrBrokerHeartbeatRequest()
+	hb.WantFence = true
+	hbResp, err := hb.RequestWith(context.Background(), cl)
+	require.NoError(t, err)
+	assert.True(t, hbResp.IsCaughtUp)
+	assert.True(t, hbResp.IsFenced)
+	ap, err := kmsg.NewPtrAlterPartitionRequest().RequestWith(context.Background(), cl)
+	require.NoError(t, err)
+	assert.Equal(t, kerr.InvalidRequest.Code, ap.ErrorCode)
+}
