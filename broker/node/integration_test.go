@@ -334,3 +334,51 @@ func TestRestartAppliesTopicConfigsToLoadedLogs(t *testing.T) {
 	assert.Equal(t, int64(-1), meta.Config().RetentionMs, "the metadata log is never deleted by retention")
 	assert.Equal(t, int64(-1), meta.Config().RetentionBytes)
 }
+
+// TestAckedOffsetsHoldTheirValues produces from several goroutines to
+// several partitions (so requests carry many partitions) and checks that
+// every acknowledged (partition, offset) holds the value acknowledged there,
+// the invariant the harness's inconsistent-offsets check relies on.
+func TestAckedOffsetsHoldTheirValues(t *testing.T) {
+	n := startNode(t, nil)
+	const partitions = 4
+	createTopic(t, n, "multi", partitions)
+	cl := client(t, n, kgo.RequiredAcks(kgo.AllISRAcks()), kgo.DefaultProduceTopic("multi"), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	type at struct {
+		partition int32
+		offset    int64
+	}
+	var mu sync.Mutex
+	acked := map[at]string{}
+	var wg sync.WaitGroup
+	for w := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 500 {
+				v := fmt.Sprintf("w%d-%d", w, i)
+				cl.Produce(ctx, &kgo.Record{Partition: int32(i % partitions), Value: []byte(v)}, func(r *kgo.Record, err error) {
+					if !assert.NoError(t, err) {
+						return
+					}
+					mu.Lock()
+					defer mu.Unlock()
+					k := at{r.Partition, r.Offset}
+					if prev, dup := acked[k]; dup {
+						t.Errorf("offset %d of partition %d acknowledged for %s and %s", r.Offset, r.Partition, prev, v)
+					}
+					acked[k] = v
+				})
+			}
+		}()
+	}
+	wg.Wait()
+	require.NoError(t, cl.Flush(ctx))
+	got := consumeN(t, n, "multi", 2000)
+	require.Len(t, got, 2000)
+	for _, r := range got {
+		assert.Equal(t, acked[at{r.Partition, r.Offset}], string(r.Value), "partition %d offset %d", r.Partition, r.Offset)
+	}
+}
