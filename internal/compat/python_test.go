@@ -12,31 +12,60 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-//go:embed testdata/kafka_python.py
-var kafkaPythonScript string
+var (
+	//go:embed testdata/kafka_python.py
+	kafkaPythonScript string
+	//go:embed testdata/librdkafka_python.py
+	librdkafkaPythonScript string
+)
 
-// pythonSteps runs the kafka-python script's steps against b and returns
-// each step's JSON result by name. A step that raised is a test failure
-// naming the exception.
+// pythonClient is one of the Python scripts and what it needs installed.
+type pythonClient struct {
+	name, script, packages string
+	modules                []string
+}
+
+var (
+	kafkaPython = pythonClient{
+		name: "kafka-python", script: kafkaPythonScript,
+		packages: "python3-kafka python3-lz4 python3-snappy python3-zstandard",
+		modules:  []string{"kafka", "lz4", "snappy", "zstandard"},
+	}
+	confluentPython = pythonClient{
+		name: "confluent-kafka-python", script: librdkafkaPythonScript,
+		packages: "python3-confluent-kafka",
+		modules:  []string{"confluent_kafka"},
+	}
+)
+
+// pythonSteps runs kafka-python's steps against b; see clientSteps.
 func pythonSteps(t *testing.T, b *broker, steps ...string) map[string]map[string]any {
 	t.Helper()
-	py := requirePython(t, "python3-kafka python3-lz4 python3-snappy python3-zstandard", "kafka", "lz4", "snappy", "zstandard")
-	script := filepath.Join(t.TempDir(), "kafka_python.py")
-	require.NoError(t, os.WriteFile(script, []byte(kafkaPythonScript), 0o644))
+	return clientSteps(t, kafkaPython, b, steps...)
+}
+
+// clientSteps writes the client's script to a temporary file, runs its
+// steps against b and returns each step's JSON result by name. A step that
+// raised is a test failure naming the exception.
+func clientSteps(t *testing.T, c pythonClient, b *broker, steps ...string) map[string]map[string]any {
+	t.Helper()
+	py := requirePython(t, c.packages, c.modules...)
+	script := filepath.Join(t.TempDir(), "client.py")
+	require.NoError(t, os.WriteFile(script, []byte(c.script), 0o644))
 	out := run(t, "", py, append([]string{script, b.Addr}, steps...)...)
 	require.NoError(t, out.err, out)
 	results := make(map[string]map[string]any)
 	for _, l := range lines(out.stdout) {
 		var r map[string]any
-		require.NoError(t, json.Unmarshal([]byte(l), &r), "kafka-python output line %q", l)
+		require.NoError(t, json.Unmarshal([]byte(l), &r), "%s output line %q", c.name, l)
 		name, _ := r["step"].(string)
 		results[name] = r
 		if exc, ok := r["exception"]; ok {
-			t.Fatalf("kafka-python step %s raised %v\nclient stderr:\n%s", name, exc, clip(out.stderr))
+			t.Fatalf("%s step %s raised %v\nclient stderr:\n%s", c.name, name, exc, clip(out.stderr))
 		}
 	}
 	for _, s := range steps {
-		require.Contains(t, results, s, "kafka-python printed no result for step %s:\n%s", s, out)
+		require.Contains(t, results, s, "%s printed no result for step %s:\n%s", c.name, s, out)
 	}
 	return results
 }
@@ -139,4 +168,56 @@ func TestKafkaPythonCompression(t *testing.T) {
 			assert.Len(t, lines(out.stdout), 100, "kcat reads %s", topic)
 		}
 	}
+}
+
+// TestConfluentPythonAdmin: librdkafka's admin API (CreateTopics with
+// configs and validate-only, DescribeConfigs, CreatePartitions,
+// DeleteTopics) and the errors it names.
+func TestConfluentPythonAdmin(t *testing.T) {
+	b := startBroker(t)
+	r := clientSteps(t, confluentPython, b, "admin")["admin"]
+	assert.JSONEq(t, `{"ck-admin":"ok","ck-doomed":"ok","bad topic!":"TOPIC_EXCEPTION"}`, asJSON(t, r["create"]))
+	assert.JSONEq(t, `{"ck-admin":"TOPIC_ALREADY_EXISTS"}`, asJSON(t, r["create_again"]))
+	assert.JSONEq(t, `{"ck-never":"ok"}`, asJSON(t, r["validate_only"]))
+	assert.JSONEq(t, `["ck-admin","ck-doomed"]`, asJSON(t, r["topics"]), "validate_only creates nothing")
+	assert.EqualValues(t, 1, r["controller"])
+	assert.Equal(t, "3600000", r["retention_ms"], "the topic config given at creation")
+	assert.JSONEq(t, `{"ck-admin":"ok"}`, asJSON(t, r["partitions"]))
+	assert.JSONEq(t, `{"ck-doomed":"ok"}`, asJSON(t, r["delete"]))
+	assert.JSONEq(t, `{"ck-missing":"UNKNOWN_TOPIC_OR_PART"}`, asJSON(t, r["delete_missing"]))
+	assert.JSONEq(t, `["ck-admin"]`, asJSON(t, r["topics_after"]))
+	assert.EqualValues(t, 4, r["partitions_after"])
+}
+
+// TestConfluentPythonGroupRebalance: an idempotent producer's 40 records
+// over 4 partitions; a second member joins a running group, the group
+// rebalances, the two members split the partitions and every record is
+// read; their commits land.
+func TestConfluentPythonGroupRebalance(t *testing.T) {
+	b := startBroker(t)
+	r := clientSteps(t, confluentPython, b, "group")["group"]
+	var acked []string
+	for p := range 4 {
+		for o := range 10 {
+			acked = append(acked, asJSON(t, []int{p, o}))
+		}
+	}
+	assert.Equal(t, "["+strings.Join(acked, ",")+"]", asJSON(t, r["acked"]), "[partition, offset] of each delivery report")
+
+	read := map[string]bool{}
+	got, _ := r["got"].(map[string]any)
+	for _, recs := range got {
+		list, _ := recs.([]any)
+		for _, rec := range list {
+			read[asJSON(t, rec)] = true
+		}
+	}
+	assert.Len(t, read, 40, "distinct records read by the two members")
+
+	var assignment struct{ A1, A2 []int }
+	require.NoError(t, json.Unmarshal([]byte(asJSON(t, r["assignment"])), &assignment))
+	assert.NotEmpty(t, assignment.A1, "first member's partitions after the rebalance")
+	assert.NotEmpty(t, assignment.A2, "second member's partitions after the rebalance")
+	assert.ElementsMatch(t, []int{0, 1, 2, 3}, append(append([]int{}, assignment.A1...), assignment.A2...))
+	assert.JSONEq(t, `{"0":10,"1":10,"2":10,"3":10}`, asJSON(t, r["committed"]))
 }

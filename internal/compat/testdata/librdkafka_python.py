@@ -1,0 +1,115 @@
+"""confluent-kafka-python (librdkafka) against a faultline broker: one step
+per command line argument, each printing one JSON object that
+internal/compat checks.
+
+Usage: python3 confluent_kafka.py BOOTSTRAP STEP [STEP...]
+"""
+import json
+import sys
+import time
+import traceback
+
+from confluent_kafka import Consumer, Producer
+from confluent_kafka.admin import AdminClient, ConfigResource, NewPartitions, NewTopic
+
+BOOTSTRAP = sys.argv[1]
+
+
+def emit(step, **result):
+    print(json.dumps(dict(step=step, **result), default=str), flush=True)
+
+
+def results(futures):
+    out = {}
+    for name, f in futures.items():
+        try:
+            f.result(15)
+            out[str(name)] = "ok"
+        except Exception as e:  # the error librdkafka reports, by name
+            out[str(name)] = e.args[0].name() if e.args and hasattr(e.args[0], "name") else str(e)
+    return out
+
+
+def admin():
+    a = AdminClient({"bootstrap.servers": BOOTSTRAP})
+    out = {}
+    out["create"] = results(a.create_topics([
+        NewTopic("ck-admin", 2, 1, config={"retention.ms": "3600000"}),
+        NewTopic("ck-doomed", 1, 1),
+        NewTopic("bad topic!", 1, 1),
+    ], operation_timeout=10))
+    out["create_again"] = results(a.create_topics([NewTopic("ck-admin", 2, 1)]))
+    out["validate_only"] = results(a.create_topics([NewTopic("ck-never", 1, 1)], validate_only=True))
+    md = a.list_topics(timeout=10)
+    out["topics"] = sorted(t for t in md.topics if t.startswith("ck-"))
+    out["controller"] = md.controller_id
+    cfg = list(a.describe_configs([ConfigResource("topic", "ck-admin")]).values())[0].result(15)
+    out["retention_ms"] = cfg["retention.ms"].value
+    out["partitions"] = results(a.create_partitions([NewPartitions("ck-admin", 4)]))
+    out["delete"] = results(a.delete_topics(["ck-doomed"], operation_timeout=10))
+    out["delete_missing"] = results(a.delete_topics(["ck-missing"], operation_timeout=10))
+    md = a.list_topics(timeout=10)
+    out["topics_after"] = sorted(t for t in md.topics if t.startswith("ck-"))
+    out["partitions_after"] = len(md.topics["ck-admin"].partitions)
+    emit("admin", **out)
+
+
+def group():
+    a = AdminClient({"bootstrap.servers": BOOTSTRAP})
+    for f in a.create_topics([NewTopic("ck-group", 4, 1)]).values():
+        f.result(15)
+    p = Producer({"bootstrap.servers": BOOTSTRAP, "acks": "all", "enable.idempotence": True})
+    acked = []
+    for i in range(40):
+        p.produce("ck-group", key=b"k%d" % i, value=b"v%d" % i, partition=i % 4,
+                  on_delivery=lambda err, m: acked.append([m.partition(), m.offset()] if err is None else str(err)))
+    p.flush(15)
+
+    def member():
+        return Consumer({"bootstrap.servers": BOOTSTRAP, "group.id": "ck-group",
+                         "auto.offset.reset": "earliest", "enable.auto.commit": False,
+                         "session.timeout.ms": 6000, "heartbeat.interval.ms": 200})
+
+    a1, a2 = member(), member()
+    got = {}
+
+    def poll(name, c):
+        m = c.poll(0.1)
+        if m is not None and m.error() is None:
+            got.setdefault(name, []).append([m.partition(), m.offset()])
+
+    # The first member joins alone and starts reading; then the second
+    # joins, the group rebalances, and both poll until every record was
+    # read and both hold partitions.
+    a1.subscribe(["ck-group"])
+    deadline = time.time() + 20
+    while time.time() < deadline and not a1.assignment():
+        poll("a1", a1)
+    a2.subscribe(["ck-group"])
+    while time.time() < deadline:
+        poll("a1", a1)
+        poll("a2", a2)
+        distinct = {tuple(r) for v in got.values() for r in v}
+        if len(distinct) >= 40 and a1.assignment() and a2.assignment():
+            break
+    assignment = {n: sorted(tp.partition for tp in c.assignment()) for n, c in (("a1", a1), ("a2", a2))}
+    for c in (a1, a2):
+        if c.assignment():
+            c.commit(asynchronous=False)
+    committed = {}
+    for c in (a1, a2):
+        for tp in c.committed(c.assignment(), timeout=10):
+            committed[str(tp.partition)] = tp.offset
+    a1.close()
+    a2.close()
+    emit("group", acked=sorted(acked), got=got, assignment=assignment, committed=committed)
+
+
+STEPS = dict(admin=admin, group=group)
+
+for step in sys.argv[2:]:
+    try:
+        STEPS[step]()
+    except Exception as e:  # reported, so the Go test shows which step failed and how
+        emit(step, exception="%s: %s" % (type(e).__name__, e))
+        traceback.print_exc()
