@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -256,4 +257,31 @@ func TestKcatTornTail(t *testing.T) {
 	out = b.kcat(t, "", "-C", "-t", "torn", "-o", fmt.Sprint(n-1), "-c", "1", "-f", `%s %o\n`)
 	require.NoError(t, out.err, out)
 	assert.Equal(t, []string{fmt.Sprintf("after %d", n-1)}, lines(out.stdout), "the first message after recovery takes the torn batch's offset")
+}
+
+// TestKcatGroupOffsetsSurviveRestart: offsets a kcat group member
+// committed are still there after a SIGKILL (with fsync per message) and
+// after a controlled shutdown (SIGTERM); the next member resumes there.
+func TestKcatGroupOffsetsSurviveRestart(t *testing.T) {
+	requireKcat(t)
+	b := startBroker(t, "log.flush.interval.messages=1")
+	input, want := keyed(15, "durable")
+	out := b.kcat(t, input, "-P", "-t", "durable", "-K", ":", "-X", "acks=all")
+	require.NoError(t, out.err, out)
+	consume := func() []string {
+		t.Helper()
+		out := b.kcat(t, "", "-G", "durable-group", "-X", "auto.offset.reset=earliest", "-c", "5", "-f", `%k %s %o\n`, "durable")
+		require.NoError(t, out.err, out)
+		return lines(out.stdout)
+	}
+	assert.Equal(t, want[:5], consume())
+
+	b.kill9(t)
+	b.start(t)
+	assert.Equal(t, want[5:10], consume(), "after kill -9 the group resumes at its commit")
+
+	require.NoError(t, b.proc.Cmd.Process.Signal(syscall.SIGTERM))
+	assert.Equal(t, 0, b.proc.Wait(t, 30*time.Second), "SIGTERM is a controlled shutdown")
+	b.start(t)
+	assert.Equal(t, want[10:15], consume(), "after SIGTERM the group resumes at its commit")
 }
