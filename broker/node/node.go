@@ -474,6 +474,7 @@ func (n *Node) startNetwork() error {
 		AutoCreateTopics: cfg.AutoCreateTopicsEnable,
 		Configs:          configSource{cfg: cfg, md: n.publisher},
 		MaxRequestBytes:  cfg.SocketRequestMaxBytes,
+		ClientContext:    group.WithClient,
 	}
 	idle := time.Duration(cfg.ConnectionsMaxIdleMs) * time.Millisecond
 	if cfg.ConnectionsMaxIdleMs < 0 {

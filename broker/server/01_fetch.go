@@ -101,7 +101,22 @@ func handleFetch(s *Server, r *request) (kmsg.Response, error) {
 			r.noteError(resp.Topics[i].Partitions[j].ErrorCode)
 		}
 	}
+	nonNullRecords(resp)
 	return resp, nil
+}
+
+// nonNullRecords gives every partition an empty, not a null, record set:
+// before v12 the field is nullable on the wire and librdkafka and
+// kafka-python reject a null one ("invalid MessageSetSize -1"), as Kafka
+// itself never sends it.
+func nonNullRecords(resp *kmsg.FetchResponse) {
+	for i := range resp.Topics {
+		for j := range resp.Topics[i].Partitions {
+			if resp.Topics[i].Partitions[j].RecordBatches == nil {
+				resp.Topics[i].Partitions[j].RecordBatches = []byte{}
+			}
+		}
+	}
 }
 
 // fetchOnce fills resp.Topics from a fresh read of every partition and
@@ -213,5 +228,6 @@ func failFetch(req kmsg.Request, code int16) kmsg.Response {
 		}
 		resp.Topics = append(resp.Topics, rt)
 	}
+	nonNullRecords(resp)
 	return resp
 }

@@ -23,7 +23,7 @@ func init() {
 }
 
 func handleOffsetCommit(s *Server, r *request) (kmsg.Response, error) {
-	resp := s.backend.Groups.OffsetCommit(r.ctx, r.kreq.(*kmsg.OffsetCommitRequest))
+	resp := s.backend.Groups.OffsetCommit(s.groupCtx(r), r.kreq.(*kmsg.OffsetCommitRequest))
 	if resp == nil {
 		return nil, errNoResponse
 	}

@@ -40,7 +40,7 @@ func handleOffsetFetch(s *Server, r *request) (kmsg.Response, error) {
 		}
 		req.Groups = []kmsg.OffsetFetchRequestGroup{g}
 	}
-	resp := s.backend.Groups.OffsetFetch(r.ctx, req)
+	resp := s.backend.Groups.OffsetFetch(s.groupCtx(r), req)
 	if resp == nil {
 		return nil, errNoResponse
 	}

@@ -29,7 +29,7 @@ func handleFindCoordinator(s *Server, r *request) (kmsg.Response, error) {
 	if req.Version < 4 {
 		req.CoordinatorKeys = []string{req.CoordinatorKey}
 	}
-	resp := s.backend.Groups.FindCoordinator(r.ctx, req)
+	resp := s.backend.Groups.FindCoordinator(s.groupCtx(r), req)
 	if resp == nil {
 		return nil, errNoResponse
 	}

@@ -23,7 +23,7 @@ func init() {
 }
 
 func handleJoinGroup(s *Server, r *request) (kmsg.Response, error) {
-	resp := s.backend.Groups.JoinGroup(r.ctx, r.kreq.(*kmsg.JoinGroupRequest))
+	resp := s.backend.Groups.JoinGroup(s.groupCtx(r), r.kreq.(*kmsg.JoinGroupRequest))
 	if resp == nil {
 		return nil, errNoResponse
 	}

@@ -17,7 +17,7 @@ func init() {
 }
 
 func handleHeartbeat(s *Server, r *request) (kmsg.Response, error) {
-	resp := s.backend.Groups.Heartbeat(r.ctx, r.kreq.(*kmsg.HeartbeatRequest))
+	resp := s.backend.Groups.Heartbeat(s.groupCtx(r), r.kreq.(*kmsg.HeartbeatRequest))
 	if resp == nil {
 		return nil, errNoResponse
 	}

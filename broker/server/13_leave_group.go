@@ -18,7 +18,7 @@ func init() {
 }
 
 func handleLeaveGroup(s *Server, r *request) (kmsg.Response, error) {
-	resp := s.backend.Groups.LeaveGroup(r.ctx, r.kreq.(*kmsg.LeaveGroupRequest))
+	resp := s.backend.Groups.LeaveGroup(s.groupCtx(r), r.kreq.(*kmsg.LeaveGroupRequest))
 	if resp == nil {
 		return nil, errNoResponse
 	}

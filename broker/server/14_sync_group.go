@@ -19,7 +19,7 @@ func init() {
 }
 
 func handleSyncGroup(s *Server, r *request) (kmsg.Response, error) {
-	resp := s.backend.Groups.SyncGroup(r.ctx, r.kreq.(*kmsg.SyncGroupRequest))
+	resp := s.backend.Groups.SyncGroup(s.groupCtx(r), r.kreq.(*kmsg.SyncGroupRequest))
 	if resp == nil {
 		return nil, errNoResponse
 	}

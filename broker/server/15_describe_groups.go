@@ -20,7 +20,7 @@ func init() {
 }
 
 func handleDescribeGroups(s *Server, r *request) (kmsg.Response, error) {
-	resp := s.backend.Groups.DescribeGroups(r.ctx, r.kreq.(*kmsg.DescribeGroupsRequest))
+	resp := s.backend.Groups.DescribeGroups(s.groupCtx(r), r.kreq.(*kmsg.DescribeGroupsRequest))
 	if resp == nil {
 		return nil, errNoResponse
 	}

@@ -19,7 +19,7 @@ func init() {
 }
 
 func handleListGroups(s *Server, r *request) (kmsg.Response, error) {
-	resp := s.backend.Groups.ListGroups(r.ctx, r.kreq.(*kmsg.ListGroupsRequest))
+	resp := s.backend.Groups.ListGroups(s.groupCtx(r), r.kreq.(*kmsg.ListGroupsRequest))
 	if resp == nil {
 		return nil, errNoResponse
 	}

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"net"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -29,6 +30,10 @@ type Backend struct {
 	Configs ConfigSource
 	// MaxRequestBytes mirrors socket.request.max.bytes.
 	MaxRequestBytes int32
+	// ClientContext, when set, decorates the context of group requests with
+	// the client's id and host (group member ids are "<client id>-<uuid>",
+	// and DescribeGroups reports both); the node wires group.WithClient.
+	ClientContext func(ctx context.Context, clientID, host string) context.Context
 	// ControllerAPIs serves the controller's own RPCs (broker registration
 	// and heartbeats, AlterPartition, DescribeQuorum) on a controller
 	// listener; nil on a listener that does not serve them.
@@ -153,4 +158,17 @@ type ConfigSource interface {
 	// TopicConfigs returns the effective configs of a topic, false if the
 	// topic does not exist.
 	TopicConfigs(topic string) ([]ConfigEntry, bool)
+}
+
+// groupCtx is the context of a group request: the request's own, decorated
+// by Backend.ClientContext with the client id and host when wired.
+func (s *Server) groupCtx(r *request) context.Context {
+	if s.backend.ClientContext == nil {
+		return r.ctx
+	}
+	host, _, err := net.SplitHostPort(r.remote)
+	if err != nil {
+		host = r.remote
+	}
+	return s.backend.ClientContext(r.ctx, r.clientID(), host)
 }

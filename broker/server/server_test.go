@@ -977,3 +977,28 @@ func TestControllerAPIsAreServedOnlyWhenWired(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, kerr.InvalidRequest.Code, ap.ErrorCode)
 }
+
+// TestEmptyPartitionHasEmptyNotNullRecords: before v12 the records field is
+// nullable; librdkafka and kafka-python reject a null one.
+func TestEmptyPartitionHasEmptyNotNullRecords(t *testing.T) {
+	ts := startServer(t, Options{}, nil)
+	require.True(t, ts.fake.addTopic("t", 1))
+	c := dial(t, ts.addr)
+	req := kmsg.NewPtrFetchRequest()
+	req.Version, req.ReplicaID, req.MaxWaitMillis, req.MinBytes, req.MaxBytes = 4, -1, 0, 0, 1<<20
+	ft := kmsg.NewFetchRequestTopic()
+	ft.Topic = "t"
+	fp := kmsg.NewFetchRequestTopicPartition()
+	fp.PartitionMaxBytes = 1 << 20
+	ft.Partitions = append(ft.Partitions, fp)
+	req.Topics = append(req.Topics, ft)
+	c.send(req)
+	resp := kmsg.NewPtrFetchResponse()
+	resp.Version = 4
+	_, err := c.readResponse(resp)
+	require.NoError(t, err)
+	p := resp.Topics[0].Partitions[0]
+	assert.Zero(t, p.ErrorCode)
+	assert.NotNil(t, p.RecordBatches, "an empty partition's records must be encoded as empty, not null")
+	assert.Empty(t, p.RecordBatches)
+}
