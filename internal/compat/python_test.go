@@ -38,6 +38,13 @@ var (
 	}
 )
 
+// require fails (or with -short skips) the test when the client is not
+// installed.
+func (c pythonClient) require(t *testing.T) string {
+	t.Helper()
+	return requirePython(t, c.packages, c.modules...)
+}
+
 // pythonSteps runs kafka-python's steps against b; see clientSteps.
 func pythonSteps(t *testing.T, b *broker, steps ...string) map[string]map[string]any {
 	t.Helper()
@@ -49,7 +56,7 @@ func pythonSteps(t *testing.T, b *broker, steps ...string) map[string]map[string
 // raised is a test failure naming the exception.
 func clientSteps(t *testing.T, c pythonClient, b *broker, steps ...string) map[string]map[string]any {
 	t.Helper()
-	py := requirePython(t, c.packages, c.modules...)
+	py := c.require(t)
 	script := filepath.Join(t.TempDir(), "client.py")
 	require.NoError(t, os.WriteFile(script, []byte(c.script), 0o644))
 	out := run(t, "", py, append([]string{script, b.Addr}, steps...)...)
@@ -79,6 +86,7 @@ func asJSON(t *testing.T, v any) string {
 }
 
 func TestKafkaPythonAdmin(t *testing.T) {
+	kafkaPython.require(t)
 	b := startBroker(t)
 	r := pythonSteps(t, b, "admin")["admin"]
 	assert.JSONEq(t, `[["py-admin",0],["py-doomed",0],["py-data",0]]`, asJSON(t, r["create"]))
@@ -94,6 +102,7 @@ func TestKafkaPythonAdmin(t *testing.T) {
 // records got; a group member reads part, commits, and the next member of
 // the group resumes exactly there.
 func TestKafkaPythonProduceAndGroup(t *testing.T) {
+	kafkaPython.require(t)
 	b := startBroker(t)
 	res := pythonSteps(t, b, "admin", "produce", "group", "groups_admin")
 
@@ -127,6 +136,7 @@ func TestKafkaPythonProduceAndGroup(t *testing.T) {
 // TestKafkaPythonPollAtEnd: polling a partition with nothing new must
 // return no records; kafka-python cannot parse a null record set.
 func TestKafkaPythonPollAtEnd(t *testing.T) {
+	kafkaPython.require(t)
 	b := startBroker(t)
 	r := pythonSteps(t, b, "empty")["empty"]
 	assert.JSONEq(t, `[0,0,0]`, asJSON(t, r["polled"]))
@@ -135,6 +145,7 @@ func TestKafkaPythonPollAtEnd(t *testing.T) {
 // TestKafkaPythonOffsets: seek, offsets_for_times (by a timestamp between
 // records, an exact one and one after the last), end and beginning.
 func TestKafkaPythonOffsets(t *testing.T) {
+	kafkaPython.require(t)
 	b := startBroker(t)
 	r := pythonSteps(t, b, "offsets")["offsets"]
 	assert.JSONEq(t, `[[4,"t4"],[5,"t5"],[6,"t6"]]`, asJSON(t, r["seeked"]))
@@ -148,6 +159,7 @@ func TestKafkaPythonOffsets(t *testing.T) {
 // TestKafkaPythonCompression: kafka-python compresses with its own codecs
 // (not librdkafka's); kcat and franz-go read the batches back.
 func TestKafkaPythonCompression(t *testing.T) {
+	kafkaPython.require(t)
 	b := startBroker(t)
 	r := pythonSteps(t, b, "compress")["compress"]
 	assert.JSONEq(t, `{"gzip":99,"snappy":99,"lz4":99,"zstd":99}`, asJSON(t, r["last_offsets"]))
@@ -174,6 +186,7 @@ func TestKafkaPythonCompression(t *testing.T) {
 // configs and validate-only, DescribeConfigs, CreatePartitions,
 // DeleteTopics) and the errors it names.
 func TestConfluentPythonAdmin(t *testing.T) {
+	confluentPython.require(t)
 	b := startBroker(t)
 	r := clientSteps(t, confluentPython, b, "admin")["admin"]
 	assert.JSONEq(t, `{"ck-admin":"ok","ck-doomed":"ok","bad topic!":"TOPIC_EXCEPTION"}`, asJSON(t, r["create"]))
@@ -194,6 +207,7 @@ func TestConfluentPythonAdmin(t *testing.T) {
 // rebalances, the two members split the partitions and every record is
 // read; their commits land.
 func TestConfluentPythonGroupRebalance(t *testing.T) {
+	confluentPython.require(t)
 	b := startBroker(t)
 	r := clientSteps(t, confluentPython, b, "group")["group"]
 	var acked []string
