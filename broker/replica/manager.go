@@ -241,6 +241,7 @@ func (m *Manager) ApplyImage(prev, next *metadata.Image) {
 	want := map[storage.TopicPartition]bool{}
 	m.applyMu.Lock()
 	defer m.applyMu.Unlock()
+	var jobs []applyJob
 	for _, name := range next.TopicNames() {
 		t := next.Topics[name]
 		// Images are copy on write: a topic whose pointer did not change
@@ -263,14 +264,14 @@ func (m *Manager) ApplyImage(prev, next *metadata.Image) {
 			if unchanged {
 				continue
 			}
-			err := settingsErr
-			if err == nil {
-				err = m.applyPartition(t, pt, tp, settings, nowMs)
-			}
-			if err != nil {
-				m.failedTopics[name] = true
-				m.logger.Error(fmt.Sprintf("Partition %s could not take its role from the metadata image", tp), "err", err)
-			}
+			jobs = append(jobs, applyJob{t: t, pt: pt, tp: tp, settings: settings, err: settingsErr})
+		}
+	}
+	m.applyPartitions(jobs, nowMs)
+	for _, j := range jobs {
+		if j.err != nil {
+			m.failedTopics[j.t.Name] = true
+			m.logger.Error(fmt.Sprintf("Partition %s could not take its role from the metadata image", j.tp), "err", j.err)
 		}
 	}
 	m.mu.RLock()
@@ -288,6 +289,45 @@ func (m *Manager) ApplyImage(prev, next *metadata.Image) {
 		}
 	}
 	m.signalChanged()
+}
+
+// applyJob is one partition whose role an image changes.
+type applyJob struct {
+	t        *metadata.Topic
+	pt       metadata.Partition
+	tp       storage.TopicPartition
+	settings Settings
+	err      error
+}
+
+// applyWorkersMax bounds the partitions that take their roles at once.
+// Becoming leader writes the leader-epoch checkpoint with an fsync; a
+// broker starting with a thousand partitions spends its start waiting for
+// them one by one unless they overlap.
+const applyWorkersMax = 16
+
+// applyPartitions applies each job (distinct partitions) with a bounded
+// pool of workers, leaving each job's error in it.
+func (m *Manager) applyPartitions(jobs []applyJob, nowMs int64) {
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range min(applyWorkersMax, len(jobs)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				j := &jobs[i]
+				if j.err == nil {
+					j.err = m.applyPartition(j.t, j.pt, j.tp, j.settings, nowMs)
+				}
+			}
+		}()
+	}
+	for i := range jobs {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
 }
 
 func (m *Manager) applyPartition(t *metadata.Topic, pt metadata.Partition, tp storage.TopicPartition, settings Settings, nowMs int64) error {
