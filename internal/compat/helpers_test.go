@@ -185,14 +185,67 @@ confluent.support.metrics.enable=false
 faultline.metrics.address=
 `
 
-// startBroker formats a data dir, writes server.properties (extra lines
+// quickstartProperties is Kafka 4.0's config/server.properties as its
+// quickstart uses it (comments shortened): the quorum named by
+// controller.quorum.bootstrap.servers, wildcard listeners, clients told
+// "localhost", and the node formatted with --standalone.
+const quickstartProperties = `############################# Server Basics #############################
+
+# The role of this server. Setting this puts us in KRaft mode
+process.roles=broker,controller
+
+# The node id associated with this instance's roles
+node.id=1
+
+# List of controller endpoints used connect to the controller cluster
+controller.quorum.bootstrap.servers=localhost:%[2]d
+
+############################# Socket Server Settings #############################
+listeners=PLAINTEXT://:%[1]d,CONTROLLER://:%[2]d
+inter.broker.listener.name=PLAINTEXT
+advertised.listeners=PLAINTEXT://localhost:%[1]d,CONTROLLER://localhost:%[2]d
+controller.listener.names=CONTROLLER
+listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL
+num.network.threads=3
+num.io.threads=8
+socket.send.buffer.bytes=102400
+socket.receive.buffer.bytes=102400
+socket.request.max.bytes=104857600
+
+############################# Log Basics #############################
+log.dirs=%[3]s
+num.partitions=1
+num.recovery.threads.per.data.dir=1
+
+############################# Internal Topic Settings  #############################
+offsets.topic.replication.factor=1
+share.coordinator.state.topic.replication.factor=1
+share.coordinator.state.topic.min.isr=1
+transaction.state.log.replication.factor=1
+transaction.state.log.min.isr=1
+
+############################# Log Retention Policy #############################
+log.retention.hours=168
+log.segment.bytes=1073741824
+log.retention.check.interval.ms=300000
+`
+
+// startBroker formats a data dir, writes serverProperties (extra lines
 // appended: later keys win, as in Java properties) and serves.
 func startBroker(t *testing.T, extra ...string) *broker {
 	t.Helper()
+	return startBrokerFrom(t, serverProperties, "127.0.0.1", nil, extra...)
+}
+
+// startBrokerFrom is startBroker with a properties template (%[1]d client
+// port, %[2]d controller port, %[3]s log dir), the host clients are told,
+// and extra arguments for format.
+func startBrokerFrom(t *testing.T, template, host string, formatArgs []string, extra ...string) *broker {
+	t.Helper()
 	b := &broker{bin: buildBroker(t), dir: t.TempDir()}
 	port, ctrl := freePort(t), freePort(t)
-	b.Addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-	props := fmt.Sprintf(serverProperties, port, ctrl, filepath.Join(b.dir, "kraft-combined-logs"))
+	b.Addr = net.JoinHostPort(host, strconv.Itoa(port))
+	props := fmt.Sprintf(template, port, ctrl, filepath.Join(b.dir, "kraft-combined-logs"))
 	if len(extra) > 0 {
 		props += "\n# test-specific\n" + strings.Join(extra, "\n") + "\n"
 	}
@@ -200,7 +253,8 @@ func startBroker(t *testing.T, extra ...string) *broker {
 	require.NoError(t, os.WriteFile(b.config, []byte(props), 0o644))
 	code, id, stderr := testutil.Run(t, b.bin, "random-uuid")
 	require.Equal(t, 0, code, "random-uuid: %s", stderr)
-	code, _, stderr = testutil.Run(t, b.bin, "format", "-t", strings.TrimSpace(id), "-c", b.config)
+	args := append([]string{"format", "-t", strings.TrimSpace(id), "-c", b.config}, formatArgs...)
+	code, _, stderr = testutil.Run(t, b.bin, args...)
 	require.Equal(t, 0, code, "format: %s", stderr)
 	b.start(t)
 	return b

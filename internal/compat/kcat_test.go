@@ -71,6 +71,24 @@ func TestKcatMetadataAndAutoCreate(t *testing.T) {
 	}
 }
 
+// TestKcatKafkaQuickstart: Kafka 4.0's quickstart, verbatim but for the
+// ports: `kafka-storage format --standalone` on its server.properties, then
+// kcat against localhost.
+func TestKcatKafkaQuickstart(t *testing.T) {
+	requireKcat(t)
+	b := startBrokerFrom(t, quickstartProperties, "localhost", []string{"--standalone"})
+	out := b.kcat(t, "", "-L")
+	require.NoError(t, out.err, out)
+	assert.Contains(t, out.stdout, fmt.Sprintf("broker 1 at %s (controller)", b.Addr))
+
+	input, want := keyed(10, "quickstart")
+	out = b.kcat(t, input, "-P", "-t", "quickstart-events", "-K", ":")
+	require.NoError(t, out.err, out)
+	out = b.kcat(t, "", "-C", "-t", "quickstart-events", "-o", "beginning", "-e", "-f", `%k %s %o\n`)
+	require.NoError(t, out.err, out)
+	assert.Equal(t, want, lines(out.stdout))
+}
+
 func TestKcatAutoCreateDisabled(t *testing.T) {
 	requireKcat(t)
 	b := startBroker(t, "auto.create.topics.enable=false")
