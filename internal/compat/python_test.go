@@ -133,6 +133,22 @@ func TestKafkaPythonProduceAndGroup(t *testing.T) {
 	assert.Equal(t, "Empty", ga["state"], "a group with no members left")
 }
 
+// TestKafkaPythonGroupRebalance: a second kafka-python member joins a
+// running group; the group rebalances, the members split 4 partitions,
+// every record is read and the auto commits on close land.
+func TestKafkaPythonGroupRebalance(t *testing.T) {
+	kafkaPython.require(t)
+	b := startBroker(t)
+	r := pythonSteps(t, b, "rebalance")["rebalance"]
+	assert.EqualValues(t, 40, r["read"], "distinct records read by the two members")
+	var assignment struct{ M1, M2 []int }
+	require.NoError(t, json.Unmarshal([]byte(asJSON(t, r["assignment"])), &assignment))
+	assert.NotEmpty(t, assignment.M1)
+	assert.NotEmpty(t, assignment.M2)
+	assert.ElementsMatch(t, []int{0, 1, 2, 3}, append(append([]int{}, assignment.M1...), assignment.M2...))
+	assert.JSONEq(t, `{"0":10,"1":10,"2":10,"3":10}`, asJSON(t, r["committed"]))
+}
+
 // TestKafkaPythonPollAtEnd: polling a partition with nothing new must
 // return no records; kafka-python cannot parse a null record set.
 func TestKafkaPythonPollAtEnd(t *testing.T) {

@@ -5,6 +5,8 @@ Usage: python3 kafka_python.py BOOTSTRAP STEP [STEP...]
 """
 import json
 import sys
+import threading
+import time
 import traceback
 
 from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
@@ -113,6 +115,53 @@ def offsets():
     c.close()
 
 
+def rebalance():
+    a = KafkaAdminClient(**COMMON)
+    a.create_topics([NewTopic("py-rebalance", 4, 1)])
+    a.close()
+    p = KafkaProducer(acks="all", **COMMON)
+    for i in range(40):
+        p.send("py-rebalance", b"v%d" % i, partition=i % 4)
+    p.flush()
+    p.close()
+    # kafka-python blocks in poll() while its member rejoins, so each
+    # member polls on its own thread, as an application would.
+    got, lock, stop, assignment = set(), threading.Lock(), threading.Event(), {}
+
+    def member(name):
+        c = KafkaConsumer("py-rebalance", group_id="py-rebalance", auto_offset_reset="earliest",
+                          session_timeout_ms=6000, heartbeat_interval_ms=200,
+                          auto_commit_interval_ms=100, **COMMON)
+        while not stop.is_set():
+            for tp, msgs in c.poll(100).items():
+                with lock:
+                    got.update((tp.partition, m.offset) for m in msgs)
+            assignment[name] = sorted(tp.partition for tp in c.assignment())
+        c.close()  # commits (auto commit) and leaves the group
+
+    deadline = time.time() + 20
+    t1 = threading.Thread(target=member, args=("m1",))
+    t1.start()
+    while not assignment.get("m1") and time.time() < deadline:
+        time.sleep(0.05)
+    t2 = threading.Thread(target=member, args=("m2",))
+    t2.start()
+    while time.time() < deadline:
+        with lock:
+            n = len(got)
+        if n >= 40 and assignment.get("m1") and assignment.get("m2"):
+            break
+        time.sleep(0.05)
+    stop.set()
+    t1.join()
+    t2.join()
+    a = KafkaAdminClient(**COMMON)
+    offs = a.list_consumer_group_offsets("py-rebalance")
+    a.close()
+    emit("rebalance", read=len(got), assignment=assignment,
+         committed={str(tp.partition): om.offset for tp, om in offs.items()})
+
+
 def empty():
     a = KafkaAdminClient(**COMMON)
     a.create_topics([NewTopic("py-empty", 1, 1)])
@@ -137,7 +186,7 @@ def groups_admin():
 
 
 STEPS = dict(admin=admin, produce=produce, compress=compress, group=group,
-             offsets=offsets, groups_admin=groups_admin, empty=empty)
+             offsets=offsets, groups_admin=groups_admin, empty=empty, rebalance=rebalance)
 
 for step in sys.argv[2:]:
     try:
