@@ -149,6 +149,21 @@ func TestKafkaPythonGroupRebalance(t *testing.T) {
 	assert.JSONEq(t, `{"0":10,"1":10,"2":10,"3":10}`, asJSON(t, r["committed"]))
 }
 
+// TestKafkaPythonTimestampLimits: with CreateTime, a record more than
+// message.timestamp.after.max.ms (default 1 h) ahead of the broker's clock,
+// or more than message.timestamp.before.max.ms (default unlimited) behind
+// it, is refused with INVALID_TIMESTAMP (KIP-937), as DescribeConfigs
+// says the broker does.
+func TestKafkaPythonTimestampLimits(t *testing.T) {
+	kafkaPython.require(t)
+	b := startBroker(t)
+	r := pythonSteps(t, b, "timestamps")["timestamps"]
+	assert.Equal(t, "offset 0", r["now"])
+	assert.Equal(t, "offset 1", r["year_1970"], "before.max.ms defaults to unlimited")
+	assert.Equal(t, "InvalidTimestampError", r["two_hours_ahead"], "after.max.ms defaults to one hour")
+	assert.Equal(t, "InvalidTimestampError", r["recent_topic_old"], "topic message.timestamp.before.max.ms=60000")
+}
+
 // TestKafkaPythonPollAtEnd: polling a partition with nothing new must
 // return no records; kafka-python cannot parse a null record set.
 func TestKafkaPythonPollAtEnd(t *testing.T) {

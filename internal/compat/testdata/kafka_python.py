@@ -162,6 +162,26 @@ def rebalance():
          committed={str(tp.partition): om.offset for tp, om in offs.items()})
 
 
+def timestamps():
+    a = KafkaAdminClient(**COMMON)
+    a.create_topics([NewTopic("py-ts", 1, 1),
+                     NewTopic("py-ts-recent", 1, 1, topic_configs={"message.timestamp.before.max.ms": "60000"})])
+    a.close()
+    p = KafkaProducer(acks="all", retries=0, **COMMON)
+    now = int(time.time() * 1000)
+    out = {}
+    for name, topic, ts in (("now", "py-ts", now),
+                            ("two_hours_ahead", "py-ts", now + 2 * 3600_000),
+                            ("year_1970", "py-ts", 1),
+                            ("recent_topic_old", "py-ts-recent", now - 3600_000)):
+        try:
+            out[name] = "offset %d" % p.send(topic, b"x", partition=0, timestamp_ms=ts).get(timeout=15).offset
+        except KafkaError as e:
+            out[name] = err_name(e)
+    p.close()
+    emit("timestamps", **out)
+
+
 def empty():
     a = KafkaAdminClient(**COMMON)
     a.create_topics([NewTopic("py-empty", 1, 1)])
@@ -186,7 +206,7 @@ def groups_admin():
 
 
 STEPS = dict(admin=admin, produce=produce, compress=compress, group=group,
-             offsets=offsets, groups_admin=groups_admin, empty=empty, rebalance=rebalance)
+             offsets=offsets, groups_admin=groups_admin, empty=empty, rebalance=rebalance, timestamps=timestamps)
 
 for step in sys.argv[2:]:
     try:
