@@ -296,3 +296,26 @@ func franzRecordsUpTo(t *testing.T, b *broker, topic string) []*kgo.Record {
 	}
 	return b.consumeFranz(t, topic, int(end.Offset))
 }
+
+// TestKcatTopicCompressionType: a topic whose compression.type names a
+// codec stores its batches in that codec whatever the producer sent, as
+// Kafka's broker recompresses them; DescribeConfigs reports the setting.
+func TestKcatTopicCompressionType(t *testing.T) {
+	requireKcat(t)
+	b := startBroker(t)
+	gz := "gzip"
+	_, err := kadm.NewClient(b.franz(t)).CreateTopic(context.Background(), 1, 1, map[string]*string{"compression.type": &gz}, "topic-gzip")
+	require.NoError(t, err)
+	var in strings.Builder
+	for i := range 20 {
+		fmt.Fprintf(&in, "plain-%d-%s\n", i, strings.Repeat("z", 50))
+	}
+	out := b.kcat(t, in.String(), "-P", "-t", "topic-gzip", "-X", "acks=all", "-z", "none")
+	require.NoError(t, out.err, out)
+	recs := b.consumeFranz(t, "topic-gzip", 20)
+	stored := map[uint8]int{}
+	for _, r := range recs {
+		stored[r.Attrs.CompressionType()]++
+	}
+	assert.Equal(t, map[uint8]int{1: 20}, stored, "records by codec of their stored batch (0 none, 1 gzip)")
+}
