@@ -319,3 +319,21 @@ func TestKcatTopicCompressionType(t *testing.T) {
 	}
 	assert.Equal(t, map[uint8]int{1: 20}, stored, "records by codec of their stored batch (0 none, 1 gzip)")
 }
+
+// TestKcatMinInsyncReplicas: acks=all to a topic whose
+// min.insync.replicas exceeds its ISR is refused with
+// NOT_ENOUGH_REPLICAS and stores nothing; acks=1 still writes.
+func TestKcatMinInsyncReplicas(t *testing.T) {
+	requireKcat(t)
+	b := startBroker(t)
+	two := "2"
+	_, err := kadm.NewClient(b.franz(t)).CreateTopic(context.Background(), 1, 1, map[string]*string{"min.insync.replicas": &two}, "min-isr")
+	require.NoError(t, err)
+	out := b.kcat(t, "refused\n", "-P", "-t", "min-isr", "-X", "acks=all", "-X", "retries=0", "-X", "enable.idempotence=false")
+	assert.Contains(t, out.stderr, "Not enough in-sync replicas", out)
+	out = b.kcat(t, "written\n", "-P", "-t", "min-isr", "-X", "acks=1")
+	require.NoError(t, out.err, out)
+	out = b.kcat(t, "", "-C", "-t", "min-isr", "-o", "beginning", "-c", "1", "-f", `%s %o\n`)
+	require.NoError(t, out.err, out)
+	assert.Equal(t, []string{"written 0"}, lines(out.stdout))
+}
