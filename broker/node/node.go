@@ -18,6 +18,7 @@ import (
 	"github.com/faultline/faultline/broker/group"
 	"github.com/faultline/faultline/broker/metadata"
 	"github.com/faultline/faultline/broker/quorum"
+	"github.com/faultline/faultline/broker/quorum/raftq"
 	"github.com/faultline/faultline/broker/replica"
 	"github.com/faultline/faultline/broker/server"
 	"github.com/faultline/faultline/broker/storage"
@@ -35,7 +36,7 @@ type Node struct {
 	metricsSrv *metricsServer
 
 	logs       *storage.LogManager
-	quorum     *quorum.Local
+	quorum     quorum.Quorum
 	publisher  *metadata.Publisher
 	controller *controller.Controller
 	replicas   *replica.Manager
@@ -47,6 +48,22 @@ type Node struct {
 	advertisedHost string
 	advertisedPort int32
 	epoch          atomic.Int64 // broker epoch from the registration, -1 before
+
+	// The cluster pieces, nil on a single node.
+	topology        topology
+	previousEpoch   int64 // broker epoch of the last clean shutdown, -1 if none
+	raft            *raftq.Quorum
+	raftTransport   *raftq.TCPTransport
+	ctrlListener    *sniffListener
+	ctrlListenerCfg config.Listener
+	ctrlServer      *server.Server
+	ctrlTransport   *controller.KgoTransport
+	forwarder       *controller.Forwarder
+	lifecycle       *controller.BrokerLifecycle
+	fetcher         *replica.Fetcher
+	// killed makes the stops a crash: no controlled shutdown, connections
+	// cut, logs closed without checkpoints or the clean shutdown marker.
+	killed atomic.Bool
 
 	// stops run in reverse order at shutdown: each phase of Start that
 	// succeeded pushes the way to undo it.
@@ -111,12 +128,15 @@ func (n *Node) startup(ctx context.Context) error {
 	if unsafe := cfg.EnabledUnsafe(); len(unsafe) > 0 {
 		n.log.Warn(fmt.Sprintf("Unsafe switches in effect (planted bugs, never for real data): %s", strings.Join(unsafe, "=true, ")+"=true"))
 	}
-	if err := checkSingleNode(cfg); err != nil {
+	topo, err := checkTopology(cfg)
+	if err != nil {
 		return err
 	}
+	n.topology = topo
 	if err := cfg.CheckDirs(); err != nil {
 		return err
 	}
+	n.previousEpoch = readPreviousBrokerEpoch(cfg)
 	clusterID, err := checkFormatted(cfg)
 	if err != nil {
 		return err
@@ -149,12 +169,20 @@ func (n *Node) startup(ctx context.Context) error {
 		return err
 	}
 
-	// Phase 3: metadata replay from the local quorum.
-	if err := n.startMetadata(); err != nil {
+	// Phase 3: metadata replay from the quorum.
+	if topo == singleNode {
+		err = n.startMetadata()
+	} else {
+		err = n.startRaftMetadata()
+	}
+	if err != nil {
 		return err
 	}
 	if err := ctx.Err(); err != nil {
 		return err
+	}
+	if topo != singleNode {
+		return n.startupCluster(ctx)
 	}
 
 	// Phase 4: registration with the (local) controller, with the
@@ -213,9 +241,7 @@ func (n *Node) startLogManager() error {
 	n.logs = lm
 	n.metrics.logLoadTimeMs.Store(stats.LogLoadTimeMs)
 	n.metrics.numPartitions.Store(int64(stats.Logs))
-	n.pushStop("log manager", func(context.Context) error {
-		return lm.Shutdown(n.brokerEpoch())
-	})
+	n.pushStop("log manager", n.stopLogManager(lm))
 	bgCtx, cancel := context.WithCancel(context.Background())
 	n.bgCancel = cancel
 	lm.RunBackground(bgCtx)
@@ -227,23 +253,9 @@ func (n *Node) startLogManager() error {
 // following every batch committed later.
 func (n *Node) startMetadata() error {
 	cfg := n.cfg
-	logs := n.logs
-	if !containsDir(cfg.LogDirs, cfg.MetadataLogDir) {
-		// A metadata.log.dir apart from log.dirs gets its own manager, as
-		// Kafka keeps the metadata log apart from the partition logs.
-		lm, err := storage.NewLogManager(storage.OS, []string{cfg.MetadataLogDir}, storage.ManagerOptions{
-			RecoveryThreadsPerDataDir: 1,
-			TopicConfig:               n.metadataTopicConfig,
-			Logger:                    n.logger.With(ComponentKey, "LogManager"),
-		})
-		if err != nil {
-			return err
-		}
-		if _, err := lm.Load(); err != nil {
-			return fmt.Errorf("load metadata log dir %s: %w", cfg.MetadataLogDir, err)
-		}
-		n.pushStop("metadata log manager", func(context.Context) error { return lm.Shutdown(n.brokerEpoch()) })
-		logs = lm
+	logs, err := n.metadataLogs()
+	if err != nil {
+		return err
 	}
 	lc, _ := n.metadataTopicConfig(quorum.MetadataTopic)
 	q, err := quorum.OpenLocal(quorum.LocalConfig{
@@ -265,6 +277,30 @@ func (n *Node) startMetadata() error {
 	im := n.publisher.Image()
 	n.logger.Info(fmt.Sprintf("Loaded metadata log up to offset %d: %d topics, %d brokers", im.Offset, len(im.Topics), len(im.Brokers)), ComponentKey, "MetadataLoader")
 	return n.applyTopicConfigs(im)
+}
+
+// metadataLogs returns the log manager holding __cluster_metadata-0: the
+// node's, or one of its own when metadata.log.dir is apart from log.dirs.
+func (n *Node) metadataLogs() (*storage.LogManager, error) {
+	cfg := n.cfg
+	if containsDir(cfg.LogDirs, cfg.MetadataLogDir) {
+		return n.logs, nil
+	}
+	// A metadata.log.dir apart from log.dirs gets its own manager, as
+	// Kafka keeps the metadata log apart from the partition logs.
+	lm, err := storage.NewLogManager(storage.OS, []string{cfg.MetadataLogDir}, storage.ManagerOptions{
+		RecoveryThreadsPerDataDir: 1,
+		TopicConfig:               n.metadataTopicConfig,
+		Logger:                    n.logger.With(ComponentKey, "LogManager"),
+	})
+	if err != nil {
+		return nil, err
+	}
+	if _, err := lm.Load(); err != nil {
+		return nil, fmt.Errorf("load metadata log dir %s: %w", cfg.MetadataLogDir, err)
+	}
+	n.pushStop("metadata log manager", n.stopLogManager(lm))
+	return lm, nil
 }
 
 // metadataTopicConfig is the log manager's TopicConfig: the metadata log
@@ -307,6 +343,20 @@ func (n *Node) applyTopicConfigs(im *metadata.Image) error {
 	return nil
 }
 
+// stopLogManager flushes and closes the logs of lm with checkpoints and the
+// clean shutdown marker, or, when the node is killed, only closes them.
+func (n *Node) stopLogManager(lm *storage.LogManager) func(context.Context) error {
+	return func(context.Context) error {
+		if n.killed.Load() {
+			for _, l := range lm.Logs() {
+				_ = l.Close()
+			}
+			return nil
+		}
+		return lm.Shutdown(n.brokerEpoch())
+	}
+}
+
 // containsDir reports whether dirs holds dir (compared as cleaned paths).
 func containsDir(dirs []string, dir string) bool {
 	for _, d := range dirs {
@@ -330,6 +380,9 @@ func (n *Node) bindListener() error {
 		n.log.Warn(fmt.Sprintf("Listener %s is not served: this build serves one client listener, %s", other, l))
 	}
 	for _, c := range n.cfg.ControllerListeners() {
+		if n.topology != singleNode {
+			break
+		}
 		n.log.Info(fmt.Sprintf("Controller listener %s is not bound: the controller quorum has a single voter, this node", c))
 	}
 	ln, err := net.Listen("tcp", l.Address())
@@ -411,7 +464,7 @@ func (n *Node) startGroupCoordinator() error {
 		GroupMaxSize:                 cfg.GroupMaxSize,
 		OffsetMetadataMaxBytes:       cfg.OffsetMetadataMaxBytes,
 		Logger:                       n.logger.With(ComponentKey, "GroupCoordinator"),
-	}, &offsetsLog{cfg: cfg, md: n.publisher, controller: n.controller, replicas: n.replicas}, n.publisher)
+	}, &offsetsLog{cfg: cfg, md: n.publisher, controller: n.adminController(), replicas: n.replicas}, n.publisher)
 	if err != nil {
 		return err
 	}
@@ -462,11 +515,15 @@ func (n *Node) register(ctx context.Context) error {
 // startNetwork serves clients on the bound listener.
 func (n *Node) startNetwork() error {
 	cfg := n.cfg
+	var ctrl server.Controller = n.controller
+	if n.forwarder != nil {
+		ctrl = n.forwarder
+	}
 	backend := server.Backend{
 		NodeID:           cfg.NodeID,
 		ClusterID:        n.clusterID,
 		Metadata:         n.publisher,
-		Controller:       n.controller,
+		Controller:       ctrl,
 		Replicas:         n.replicas,
 		Groups:           n.groups,
 		AdvertisedHost:   n.advertisedHost,
@@ -499,7 +556,7 @@ func (n *Node) startNetwork() error {
 			n.fail(fmt.Errorf("listener %s: %w", l, err))
 		}
 	}()
-	n.pushControlledShutdownStop("network layer", srv.Shutdown)
+	n.pushControlledShutdownStop("network layer", n.shutdownServer(srv))
 	// The broker is ready once the network layer accepts connections.
 	select {
 	case <-ln.accepting:
@@ -550,18 +607,48 @@ func advertised(cfg *config.Config, l config.Listener, bound net.Addr) (string, 
 	return host, port
 }
 
-// checkSingleNode rejects the topologies this node cannot run yet: it is
-// the single-node broker, a combined broker and controller that is the only
-// voter of its quorum.
-func checkSingleNode(cfg *config.Config) error {
-	if !cfg.IsBroker() || !cfg.IsController() {
-		return fmt.Errorf("process.roles=%s: this build runs a combined node only; set process.roles=broker,controller", strings.Join(cfg.ProcessRoles, ","))
+// adminController is where this node's admin requests go: the local
+// controller on a single node, the active controller on a cluster.
+func (n *Node) adminController() server.Controller {
+	if n.forwarder != nil {
+		return n.forwarder
 	}
-	for _, v := range cfg.ControllerQuorumVoters {
-		if v.ID != cfg.NodeID {
-			return fmt.Errorf("controller.quorum.voters lists voter %d: this build runs a single-node quorum whose only voter is node.id %d", v.ID, cfg.NodeID)
-		}
+	return n.controller
+}
+
+// startupCluster runs the phases after the metadata replay on a voter of a
+// raft quorum: listeners, the controller and its listener, the replica
+// manager with the fetcher and the ISR loop, the group coordinator,
+// registration and heartbeats until unfenced, the network layer.
+func (n *Node) startupCluster(ctx context.Context) error {
+	cfg := n.cfg
+	if err := n.bindListener(); err != nil {
+		return err
 	}
+	if err := n.bindControllerListener(); err != nil {
+		return err
+	}
+	if err := n.startClusterController(); err != nil {
+		return err
+	}
+	if err := n.startReplicaManager(); err != nil {
+		return err
+	}
+	if err := n.startReplication(); err != nil {
+		return err
+	}
+	if err := n.startGroupCoordinator(); err != nil {
+		return err
+	}
+	if err := n.startLifecycle(ctx); err != nil {
+		return err
+	}
+	if err := n.startNetwork(); err != nil {
+		return err
+	}
+	n.pushClusterControlledShutdown()
+	n.state.set(StateRunning)
+	n.log.Info(fmt.Sprintf("Kafka broker %d is ready to serve requests", cfg.NodeID))
 	return nil
 }
 

@@ -1,0 +1,276 @@
+package node
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"maps"
+	"net"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/faultline/faultline/broker/metadata"
+)
+
+// Cluster timings of the tests: failover within a few seconds.
+const (
+	testHeartbeatMs = 200
+	testSessionMs   = 1500
+)
+
+// freePorts reserves n distinct loopback ports (closed again, so a later
+// bind may race with another process; good enough for tests).
+func freePorts(t testing.TB, n int) []int {
+	t.Helper()
+	var lns []net.Listener
+	var ports []int
+	for range n {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		require.NoError(t, err)
+		lns = append(lns, ln)
+		ports = append(ports, ln.Addr().(*net.TCPAddr).Port)
+	}
+	for _, ln := range lns {
+		require.NoError(t, ln.Close())
+	}
+	return ports
+}
+
+// clusterProps returns the configurations of a cluster of size combined
+// nodes (ids 1..size) on loopback, data under base.
+func clusterProps(t testing.TB, size int, extra map[string]string) []map[string]string {
+	t.Helper()
+	ports := freePorts(t, size)
+	var voters []string
+	for i, p := range ports {
+		voters = append(voters, fmt.Sprintf("%d@127.0.0.1:%d", i+1, p))
+	}
+	out := make([]map[string]string, size)
+	for i := range size {
+		dir := t.TempDir()
+		props := map[string]string{
+			"process.roles":                    "broker,controller",
+			"node.id":                          strconv.Itoa(i + 1),
+			"listeners":                        fmt.Sprintf("PLAINTEXT://127.0.0.1:0,CONTROLLER://127.0.0.1:%d", ports[i]),
+			"controller.listener.names":        "CONTROLLER",
+			"controller.quorum.voters":         strings.Join(voters, ","),
+			"log.dirs":                         filepath.Join(dir, "data"),
+			"offsets.topic.replication.factor": "3",
+			"offsets.topic.num.partitions":     "3",
+			"group.initial.rebalance.delay.ms": "0",
+			"broker.heartbeat.interval.ms":     strconv.Itoa(testHeartbeatMs),
+			"broker.session.timeout.ms":        strconv.Itoa(testSessionMs),
+			"replica.lag.time.max.ms":          "3000",
+			"replica.fetch.wait.max.ms":        "100",
+			"replica.fetch.backoff.ms":         "100",
+		}
+		maps.Copy(props, extra)
+		out[i] = props
+	}
+	return out
+}
+
+// clusterNode is one node of an in-process cluster, restartable on its
+// data.
+type clusterNode struct {
+	id    int32
+	props map[string]string
+	logs  *syncBuffer
+	node  *Node
+}
+
+func (c *clusterNode) start(t testing.TB) error {
+	cfg := testConfig(t, c.props)
+	if _, err := Format(cfg, FormatOptions{ClusterID: testClusterID, IgnoreFormatted: true}); err != nil {
+		return err
+	}
+	c.logs = &syncBuffer{}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	n, err := Start(ctx, cfg, slog.New(NewKafkaHandler(c.logs, slog.LevelInfo)))
+	if err != nil {
+		return fmt.Errorf("node %d: %w\n%s", c.id, err, c.logs)
+	}
+	c.node = n
+	return nil
+}
+
+// startCluster starts size combined nodes at once (each waits for a
+// quorum) and stops them when the test ends.
+func startCluster(t *testing.T, size int, extra map[string]string) []*clusterNode {
+	t.Helper()
+	props := clusterProps(t, size, extra)
+	nodes := make([]*clusterNode, size)
+	errs := make([]error, size)
+	var wg sync.WaitGroup
+	for i := range size {
+		nodes[i] = &clusterNode{id: int32(i + 1), props: props[i]}
+		wg.Go(func() { errs[i] = nodes[i].start(t) })
+	}
+	wg.Wait()
+	t.Cleanup(func() {
+		var wg sync.WaitGroup
+		for _, c := range nodes {
+			if c.node != nil {
+				wg.Go(func() { stopNode(t, c.node) })
+			}
+		}
+		wg.Wait()
+		if t.Failed() {
+			for _, c := range nodes {
+				if c.logs != nil {
+					t.Logf("node %d log:\n%s", c.id, c.logs)
+				}
+			}
+		}
+	})
+	for _, err := range errs {
+		require.NoError(t, err)
+	}
+	return nodes
+}
+
+func seeds(nodes []*clusterNode) []string {
+	var out []string
+	for _, c := range nodes {
+		if c.node != nil && c.node.State() == StateRunning {
+			out = append(out, c.node.Addr().String())
+		}
+	}
+	return out
+}
+
+// partitionState is partition p of topic as node c's image has it.
+func partitionState(c *clusterNode, topic string, p int32) (metadata.Partition, bool) {
+	t := c.node.publisher.Image().Topic(topic)
+	if t == nil || int(p) >= len(t.Partitions) {
+		return metadata.Partition{}, false
+	}
+	return t.Partitions[p], true
+}
+
+// TestClusterLeaderCrash runs three combined nodes: a topic with RF=3 and
+// min.insync.replicas=2 takes acks=all writes, the partition leader is
+// killed without a controlled shutdown, a replica of the ISR takes over
+// with a bumped leader epoch within the session timeout plus a heartbeat,
+// every acknowledged record is readable from the survivors, writes go on,
+// and the killed node restarts on its data and rejoins the ISR.
+func TestClusterLeaderCrash(t *testing.T) {
+	nodes := startCluster(t, 3, nil)
+	for _, c := range nodes {
+		assert.Contains(t, c.logs.String(), fmt.Sprintf("Registered broker %d with controller quorum", c.id))
+		assert.Contains(t, c.logs.String(), fmt.Sprintf("Kafka broker %d is ready to serve requests", c.id))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+
+	admin, err := kgo.NewClient(kgo.SeedBrokers(seeds(nodes)...))
+	require.NoError(t, err)
+	defer admin.Close()
+	resp, err := kadm.NewClient(admin).CreateTopic(ctx, 1, 3, map[string]*string{"min.insync.replicas": new("2")}, "orders")
+	require.NoError(t, err)
+	require.NoError(t, resp.Err)
+	require.Eventually(t, func() bool {
+		for _, c := range nodes {
+			p, ok := partitionState(c, "orders", 0)
+			if !ok || len(p.ISR) != 3 || p.Leader < 0 {
+				return false
+			}
+		}
+		return true
+	}, 30*time.Second, 10*time.Millisecond, "every node sees orders-0 with a full ISR")
+
+	producer, err := kgo.NewClient(kgo.SeedBrokers(seeds(nodes)...), kgo.RequiredAcks(kgo.AllISRAcks()),
+		kgo.DefaultProduceTopic("orders"), kgo.RecordRetries(1000), kgo.MetadataMinAge(50*time.Millisecond), kgo.RetryBackoffFn(func(int) time.Duration { return 20 * time.Millisecond }))
+	require.NoError(t, err)
+	defer producer.Close()
+	acked := map[string]bool{}
+	produce := func(from, to int) {
+		for i := from; i < to; i++ {
+			v := fmt.Sprintf("record-%04d", i)
+			r := producer.ProduceSync(ctx, &kgo.Record{Value: []byte(v)})
+			require.NoError(t, r.FirstErr(), v)
+			acked[v] = true
+		}
+	}
+	produce(0, 100)
+
+	before, _ := partitionState(nodes[0], "orders", 0)
+	old := nodes[before.Leader-1]
+	var survivors []*clusterNode
+	for _, c := range nodes {
+		if c != old {
+			survivors = append(survivors, c)
+		}
+	}
+	killedAt := time.Now()
+	old.node.kill()
+	var after metadata.Partition
+	require.Eventually(t, func() bool {
+		p, ok := partitionState(survivors[0], "orders", 0)
+		after = p
+		return ok && p.Leader >= 0 && p.Leader != old.id
+	}, testSessionMs*time.Millisecond+testHeartbeatMs*time.Millisecond+5*time.Second, 5*time.Millisecond, "a new leader")
+	elected := time.Since(killedAt)
+	t.Logf("new leader %d at epoch %d after %v (session %d ms + heartbeat %d ms)", after.Leader, after.LeaderEpoch, elected, testSessionMs, testHeartbeatMs)
+	assert.Contains(t, before.ISR, after.Leader, "the new leader comes from the ISR")
+	assert.Greater(t, after.LeaderEpoch, before.LeaderEpoch)
+	assert.NotContains(t, after.ISR, old.id)
+
+	produce(100, 150)
+	firstWrite := time.Since(killedAt)
+	t.Logf("first acks=all write on the successor %v after the kill", firstWrite)
+
+	got := readAllFrom(t, seeds(survivors), "orders")
+	for v := range acked {
+		assert.True(t, got[v], "acked record %s readable after the failover", v)
+	}
+
+	// The old leader comes back on its data and rejoins the ISR.
+	require.NoError(t, old.start(t))
+	require.Eventually(t, func() bool {
+		p, ok := partitionState(survivors[0], "orders", 0)
+		return ok && slices.Contains(p.ISR, old.id) && len(p.ISR) == 3
+	}, 30*time.Second, 10*time.Millisecond, "the restarted node rejoins the ISR")
+	produce(150, 160)
+	got = readAllFrom(t, []string{old.node.Addr().String()}, "orders")
+	assert.Len(t, got, 160)
+}
+
+// readAllFrom consumes topic partition 0 through seeds from the start to
+// its end offset and returns the values read.
+func readAllFrom(t *testing.T, seeds []string, topic string) map[string]bool {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
+	require.NoError(t, err)
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	ends, err := kadm.NewClient(cl).ListEndOffsets(ctx, topic)
+	require.NoError(t, err)
+	end, ok := ends.Lookup(topic, 0)
+	require.True(t, ok)
+	require.NoError(t, end.Err)
+	cl.AddConsumePartitions(map[string]map[int32]kgo.Offset{topic: {0: kgo.NewOffset().AtStart()}})
+	out := map[string]bool{}
+	var n int64
+	for n < end.Offset {
+		fs := cl.PollFetches(ctx)
+		require.NoError(t, fs.Err0(), "after %d of %d records", n, end.Offset)
+		fs.EachRecord(func(r *kgo.Record) {
+			out[string(r.Value)] = true
+			n = r.Offset + 1
+		})
+	}
+	return out
+}
