@@ -239,8 +239,16 @@ func TestConfluentPythonAdmin(t *testing.T) {
 // read; their commits land.
 func TestConfluentPythonGroupRebalance(t *testing.T) {
 	confluentPython.require(t)
-	b := startBroker(t)
-	r := clientSteps(t, confluentPython, b, "group")["group"]
+	// The eager assignors and KIP-429's incremental cooperative one.
+	for _, step := range []string{"group", "group_cooperative"} {
+		t.Run(step, func(t *testing.T) {
+			b := startBroker(t)
+			checkGroupRebalance(t, clientSteps(t, confluentPython, b, step)[step])
+		})
+	}
+}
+
+func checkGroupRebalance(t *testing.T, r map[string]any) {
 	var acked []string
 	for p := range 4 {
 		for o := range 10 {

@@ -54,19 +54,20 @@ def admin():
     emit("admin", **out)
 
 
-def group():
+def group(strategy="range,roundrobin", topic="ck-group", step="group"):
     a = AdminClient({"bootstrap.servers": BOOTSTRAP})
-    for f in a.create_topics([NewTopic("ck-group", 4, 1)]).values():
+    for f in a.create_topics([NewTopic(topic, 4, 1)]).values():
         f.result(15)
     p = Producer({"bootstrap.servers": BOOTSTRAP, "acks": "all", "enable.idempotence": True})
     acked = []
     for i in range(40):
-        p.produce("ck-group", key=b"k%d" % i, value=b"v%d" % i, partition=i % 4,
+        p.produce(topic, key=b"k%d" % i, value=b"v%d" % i, partition=i % 4,
                   on_delivery=lambda err, m: acked.append([m.partition(), m.offset()] if err is None else str(err)))
     p.flush(15)
 
     def member():
-        return Consumer({"bootstrap.servers": BOOTSTRAP, "group.id": "ck-group",
+        return Consumer({"bootstrap.servers": BOOTSTRAP, "group.id": topic,
+                         "partition.assignment.strategy": strategy,
                          "auto.offset.reset": "earliest", "enable.auto.commit": False,
                          "session.timeout.ms": 6000, "heartbeat.interval.ms": 200})
 
@@ -81,11 +82,11 @@ def group():
     # The first member joins alone and starts reading; then the second
     # joins, the group rebalances, and both poll until every record was
     # read and both hold partitions.
-    a1.subscribe(["ck-group"])
+    a1.subscribe([topic])
     deadline = time.time() + 20
     while time.time() < deadline and not a1.assignment():
         poll("a1", a1)
-    a2.subscribe(["ck-group"])
+    a2.subscribe([topic])
     while time.time() < deadline:
         poll("a1", a1)
         poll("a2", a2)
@@ -102,10 +103,14 @@ def group():
             committed[str(tp.partition)] = tp.offset
     a1.close()
     a2.close()
-    emit("group", acked=sorted(acked), got=got, assignment=assignment, committed=committed)
+    emit(step, acked=sorted(acked), got=got, assignment=assignment, committed=committed)
 
 
-STEPS = dict(admin=admin, group=group)
+def group_cooperative():
+    group("cooperative-sticky", "ck-coop", "group_cooperative")
+
+
+STEPS = dict(admin=admin, group=group, group_cooperative=group_cooperative)
 
 for step in sys.argv[2:]:
     try:
