@@ -34,7 +34,10 @@ func (c *countedGen) Update(op checker.Op) { c.gen.Update(op) }
 // generator, queue clients and the recorder streaming history.jsonl,
 // against kfake (an in-process fake broker), so the broker's cost and the
 // machine's other load count as little as possible. It reports recorded
-// operations (completions) per second.
+// operations (completions) per second. Client start-up is inside the timed
+// region, so give it enough operations to amortise it:
+//
+//	go test -run '^$' -bench WorkersKfake -benchtime 20000x ./harness/
 func benchWorkers(b *testing.B, concurrency int) {
 	cluster, err := kfake.NewCluster(kfake.NumBrokers(1))
 	if err != nil {
