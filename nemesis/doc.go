@@ -7,8 +7,9 @@
 // netfilter rules through the in-node agent in package agent).
 //
 // Faults: kill (SIGKILL one node, a minority, a majority, partition
-// leaders, or the active controller; restart on the same data when it
-// stops), pause (SIGSTOP/SIGCONT, same targets), partition (one node
+// leaders, or the active controller; every node only when asked for with
+// kill:all; restart on the same data when it stops), pause
+// (SIGSTOP/SIGCONT, same targets), partition (one node
 // isolated, random halves, majorities ring, the active controller isolated;
 // node-to-node traffic only, never clients), none.
 //

@@ -58,12 +58,20 @@ const (
 	TargetOne        = "one"
 	TargetMinority   = "minority"
 	TargetMajority   = "majority"
+	// TargetAll hits every node at once (Jepsen's :all). It is chosen
+	// only when asked for (kill:all): with Kafka's default flush policy a
+	// simultaneous crash of every replica may lose acknowledged writes by
+	// design, so it is no part of the random mix.
+	TargetAll = "all"
 	TargetLeaders    = "leaders"
 	TargetController = "controller"
 )
 
-// ProcessTargetModes lists the modes kill and pause choose from.
+// ProcessTargetModes lists the modes kill and pause choose from at random.
 var ProcessTargetModes = []string{TargetOne, TargetMinority, TargetMajority, TargetLeaders, TargetController}
+
+// explicitProcessTargetModes are the modes kill:MODE and pause:MODE accept.
+var explicitProcessTargetModes = append(append([]string(nil), ProcessTargetModes...), TargetAll)
 
 // chooseTargets picks nodes for a process fault.
 func chooseTargets(ctx context.Context, c Cluster, mode string, rng *rand.Rand) ([]string, error) {
@@ -77,6 +85,8 @@ func chooseTargets(ctx context.Context, c Cluster, mode string, rng *rand.Rand) 
 		out = nodes[:max(1, (len(nodes)-1)/2)]
 	case TargetMajority:
 		out = nodes[:len(nodes)/2+1]
+	case TargetAll:
+		out = nodes
 	case TargetLeaders:
 		leaders, err := c.Leaders(ctx)
 		if err != nil {
@@ -370,12 +380,12 @@ func Parse(spec string, rt Runtime, c Cluster) ([]Fault, error) {
 		case "none", "":
 			faults = append(faults, Noop{})
 		case "kill":
-			if err := checkModes(modes, ProcessTargetModes); err != nil {
+			if err := checkModes(modes, explicitProcessTargetModes); err != nil {
 				return nil, fmt.Errorf("kill: %w", err)
 			}
 			faults = append(faults, &Kill{Runtime: rt, Cluster: c, Modes: modes})
 		case "pause":
-			if err := checkModes(modes, ProcessTargetModes); err != nil {
+			if err := checkModes(modes, explicitProcessTargetModes); err != nil {
 				return nil, fmt.Errorf("pause: %w", err)
 			}
 			faults = append(faults, &Pause{Runtime: rt, Cluster: c, Modes: modes})

@@ -157,7 +157,7 @@ func TestParseRejectsUnknown(t *testing.T) {
 func TestTargetSizes(t *testing.T) {
 	w := newWorld(5)
 	rng := rand.New(rand.NewPCG(5, 5))
-	for mode, want := range map[string]int{TargetOne: 1, TargetMinority: 2, TargetMajority: 3, TargetController: 1} {
+	for mode, want := range map[string]int{TargetOne: 1, TargetMinority: 2, TargetMajority: 3, TargetController: 1, TargetAll: 5} {
 		got, err := chooseTargets(context.Background(), w, mode, rng)
 		require.NoError(t, err)
 		assert.Len(t, got, want, mode)
@@ -221,4 +221,15 @@ func TestGrudges(t *testing.T) {
 		assert.False(t, seen[key], "no two nodes see the same majority")
 		seen[key] = true
 	}
+}
+
+// TestAllIsExplicitOnly: kill:all is accepted, but a fault without a mode
+// never picks all (a crash of every replica is not in the random mix).
+func TestAllIsExplicitOnly(t *testing.T) {
+	faults, err := Parse("kill:all,pause:all", newWorld(5), newWorld(5))
+	require.NoError(t, err)
+	assert.Len(t, faults, 2)
+	assert.NotContains(t, ProcessTargetModes, TargetAll)
+	_, err = Parse("partition:all", nil, nil)
+	assert.ErrorContains(t, err, `unknown mode "all"`)
 }

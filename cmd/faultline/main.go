@@ -93,7 +93,7 @@ func cmdTest(args []string, stdout, stderr io.Writer) int {
 	brokerConfig := kvFlags{}
 	fs.StringVar(&t.Name, "name", "", "test name, the store directory under --store (default: workload-nemesis-Nn)")
 	fs.StringVar(&t.Workload, "workload", t.Workload, "workload: queue (Jepsen's Kafka workload)")
-	fs.StringVar(&nemesisList, "nemesis", "none", "faults, comma-separated: none, kill, pause, partition; a mode pins the targets: kill:MODE and pause:MODE with one, minority, majority, leaders, controller; partition:MODE with one, halves, majorities-ring, controller (no mode: chosen at random each time)")
+	fs.StringVar(&nemesisList, "nemesis", "none", "faults, comma-separated: none, kill, pause, partition; a mode pins the targets: kill:MODE and pause:MODE with one, minority, majority, leaders, controller, all (all only when named); partition:MODE with one, halves, majorities-ring, controller (no mode: chosen at random each time)")
 	fs.DurationVar(&interval, "nemesis-interval", interval, "time between starting and stopping faults")
 	fs.IntVar(&t.Nodes, "nodes", t.Nodes, "number of nodes n1..nK")
 	fs.StringVar(&t.Topology, "topology", t.Topology, "combined (the first min(3, nodes) nodes are broker+controller, the rest brokers) or split (n1..n3 controllers only, the rest brokers; needs 4+ nodes)")
