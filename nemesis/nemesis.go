@@ -55,14 +55,14 @@ func (Noop) Stop(context.Context) (any, error) { return nil, nil }
 
 // Target modes for process faults (kill, pause).
 const (
-	TargetOne        = "one"
-	TargetMinority   = "minority"
-	TargetMajority   = "majority"
+	TargetOne      = "one"
+	TargetMinority = "minority"
+	TargetMajority = "majority"
 	// TargetAll hits every node at once (Jepsen's :all). It is chosen
 	// only when asked for (kill:all): with Kafka's default flush policy a
 	// simultaneous crash of every replica may lose acknowledged writes by
 	// design, so it is no part of the random mix.
-	TargetAll = "all"
+	TargetAll        = "all"
 	TargetLeaders    = "leaders"
 	TargetController = "controller"
 )
