@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -313,7 +314,17 @@ func clip(s string) string {
 // kcat runs kcat against b with args.
 func (b *broker) kcat(t *testing.T, stdin string, args ...string) output {
 	t.Helper()
-	return run(t, stdin, requireKcat(t), append([]string{"-b", b.Addr}, args...)...)
+	out := run(t, stdin, requireKcat(t), append([]string{"-b", b.Addr}, args...)...)
+	assertParsed(t, out)
+	return out
+}
+
+// assertParsed checks that librdkafka understood every broker response:
+// it logs PROTOERR lines for a response it cannot parse and then often
+// carries on, so a run can succeed while a response was malformed.
+func assertParsed(t *testing.T, out output) {
+	t.Helper()
+	assert.NotContains(t, out.stderr, "Protocol parse failure", "librdkafka could not parse a broker response:\n%s", clip(out.stderr))
 }
 
 func itoa(i int) string { return strconv.Itoa(i) }

@@ -61,6 +61,7 @@ func clientSteps(t *testing.T, c pythonClient, b *broker, steps ...string) map[s
 	require.NoError(t, os.WriteFile(script, []byte(c.script), 0o644))
 	out := run(t, "", py, append([]string{script, b.Addr}, steps...)...)
 	require.NoError(t, out.err, out)
+	assertParsed(t, out)
 	results := make(map[string]map[string]any)
 	for _, l := range lines(out.stdout) {
 		var r map[string]any
@@ -249,6 +250,7 @@ func TestConfluentPythonGroupRebalance(t *testing.T) {
 }
 
 func checkGroupRebalance(t *testing.T, r map[string]any) {
+	t.Helper()
 	var acked []string
 	for p := range 4 {
 		for o := range 10 {
