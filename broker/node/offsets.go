@@ -91,9 +91,11 @@ func (o *offsetsLog) Append(ctx context.Context, partition int32, records []grou
 	}
 }
 
-// Replay implements group.OffsetsLog.
+// Replay implements group.OffsetsLog. It reads to the log end, not the
+// high watermark: after a failover the new leader's high watermark can lag
+// offsets that were committed (acknowledged) under the old leader.
 func (o *offsetsLog) Replay(ctx context.Context, partition int32, fn func(key, value []byte) error) error {
-	return o.replicas.ReadCommitted(group.OffsetsTopic, partition, 0, func(_ int64, r storage.Record) error {
+	return o.replicas.ReadToEnd(group.OffsetsTopic, partition, 0, func(_ int64, r storage.Record) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}

@@ -227,12 +227,28 @@ func (m *Manager) OffsetForLeaderEpoch(_ context.Context, topic string, partitio
 // skipped). The group coordinator uses it to load __consumer_offsets. An
 // error from fn stops the read and is returned.
 func (m *Manager) ReadCommitted(topic string, partition int32, fromOffset int64, fn func(offset int64, rec storage.Record) error) error {
+	return m.read(topic, partition, fromOffset, false, fn)
+}
+
+// ReadToEnd is ReadCommitted up to the log end offset instead of the high
+// watermark. A coordinator that just became leader loads its state with it:
+// its high watermark may still lag records that were acknowledged under
+// the previous leader, and everything in a leader's log gets committed
+// unless it loses the leadership.
+func (m *Manager) ReadToEnd(topic string, partition int32, fromOffset int64, fn func(offset int64, rec storage.Record) error) error {
+	return m.read(topic, partition, fromOffset, true, fn)
+}
+
+func (m *Manager) read(topic string, partition int32, fromOffset int64, toEnd bool, fn func(offset int64, rec storage.Record) error) error {
 	p := m.get(topic, partition)
 	if p == nil {
 		return fmt.Errorf("read %s-%d: %w", topic, partition, kerr.ErrorForCode(m.unknownOrNotLeader(topic, partition)))
 	}
 	from := max(fromOffset, p.log.LogStartOffset())
 	hw := p.log.HighWatermark()
+	if toEnd {
+		hw = p.log.LogEndOffset()
+	}
 	return p.scan(from, hw, func(h storage.BatchHeader, batch []byte) error {
 		if h.IsControl() {
 			return nil

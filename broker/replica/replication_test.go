@@ -85,6 +85,16 @@ func TestReplicationReintegration(t *testing.T) {
 
 	// 2. The leader takes a write the follower never sees (acks=1).
 	require.Equal(t, int16(0), b.m.Produce(ctx, "orders", 0, batch("lost1", "lost2"), 1).ErrorCode)
+	readVals := func(read func(string, int32, int64, func(int64, storage.Record) error) error) []string {
+		var out []string
+		require.NoError(t, read("orders", 0, 1, func(_ int64, r storage.Record) error {
+			out = append(out, string(r.Value))
+			return nil
+		}))
+		return out
+	}
+	assert.Equal(t, []string{"b", "c"}, readVals(b.m.ReadCommitted), "ReadCommitted stops at the high watermark")
+	assert.Equal(t, []string{"b", "c", "lost1", "lost2"}, readVals(b.m.ReadToEnd), "ReadToEnd reads to the log end")
 
 	// 3. Broker 1 is fenced: broker 2 leads at a new epoch from its LEO 3.
 	_, err = b.c.Heartbeat(ctx, controller.Heartbeat{BrokerID: 1, BrokerEpoch: b.epoch, MetadataOffset: b.pub.Image().Offset, WantFence: true})
