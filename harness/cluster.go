@@ -32,6 +32,10 @@ type Cluster struct {
 	// AgentBinary is the faultline executable put into node images as the
 	// in-node fault agent (Docker runtime only).
 	AgentBinary string
+	// NetworkFaults grants the nodes what network partitions need
+	// (CAP_NET_ADMIN in Docker); without it nodes get no added capability
+	// and partitions are refused.
+	NetworkFaults bool
 }
 
 // Validate checks the shape of the cluster.

@@ -1,6 +1,7 @@
 package harness
 
 import (
+	"context"
 	"strings"
 	"testing"
 
@@ -83,4 +84,30 @@ func TestValidateNamesTheNemesis(t *testing.T) {
 	err := tt.Validate()
 	assert.ErrorContains(t, err, "--rate")
 	assert.ErrorContains(t, err, "--partitions-per-topic")
+}
+
+func TestNetworkFaultsOnlyWithPartitions(t *testing.T) {
+	tt := DefaultTest()
+	for _, c := range []struct {
+		nemesis []string
+		want    bool
+	}{
+		{[]string{"none"}, false},
+		{[]string{"kill", "pause:leaders"}, false},
+		{[]string{"kill", "partition"}, true},
+		{[]string{"partition:one"}, true},
+		{[]string{"kill,partition:halves"}, true},
+	} {
+		tt.Nemesis = c.nemesis
+		assert.Equal(t, c.want, tt.networkFaults(), "%v", c.nemesis)
+	}
+}
+
+// TestDockerIsolateNeedsNetworkFaults: nodes started without CAP_NET_ADMIN
+// refuse partitions and heal as a no-op (no Docker needed: nothing is
+// executed).
+func TestDockerIsolateNeedsNetworkFaults(t *testing.T) {
+	r := &DockerRuntime{}
+	assert.NoError(t, r.Isolate(context.Background(), "n1", nil))
+	assert.ErrorIs(t, r.Isolate(context.Background(), "n1", []string{"n2"}), ErrUnsupported)
 }

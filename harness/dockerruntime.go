@@ -112,7 +112,7 @@ func (r *DockerRuntime) Setup(ctx context.Context, c Cluster) ([]Node, error) {
 		// address and advertises its pinned one.
 		spec := NodeSpec{
 			Name: name, Image: tag, Network: r.network, IP: r.nodeIP(id), DataDir: nodeDataDir,
-			NetAdmin: true, Files: map[string][]byte{nodePropsPath: props},
+			NetAdmin: c.NetworkFaults, Files: map[string][]byte{nodePropsPath: props},
 			Volume: r.d.runID + "-" + name + "-data",
 		}
 		format := spec
@@ -215,6 +215,12 @@ func (r *DockerRuntime) Resume(ctx context.Context, node string) error {
 // Isolate asks the node's fault agent to drop packets from the named nodes
 // (or to heal, for an empty list).
 func (r *DockerRuntime) Isolate(ctx context.Context, node string, from []string) error {
+	if !r.cluster.NetworkFaults {
+		if len(from) == 0 {
+			return nil // nothing can have been cut
+		}
+		return fmt.Errorf("partition %s: %w: the nodes were started without CAP_NET_ADMIN (name partition in --nemesis)", node, ErrUnsupported)
+	}
 	cmd := []string{"/faultline", "agent", "heal"}
 	if len(from) > 0 {
 		var ips []string

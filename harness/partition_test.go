@@ -43,7 +43,7 @@ func TestDockerKillAndPartitionRoundTrip(t *testing.T) {
 	defer cancel()
 
 	c := Cluster{Nodes: 1, Topology: "combined", ClusterID: newClusterID(), BrokerBinary: broker, AgentBinary: agent,
-		BrokerConfig: map[string]string{"log.flush.interval.messages": "1"}}
+		BrokerConfig: map[string]string{"log.flush.interval.messages": "1"}, NetworkFaults: true}
 	nodes, err := rt.Setup(ctx, c)
 	require.NoError(t, err)
 	require.Len(t, nodes, 1)

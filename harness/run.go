@@ -207,7 +207,7 @@ func (r *run) execute(ctx context.Context) (Outcome, error) {
 	r.setPhase("setup")
 	cluster := Cluster{
 		Nodes: t.Nodes, Topology: t.Topology, ClusterID: newClusterID(), BrokerConfig: t.BrokerConfig,
-		BrokerBinary: t.BrokerBinary, AgentBinary: t.AgentBinary,
+		BrokerBinary: t.BrokerBinary, AgentBinary: t.AgentBinary, NetworkFaults: t.networkFaults(),
 	}
 	nodes, err := r.rt.Setup(ctx, cluster)
 	r.nodes = nodes

@@ -143,6 +143,19 @@ func (t Test) Validate() error {
 	return nil
 }
 
+// networkFaults reports whether the nemesis list names partitions, the one
+// fault that needs extra capabilities in the nodes.
+func (t Test) networkFaults() bool {
+	for _, n := range t.Nemesis {
+		for _, part := range strings.Split(n, ",") {
+			if name, _, _ := strings.Cut(strings.TrimSpace(part), ":"); name == "partition" {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // FullName is the test's directory name in the store: the given name, or
 // one made of workload, nemeses and node count.
 func (t Test) FullName() string {
