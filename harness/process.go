@@ -92,7 +92,10 @@ func (p *Process) Start(_ context.Context, node string) error {
 	}
 	cmd := exec.Command(p.cluster.BrokerBinary, "serve", "-c", filepath.Join(dir, "server.properties"))
 	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// Its own process group keeps a terminal's Ctrl-C away from the
+	// broker (the harness heals and stops it); Pdeathsig kills it when the
+	// harness dies without a teardown, so no broker outlives its run.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		logf.Close()
 		return fmt.Errorf("start %s: %w", node, err)
