@@ -11,6 +11,9 @@
 // limits, and kill -9 during a produce. franz-go appears only to cross-check
 // what a foreign client wrote.
 //
+// Run it with `go test ./internal/compat/` (about 30 s). To check another
+// build of the broker, name its binary in FAULTLINE_COMPAT_BROKER.
+//
 // A test whose client is missing fails and names the Debian package to
 // install; with -short it is skipped instead. A test that fails here
 // documents an incompatibility of the broker; it must never be made to
