@@ -1,14 +1,17 @@
 // Package compat checks the real broker binary against Kafka clients that
-// faultline did not write: kcat (librdkafka, C) and kafka-python, both from
-// Debian packages (apt-get install -y kcat python3-kafka
-// python3-confluent-kafka).
+// faultline did not write: kcat (librdkafka, C), kafka-python (pure Python,
+// with its own codecs) and confluent-kafka-python (librdkafka's admin and
+// group APIs), all from Debian packages (apt-get install -y kcat
+// python3-kafka python3-confluent-kafka python3-lz4 python3-snappy
+// python3-zstandard; .ci/run installs them).
 //
 // Its tests build cmd/broker, start it from a hand-written Kafka-style
 // server.properties on a free loopback port, and drive it with those
 // clients as subprocesses: metadata, produce with every acks mode and
 // idempotence, consume with exact offsets, consumer groups that commit and
-// resume, auto topic creation, every compression codec, message size
-// limits, and kill -9 during a produce. franz-go appears only to cross-check
+// resume or rebalance, auto topic creation, every compression codec,
+// message size and timestamp limits, kill -9 during a produce, and torn
+// segment tails. franz-go appears only to cross-check
 // what a foreign client wrote.
 //
 // Run it with `go test ./internal/compat/` (about 30 s). To check another
