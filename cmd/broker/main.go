@@ -40,6 +40,7 @@ func commands() []command {
 	return []command{
 		{"format", "Format the log dirs and metadata dir of a node (like kafka-storage.sh format)", runFormat},
 		{"serve", "Run a broker node until SIGTERM or SIGINT", runServe},
+		{"quorum", "Describe the controller quorum: `quorum describe --status -c server.properties` (like kafka-metadata-quorum.sh)", runQuorum},
 		{"random-uuid", "Print a new random cluster id (like kafka-storage.sh random-uuid)", runRandomUUID},
 		{"version", "Print the broker version", runVersion},
 	}

@@ -140,3 +140,20 @@ func TestFormatChecksInitialControllersAndOverrides(t *testing.T) {
 	_, err = os.Stat(filepath.Join(data, "meta.properties"))
 	assert.True(t, os.IsNotExist(err))
 }
+
+func TestQuorumDescribeUsageAndUnreachable(t *testing.T) {
+	code, _, stderr := runCmd("quorum")
+	assert.Equal(t, exitUsage, code)
+	assert.Contains(t, stderr, "quorum describe")
+	path, _ := writeConfig(t)
+	code, _, stderr = runCmd("quorum", "describe", "-c", path)
+	assert.Equal(t, exitUsage, code, "one of --status or --replication is required")
+	assert.Contains(t, stderr, "--status")
+	code, _, _ = runCmd("quorum", "describe", "--status", "--replication", "-c", path)
+	assert.Equal(t, exitUsage, code)
+	// Nothing listens on the voter's port: the command gives up in time.
+	unreachable, _ := writeConfig(t, "controller.quorum.voters=1@127.0.0.1:1")
+	code, _, stderr = runCmd("quorum", "describe", "--status", "--timeout", "300ms", "-c", unreachable)
+	assert.Equal(t, exitError, code)
+	assert.Contains(t, stderr, "127.0.0.1:1")
+}
