@@ -64,6 +64,13 @@ func servedApiKeys(apis map[int16]*api) []kmsg.ApiVersionsResponseApiKey {
 		a := apis[k]
 		ak := kmsg.NewApiVersionsResponseApiKey()
 		ak.ApiKey, ak.MinVersion, ak.MaxVersion = k, a.min, a.max
+		if k == 0 {
+			// librdkafka (through 2.8) compresses with gzip, snappy and
+			// lz4 only when the broker's Produce range starts at v0, so
+			// the range is advertised from v0, as Kafka 4 does
+			// (KAFKA-18659); v0-v2 requests still get UNSUPPORTED_VERSION.
+			ak.MinVersion = 0
+		}
 		out = append(out, ak)
 	}
 	return out

@@ -1002,3 +1002,37 @@ func TestEmptyPartitionHasEmptyNotNullRecords(t *testing.T) {
 	assert.NotNil(t, p.RecordBatches, "an empty partition's records must be encoded as empty, not null")
 	assert.Empty(t, p.RecordBatches)
 }
+
+// TestProduceAdvertisedFromV0: librdkafka only compresses with gzip, snappy
+// and lz4 when Produce is advertised from v0; a v0 request is still refused.
+func TestProduceAdvertisedFromV0(t *testing.T) {
+	ts := startServer(t, Options{}, nil)
+	versions, err := kmsg.NewPtrApiVersionsRequest().RequestWith(context.Background(), ts.client(t))
+	require.NoError(t, err)
+	var produce *kmsg.ApiVersionsResponseApiKey
+	for i, k := range versions.ApiKeys {
+		if k.ApiKey == 0 {
+			produce = &versions.ApiKeys[i]
+		}
+	}
+	require.NotNil(t, produce)
+	assert.Equal(t, int16(0), produce.MinVersion)
+
+	c := dial(t, ts.addr)
+	req := kmsg.NewPtrProduceRequest()
+	req.Version, req.Acks, req.TimeoutMillis = 2, 1, 1000
+	rt := kmsg.NewProduceRequestTopic()
+	rt.Topic = "t"
+	rp := kmsg.NewProduceRequestTopicPartition()
+	rp.Records = recordBatch(0, 1)
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	c.send(req)
+	resp := kmsg.NewPtrProduceResponse()
+	resp.Version = 2
+	_, err = c.readResponse(resp)
+	require.NoError(t, err)
+	require.Len(t, resp.Topics, 1)
+	require.Len(t, resp.Topics[0].Partitions, 1)
+	assert.Equal(t, kerr.UnsupportedVersion.Code, resp.Topics[0].Partitions[0].ErrorCode, "v0-v2 are advertised but not served")
+}
