@@ -27,6 +27,8 @@ func logConfigOf(tc config.TopicConfig) storage.LogConfig {
 	}
 	lc.MaxMessageBytes = tc.MaxMessageBytes
 	lc.MessageTimestampType = tc.MessageTimestampType
+	lc.MessageTimestampBeforeMaxMs = tc.MessageTimestampBeforeMaxMs
+	lc.MessageTimestampAfterMaxMs = tc.MessageTimestampAfterMaxMs
 	return lc
 }
 

@@ -23,6 +23,13 @@ type LogConfig struct {
 	RetentionBytes        int64  // retention.bytes; < 0: unlimited
 	MaxMessageBytes       int32  // max.message.bytes
 	MessageTimestampType  string // CreateTime or LogAppendTime
+	// MessageTimestampBeforeMaxMs and MessageTimestampAfterMaxMs are
+	// message.timestamp.before.max.ms and message.timestamp.after.max.ms
+	// (KIP-937): a CreateTime batch whose timestamps lie further in the past
+	// or future than these is refused with ErrInvalidTimestamp. Unlike
+	// Kafka, 0 (the zero value) means no limit.
+	MessageTimestampBeforeMaxMs int64
+	MessageTimestampAfterMaxMs  int64
 	// CleanupPolicy is cleanup.policy: "delete" (default; "" means it),
 	// "compact" or "compact,delete". Compaction is not implemented: a
 	// compact-only log is never trimmed by retention.ms/retention.bytes,
@@ -43,17 +50,19 @@ func (c LogConfig) retentionApplies() bool { return c.CleanupPolicy != CleanupCo
 // DefaultLogConfig returns Kafka's defaults.
 func DefaultLogConfig() LogConfig {
 	return LogConfig{
-		SegmentBytes:          1 << 30,
-		SegmentMs:             7 * 24 * 60 * 60 * 1000,
-		IndexIntervalBytes:    4096,
-		SegmentIndexBytes:     10 << 20,
-		FlushIntervalMessages: math.MaxInt64,
-		FlushIntervalMs:       math.MaxInt64,
-		RetentionMs:           7 * 24 * 60 * 60 * 1000,
-		RetentionBytes:        -1,
-		MaxMessageBytes:       1048588,
-		MessageTimestampType:  TimestampCreateTime,
-		CleanupPolicy:         CleanupDelete,
+		SegmentBytes:                1 << 30,
+		SegmentMs:                   7 * 24 * 60 * 60 * 1000,
+		IndexIntervalBytes:          4096,
+		SegmentIndexBytes:           10 << 20,
+		FlushIntervalMessages:       math.MaxInt64,
+		FlushIntervalMs:             math.MaxInt64,
+		RetentionMs:                 7 * 24 * 60 * 60 * 1000,
+		RetentionBytes:              -1,
+		MaxMessageBytes:             1048588,
+		MessageTimestampType:        TimestampCreateTime,
+		MessageTimestampBeforeMaxMs: math.MaxInt64,
+		MessageTimestampAfterMaxMs:  3600000,
+		CleanupPolicy:               CleanupDelete,
 	}
 }
 

@@ -304,6 +304,31 @@ func (l *Log) AppendAsLeader(records []byte, leaderEpoch int32, nowMs int64) (Ap
 	return info, l.syncTo(info.LastOffset+1, nowMs)
 }
 
+// checkTimestamps refuses CreateTime batches whose timestamps lie outside
+// [now - message.timestamp.before.max.ms, now + message.timestamp.after.max.ms].
+// The batch header bounds its records: no record is later than
+// MaxTimestamp, and the first record's is BaseTimestamp.
+func (l *Log) checkTimestamps(headers []BatchHeader, nowMs int64) error {
+	if l.cfg.MessageTimestampType == TimestampLogAppendTime {
+		return nil
+	}
+	before, after := l.cfg.MessageTimestampBeforeMaxMs, l.cfg.MessageTimestampAfterMaxMs
+	for _, h := range headers {
+		if h.IsControl() {
+			continue
+		}
+		if after > 0 && after < math.MaxInt64-nowMs && h.MaxTimestamp > nowMs+after {
+			return fmt.Errorf("append to %s: %w: timestamp %d is more than message.timestamp.after.max.ms=%d ahead of the broker's time %d",
+				l.tp, ErrInvalidTimestamp, h.MaxTimestamp, after, nowMs)
+		}
+		if before > 0 && before < nowMs && h.BaseTimestamp >= 0 && h.BaseTimestamp < nowMs-before {
+			return fmt.Errorf("append to %s: %w: timestamp %d is more than message.timestamp.before.max.ms=%d behind the broker's time %d",
+				l.tp, ErrInvalidTimestamp, h.BaseTimestamp, before, nowMs)
+		}
+	}
+	return nil
+}
+
 func (l *Log) appendAsLeader(records []byte, leaderEpoch int32, nowMs int64) (AppendInfo, bool, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -312,6 +337,9 @@ func (l *Log) appendAsLeader(records []byte, leaderEpoch int32, nowMs int64) (Ap
 	}
 	headers, err := l.parseForAppend(records, true)
 	if err != nil {
+		return AppendInfo{}, false, err
+	}
+	if err := l.checkTimestamps(headers, nowMs); err != nil {
 		return AppendInfo{}, false, err
 	}
 	pa := l.producers.begin()

@@ -99,3 +99,36 @@ func TestAppendReadRoundTrip(t *testing.T) {
 	assert.True(t, ok)
 	assert.Equal(t, int32(3), ep)
 }
+
+// TestTimestampLimits: CreateTime batches too far in the future or past are
+// refused (KIP-937) and nothing is appended; LogAppendTime logs take any.
+func TestTimestampLimits(t *testing.T) {
+	cfg := DefaultLogConfig()
+	cfg.MessageTimestampBeforeMaxMs, cfg.MessageTimestampAfterMaxMs = 60_000, 3_600_000
+	l := openTestLog(t, OS, t.TempDir(), cfg, true)
+	defer l.Close()
+	now := int64(1_800_000_000_000)
+
+	_, err := l.AppendAsLeader(BuildBatch(records(2, "future", now+2*3_600_000), BatchOptions{}), 0, now)
+	require.ErrorIs(t, err, ErrInvalidTimestamp)
+	_, err = l.AppendAsLeader(BuildBatch(records(2, "past", now-3_600_000), BatchOptions{}), 0, now)
+	require.ErrorIs(t, err, ErrInvalidTimestamp)
+	assert.Equal(t, int64(0), l.LogEndOffset(), "a refused batch appends nothing")
+
+	info, err := l.AppendAsLeader(BuildBatch(records(2, "now", now-30_000), BatchOptions{}), 0, now)
+	require.NoError(t, err)
+	assert.Equal(t, int64(1), info.LastOffset)
+
+	def := DefaultLogConfig()
+	assert.Equal(t, int64(3_600_000), def.MessageTimestampAfterMaxMs, "Kafka's default")
+	l2 := openTestLog(t, OS, t.TempDir(), def, true)
+	defer l2.Close()
+	_, err = l2.AppendAsLeader(BuildBatch(records(1, "old", 1000), BatchOptions{}), 0, now)
+	require.NoError(t, err, "by default any past timestamp is accepted")
+
+	cfg.MessageTimestampType = TimestampLogAppendTime
+	l3 := openTestLog(t, OS, t.TempDir(), cfg, true)
+	defer l3.Close()
+	_, err = l3.AppendAsLeader(BuildBatch(records(1, "x", now+10*3_600_000), BatchOptions{}), 0, now)
+	require.NoError(t, err, "LogAppendTime replaces the client's timestamps")
+}
