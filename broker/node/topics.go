@@ -29,6 +29,7 @@ func logConfigOf(tc config.TopicConfig) storage.LogConfig {
 	lc.MessageTimestampType = tc.MessageTimestampType
 	lc.MessageTimestampBeforeMaxMs = tc.MessageTimestampBeforeMaxMs
 	lc.MessageTimestampAfterMaxMs = tc.MessageTimestampAfterMaxMs
+	lc.CompressionType = tc.CompressionType
 	return lc
 }
 

@@ -30,6 +30,11 @@ type LogConfig struct {
 	// Kafka, 0 (the zero value) means no limit.
 	MessageTimestampBeforeMaxMs int64
 	MessageTimestampAfterMaxMs  int64
+	// CompressionType is compression.type: "producer" (the default; ""
+	// means it) keeps each batch as the producer compressed it;
+	// "uncompressed", "gzip", "snappy", "lz4" or "zstd" re-encodes batches
+	// with that codec on the leader's append, as Kafka does.
+	CompressionType string
 	// CleanupPolicy is cleanup.policy: "delete" (default; "" means it),
 	// "compact" or "compact,delete". Compaction is not implemented: a
 	// compact-only log is never trimmed by retention.ms/retention.bytes,
@@ -43,6 +48,24 @@ const (
 	CleanupCompact       = "compact"
 	CleanupCompactDelete = "compact,delete"
 )
+
+// targetCompression is the codec appends are re-encoded with, and false
+// for "producer" (keep the producer's codec).
+func (c LogConfig) targetCompression() (Compression, bool) {
+	switch c.CompressionType {
+	case "uncompressed", "none":
+		return CompressionNone, true
+	case "gzip":
+		return CompressionGzip, true
+	case "snappy":
+		return CompressionSnappy, true
+	case "lz4":
+		return CompressionLZ4, true
+	case "zstd":
+		return CompressionZstd, true
+	}
+	return CompressionNone, false
+}
 
 // retentionApplies reports whether time and size retention delete segments.
 func (c LogConfig) retentionApplies() bool { return c.CleanupPolicy != CleanupCompact }

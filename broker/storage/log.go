@@ -304,6 +304,41 @@ func (l *Log) AppendAsLeader(records []byte, leaderEpoch int32, nowMs int64) (Ap
 	return info, l.syncTo(info.LastOffset+1, nowMs)
 }
 
+// recompress re-encodes every data batch whose codec is not target (a
+// topic's compression.type), keeping its producer, sequence, timestamps
+// and attributes; control batches stay as they are. It returns records
+// itself when nothing needs re-encoding.
+func recompress(records []byte, headers []BatchHeader, target Compression) ([]byte, error) {
+	need := false
+	for _, h := range headers {
+		need = need || (!h.IsControl() && h.Compression() != target)
+	}
+	if !need {
+		return records, nil
+	}
+	out := make([]byte, 0, len(records))
+	pos := 0
+	for _, h := range headers {
+		b := records[pos : pos+h.Size()]
+		pos += h.Size()
+		if h.IsControl() || h.Compression() == target {
+			out = append(out, b...)
+			continue
+		}
+		recs, err := DecodeRecords(b)
+		if err != nil {
+			return nil, fmt.Errorf("re-encode batch for compression.type: %w", err)
+		}
+		opts := BatchOptions{BaseOffset: h.BaseOffset, PartitionLeaderEpoch: h.PartitionLeaderEpoch,
+			Transactional: h.IsTransactional(), LogAppendTime: h.HasLogAppendTime(), Compression: target}
+		if h.HasProducerID() {
+			opts.Producer = &BatchProducer{ID: h.ProducerID, Epoch: h.ProducerEpoch, BaseSequence: h.BaseSequence}
+		}
+		out = append(out, BuildBatch(recs, opts)...)
+	}
+	return out, nil
+}
+
 // checkTimestamps refuses CreateTime batches whose timestamps lie outside
 // [now - message.timestamp.before.max.ms, now + message.timestamp.after.max.ms].
 // The batch header bounds its records: no record is later than
@@ -341,6 +376,14 @@ func (l *Log) appendAsLeader(records []byte, leaderEpoch int32, nowMs int64) (Ap
 	}
 	if err := l.checkTimestamps(headers, nowMs); err != nil {
 		return AppendInfo{}, false, err
+	}
+	if target, ok := l.cfg.targetCompression(); ok {
+		if records, err = recompress(records, headers, target); err != nil {
+			return AppendInfo{}, false, fmt.Errorf("append to %s: %w", l.tp, err)
+		}
+		if headers, err = l.parseForAppend(records, true); err != nil {
+			return AppendInfo{}, false, err
+		}
 	}
 	pa := l.producers.begin()
 	for _, h := range headers {

@@ -132,3 +132,49 @@ func TestTimestampLimits(t *testing.T) {
 	_, err = l3.AppendAsLeader(BuildBatch(records(1, "x", now+10*3_600_000), BatchOptions{}), 0, now)
 	require.NoError(t, err, "LogAppendTime replaces the client's timestamps")
 }
+
+// TestTopicCompressionTypeReencodes: a topic's compression.type other than
+// producer re-encodes appended batches, keeping producer state and
+// offsets; "producer" keeps the producer's codec.
+func TestTopicCompressionTypeReencodes(t *testing.T) {
+	for _, tc := range []struct {
+		topic string
+		in    Compression
+		want  Compression
+	}{
+		{"gzip", CompressionNone, CompressionGzip},
+		{"zstd", CompressionGzip, CompressionZstd},
+		{"uncompressed", CompressionLZ4, CompressionNone},
+		{"producer", CompressionSnappy, CompressionSnappy},
+		{"", CompressionNone, CompressionNone},
+	} {
+		cfg := DefaultLogConfig()
+		cfg.CompressionType = tc.topic
+		l := openTestLog(t, OS, t.TempDir(), cfg, true)
+		in := BuildBatch(records(5, "v", 1000), BatchOptions{Compression: tc.in, Producer: &BatchProducer{ID: 9, Epoch: 0, BaseSequence: 0}})
+		info, err := l.AppendAsLeader(in, 2, 2000)
+		require.NoError(t, err, tc.topic)
+		assert.Equal(t, int64(4), info.LastOffset)
+		got, err := l.Read(0, 1<<20, l.LogEndOffset(), true)
+		require.NoError(t, err)
+		h, err := ValidateBatch(got)
+		require.NoError(t, err, "the stored batch is valid (CRC)")
+		assert.Equal(t, tc.want, h.Compression(), "topic compression.type %q", tc.topic)
+		assert.Equal(t, int64(9), h.ProducerID)
+		assert.Equal(t, int32(2), h.PartitionLeaderEpoch)
+		recs, err := DecodeRecords(got)
+		require.NoError(t, err)
+		require.Len(t, recs, 5)
+		assert.Equal(t, []byte("v-4"), recs[4].Value)
+		assert.Equal(t, int64(4), recs[4].Offset)
+		assert.Equal(t, int64(1004), recs[4].TimestampMs)
+
+		// A retry of the same batch is still recognised as a duplicate.
+		again := BuildBatch(records(5, "v", 1000), BatchOptions{Compression: tc.in, Producer: &BatchProducer{ID: 9, Epoch: 0, BaseSequence: 0}})
+		dup, err := l.AppendAsLeader(again, 2, 2000)
+		require.NoError(t, err)
+		assert.True(t, dup.Duplicate)
+		assert.Equal(t, int64(5), l.LogEndOffset())
+		require.NoError(t, l.Close())
+	}
+}
