@@ -33,13 +33,26 @@ const (
 	// combinedVoter: a combined broker and controller, one voter of a
 	// raft quorum of several.
 	combinedVoter
+	// brokerOnly: a broker that follows the metadata log as an observer.
+	brokerOnly
 )
 
 // checkTopology tells which topology cfg describes, or why this build
 // cannot run it.
 func checkTopology(cfg *config.Config) (topology, error) {
-	if !cfg.IsBroker() || !cfg.IsController() {
-		return 0, fmt.Errorf("process.roles=%s: this build runs combined nodes only; set process.roles=broker,controller (broker-only and controller-only nodes are not supported yet)", strings.Join(cfg.ProcessRoles, ","))
+	if !cfg.IsBroker() {
+		return 0, fmt.Errorf("process.roles=%s: this build runs brokers only; set process.roles=broker,controller or process.roles=broker (controller-only nodes are not supported yet)", strings.Join(cfg.ProcessRoles, ","))
+	}
+	if !cfg.IsController() {
+		for _, v := range cfg.ControllerQuorumVoters {
+			if v.ID == cfg.NodeID {
+				return 0, fmt.Errorf("controller.quorum.voters lists node.id %d, but process.roles=%s has no controller role", cfg.NodeID, strings.Join(cfg.ProcessRoles, ","))
+			}
+		}
+		if len(cfg.ControllerQuorumVoters) == 0 && len(cfg.ControllerQuorumBootstrapServers) == 0 {
+			return 0, errors.New("controller.quorum.voters or controller.quorum.bootstrap.servers: a broker needs the controllers' addresses")
+		}
+		return brokerOnly, nil
 	}
 	self := false
 	for _, v := range cfg.ControllerQuorumVoters {
@@ -178,28 +191,21 @@ func (n *Node) startClusterController() error {
 	}()
 	n.pushStop("controller session expiry", func(context.Context) error { cancel(); <-done; return nil })
 
-	tr, err := controller.NewKgoTransport(controller.KgoTransportConfig{
-		Voters:   voterAddrs(cfg),
-		Leader:   n.quorum.Leader,
-		ClientID: fmt.Sprintf("broker-%d-to-controller", cfg.NodeID),
-		Logger:   n.logger.With(ComponentKey, "NodeToControllerChannelManager"),
-	})
+	mlr, cancelMLR, err := newMetadataLogReplicas(n.raft)
 	if err != nil {
 		return err
 	}
-	n.ctrlTransport = tr
-	n.pushStop("controller channel", func(context.Context) error { tr.Close(); return nil })
-	n.forwarder = &controller.Forwarder{Local: c, Transport: tr, Logger: n.logger.With(ComponentKey, "ControllerForwarder")}
-
+	n.pushStop("metadata log fetches", func(context.Context) error { cancelMLR(); return nil })
 	srv, err := server.New(server.Options{
 		ListenerName:    n.ctrlListenerCfg.Name,
 		MaxRequestBytes: cfg.SocketRequestMaxBytes,
 	}, server.Backend{
 		NodeID:          cfg.NodeID,
 		ClusterID:       n.clusterID,
-		Metadata:        n.publisher,
+		Metadata:        &withMetadataTopic{src: n.publisher},
 		Controller:      c,
 		ControllerAPIs:  c,
+		Replicas:        mlr,
 		AdvertisedHost:  n.ctrlListenerCfg.Host,
 		AdvertisedPort:  n.ctrlListenerCfg.Port,
 		MaxRequestBytes: cfg.SocketRequestMaxBytes,
@@ -216,6 +222,57 @@ func (n *Node) startClusterController() error {
 	}()
 	n.pushStop("controller listener server", n.shutdownServer(srv))
 	return nil
+}
+
+// startControllerChannel makes the client to the active controller that
+// registration, heartbeats, AlterPartition and forwarded admin requests go
+// through, the quorum leader first, and the Forwarder serving admin
+// requests on the broker listener.
+func (n *Node) startControllerChannel(leader func() quorum.LeaderAndEpoch) error {
+	cfg := n.cfg
+	var bootstrap []string
+	for _, b := range cfg.ControllerQuorumBootstrapServers {
+		bootstrap = append(bootstrap, b.String())
+	}
+	tr, err := controller.NewKgoTransport(controller.KgoTransportConfig{
+		Voters:    voterAddrs(cfg),
+		Bootstrap: bootstrap,
+		Leader:    leader,
+		ClientID:  fmt.Sprintf("broker-%d-to-controller", cfg.NodeID),
+		Logger:    n.logger.With(ComponentKey, "NodeToControllerChannelManager"),
+	})
+	if err != nil {
+		return err
+	}
+	n.ctrlTransport = tr
+	n.pushStop("controller channel", func(context.Context) error { tr.Close(); return nil })
+	n.forwarder = &controller.Forwarder{Local: n.controller, Transport: tr, Logger: n.logger.With(ComponentKey, "ControllerForwarder")}
+	return nil
+}
+
+// startObserverMetadata follows the metadata log as an observer (a
+// broker-only node) and waits until the image caught up with the
+// controllers' high watermark.
+func (n *Node) startObserverMetadata(ctx context.Context) error {
+	obs := newObserver(n.cfg.NodeID, nil, n.logger.With(ComponentKey, "MetadataLoader"))
+	if err := n.startControllerChannel(obs.Leader); err != nil {
+		return err
+	}
+	obs.tr = n.ctrlTransport
+	n.quorum = obs
+	cancel, err := quorum.FeedPublisher(obs, n.publisher)
+	if err != nil {
+		return err
+	}
+	obs.start()
+	n.pushStop("metadata observer", func(context.Context) error { obs.close(); cancel(); return nil })
+	n.logger.Info(fmt.Sprintf("Following the metadata log of the controller quorum %v as an observer", voterAddrs(n.cfg)), ComponentKey, "MetadataLoader")
+	if err := obs.waitCaughtUp(ctx); err != nil {
+		return err
+	}
+	im := n.publisher.Image()
+	n.logger.Info(fmt.Sprintf("Loaded metadata log up to offset %d: %d topics, %d brokers", im.Offset, len(im.Topics), len(im.Brokers)), ComponentKey, "MetadataLoader")
+	return n.applyTopicConfigs(im)
 }
 
 // shutdownServer stops srv, at once when the node is killed.

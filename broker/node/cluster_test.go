@@ -80,6 +80,21 @@ func clusterProps(t testing.TB, size int, extra map[string]string) []map[string]
 	return out
 }
 
+// withBrokers appends count broker-only nodes (ids after the voters) to
+// the configurations of a cluster of voters.
+func withBrokers(t testing.TB, voters []map[string]string, count int) []map[string]string {
+	out := voters
+	for i := range count {
+		props := maps.Clone(voters[0])
+		props["process.roles"] = "broker"
+		props["node.id"] = strconv.Itoa(len(voters) + i + 1)
+		props["listeners"] = "PLAINTEXT://127.0.0.1:0"
+		props["log.dirs"] = filepath.Join(t.TempDir(), "data")
+		out = append(out, props)
+	}
+	return out
+}
+
 // clusterNode is one node of an in-process cluster, restartable on its
 // data.
 type clusterNode struct {
@@ -109,7 +124,13 @@ func (c *clusterNode) start(t testing.TB) error {
 // quorum) and stops them when the test ends.
 func startCluster(t *testing.T, size int, extra map[string]string) []*clusterNode {
 	t.Helper()
-	props := clusterProps(t, size, extra)
+	return startClusterProps(t, clusterProps(t, size, extra))
+}
+
+// startClusterProps starts a node per configuration at once.
+func startClusterProps(t *testing.T, props []map[string]string) []*clusterNode {
+	t.Helper()
+	size := len(props)
 	nodes := make([]*clusterNode, size)
 	errs := make([]error, size)
 	var wg sync.WaitGroup
@@ -273,4 +294,105 @@ func readAllFrom(t *testing.T, seeds []string, topic string) map[string]bool {
 		})
 	}
 	return out
+}
+
+// TestClusterVotersAndBrokers runs the harness's five-node topology: three
+// combined voters and two broker-only nodes that follow the metadata log as
+// observers. Topics place replicas on all five; the brokers register,
+// lead partitions, replicate; a broker-only leader that dies is replaced
+// from the ISR, and acks=all records survive.
+func TestClusterVotersAndBrokers(t *testing.T) {
+	nodes := startClusterProps(t, withBrokers(t, clusterProps(t, 3, nil), 2))
+	for _, c := range nodes[3:] {
+		assert.Contains(t, c.logs.String(), fmt.Sprintf("Registered broker %d with controller quorum", c.id))
+		assert.Contains(t, c.logs.String(), "as an observer")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(nodes[3].node.Addr().String()), kgo.RequiredAcks(kgo.AllISRAcks()),
+		kgo.RecordRetries(1000), kgo.MetadataMinAge(50*time.Millisecond), kgo.RetryBackoffFn(func(int) time.Duration { return 20 * time.Millisecond }))
+	require.NoError(t, err)
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	resp, err := adm.CreateTopic(ctx, 5, 3, map[string]*string{"min.insync.replicas": new("2")}, "events")
+	require.NoError(t, err, "CreateTopics forwarded by a broker-only node")
+	require.NoError(t, resp.Err)
+	require.Eventually(t, func() bool {
+		for _, c := range nodes {
+			t := c.node.publisher.Image().Topic("events")
+			if t == nil {
+				return false
+			}
+			for _, p := range t.Partitions {
+				if len(p.ISR) != 3 || p.Leader < 0 {
+					return false
+				}
+			}
+		}
+		return true
+	}, 30*time.Second, 10*time.Millisecond, "every node, observers included, sees events with full ISRs")
+	placed := map[int32]bool{}
+	for _, p := range nodes[0].node.publisher.Image().Topic("events").Partitions {
+		for _, r := range p.Replicas {
+			placed[r] = true
+		}
+	}
+	assert.Len(t, placed, 5, "replicas on all five brokers")
+	require.Eventually(t, func() bool {
+		for _, c := range nodes[:3] {
+			if c.node.controller.Active() {
+				var ids []int32
+				for _, o := range c.node.raft.Describe().Observers {
+					ids = append(ids, o.ReplicaID)
+				}
+				slices.Sort(ids)
+				return slices.Equal(ids, []int32{4, 5})
+			}
+		}
+		return false
+	}, 10*time.Second, 10*time.Millisecond, "the quorum leader lists the brokers as observers")
+
+	acked := map[string]bool{}
+	for i := range 200 {
+		v := fmt.Sprintf("e-%03d", i)
+		r := cl.ProduceSync(ctx, &kgo.Record{Topic: "events", Partition: int32(i % 5), Value: []byte(v)})
+		require.NoError(t, r.FirstErr(), v)
+		acked[v] = true
+	}
+
+	// Broker 5 dies; its leaderships move within the ISRs.
+	victim := nodes[4]
+	var led []int32
+	for _, p := range nodes[0].node.publisher.Image().Topic("events").Partitions {
+		if p.Leader == victim.id {
+			led = append(led, p.Partition)
+		}
+	}
+	victim.node.kill()
+	require.Eventually(t, func() bool {
+		for _, p := range nodes[0].node.publisher.Image().Topic("events").Partitions {
+			if p.Leader == victim.id || p.Leader < 0 {
+				return false
+			}
+		}
+		return true
+	}, testSessionMs*time.Millisecond+testHeartbeatMs*time.Millisecond+5*time.Second, 5*time.Millisecond, "partitions led by broker 5 (%v) move", led)
+	for i := 200; i < 250; i++ {
+		v := fmt.Sprintf("e-%03d", i)
+		r := cl.ProduceSync(ctx, &kgo.Record{Topic: "events", Partition: int32(i % 5), Value: []byte(v)})
+		require.NoError(t, r.FirstErr(), v)
+		acked[v] = true
+	}
+	consumer, err := kgo.NewClient(kgo.SeedBrokers(nodes[3].node.Addr().String()), kgo.ConsumeTopics("events"),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.MetadataMinAge(50*time.Millisecond))
+	require.NoError(t, err)
+	defer consumer.Close()
+	got := map[string]bool{}
+	for len(got) < len(acked) && ctx.Err() == nil {
+		fs := consumer.PollFetches(ctx)
+		fs.EachRecord(func(r *kgo.Record) { got[string(r.Value)] = true })
+	}
+	for v := range acked {
+		assert.True(t, got[v], "acked record %s readable", v)
+	}
 }

@@ -170,10 +170,13 @@ func (n *Node) startup(ctx context.Context) error {
 	}
 
 	// Phase 3: metadata replay from the quorum.
-	if topo == singleNode {
+	switch topo {
+	case singleNode:
 		err = n.startMetadata()
-	} else {
+	case combinedVoter:
 		err = n.startRaftMetadata()
+	case brokerOnly:
+		err = n.startObserverMetadata(ctx)
 	}
 	if err != nil {
 		return err
@@ -625,11 +628,16 @@ func (n *Node) startupCluster(ctx context.Context) error {
 	if err := n.bindListener(); err != nil {
 		return err
 	}
-	if err := n.bindControllerListener(); err != nil {
-		return err
-	}
-	if err := n.startClusterController(); err != nil {
-		return err
+	if n.topology == combinedVoter {
+		if err := n.bindControllerListener(); err != nil {
+			return err
+		}
+		if err := n.startClusterController(); err != nil {
+			return err
+		}
+		if err := n.startControllerChannel(n.quorum.Leader); err != nil {
+			return err
+		}
 	}
 	if err := n.startReplicaManager(); err != nil {
 		return err

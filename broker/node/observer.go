@@ -1,0 +1,281 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/faultline/faultline/broker/controller"
+	"github.com/faultline/faultline/broker/metadata"
+	"github.com/faultline/faultline/broker/quorum"
+	"github.com/faultline/faultline/broker/quorum/raftq"
+)
+
+// observer is the metadata quorum as a broker-only node sees it: it follows
+// __cluster_metadata-0 without a vote, fetching committed batches from the
+// quorum leader's controller listener (Fetch with its broker id as replica
+// id, as Kafka's brokers do), and learns the leader with DescribeQuorum.
+// It keeps the batches in memory; a restart fetches the log again.
+type observer struct {
+	brokerID int32
+	tr       controller.ControllerTransport
+	logger   *slog.Logger
+	// fetchWait is how long a fetch waits at the leader for new batches.
+	fetchWait time.Duration
+
+	// deliverMu orders deliveries: the fetch loop holds it while it hands
+	// batches to the subscribers, Subscribe while it replays. mu guards
+	// the fields below and is never held while calling a subscriber.
+	deliverMu sync.Mutex
+	mu        sync.Mutex
+	leader    quorum.LeaderAndEpoch
+	batches []quorum.Batch
+	next    int64 // the next offset to fetch
+	hw      int64
+	subs    map[int]func(quorum.Batch) error
+	subID   int
+	changed chan struct{}
+
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+var _ quorum.Quorum = (*observer)(nil)
+
+func newObserver(brokerID int32, tr controller.ControllerTransport, logger *slog.Logger) *observer {
+	return &observer{
+		brokerID: brokerID, tr: tr, logger: logger, fetchWait: 500 * time.Millisecond,
+		leader: quorum.LeaderAndEpoch{LeaderID: -1}, hw: -1, subs: map[int]func(quorum.Batch) error{},
+		changed: make(chan struct{}), done: make(chan struct{}),
+	}
+}
+
+// Append implements quorum.Quorum: an observer never appends.
+func (o *observer) Append(context.Context, []metadata.Record) (int64, error) {
+	return 0, quorum.ErrNotLeader
+}
+
+// Subscribe implements quorum.Quorum: the batches fetched so far, merged
+// into one, then each new one.
+func (o *observer) Subscribe(fn func(quorum.Batch) error) (func(), error) {
+	o.deliverMu.Lock()
+	defer o.deliverMu.Unlock()
+	o.mu.Lock()
+	batches := o.batches
+	o.mu.Unlock()
+	if len(batches) > 0 {
+		merged := quorum.Batch{BaseOffset: batches[0].BaseOffset, LastOffset: batches[len(batches)-1].LastOffset, Epoch: batches[len(batches)-1].Epoch}
+		for _, b := range batches {
+			merged.Records = append(merged.Records, b.Records...)
+		}
+		if err := fn(merged); err != nil {
+			return nil, err
+		}
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.subID++
+	id := o.subID
+	o.subs[id] = fn
+	return func() {
+		o.mu.Lock()
+		delete(o.subs, id)
+		o.mu.Unlock()
+	}, nil
+}
+
+// Leader implements quorum.Quorum: the leader the last DescribeQuorum named.
+func (o *observer) Leader() quorum.LeaderAndEpoch {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.leader
+}
+
+// Describe implements quorum.Quorum: only what an observer knows.
+func (o *observer) Describe() quorum.Description {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return quorum.Description{LeaderID: o.leader.LeaderID, LeaderEpoch: o.leader.Epoch, HighWatermark: o.hw}
+}
+
+// offset is the offset of the last batch applied, -1 before the first.
+func (o *observer) offset() int64 {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.next - 1
+}
+
+// start runs the fetch loop until close.
+func (o *observer) start() {
+	ctx, cancel := context.WithCancel(context.Background())
+	o.cancel = cancel
+	go func() {
+		defer close(o.done)
+		o.run(ctx)
+	}()
+}
+
+func (o *observer) close() {
+	if o.cancel != nil {
+		o.cancel()
+		<-o.done
+	}
+}
+
+// waitCaughtUp waits until the observer applied the high watermark of a
+// fetch answer at least once.
+func (o *observer) waitCaughtUp(ctx context.Context) error {
+	for {
+		o.mu.Lock()
+		ok := o.hw >= 0 && o.next >= o.hw
+		ch := o.changed
+		o.mu.Unlock()
+		if ok {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return fmt.Errorf("catching up with the metadata log: %w", ctx.Err())
+		}
+	}
+}
+
+func (o *observer) run(ctx context.Context) {
+	backoff := 50 * time.Millisecond
+	lastRefresh := time.Time{}
+	for ctx.Err() == nil {
+		if o.Leader().LeaderID < 0 || time.Since(lastRefresh) > 2*time.Second {
+			o.refreshLeader(ctx)
+			lastRefresh = time.Now()
+		}
+		if err := o.fetch(ctx); err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			o.logger.Debug("Metadata fetch failed", "err", err)
+			o.mu.Lock()
+			o.leader.LeaderID = -1
+			o.mu.Unlock()
+			t := time.NewTimer(backoff)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return
+			case <-t.C:
+			}
+			backoff = min(2*backoff, time.Second)
+			continue
+		}
+		backoff = 50 * time.Millisecond
+	}
+}
+
+// refreshLeader asks the controllers who leads the quorum.
+func (o *observer) refreshLeader(ctx context.Context) {
+	req := kmsg.NewPtrDescribeQuorumRequest()
+	rt := kmsg.NewDescribeQuorumRequestTopic()
+	rt.Topic = quorum.MetadataTopic
+	rp := kmsg.NewDescribeQuorumRequestTopicPartition()
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	raw, err := o.tr.Send(rctx, req)
+	if err != nil {
+		return
+	}
+	resp, ok := raw.(*kmsg.DescribeQuorumResponse)
+	if !ok || len(resp.Topics) == 0 || len(resp.Topics[0].Partitions) == 0 {
+		return
+	}
+	p := resp.Topics[0].Partitions[0]
+	if p.LeaderID >= 0 {
+		o.mu.Lock()
+		if p.LeaderEpoch >= o.leader.Epoch {
+			o.leader = quorum.LeaderAndEpoch{LeaderID: p.LeaderID, Epoch: p.LeaderEpoch}
+		}
+		o.mu.Unlock()
+	}
+}
+
+// fetch sends one Fetch to the leader (the transport's pick) and applies
+// the batches it returns.
+func (o *observer) fetch(ctx context.Context) error {
+	o.mu.Lock()
+	next := o.next
+	o.mu.Unlock()
+	req := kmsg.NewPtrFetchRequest()
+	req.ReplicaID = o.brokerID
+	req.ReplicaState.ID, req.ReplicaState.Epoch = o.brokerID, -1
+	req.MaxWaitMillis = int32(o.fetchWait.Milliseconds())
+	req.MinBytes, req.MaxBytes = 1, 8<<20
+	req.SessionEpoch = -1
+	ft := kmsg.NewFetchRequestTopic()
+	ft.Topic, ft.TopicID = quorum.MetadataTopic, metadataTopicID
+	fp := kmsg.NewFetchRequestTopicPartition()
+	fp.Partition, fp.FetchOffset, fp.PartitionMaxBytes = 0, next, 4<<20
+	fp.CurrentLeaderEpoch, fp.LastFetchedEpoch, fp.LogStartOffset = -1, -1, -1
+	ft.Partitions = append(ft.Partitions, fp)
+	req.Topics = append(req.Topics, ft)
+	rctx, cancel := context.WithTimeout(ctx, o.fetchWait+5*time.Second)
+	defer cancel()
+	raw, err := o.tr.Send(rctx, req)
+	if err != nil {
+		return err
+	}
+	resp, ok := raw.(*kmsg.FetchResponse)
+	if !ok {
+		return fmt.Errorf("metadata fetch: unexpected answer %T", raw)
+	}
+	if resp.ErrorCode != 0 {
+		return fmt.Errorf("metadata fetch: %w", kerr.ErrorForCode(resp.ErrorCode))
+	}
+	if len(resp.Topics) == 0 || len(resp.Topics[0].Partitions) == 0 {
+		return errors.New("metadata fetch: empty answer")
+	}
+	p := resp.Topics[0].Partitions[0]
+	if p.ErrorCode != 0 {
+		if p.ErrorCode == kerr.OffsetOutOfRange.Code {
+			o.logger.Error(fmt.Sprintf("The metadata log of the controllers starts after offset %d (a snapshot): fetching snapshots is not supported yet", next))
+		}
+		return fmt.Errorf("metadata fetch at offset %d: %w", next, kerr.ErrorForCode(p.ErrorCode))
+	}
+	batches, err := raftq.DecodeBatches(p.RecordBatches)
+	if err != nil {
+		return fmt.Errorf("metadata fetch at offset %d: %w", next, err)
+	}
+	o.deliverMu.Lock()
+	defer o.deliverMu.Unlock()
+	for _, b := range batches {
+		o.mu.Lock()
+		if b.LastOffset < o.next {
+			o.mu.Unlock()
+			continue
+		}
+		o.batches = append(o.batches, b)
+		o.next = b.LastOffset + 1
+		subs := make([]func(quorum.Batch) error, 0, len(o.subs))
+		for _, fn := range o.subs {
+			subs = append(subs, fn)
+		}
+		o.mu.Unlock()
+		for _, fn := range subs {
+			if err := fn(b); err != nil {
+				o.logger.Error(fmt.Sprintf("Applying metadata batch at offset %d failed", b.BaseOffset), "err", err)
+			}
+		}
+	}
+	o.mu.Lock()
+	o.hw = p.HighWatermark
+	close(o.changed)
+	o.changed = make(chan struct{})
+	o.mu.Unlock()
+	return nil
+}
