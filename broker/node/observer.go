@@ -35,12 +35,12 @@ type observer struct {
 	deliverMu sync.Mutex
 	mu        sync.Mutex
 	leader    quorum.LeaderAndEpoch
-	batches []quorum.Batch
-	next    int64 // the next offset to fetch
-	hw      int64
-	subs    map[int]func(quorum.Batch) error
-	subID   int
-	changed chan struct{}
+	batches   []quorum.Batch
+	next      int64 // the next offset to fetch
+	hw        int64
+	subs      map[int]func(quorum.Batch) error
+	subID     int
+	changed   chan struct{}
 
 	cancel context.CancelFunc
 	done   chan struct{}
