@@ -2,6 +2,7 @@ package harness
 
 import (
 	"context"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -25,7 +26,7 @@ func TestClusterRolesAndProperties(t *testing.T) {
 	assert.Equal(t, "broker,controller", c.Roles(1))
 	assert.Equal(t, "broker,controller", c.Roles(3))
 	assert.Equal(t, "broker", c.Roles(4))
-	host := func(j int) string { return ProcessHost(j) }
+	host := func(j int) string { return "127.0.0." + strconv.Itoa(10+j) }
 	p := props(c.Properties(2, host, "0.0.0.0", "/data"))
 	assert.Equal(t, "2", p["node.id"])
 	assert.Equal(t, "1@127.0.0.11:9093,2@127.0.0.12:9093,3@127.0.0.13:9093", p["controller.quorum.voters"])
@@ -110,4 +111,12 @@ func TestDockerIsolateNeedsNetworkFaults(t *testing.T) {
 	r := &DockerRuntime{}
 	assert.NoError(t, r.Isolate(context.Background(), "n1", nil))
 	assert.ErrorIs(t, r.Isolate(context.Background(), "n1", []string{"n2"}), ErrUnsupported)
+}
+
+func TestProcessHostsDifferPerRun(t *testing.T) {
+	a, b := ProcessHost("/store/x/run1", 1), ProcessHost("/store/x/run2", 1)
+	assert.NotEqual(t, a, b, "two runs must not share broker addresses")
+	assert.Equal(t, a, ProcessHost("/store/x/run1", 1))
+	assert.True(t, strings.HasPrefix(a, "127."))
+	assert.True(t, strings.HasSuffix(ProcessHost("/d", 3), ".13"))
 }

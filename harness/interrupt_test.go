@@ -76,7 +76,7 @@ func TestRunInterruptedProcess(t *testing.T) {
 	w := &cancelOnWriter{trigger: "ops/s", cancel: cancel}
 	o, err := Run(ctx, tt, w)
 	checkInterrupted(t, o, err, w.String())
-	_, derr := net.DialTimeout("tcp", ProcessHost(1)+":9092", time.Second)
+	_, derr := net.DialTimeout("tcp", ProcessHost(o.Dir, 1)+":9092", time.Second)
 	assert.Error(t, derr, "the broker process must be gone after an interrupted run")
 }
 

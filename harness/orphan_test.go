@@ -35,7 +35,8 @@ func TestNoOrphanBrokers(t *testing.T) {
 	}
 	broker, _ := buildBinaries(t)
 	helper := exec.Command(os.Args[0], "-test.run=^TestHelperProcessRuntime$")
-	helper.Env = append(os.Environ(), "FAULTLINE_HELPER_BROKER="+broker, "FAULTLINE_HELPER_DIR="+t.TempDir())
+	dir := t.TempDir()
+	helper.Env = append(os.Environ(), "FAULTLINE_HELPER_BROKER="+broker, "FAULTLINE_HELPER_DIR="+dir)
 	out, err := helper.StdoutPipe()
 	require.NoError(t, err)
 	require.NoError(t, helper.Start())
@@ -49,7 +50,7 @@ func TestNoOrphanBrokers(t *testing.T) {
 		}
 	}
 	require.True(t, ready, "the helper started its broker")
-	addr := ProcessHost(1) + ":9092"
+	addr := ProcessHost(dir, 1) + ":9092"
 	require.Eventually(t, func() bool {
 		c, err := net.DialTimeout("tcp", addr, time.Second)
 		if err == nil {

@@ -4,22 +4,24 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"sync"
 	"syscall"
 	"time"
 )
 
 // Process runs nodes as local child processes, node i listening on
-// 127.0.0.(10+i) (every 127/8 address is loopback on Linux, so no set-up is
-// needed). It makes the faults a process can honestly make: kill, stop,
+// 127.A.B.(10+i), where A.B is derived from the run's directory (every 127/8
+// address is loopback on Linux, so no set-up is needed, and two runs on one
+// machine never reach each other's brokers). It makes the faults a process can honestly make: kill, stop,
 // pause. Network partitions need root and are refused with ErrUnsupported.
 type Process struct {
 	dir     string // per-run directory: nodes/<name>/{data,server.properties,broker.log}
 	cluster Cluster
+	host    func(i int) string
 
 	mu    sync.Mutex
 	procs map[string]*exec.Cmd
@@ -28,11 +30,19 @@ type Process struct {
 
 // NewProcess returns a process runtime keeping node data under dir.
 func NewProcess(dir string) *Process {
-	return &Process{dir: dir, procs: map[string]*exec.Cmd{}, exits: map[string]chan struct{}{}}
+	return &Process{dir: dir, host: func(i int) string { return ProcessHost(dir, i) },
+		procs: map[string]*exec.Cmd{}, exits: map[string]chan struct{}{}}
 }
 
-// ProcessHost returns node i's loopback address.
-func ProcessHost(i int) string { return "127.0.0." + strconv.Itoa(10+i) }
+// ProcessHost returns the loopback address of node i of the process-runtime
+// run kept in dir: 127.A.B.(10+i) with A in 1..250 and B in 0..249 taken
+// from a hash of dir, so concurrent runs use distinct addresses.
+func ProcessHost(dir string, i int) string {
+	h := fnv.New32a()
+	h.Write([]byte(dir))
+	v := h.Sum32()
+	return fmt.Sprintf("127.%d.%d.%d", 1+v%250, (v/250)%250, 10+i)
+}
 
 func (p *Process) nodeDir(name string) string { return filepath.Join(p.dir, "nodes", name) }
 
@@ -53,7 +63,7 @@ func (p *Process) Setup(ctx context.Context, c Cluster) ([]Node, error) {
 		if err := os.MkdirAll(filepath.Join(dir, "data"), 0o755); err != nil {
 			return nil, fmt.Errorf("node %s: %w", name, err)
 		}
-		props := c.Properties(id, ProcessHost, ProcessHost(id), filepath.Join(dir, "data"))
+		props := c.Properties(id, p.host, p.host(id), filepath.Join(dir, "data"))
 		propsPath := filepath.Join(dir, "server.properties")
 		if err := os.WriteFile(propsPath, []byte(props), 0o644); err != nil {
 			return nil, fmt.Errorf("node %s: %w", name, err)
@@ -65,7 +75,7 @@ func (p *Process) Setup(ctx context.Context, c Cluster) ([]Node, error) {
 		roles := c.Roles(id)
 		nodes = append(nodes, Node{
 			Name: name, ID: int32(id),
-			Addr:       fmt.Sprintf("%s:%d", ProcessHost(id), ClientPort),
+			Addr:       fmt.Sprintf("%s:%d", p.host(id), ClientPort),
 			Controller: roles != "broker",
 			Broker:     roles != "controller",
 		})
