@@ -35,13 +35,15 @@ const (
 	combinedVoter
 	// brokerOnly: a broker that follows the metadata log as an observer.
 	brokerOnly
+	// controllerOnly: a voter of the raft quorum that serves no clients.
+	controllerOnly
 )
 
 // checkTopology tells which topology cfg describes, or why this build
 // cannot run it.
 func checkTopology(cfg *config.Config) (topology, error) {
-	if !cfg.IsBroker() {
-		return 0, fmt.Errorf("process.roles=%s: this build runs brokers only; set process.roles=broker,controller or process.roles=broker (controller-only nodes are not supported yet)", strings.Join(cfg.ProcessRoles, ","))
+	if !cfg.IsBroker() && !cfg.IsController() {
+		return 0, fmt.Errorf("process.roles=%s: want broker, controller or broker,controller", strings.Join(cfg.ProcessRoles, ","))
 	}
 	if !cfg.IsController() {
 		for _, v := range cfg.ControllerQuorumVoters {
@@ -64,10 +66,13 @@ func checkTopology(cfg *config.Config) (topology, error) {
 		return singleNode, nil
 	}
 	if !self {
-		return 0, fmt.Errorf("controller.quorum.voters does not list node.id %d: a node with process.roles=broker,controller must be a voter", cfg.NodeID)
+		return 0, fmt.Errorf("controller.quorum.voters does not list node.id %d: a node with process.roles=%s must be a voter", cfg.NodeID, strings.Join(cfg.ProcessRoles, ","))
 	}
 	if len(cfg.ControllerListeners()) == 0 {
 		return 0, errors.New("controller.listener.names: no listener of listeners is a controller listener; the voters reach each other on it")
+	}
+	if !cfg.IsBroker() {
+		return controllerOnly, nil
 	}
 	return combinedVoter, nil
 }
@@ -187,7 +192,7 @@ func (n *Node) startClusterController() error {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		_ = c.RunExpiry(ctx, time.Duration(cfg.BrokerHeartbeatIntervalMs)*time.Millisecond, time.Duration(cfg.BrokerSessionTimeoutMs)*time.Millisecond)
+		_ = c.RunExpiry(ctx, expiryTick(cfg), time.Duration(cfg.BrokerSessionTimeoutMs)*time.Millisecond)
 	}()
 	n.pushStop("controller session expiry", func(context.Context) error { cancel(); <-done; return nil })
 
@@ -221,6 +226,11 @@ func (n *Node) startClusterController() error {
 		}
 	}()
 	n.pushStop("controller listener server", n.shutdownServer(srv))
+	// The quorum stops before the controller listener: requests waiting
+	// for a commit (a heartbeat while the other voters are gone) then end
+	// with NOT_CONTROLLER instead of holding the listener's shutdown.
+	q := n.raft
+	n.pushStop("controller quorum", func(context.Context) error { return q.Close() })
 	return nil
 }
 
@@ -273,6 +283,14 @@ func (n *Node) startObserverMetadata(ctx context.Context) error {
 	im := n.publisher.Image()
 	n.logger.Info(fmt.Sprintf("Loaded metadata log up to offset %d: %d topics, %d brokers", im.Offset, len(im.Topics), len(im.Brokers)), ComponentKey, "MetadataLoader")
 	return n.applyTopicConfigs(im)
+}
+
+// expiryTick is how often the active controller looks for expired broker
+// sessions: a broker is fenced at most this long after its session
+// expired, so a quarter of the heartbeat interval, at most 250 ms, keeps
+// failover within broker.session.timeout.ms plus a heartbeat.
+func expiryTick(cfg *config.Config) time.Duration {
+	return max(min(time.Duration(cfg.BrokerHeartbeatIntervalMs)*time.Millisecond/4, 250*time.Millisecond), 10*time.Millisecond)
 }
 
 // shutdownServer stops srv, at once when the node is killed.

@@ -396,3 +396,55 @@ func TestClusterVotersAndBrokers(t *testing.T) {
 		assert.True(t, got[v], "acked record %s readable", v)
 	}
 }
+
+// TestClusterSeparateRoles runs three controller-only voters and three
+// broker-only nodes, as broker/config/testdata/cluster does: the brokers
+// register with the quorum and replicate; when the active controller dies
+// another voter takes over, and admin requests and acks=all writes go on.
+func TestClusterSeparateRoles(t *testing.T) {
+	props := clusterProps(t, 3, nil)
+	for _, p := range props {
+		p["process.roles"] = "controller"
+		p["listeners"] = strings.Split(p["listeners"], ",")[1]
+	}
+	nodes := startClusterProps(t, withBrokers(t, props, 3))
+	for _, c := range nodes[:3] {
+		assert.Contains(t, c.logs.String(), fmt.Sprintf("Kafka controller %d is ready to serve requests", c.id))
+		assert.Nil(t, c.node.replicas, "a controller-only node has no partitions")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var brokerAddrs []string
+	for _, c := range nodes[3:] {
+		brokerAddrs = append(brokerAddrs, c.node.Addr().String())
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokerAddrs...), kgo.RequiredAcks(kgo.AllISRAcks()), kgo.DefaultProduceTopic("orders"),
+		kgo.RecordRetries(1000), kgo.MetadataMinAge(50*time.Millisecond), kgo.RetryBackoffFn(func(int) time.Duration { return 20 * time.Millisecond }))
+	require.NoError(t, err)
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	resp, err := adm.CreateTopic(ctx, 1, 3, map[string]*string{"min.insync.replicas": new("2")}, "orders")
+	require.NoError(t, err)
+	require.NoError(t, resp.Err)
+	for i := range 50 {
+		require.NoError(t, cl.ProduceSync(ctx, &kgo.Record{Value: []byte(strconv.Itoa(i))}).FirstErr())
+	}
+	var active *clusterNode
+	for _, c := range nodes[:3] {
+		if c.node.controller.Active() {
+			active = c
+		}
+	}
+	require.NotNil(t, active)
+	active.node.kill()
+	resp, err = adm.CreateTopic(ctx, 1, 3, nil, "after-failover")
+	require.NoError(t, err)
+	require.NoError(t, resp.Err, "a new active controller creates topics")
+	for i := 50; i < 100; i++ {
+		require.NoError(t, cl.ProduceSync(ctx, &kgo.Record{Value: []byte(strconv.Itoa(i))}).FirstErr())
+	}
+	assert.Len(t, readAllFrom(t, brokerAddrs, "orders"), 100)
+	for _, c := range nodes[3:] {
+		assert.Equal(t, StateRunning, c.node.State(), "broker %d kept running", c.id)
+	}
+}

@@ -173,7 +173,7 @@ func (n *Node) startup(ctx context.Context) error {
 	switch topo {
 	case singleNode:
 		err = n.startMetadata()
-	case combinedVoter:
+	case combinedVoter, controllerOnly:
 		err = n.startRaftMetadata()
 	case brokerOnly:
 		err = n.startObserverMetadata(ctx)
@@ -625,6 +625,17 @@ func (n *Node) adminController() server.Controller {
 // registration and heartbeats until unfenced, the network layer.
 func (n *Node) startupCluster(ctx context.Context) error {
 	cfg := n.cfg
+	if n.topology == controllerOnly {
+		if err := n.bindControllerListener(); err != nil {
+			return err
+		}
+		if err := n.startClusterController(); err != nil {
+			return err
+		}
+		n.state.set(StateRunning)
+		n.log.Info(fmt.Sprintf("Kafka controller %d is ready to serve requests on %s", cfg.NodeID, n.ctrlListener.Addr()))
+		return nil
+	}
 	if err := n.bindListener(); err != nil {
 		return err
 	}
@@ -711,8 +722,14 @@ func (n *Node) fail(err error) {
 // State returns the current BrokerState.
 func (n *Node) State() BrokerState { return n.state.get() }
 
-// Addr is the bound address of the client listener.
-func (n *Node) Addr() net.Addr { return n.listener.Addr() }
+// Addr is the bound address of the client listener (of the controller
+// listener on a controller-only node).
+func (n *Node) Addr() net.Addr {
+	if n.listener == nil && n.ctrlListener != nil {
+		return n.ctrlListener.Addr()
+	}
+	return n.listener.Addr()
+}
 
 // MetricsAddr is the bound address of the /metrics endpoint, nil when
 // faultline.metrics.address is not set.
