@@ -62,6 +62,9 @@ type Controller struct {
 	// sessionTimeoutMs is broker.session.timeout.ms as RunExpiry uses it,
 	// also the liveness bound of DUPLICATE_BROKER_REGISTRATION.
 	sessionTimeoutMs atomic.Int64
+	// prevLeader is the last quorum leader other than this controller that
+	// it saw, -1 for none: at activation its broker is presumed dead.
+	prevLeader atomic.Int32
 
 	cancel func()
 }
@@ -84,6 +87,7 @@ func New(cfg Config, q quorum.Quorum) (*Controller, error) {
 	}
 	c := &Controller{cfg: cfg, q: q, logger: cfg.Logger, image: metadata.NewImage(cfg.ClusterID), applied: make(chan struct{})}
 	c.activeEpoch.Store(-1)
+	c.prevLeader.Store(-1)
 	c.cluster.Store(cfg.Cluster)
 	c.sessionTimeoutMs.Store(DefaultSessionTimeout.Milliseconds())
 	cancel, err := q.Subscribe(c.applyCommitted)
@@ -104,6 +108,7 @@ func (c *Controller) applyCommitted(b quorum.Batch) error {
 		return err
 	}
 	next.ControllerID = c.q.Leader().LeaderID
+	c.noteLeader()
 	c.image = next
 	close(c.applied)
 	c.applied = make(chan struct{})

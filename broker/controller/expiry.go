@@ -56,12 +56,20 @@ func (c *Controller) standingBy(ctx context.Context) bool {
 	return c.cluster.Load() && !c.ensureActive(ctx)
 }
 
+// noteLeader remembers the quorum leader when it is another controller.
+func (c *Controller) noteLeader() {
+	if l := c.q.Leader(); l.LeaderID >= 0 && l.LeaderID != c.cfg.NodeID {
+		c.prevLeader.Store(l.LeaderID)
+	}
+}
+
 // activate makes a quorum leader the active controller of its epoch, as a
 // newly elected Kafka controller does: it appends a NoOp and waits until
 // its image holds it, so that every record committed by earlier leaders is
 // in the image before it decides anything; then it starts a fresh session
 // for every registered broker, so that a controller failover fences
-// nobody who keeps heartbeating. It reports whether this controller is
+// nobody who keeps heartbeating, except the broker on the previous
+// leader's node, which gets a third of a session. It reports whether this controller is
 // active afterwards.
 func (c *Controller) activate(ctx context.Context) (bool, error) {
 	c.mu.Lock()
@@ -92,7 +100,20 @@ func (c *Controller) activate(ctx context.Context) (bool, error) {
 	nowMs := c.cfg.Now().UnixMilli()
 	c.sessions = Sessions{}
 	im := c.Image()
+	prev, timeoutMs := c.prevLeader.Load(), c.sessionTimeoutMs.Load()
 	for id := range im.Brokers {
+		if id == prev && id != c.cfg.NodeID {
+			// The broker on the node of the quorum leader this one
+			// replaced: that leader is gone (dead, or cut off from the
+			// quorum), so its broker most likely is too. It keeps a third
+			// of a session to heartbeat, enough for a live broker to find
+			// this controller, instead of a whole one, so that the
+			// partitions it led fail over within a session timeout of its
+			// death rather than after an election plus a session.
+			c.sessions.Touch(id, nowMs-timeoutMs+timeoutMs/3)
+			c.logger.Info(fmt.Sprintf("Controller %d gives broker %d, on the node of the previous quorum leader, %d ms to heartbeat", c.cfg.NodeID, id, timeoutMs/3))
+			continue
+		}
 		c.sessions.Touch(id, nowMs)
 	}
 	c.activeEpoch.Store(int64(l.Epoch))
@@ -122,6 +143,7 @@ func (c *Controller) RunExpiry(ctx context.Context, interval, sessionTimeout tim
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
+		c.noteLeader()
 		// One tick's work is bounded, so that a quorum that cannot commit
 		// does not hold the controller forever.
 		tctx, cancel := context.WithTimeout(ctx, sessionTimeout)

@@ -46,3 +46,43 @@ func TestFenceExpiredBrokers(t *testing.T) {
 	assert.Equal(t, 1, fenceRecords(log, 1))
 	assert.True(t, c.Image().Live(3))
 }
+
+// TestActivationShortensPreviousLeadersSession: a controller taking over
+// from another gives every broker a fresh session, except the broker on
+// the previous leader's node, which has a third of a session left: a
+// combined node whose controller and broker die together fails over
+// within a session timeout of its death.
+func TestActivationShortensPreviousLeadersSession(t *testing.T) {
+	clk := newClock()
+	log := newSharedLog(t, 1)
+	c1 := newClusterController(t, 1, log.view(1), clk.now)
+	c2 := newClusterController(t, 2, log.view(2), clk.now)
+	clusterMode(c1, 3*time.Second)
+	clusterMode(c2, 3*time.Second)
+	ctx := context.Background()
+	for _, id := range []int32{1, 2, 3} {
+		joinBroker(t, c1, id)
+	}
+	c2.noteLeader() // c2 follows c1, as its expiry loop notes every tick
+
+	log.setLeader(2, 2)
+	require.True(t, c2.ensureActive(ctx))
+	clk.advance(time.Second + time.Millisecond)
+	id, err := c2.FenceExpiredBrokers(ctx, (3 * time.Second).Milliseconds())
+	require.NoError(t, err)
+	assert.Equal(t, int32(1), id, "the previous leader's broker, unheard for a third of a session")
+	id, err = c2.FenceExpiredBrokers(ctx, (3 * time.Second).Milliseconds())
+	require.NoError(t, err)
+	assert.Equal(t, int32(-1), id, "the others have a whole session")
+	assert.True(t, c2.Image().Live(3))
+
+	// A broker that heartbeats in time keeps its session.
+	log.setLeader(1, 3)
+	require.True(t, c1.ensureActive(ctx))
+	h := c1.HandleBrokerHeartbeat(ctx, hbReq(2, c1.Image().Brokers[2].Epoch, 1<<40, false, false))
+	require.Zero(t, h.ErrorCode)
+	clk.advance(time.Second + time.Millisecond)
+	id, err = c1.FenceExpiredBrokers(ctx, (3 * time.Second).Milliseconds())
+	require.NoError(t, err)
+	assert.Equal(t, int32(-1), id, "broker 2 heartbeated to the new controller")
+}
