@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/faultline/faultline/docker"
@@ -97,7 +96,7 @@ func benchClusterStart(b *testing.B, runtime string, nodes int) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		r := &run{nodes: ns, adm: kadm.NewClient(cl)}
+		r := &run{nodes: ns, adm: cl}
 		if err := r.waitServing(ctx, time.Minute); err != nil {
 			b.Fatal(err)
 		}

@@ -16,8 +16,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/faultline/faultline/checker"
 	"github.com/faultline/faultline/nemesis"
@@ -140,7 +140,7 @@ type run struct {
 	out   io.Writer
 	nodes []Node
 	rec   *Recorder
-	adm   *kadm.Client
+	adm   *kgo.Client // metadata probes (waitServing, nemesis targets)
 	phase string
 	// workStart is when the workload phase began; the time limit counts
 	// from there.
@@ -227,7 +227,7 @@ func (r *run) execute(ctx context.Context) (Outcome, error) {
 	if err != nil {
 		return Outcome{Dir: r.dir}, &SetupError{err}
 	}
-	r.adm = kadm.NewClient(admCl)
+	r.adm = admCl
 	if err := r.waitServing(ctx, 60*time.Second); err != nil {
 		if ctx.Err() != nil {
 			return Outcome{}, r.interrupted(ctx, "setup")
@@ -499,14 +499,14 @@ func (r *run) waitServing(ctx context.Context, limit time.Duration) error {
 	var last error
 	for {
 		mctx, mcancel := context.WithTimeout(ctx, 3*time.Second)
-		md, err := r.adm.BrokerMetadata(mctx)
+		md, err := r.metadata(mctx, false)
 		mcancel()
 		switch {
 		case err != nil:
 			last = err
 		case len(md.Brokers) < want:
 			last = fmt.Errorf("%d of %d brokers registered", len(md.Brokers), want)
-		case md.Controller < 0:
+		case md.ControllerID < 0:
 			last = errors.New("no active controller")
 		default:
 			return nil
@@ -517,6 +517,18 @@ func (r *run) waitServing(ctx context.Context, limit time.Duration) error {
 		case <-time.After(250 * time.Millisecond):
 		}
 	}
+}
+
+// metadata asks the cluster directly, bypassing the client's metadata
+// cache (kadm's BrokerMetadata and Metadata answer from a cache that can
+// stay stale while a cluster starts or fails over); withTopics asks for
+// every topic.
+func (r *run) metadata(ctx context.Context, withTopics bool) (*kmsg.MetadataResponse, error) {
+	req := kmsg.NewPtrMetadataRequest()
+	if !withTopics {
+		req.Topics = []kmsg.MetadataRequestTopic{}
+	}
+	return req.RequestWith(ctx, r.adm)
 }
 
 func (r *run) writeResults(h checker.History, res checker.Result) error {
@@ -570,14 +582,14 @@ func (c *clusterView) name(id int32) string {
 func (c *clusterView) Leaders(ctx context.Context) ([]string, error) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	md, err := c.r.adm.Metadata(ctx)
+	md, err := c.r.metadata(ctx, true)
 	if err != nil {
 		return nil, err
 	}
 	seen := map[string]bool{}
 	var out []string
 	for _, td := range md.Topics {
-		if !strings.HasPrefix(td.Topic, "t") {
+		if td.Topic == nil || !strings.HasPrefix(*td.Topic, "t") {
 			continue
 		}
 		for _, p := range td.Partitions {
@@ -594,12 +606,12 @@ func (c *clusterView) Leaders(ctx context.Context) ([]string, error) {
 func (c *clusterView) Controller(ctx context.Context) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	md, err := c.r.adm.BrokerMetadata(ctx)
+	md, err := c.r.metadata(ctx, false)
 	if err != nil {
 		return "", err
 	}
-	if n := c.name(md.Controller); n != "" {
+	if n := c.name(md.ControllerID); n != "" {
 		return n, nil
 	}
-	return "", fmt.Errorf("controller %d is not a known node", md.Controller)
+	return "", fmt.Errorf("controller %d is not a known node", md.ControllerID)
 }
