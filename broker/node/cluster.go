@@ -86,6 +86,19 @@ func voterAddrs(cfg *config.Config) map[int32]string {
 	return out
 }
 
+// votersString renders the controllers as controller.quorum.voters (or
+// controller.quorum.bootstrap.servers) does, for messages.
+func votersString(cfg *config.Config) string {
+	var out []string
+	for _, v := range cfg.ControllerQuorumVoters {
+		out = append(out, v.String())
+	}
+	for _, b := range cfg.ControllerQuorumBootstrapServers {
+		out = append(out, b.String())
+	}
+	return strings.Join(out, ",")
+}
+
 // readPreviousBrokerEpoch reads the broker epoch of the last clean shutdown
 // from the marker of the first log dir, -1 when there is none. It must run
 // before the log manager loads (and removes) the marker.
@@ -276,9 +289,11 @@ func (n *Node) startObserverMetadata(ctx context.Context) error {
 	}
 	obs.start()
 	n.pushStop("metadata observer", func(context.Context) error { obs.close(); cancel(); return nil })
-	n.logger.Info(fmt.Sprintf("Following the metadata log of the controller quorum %v as an observer", voterAddrs(n.cfg)), ComponentKey, "MetadataLoader")
-	if err := obs.waitCaughtUp(ctx); err != nil {
-		return err
+	n.logger.Info(fmt.Sprintf("Following the metadata log of the controller quorum %s as an observer", votersString(n.cfg)), ComponentKey, "MetadataLoader")
+	wctx, cancel := context.WithTimeout(ctx, time.Duration(n.cfg.InitialBrokerRegistrationTimeoutMs)*time.Millisecond)
+	defer cancel()
+	if err := obs.waitCaughtUp(wctx); err != nil {
+		return fmt.Errorf("initial.broker.registration.timeout.ms: no controller of %s served the metadata log: %w", votersString(n.cfg), err)
 	}
 	im := n.publisher.Image()
 	n.logger.Info(fmt.Sprintf("Loaded metadata log up to offset %d: %d topics, %d brokers", im.Offset, len(im.Topics), len(im.Brokers)), ComponentKey, "MetadataLoader")
@@ -390,12 +405,33 @@ func (n *Node) startLifecycle(ctx context.Context) error {
 	// broker may be unfenced as soon as it caught up with the metadata log.
 	lc.SetReadyToUnfence()
 	go n.trackEpoch(lc)
+	if err := waitRegistered(ctx, lc, time.Duration(cfg.InitialBrokerRegistrationTimeoutMs)*time.Millisecond); err != nil {
+		return fmt.Errorf("initial.broker.registration.timeout.ms: no active controller of %s accepted the registration of broker %d: %w", votersString(cfg), cfg.NodeID, err)
+	}
 	if err := lc.WaitForState(ctx, controller.StateRunning); err != nil {
 		return fmt.Errorf("waiting to be unfenced by the controller quorum: %w", err)
 	}
 	n.epoch.Store(lc.BrokerEpoch())
 	n.logger.Info(fmt.Sprintf("Completed registration with controller, broker epoch %d", lc.BrokerEpoch()), ComponentKey, "BrokerServer")
 	return nil
+}
+
+// waitRegistered waits until the lifecycle registered once, at most
+// timeout.
+func waitRegistered(ctx context.Context, lc *controller.BrokerLifecycle, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	for {
+		ch := lc.Changed()
+		if lc.BrokerEpoch() >= 0 {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
 }
 
 // trackEpoch keeps n.epoch, the epoch written in the clean shutdown marker,

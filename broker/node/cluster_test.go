@@ -448,3 +448,60 @@ func TestClusterSeparateRoles(t *testing.T) {
 		assert.Equal(t, StateRunning, c.node.State(), "broker %d kept running", c.id)
 	}
 }
+
+// TestClusterControlledShutdown: SIGTERM's path on a partition leader. The
+// controller moves its leadership to another ISR member before the broker
+// stops, so acks=all writes go on with no session timeout to wait for, and
+// the broker comes back on its clean data into the ISR.
+func TestClusterControlledShutdown(t *testing.T) {
+	nodes := startCluster(t, 3, map[string]string{"broker.session.timeout.ms": "10000"})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds(nodes)...), kgo.RequiredAcks(kgo.AllISRAcks()), kgo.DefaultProduceTopic("orders"),
+		kgo.RecordRetries(1000), kgo.MetadataMinAge(50*time.Millisecond), kgo.RetryBackoffFn(func(int) time.Duration { return 20 * time.Millisecond }))
+	require.NoError(t, err)
+	defer cl.Close()
+	resp, err := kadm.NewClient(cl).CreateTopic(ctx, 1, 3, map[string]*string{"min.insync.replicas": new("2")}, "orders")
+	require.NoError(t, err)
+	require.NoError(t, resp.Err)
+	for i := range 50 {
+		require.NoError(t, cl.ProduceSync(ctx, &kgo.Record{Value: []byte(strconv.Itoa(i))}).FirstErr())
+	}
+	before, _ := partitionState(nodes[0], "orders", 0)
+	leader := nodes[before.Leader-1]
+	var other *clusterNode
+	for _, c := range nodes {
+		if c != leader {
+			other = c
+		}
+	}
+	stopped := time.Now()
+	stopNode(t, leader.node)
+	assert.Less(t, time.Since(stopped), 10*time.Second, "no session timeout (10 s) to wait for")
+	assert.Contains(t, leader.logs.String(), "Controlled shutdown request returned successfully")
+	after, _ := partitionState(other, "orders", 0)
+	assert.NotEqual(t, leader.id, after.Leader, "leadership moved before the broker stopped")
+	assert.Greater(t, after.LeaderEpoch, before.LeaderEpoch)
+	for i := 50; i < 100; i++ {
+		require.NoError(t, cl.ProduceSync(ctx, &kgo.Record{Value: []byte(strconv.Itoa(i))}).FirstErr())
+	}
+	require.NoError(t, leader.start(t))
+	assert.NotContains(t, leader.logs.String(), "Found unclean shutdown file marker", "the controlled shutdown left the clean marker")
+	require.Eventually(t, func() bool {
+		p, ok := partitionState(other, "orders", 0)
+		return ok && len(p.ISR) == 3
+	}, 30*time.Second, 10*time.Millisecond, "the restarted broker rejoins the ISR")
+	assert.Len(t, readAllFrom(t, []string{leader.node.Addr().String()}, "orders"), 100)
+}
+
+// TestBrokerWithoutControllers: a broker whose voters do not answer gives up
+// after initial.broker.registration.timeout.ms with a message naming them.
+func TestBrokerWithoutControllers(t *testing.T) {
+	props := withBrokers(t, clusterProps(t, 3, nil), 1)[3]
+	props["initial.broker.registration.timeout.ms"] = "300"
+	c := &clusterNode{id: 4, props: props}
+	err := c.start(t)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "initial.broker.registration.timeout.ms: no controller of 1@127.0.0.1:")
+	assert.Contains(t, err.Error(), "served the metadata log")
+}

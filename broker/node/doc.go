@@ -24,6 +24,27 @@
 // leadership moves away) → SHUTTING_DOWN (coordinator, replicas, quorum,
 // log manager flush, checkpoints and marker) → NOT_RUNNING. A failed start
 // undoes the phases that completed.
+//
+// Roles (process.roles, controller.quorum.voters) pick the topology:
+//   - a combined node that is the only voter: the single-node broker above,
+//     on a Local quorum, no controller listener;
+//   - a combined voter of several: a raftq voter on __cluster_metadata-0
+//     whose raft traffic and controller RPCs share the controller listener
+//     (connections are sniffed: raft ones go to the raft transport, Kafka
+//     ones to a server whose Backend is the controller itself, plus Fetch
+//     of the metadata log for observers); admin requests on the client
+//     listener go through a controller.Forwarder; registration and
+//     heartbeats through a controller.BrokerLifecycle (ready once
+//     unfenced); a replica.Fetcher follows the leaders, a replica.ISRLoop
+//     sends AlterPartition, RunExpiry fences expired brokers;
+//   - a broker-only node: the same broker side, following the metadata log
+//     as an observer (Fetch of __cluster_metadata-0 from the quorum leader);
+//   - a controller-only voter: the quorum, the controller and its listener.
+//
+// On a cluster Shutdown starts with the controlled shutdown (the controller
+// moves leadership away; bounded by a session timeout when no controller
+// answers), then the network layer, the ISR loop, the fetcher, the replica
+// manager, the controller listener after the quorum, the logs.
 // Format stamps meta.properties into every log dir, as kafka-storage.sh
 // format does, and Start refuses directories that are not formatted or that
 // belong to another cluster.
