@@ -106,3 +106,37 @@ func failoverOnce(b *testing.B, heartbeatMs, sessionMs int) (time.Duration, bool
 		require.NoError(b, ctx.Err())
 	}
 }
+
+// BenchmarkProduceCluster compares produce throughput with acks=all on
+// three nodes (RF=3, min.insync.replicas=2) against acks=1 on one node:
+// 100-byte values, async kgo producer, 3 partitions, same client settings.
+// The target is a ratio of at least one half.
+func BenchmarkProduceCluster(b *testing.B) {
+	b.Run("acks=1/nodes=1", func(b *testing.B) {
+		n := startNode(b, nil)
+		benchProduceCluster(b, []string{n.Addr().String()}, kgo.LeaderAck(), 1)
+	})
+	b.Run("acks=all/nodes=3", func(b *testing.B) {
+		nodes := startCluster(b, 3, nil)
+		benchProduceCluster(b, seeds(nodes), kgo.AllISRAcks(), 3)
+	})
+}
+
+func benchProduceCluster(b *testing.B, seeds []string, acks kgo.Acks, rf int16) {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
+	require.NoError(b, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	resp, err := kadm.NewClient(cl).CreateTopic(ctx, benchPartitions, rf, map[string]*string{"min.insync.replicas": new(strconv.Itoa(int(min(rf, 2))))}, benchTopic)
+	cl.Close()
+	require.NoError(b, err)
+	require.NoError(b, resp.Err)
+	producer, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.RequiredAcks(acks), kgo.DisableIdempotentWrite(),
+		kgo.ProducerLinger(time.Millisecond), kgo.MaxBufferedRecords(1<<20))
+	require.NoError(b, err)
+	defer producer.Close()
+	benchProduceAll(b, producer, 1000)
+	b.SetBytes(benchValueBytes)
+	b.ResetTimer()
+	benchProduceAll(b, producer, b.N)
+}

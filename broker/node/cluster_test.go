@@ -122,13 +122,13 @@ func (c *clusterNode) start(t testing.TB) error {
 
 // startCluster starts size combined nodes at once (each waits for a
 // quorum) and stops them when the test ends.
-func startCluster(t *testing.T, size int, extra map[string]string) []*clusterNode {
+func startCluster(t testing.TB, size int, extra map[string]string) []*clusterNode {
 	t.Helper()
 	return startClusterProps(t, clusterProps(t, size, extra))
 }
 
 // startClusterProps starts a node per configuration at once.
-func startClusterProps(t *testing.T, props []map[string]string) []*clusterNode {
+func startClusterProps(t testing.TB, props []map[string]string) []*clusterNode {
 	t.Helper()
 	size := len(props)
 	nodes := make([]*clusterNode, size)
