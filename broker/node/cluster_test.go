@@ -505,3 +505,37 @@ func TestBrokerWithoutControllers(t *testing.T) {
 	assert.Contains(t, err.Error(), "initial.broker.registration.timeout.ms: no controller of 1@127.0.0.1:")
 	assert.Contains(t, err.Error(), "served the metadata log")
 }
+
+// TestClusterFullRestart stops every node of a cluster and starts them all
+// again on their data: the quorum, the topics and the records are back.
+func TestClusterFullRestart(t *testing.T) {
+	nodes := startCluster(t, 3, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds(nodes)...), kgo.RequiredAcks(kgo.AllISRAcks()), kgo.DefaultProduceTopic("orders"))
+	require.NoError(t, err)
+	resp, err := kadm.NewClient(cl).CreateTopic(ctx, 1, 3, nil, "orders")
+	require.NoError(t, err)
+	require.NoError(t, resp.Err)
+	for i := range 50 {
+		require.NoError(t, cl.ProduceSync(ctx, &kgo.Record{Value: []byte(strconv.Itoa(i))}).FirstErr())
+	}
+	cl.Close()
+	var wg sync.WaitGroup
+	for _, c := range nodes {
+		wg.Go(func() { stopNode(t, c.node) })
+	}
+	wg.Wait()
+	errs := make([]error, len(nodes))
+	for i, c := range nodes {
+		wg.Go(func() { errs[i] = c.start(t) })
+	}
+	wg.Wait()
+	for _, err := range errs {
+		require.NoError(t, err)
+	}
+	for _, c := range nodes {
+		assert.NotContains(t, c.logs.String(), "Found unclean shutdown file marker", "node %d stopped cleanly", c.id)
+	}
+	assert.Len(t, readAllFrom(t, seeds(nodes), "orders"), 50)
+}
