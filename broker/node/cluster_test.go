@@ -407,7 +407,17 @@ func TestClusterSeparateRoles(t *testing.T) {
 		p["process.roles"] = "controller"
 		p["listeners"] = strings.Split(p["listeners"], ",")[1]
 	}
-	nodes := startClusterProps(t, withBrokers(t, props, 3))
+	all := withBrokers(t, props, 3)
+	// Broker 6 knows the controllers by address only, as with
+	// controller.quorum.bootstrap.servers.
+	var bootstrap []string
+	for _, v := range strings.Split(all[5]["controller.quorum.voters"], ",") {
+		_, addr, _ := strings.Cut(v, "@")
+		bootstrap = append(bootstrap, addr)
+	}
+	delete(all[5], "controller.quorum.voters")
+	all[5]["controller.quorum.bootstrap.servers"] = strings.Join(bootstrap, ",")
+	nodes := startClusterProps(t, all)
 	for _, c := range nodes[:3] {
 		assert.Contains(t, c.logs.String(), fmt.Sprintf("Kafka controller %d is ready to serve requests", c.id))
 		assert.Nil(t, c.node.replicas, "a controller-only node has no partitions")
