@@ -28,7 +28,8 @@ image: build
 
 # The gating suite: the queue workload under none, kill, partition and
 # kill+partition with acks=all, min.insync.replicas=2, RF=3, unclean
-# election off (expected valid), and acks=1 with leader kills (expected to
+# election off (expected valid), and acks=1 with leader kills and zombie
+# leaders cut off from the other nodes (expected to
 # find loss). Prints a table; fails when any test comes out other than
 # expected. Needs a Docker daemon.
 test-jepsen: build

@@ -41,8 +41,15 @@ var Suites = map[string]func(base Test) []Case{
 			t.Name, t.Nemesis = name, nemeses
 			return t
 		}
+		// acks=1 loses what the leader acknowledged and no follower had
+		// yet when it dies (seed 003). A kill leaves only a replication
+		// round trip of such writes; a leader cut off from the other
+		// nodes but not from clients (a zombie) acknowledges for the whole
+		// partition, so the case mixes both, faster than the durable
+		// cases, to find the loss in every run.
 		lossy := base
-		lossy.Name, lossy.Nemesis = "acks1-kill-leaders", []string{"kill:leaders"}
+		lossy.Name, lossy.Nemesis = "acks1-leader-loss", []string{"partition:one", "kill:leaders"}
+		lossy.NemesisInterval = Duration(min(time.Duration(base.NemesisInterval), 8*time.Second))
 		lossy.Acks, lossy.Idempotent, lossy.ReplicationFactor = 1, false, 3
 		lossy.BrokerConfig = map[string]string{"min.insync.replicas": "1", "unclean.leader.election.enable": "true"}
 		return []Case{
@@ -50,7 +57,7 @@ var Suites = map[string]func(base Test) []Case{
 			{Test: mk("durable-kill", "kill"), Expect: checker.Valid, Why: "kill -9 of nodes, leaders, controller"},
 			{Test: mk("durable-partition", "partition"), Expect: checker.Valid, Why: "network partitions between nodes"},
 			{Test: mk("durable-kill-partition", "kill", "partition"), Expect: checker.Valid, Why: "kills and partitions together"},
-			{Test: lossy, Expect: checker.Invalid, Why: "acks=1 + leader kills loses acknowledged writes (seed 003): the checker must find it"},
+			{Test: lossy, Expect: checker.Invalid, Why: "acks=1 + leader kills and zombie leaders lose acknowledged writes (seed 003): the checker must find it"},
 		}
 	},
 	// single runs against one node (the process runtime works everywhere):

@@ -200,7 +200,7 @@ func cmdSuite(args []string, stdout, stderr io.Writer) int {
 	base := harness.DefaultTest()
 	fs := flag.NewFlagSet("suite", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	name := fs.String("suite", "gating", "suite to run: gating (5 nodes, durability config under none/kill/partition/kill+partition, expected valid; acks=1 leader kills, expected invalid) or single (one node: none and kill)")
+	name := fs.String("suite", "gating", "suite to run: gating (5 nodes, durability config under none/kill/partition/kill+partition, expected valid; acks=1 with leader kills and zombie leaders, expected invalid) or single (one node: none and kill)")
 	limit := fs.Duration("time-limit", 90*time.Second, "time limit of each test")
 	interval := time.Duration(base.NemesisInterval)
 	fs.DurationVar(&interval, "nemesis-interval", interval, "time between starting and stopping faults")
