@@ -99,6 +99,16 @@ func votersString(cfg *config.Config) string {
 	return strings.Join(out, ",")
 }
 
+// controllerAddrs maps the controllers' ids to their addresses; the
+// bootstrap servers, whose ids are unknown, get negative keys.
+func controllerAddrs(cfg *config.Config) map[int32]string {
+	out := voterAddrs(cfg)
+	for i, b := range cfg.ControllerQuorumBootstrapServers {
+		out[int32(-1-i)] = b.String()
+	}
+	return out
+}
+
 // readPreviousBrokerEpoch reads the broker epoch of the last clean shutdown
 // from the marker of the first log dir, -1 when there is none. It must run
 // before the log manager loads (and removes) the marker.
@@ -137,6 +147,8 @@ func (n *Node) startRaftMetadata() error {
 		ClusterID: n.clusterID,
 		Transport: tr,
 		Logger:    logger,
+		// Kafka's metadata.log.max.record.bytes.between.snapshots.
+		SnapshotIntervalBytes: cfg.MetadataLogMaxRecordBytesBetweenSnapshots,
 	})
 	if err != nil {
 		_ = tr.Close()
@@ -171,7 +183,7 @@ func (n *Node) bindControllerListener() error {
 		return fmt.Errorf("controller listener: bind %s: %w", l, err)
 	}
 	n.ctrlListenerCfg = l
-	n.ctrlListener = newSniffListener(ln, n.raftTransport, n.logger.With(ComponentKey, "SocketServer"))
+	n.ctrlListener = newSniffListener(ln, n.raftTransport, n.raft, n.logger.With(ComponentKey, "SocketServer"))
 	n.pushStop("controller listener", func(context.Context) error { return ignoreClosed(n.ctrlListener.Close()) })
 	return nil
 }
@@ -278,6 +290,8 @@ func (n *Node) startControllerChannel(leader func() quorum.LeaderAndEpoch) error
 // controllers' high watermark.
 func (n *Node) startObserverMetadata(ctx context.Context) error {
 	obs := newObserver(n.cfg.NodeID, nil, n.logger.With(ComponentKey, "MetadataLoader"))
+	obs.image = metadata.NewImage(n.clusterID)
+	obs.addrs = controllerAddrs(n.cfg)
 	if err := n.startControllerChannel(obs.Leader); err != nil {
 		return err
 	}
@@ -486,6 +500,7 @@ func (n *Node) pushClusterControlledShutdown() {
 type sniffListener struct {
 	net.Listener
 	tr     *raftq.TCPTransport
+	q      *raftq.Quorum
 	conns  chan net.Conn
 	closed chan struct{}
 	once   sync.Once
@@ -496,8 +511,8 @@ type sniffListener struct {
 	}
 }
 
-func newSniffListener(ln net.Listener, tr *raftq.TCPTransport, logger interface{ Warn(string, ...any) }) *sniffListener {
-	s := &sniffListener{Listener: ln, tr: tr, conns: make(chan net.Conn), closed: make(chan struct{}), failed: make(chan struct{}), logger: logger}
+func newSniffListener(ln net.Listener, tr *raftq.TCPTransport, q *raftq.Quorum, logger interface{ Warn(string, ...any) }) *sniffListener {
+	s := &sniffListener{Listener: ln, tr: tr, q: q, conns: make(chan net.Conn), closed: make(chan struct{}), failed: make(chan struct{}), logger: logger}
 	go s.acceptLoop()
 	return s
 }
@@ -527,6 +542,15 @@ func (s *sniffListener) classify(c net.Conn) {
 	}
 	if isRaft {
 		_ = s.tr.ServeConn(conn)
+		return
+	}
+	conn, isSnapshot, err := sniffSnapshot(conn)
+	if err != nil {
+		_ = conn.Close()
+		return
+	}
+	if isSnapshot {
+		_ = serveSnapshot(conn, s.q)
 		return
 	}
 	select {

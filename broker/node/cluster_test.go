@@ -20,6 +20,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/faultline/faultline/broker/metadata"
+	"github.com/faultline/faultline/broker/storage"
 )
 
 // Cluster timings of the tests: failover within a few seconds.
@@ -548,4 +549,47 @@ func TestClusterFullRestart(t *testing.T) {
 		assert.NotContains(t, c.logs.String(), "Found unclean shutdown file marker", "node %d stopped cleanly", c.id)
 	}
 	assert.Len(t, readAllFrom(t, seeds(nodes), "orders"), 50)
+}
+
+// TestObserverCatchesUpFromSnapshot: a broker that starts after the
+// controllers took a metadata snapshot (and moved their log start past
+// it) loads the snapshot from the controller listener, then follows the
+// log.
+func TestObserverCatchesUpFromSnapshot(t *testing.T) {
+	all := withBrokers(t, clusterProps(t, 3, map[string]string{"metadata.log.max.record.bytes.between.snapshots": "512"}), 1)
+	voters := startClusterProps(t, all[:3])
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds(voters)...))
+	require.NoError(t, err)
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	for i := range 10 {
+		resp, err := adm.CreateTopic(ctx, 1, 1, nil, fmt.Sprintf("t%d", i))
+		require.NoError(t, err)
+		require.NoError(t, resp.Err)
+	}
+	require.Eventually(t, func() bool {
+		for _, c := range voters {
+			l, ok := c.node.logs.GetLog(storage.TopicPartition{Topic: "__cluster_metadata", Partition: 0})
+			if !ok || l.LogStartOffset() == 0 {
+				return false
+			}
+		}
+		return true
+	}, 30*time.Second, 10*time.Millisecond, "every voter's metadata log starts after a snapshot")
+
+	broker := &clusterNode{id: 4, props: all[3]}
+	require.NoError(t, broker.start(t))
+	t.Cleanup(func() { stopNode(t, broker.node) })
+	assert.Contains(t, broker.logs.String(), "Loaded the metadata snapshot ending at offset")
+	im := broker.node.publisher.Image()
+	for i := range 10 {
+		assert.NotNil(t, im.Topic(fmt.Sprintf("t%d", i)), "topic t%d from the snapshot", i)
+	}
+	resp, err := adm.CreateTopic(ctx, 1, 1, nil, "after")
+	require.NoError(t, err)
+	require.NoError(t, resp.Err)
+	require.Eventually(t, func() bool { return broker.node.publisher.Image().Topic("after") != nil }, 10*time.Second, 10*time.Millisecond,
+		"the broker follows the log after the snapshot")
 }

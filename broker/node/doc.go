@@ -38,7 +38,9 @@
 //     unfenced); a replica.Fetcher follows the leaders, a replica.ISRLoop
 //     sends AlterPartition, RunExpiry fences expired brokers;
 //   - a broker-only node: the same broker side, following the metadata log
-//     as an observer (Fetch of __cluster_metadata-0 from the quorum leader);
+//     as an observer (Fetch of __cluster_metadata-0 from the quorum leader;
+//     below the log start it loads the newest snapshot over the controller
+//     listener, a connection opening with "FLSNAP01");
 //   - a controller-only voter: the quorum, the controller and its listener.
 //
 // On a cluster Shutdown starts with the controlled shutdown (the controller

@@ -28,6 +28,10 @@ type observer struct {
 	logger   *slog.Logger
 	// fetchWait is how long a fetch waits at the leader for new batches.
 	fetchWait time.Duration
+	// addrs are the controllers' listeners, asked for a snapshot when the
+	// log starts after the offset to fetch (bootstrap servers have
+	// negative ids).
+	addrs map[int32]string
 
 	// deliverMu orders deliveries: the fetch loop holds it while it hands
 	// batches to the subscribers, Subscribe while it replays. mu guards
@@ -36,7 +40,8 @@ type observer struct {
 	mu        sync.Mutex
 	leader    quorum.LeaderAndEpoch
 	batches   []quorum.Batch
-	next      int64 // the next offset to fetch
+	image     *metadata.Image // the image of the batches delivered
+	next      int64           // the next offset to fetch
 	hw        int64
 	subs      map[int]func(quorum.Batch) error
 	subID     int
@@ -243,7 +248,7 @@ func (o *observer) fetch(ctx context.Context) error {
 	p := resp.Topics[0].Partitions[0]
 	if p.ErrorCode != 0 {
 		if p.ErrorCode == kerr.OffsetOutOfRange.Code {
-			o.logger.Error(fmt.Sprintf("The metadata log of the controllers starts after offset %d (a snapshot): fetching snapshots is not supported yet", next))
+			return o.loadSnapshot(ctx, next)
 		}
 		return fmt.Errorf("metadata fetch at offset %d: %w", next, kerr.ErrorForCode(p.ErrorCode))
 	}
@@ -251,6 +256,18 @@ func (o *observer) fetch(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("metadata fetch at offset %d: %w", next, err)
 	}
+	o.deliver(batches)
+	o.mu.Lock()
+	o.hw = p.HighWatermark
+	close(o.changed)
+	o.changed = make(chan struct{})
+	o.mu.Unlock()
+	return nil
+}
+
+// deliver hands the batches after the last one delivered to every
+// subscriber, in order, and folds them into the observer's image.
+func (o *observer) deliver(batches []quorum.Batch) {
 	o.deliverMu.Lock()
 	defer o.deliverMu.Unlock()
 	for _, b := range batches {
@@ -266,16 +283,68 @@ func (o *observer) fetch(ctx context.Context) error {
 			subs = append(subs, fn)
 		}
 		o.mu.Unlock()
+		if o.image != nil {
+			if next, err := o.image.ApplyBatch(b.LastOffset, b.Records); err == nil {
+				o.image = next
+			} else {
+				o.logger.Error(fmt.Sprintf("Applying metadata batch at offset %d failed", b.BaseOffset), "err", err)
+			}
+		}
 		for _, fn := range subs {
 			if err := fn(b); err != nil {
 				o.logger.Error(fmt.Sprintf("Applying metadata batch at offset %d failed", b.BaseOffset), "err", err)
 			}
 		}
 	}
-	o.mu.Lock()
-	o.hw = p.HighWatermark
-	close(o.changed)
-	o.changed = make(chan struct{})
-	o.mu.Unlock()
-	return nil
+}
+
+// loadSnapshot brings the observer to the controllers' newest snapshot when
+// their log starts after next: one batch with the records that take its
+// image to the snapshot's, then fetching goes on from the snapshot's end.
+func (o *observer) loadSnapshot(ctx context.Context, next int64) error {
+	ids := make([]int32, 0, len(o.addrs))
+	if l := o.Leader().LeaderID; l >= 0 {
+		if _, ok := o.addrs[l]; ok {
+			ids = append(ids, l)
+		}
+	}
+	for id := range o.addrs {
+		ids = append(ids, id)
+	}
+	var lastErr error
+	for _, id := range ids {
+		sctx, cancel := context.WithTimeout(ctx, time.Minute)
+		data, err := fetchSnapshot(sctx, o.addrs[id])
+		cancel()
+		if err != nil {
+			lastErr = err
+			continue
+		}
+		if data == nil {
+			continue
+		}
+		h, recs, err := raftq.DecodeSnapshot(data)
+		if err != nil {
+			lastErr = err
+			continue
+		}
+		if h.EndOffset <= next {
+			continue
+		}
+		if o.image == nil {
+			return errors.New("metadata snapshot: the observer keeps no image")
+		}
+		target, err := metadata.NewImage(o.image.ClusterID).ApplyBatch(h.EndOffset-1, recs)
+		if err != nil {
+			lastErr = err
+			continue
+		}
+		o.logger.Info(fmt.Sprintf("Loaded the metadata snapshot ending at offset %d from %s: the controllers' log starts after offset %d", h.EndOffset, o.addrs[id], next))
+		o.deliver([]quorum.Batch{{BaseOffset: next, LastOffset: h.EndOffset - 1, Epoch: h.Epoch(), Records: raftq.ImageDelta(o.image, target)}})
+		return nil
+	}
+	if lastErr == nil {
+		lastErr = errors.New("no controller has a snapshot past it")
+	}
+	return fmt.Errorf("metadata fetch at offset %d: below the log start: %w", next, lastErr)
 }
