@@ -278,11 +278,18 @@ func readAllFrom(t *testing.T, seeds []string, topic string) map[string]bool {
 	defer cl.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	ends, err := kadm.NewClient(cl).ListEndOffsets(ctx, topic)
-	require.NoError(t, err)
-	end, ok := ends.Lookup(topic, 0)
-	require.True(t, ok)
-	require.NoError(t, end.Err)
+	// Right after a failover or a restart the partition may have no
+	// leader for a moment: ask until one answers.
+	var end kadm.ListedOffset
+	require.Eventually(t, func() bool {
+		ends, err := kadm.NewClient(cl).ListEndOffsets(ctx, topic)
+		if err != nil {
+			return false
+		}
+		var ok bool
+		end, ok = ends.Lookup(topic, 0)
+		return ok && end.Err == nil
+	}, 30*time.Second, 20*time.Millisecond, "the end offset of %s-0", topic)
 	cl.AddConsumePartitions(map[string]map[int32]kgo.Offset{topic: {0: kgo.NewOffset().AtStart()}})
 	out := map[string]bool{}
 	var n int64
