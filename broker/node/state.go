@@ -1,43 +1,30 @@
 package node
 
-import "sync/atomic"
+import (
+	"sync/atomic"
+
+	"github.com/faultline/faultline/broker/controller"
+)
 
 // BrokerState is the broker's lifecycle state with Kafka's KRaft codes
 // (org.apache.kafka.metadata.BrokerState), exported as the BrokerState
-// metric.
-type BrokerState int8
+// metric. It is the broker lifecycle's own type (broker/controller), so the
+// state a cluster node's heartbeats drive and the one a single node sets
+// are the same values.
+type BrokerState = controller.BrokerState
 
 // The states a node passes through. A single node goes NOT_RUNNING →
 // STARTING → RECOVERY → RUNNING, and on SIGTERM RUNNING →
 // PENDING_CONTROLLED_SHUTDOWN → SHUTTING_DOWN → NOT_RUNNING.
 const (
-	StateNotRunning                BrokerState = 0
-	StateStarting                  BrokerState = 1
-	StateRecovery                  BrokerState = 2
-	StateRunning                   BrokerState = 3
-	StatePendingControlledShutdown BrokerState = 6
-	StateShuttingDown              BrokerState = 7
-	StateUnknown                   BrokerState = 127
+	StateNotRunning                = controller.StateNotRunning
+	StateStarting                  = controller.StateStarting
+	StateRecovery                  = controller.StateRecovery
+	StateRunning                   = controller.StateRunning
+	StatePendingControlledShutdown = controller.StatePendingControlledShutdown
+	StateShuttingDown              = controller.StateShuttingDown
+	StateUnknown                   = controller.StateUnknown
 )
-
-func (s BrokerState) String() string {
-	switch s {
-	case StateNotRunning:
-		return "NOT_RUNNING"
-	case StateStarting:
-		return "STARTING"
-	case StateRecovery:
-		return "RECOVERY"
-	case StateRunning:
-		return "RUNNING"
-	case StatePendingControlledShutdown:
-		return "PENDING_CONTROLLED_SHUTDOWN"
-	case StateShuttingDown:
-		return "SHUTTING_DOWN"
-	default:
-		return "UNKNOWN"
-	}
-}
 
 // stateBox holds the current BrokerState for concurrent readers (the metrics
 // endpoint reads it while the lifecycle goroutine writes it).
