@@ -23,7 +23,7 @@ func dockerOrSkip(t *testing.T, runID string) *Docker {
 	t.Helper()
 	d, err := NewDocker(context.Background(), runID)
 	if errors.Is(err, ErrNoDocker) {
-		t.Skipf("skipping: %v", err)
+		t.Skipf("skipping: no Docker daemon reachable: %v", err)
 	}
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = d.Close() })

@@ -18,7 +18,7 @@ import (
 func TestHelperProcessRuntime(t *testing.T) {
 	broker := os.Getenv("FAULTLINE_HELPER_BROKER")
 	if broker == "" {
-		t.Skip("helper process only")
+		return // run directly: nothing to do, this is TestNoOrphanBrokers' helper
 	}
 	p := NewProcess(os.Getenv("FAULTLINE_HELPER_DIR"))
 	_, err := p.Setup(context.Background(), Cluster{Nodes: 1, Topology: "combined", ClusterID: newClusterID(), BrokerBinary: broker})

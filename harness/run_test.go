@@ -95,7 +95,7 @@ func TestRunDockerRuntime(t *testing.T) {
 	}
 	d, err := NewDocker(context.Background(), "probe")
 	if errors.Is(err, ErrNoDocker) {
-		t.Skipf("skipping: %v", err)
+		t.Skipf("skipping: no Docker daemon reachable: %v", err)
 	}
 	require.NoError(t, err)
 	d.Close()

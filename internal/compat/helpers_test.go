@@ -121,7 +121,7 @@ func missing(t *testing.T, what, pkg string) {
 	t.Helper()
 	msg := fmt.Sprintf("%s not installed: this test needs it to check the broker against a client faultline did not write; install it with `apt-get install -y %s` (or run with -short to skip)", what, pkg)
 	if testing.Short() {
-		t.Skip(msg)
+		t.Skip("-short: " + msg)
 	}
 	t.Fatal(msg)
 }

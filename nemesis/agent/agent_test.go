@@ -25,7 +25,7 @@ func TestPartitionInsideContainers(t *testing.T) {
 	runID := fmt.Sprintf("flagent%d", time.Now().UnixNano()%1_000_000_000)
 	d, err := harness.NewDocker(context.Background(), runID)
 	if errors.Is(err, harness.ErrNoDocker) {
-		t.Skipf("skipping: %v", err)
+		t.Skipf("skipping: no Docker daemon reachable: %v", err)
 	}
 	require.NoError(t, err)
 	defer d.Close()
