@@ -243,8 +243,12 @@ func rawSummary(raw []byte) string {
 		return strings.Join(list, ", ")
 	}
 	var obj struct {
-		Nodes []string `json:"nodes"`
-		Mode  string   `json:"mode"`
+		Nodes  []string            `json:"nodes"`
+		Mode   string              `json:"mode"`
+		Grudge map[string][]string `json:"grudge"`
+	}
+	if json.Unmarshal(raw, &obj) == nil && len(obj.Grudge) > 0 {
+		return truncate(grudgeSummary(obj.Mode, obj.Grudge), 80)
 	}
 	if json.Unmarshal(raw, &obj) == nil && len(obj.Nodes) > 0 {
 		out := strings.Join(obj.Nodes, ", ")
@@ -258,6 +262,65 @@ func rawSummary(raw []byte) string {
 		return truncate(string(raw), 80)
 	}
 	return truncate(buf.String(), 80)
+}
+
+// grudgeSummary says in words which nodes a partition separated, from the
+// nemesis's grudge (node -> nodes whose packets it drops): "n3 cut off from
+// n1, n2, n4, n5", "n1, n2 | n3, n4, n5", or the majorities ring.
+func grudgeSummary(mode string, grudge map[string][]string) string {
+	if mode == "majorities-ring" {
+		return "majorities ring"
+	}
+	cut := map[[2]string]bool{}
+	nodes := map[string]bool{}
+	for n, from := range grudge {
+		nodes[n] = true
+		for _, f := range from {
+			nodes[f] = true
+			cut[[2]string{n, f}], cut[[2]string{f, n}] = true, true
+		}
+	}
+	names := make([]string, 0, len(nodes))
+	for n := range nodes {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	// Components of the "still connected" graph.
+	group := map[string]int{}
+	var groups [][]string
+	for _, n := range names {
+		if _, ok := group[n]; ok {
+			continue
+		}
+		id := len(groups)
+		groups = append(groups, nil)
+		stack := []string{n}
+		group[n] = id
+		for len(stack) > 0 {
+			x := stack[len(stack)-1]
+			stack = stack[:len(stack)-1]
+			groups[id] = append(groups[id], x)
+			for _, y := range names {
+				if _, seen := group[y]; !seen && !cut[[2]string{x, y}] {
+					group[y] = id
+					stack = append(stack, y)
+				}
+			}
+		}
+		sort.Strings(groups[id])
+	}
+	if len(groups) == 2 && (len(groups[0]) == 1 || len(groups[1]) == 1) {
+		alone, rest := groups[0], groups[1]
+		if len(alone) != 1 {
+			alone, rest = rest, alone
+		}
+		return alone[0] + " cut off from " + strings.Join(rest, ", ")
+	}
+	parts := make([]string, len(groups))
+	for i, g := range groups {
+		parts[i] = strings.Join(g, ", ")
+	}
+	return strings.Join(parts, " | ")
 }
 
 func truncate(s string, n int) string {
