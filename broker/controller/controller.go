@@ -219,22 +219,31 @@ func (c *Controller) CreateTopics(ctx context.Context, req *kmsg.CreateTopicsReq
 	return resp
 }
 
+// commitIfActive commits a decision's records when this controller is
+// active. Otherwise it returns the code and message the decision's items
+// must carry instead: all of them when standing by (nothing was decided
+// here: NOT_CONTROLLER), those that had succeeded when the commit failed.
+func (c *Controller) commitIfActive(ctx context.Context, active bool, recs []metadata.Record) (code int16, msg string, all, ok bool) {
+	if !active {
+		code, msg = failureCode(quorum.ErrNotLeader)
+		return code, msg, true, false
+	}
+	if err := c.commit(ctx, recs); err != nil {
+		code, msg = failureCode(err)
+		return code, msg, false, false
+	}
+	return 0, "", false, true
+}
+
 // DeleteTopics implements server.Controller.
 func (c *Controller) DeleteTopics(ctx context.Context, req *kmsg.DeleteTopicsRequest) *kmsg.DeleteTopicsResponse {
 	active := !c.standingBy(ctx)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	resp, res := c.state().DeleteTopics(req)
-	if !active {
-		res.Records = nil
-	}
-	if err := c.commit(ctx, res.Records); err != nil || !active {
-		if !active {
-			err = quorum.ErrNotLeader
-		}
-		code, msg := failureCode(err)
+	if code, msg, all, ok := c.commitIfActive(ctx, active, res.Records); !ok {
 		for i := range resp.Topics {
-			if resp.Topics[i].ErrorCode == 0 || !active {
+			if all || resp.Topics[i].ErrorCode == 0 {
 				resp.Topics[i].ErrorCode, resp.Topics[i].ErrorMessage = code, &msg
 			}
 		}
@@ -254,16 +263,9 @@ func (c *Controller) CreatePartitions(ctx context.Context, req *kmsg.CreateParti
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	resp, res := c.state().CreatePartitions(req)
-	if !active {
-		res.Records = nil
-	}
-	if err := c.commit(ctx, res.Records); err != nil || !active {
-		if !active {
-			err = quorum.ErrNotLeader
-		}
-		code, msg := failureCode(err)
+	if code, msg, all, ok := c.commitIfActive(ctx, active, res.Records); !ok {
 		for i := range resp.Topics {
-			if resp.Topics[i].ErrorCode == 0 || !active {
+			if all || resp.Topics[i].ErrorCode == 0 {
 				resp.Topics[i].ErrorCode, resp.Topics[i].ErrorMessage = code, &msg
 			}
 		}

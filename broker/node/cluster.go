@@ -193,18 +193,7 @@ func (n *Node) bindControllerListener() error {
 // loop, its metrics and the controller listener's Kafka server.
 func (n *Node) startClusterController() error {
 	cfg := n.cfg
-	c, err := controller.New(controller.Config{
-		NodeID:    cfg.NodeID,
-		ClusterID: n.clusterID,
-		Defaults: controller.Defaults{
-			NumPartitions:         cfg.NumPartitions,
-			ReplicationFactor:     int16(cfg.DefaultReplicationFactor),
-			UncleanLeaderElection: cfg.UncleanLeaderElectionEnable,
-		},
-		ValidateConfig: validateTopicConfig,
-		Logger:         n.logger.With(ComponentKey, "QuorumController"),
-		Cluster:        true,
-	}, n.quorum)
+	c, err := controller.New(n.controllerConfig(true), n.quorum)
 	if err != nil {
 		return err
 	}

@@ -410,10 +410,12 @@ func ignoreClosed(err error) error {
 	return err
 }
 
-// startController starts the active controller on the local quorum.
-func (n *Node) startController() error {
+// controllerConfig is this node's controller configuration; cluster is set
+// on a multi-voter quorum, where the controller decides only while its node
+// leads.
+func (n *Node) controllerConfig(cluster bool) controller.Config {
 	cfg := n.cfg
-	c, err := controller.New(controller.Config{
+	return controller.Config{
 		NodeID:    cfg.NodeID,
 		ClusterID: n.clusterID,
 		Defaults: controller.Defaults{
@@ -423,7 +425,13 @@ func (n *Node) startController() error {
 		},
 		ValidateConfig: validateTopicConfig,
 		Logger:         n.logger.With(ComponentKey, "QuorumController"),
-	}, n.quorum)
+		Cluster:        cluster,
+	}
+}
+
+// startController starts the active controller on the local quorum.
+func (n *Node) startController() error {
+	c, err := controller.New(n.controllerConfig(false), n.quorum)
 	if err != nil {
 		return err
 	}

@@ -187,8 +187,7 @@ func (q *Local) replay(fn func(Batch) error) error {
 			if pending == nil {
 				pending = &b
 			} else {
-				pending.LastOffset, pending.Epoch, pending.AppendTimeMs = b.LastOffset, b.Epoch, b.AppendTimeMs
-				pending.Records = append(pending.Records, b.Records...)
+				pending.Merge(b)
 			}
 			if len(pending.Records) >= replayRecordsMax {
 				return flush()

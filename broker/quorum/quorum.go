@@ -30,6 +30,13 @@ type Batch struct {
 	Records      []metadata.Record
 }
 
+// Merge appends next, the batch that follows b in the log, to b: replay
+// delivers runs of consecutive batches as one.
+func (b *Batch) Merge(next Batch) {
+	b.LastOffset, b.Epoch, b.AppendTimeMs = next.LastOffset, next.Epoch, next.AppendTimeMs
+	b.Records = append(b.Records, next.Records...)
+}
+
 // LeaderAndEpoch names the quorum leader; LeaderID is -1 when unknown.
 type LeaderAndEpoch struct {
 	LeaderID int32
