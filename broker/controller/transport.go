@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"slices"
 	"sort"
 	"sync"
@@ -43,7 +44,10 @@ type KgoTransportConfig struct {
 	ClientID string
 	// DialTimeout bounds connecting to a controller (default 5 s).
 	DialTimeout time.Duration
-	Logger      *slog.Logger
+	// Dial opens connections to controllers; nil uses franz-go's dialer.
+	// Tests put a fault switch here.
+	Dial   func(ctx context.Context, network, addr string) (net.Conn, error)
+	Logger *slog.Logger
 }
 
 // KgoTransport is the production ControllerTransport: one franz-go client
@@ -91,6 +95,9 @@ func NewKgoTransport(cfg KgoTransportConfig) (*KgoTransport, error) {
 	opts := []kgo.Opt{kgo.SeedBrokers(t.addrs...), kgo.DialTimeout(cfg.DialTimeout)}
 	if cfg.ClientID != "" {
 		opts = append(opts, kgo.ClientID(cfg.ClientID))
+	}
+	if cfg.Dial != nil {
+		opts = append(opts, kgo.Dialer(cfg.Dial))
 	}
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {

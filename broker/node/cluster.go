@@ -136,7 +136,7 @@ func (n *Node) startRaftMetadata() error {
 	}
 	voters := voterAddrs(cfg)
 	logger := n.logger.With(ComponentKey, "RaftManager")
-	tr, err := raftq.NewTCPTransport(raftq.TCPConfig{NodeID: cfg.NodeID, Voters: voters, Logger: logger})
+	tr, err := raftq.NewTCPTransport(raftq.TCPConfig{NodeID: cfg.NodeID, Voters: voters, Logger: logger, Dial: n.dial})
 	if err != nil {
 		return err
 	}
@@ -264,6 +264,7 @@ func (n *Node) startControllerChannel(leader func() quorum.LeaderAndEpoch) error
 		Leader:    leader,
 		ClientID:  fmt.Sprintf("broker-%d-to-controller", cfg.NodeID),
 		Logger:    n.logger.With(ComponentKey, "NodeToControllerChannelManager"),
+		Dial:      n.dial,
 	})
 	if err != nil {
 		return err
@@ -281,6 +282,7 @@ func (n *Node) startObserverMetadata(ctx context.Context) error {
 	obs := newObserver(n.cfg.NodeID, nil, n.logger.With(ComponentKey, "MetadataLoader"))
 	obs.image = metadata.NewImage(n.clusterID)
 	obs.addrs = controllerAddrs(n.cfg)
+	obs.dial = n.dial
 	if err := n.startControllerChannel(obs.Leader); err != nil {
 		return err
 	}
@@ -336,6 +338,7 @@ func (n *Node) startReplication() error {
 	}
 	f, err := replica.NewFetcher(replica.FetcherConfig{
 		Manager:           n.replicas,
+		Dialer:            replica.KgoDialer{DialConn: n.dial},
 		ListenerName:      listener,
 		MaxWaitMs:         int32(cfg.ReplicaFetchWaitMaxMs),
 		MinBytes:          cfg.ReplicaFetchMinBytes,

@@ -103,6 +103,9 @@ type clusterNode struct {
 	props map[string]string
 	logs  *syncBuffer
 	node  *Node
+	// dial, when set, carries the node's connections to its peers (a
+	// fault switch's dialer).
+	dial DialFunc
 }
 
 func (c *clusterNode) start(t testing.TB) error {
@@ -113,7 +116,7 @@ func (c *clusterNode) start(t testing.TB) error {
 	c.logs = &syncBuffer{}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	n, err := Start(ctx, cfg, slog.New(NewKafkaHandler(c.logs, slog.LevelInfo)))
+	n, err := StartWith(ctx, cfg, slog.New(NewKafkaHandler(c.logs, slog.LevelInfo)), Options{Dial: c.dial})
 	if err != nil {
 		return fmt.Errorf("node %d: %w\n%s", c.id, err, c.logs)
 	}
@@ -131,12 +134,22 @@ func startCluster(t testing.TB, size int, extra map[string]string) []*clusterNod
 // startClusterProps starts a node per configuration at once.
 func startClusterProps(t testing.TB, props []map[string]string) []*clusterNode {
 	t.Helper()
+	return startClusterDial(t, props, nil)
+}
+
+// startClusterDial starts a node per configuration at once, each dialing
+// its peers through dial(id) when dial is set.
+func startClusterDial(t testing.TB, props []map[string]string, dial func(id int32) DialFunc) []*clusterNode {
+	t.Helper()
 	size := len(props)
 	nodes := make([]*clusterNode, size)
 	errs := make([]error, size)
 	var wg sync.WaitGroup
 	for i := range size {
 		nodes[i] = &clusterNode{id: int32(i + 1), props: props[i]}
+		if dial != nil {
+			nodes[i].dial = dial(int32(i + 1))
+		}
 		wg.Go(func() { errs[i] = nodes[i].start(t) })
 	}
 	wg.Wait()

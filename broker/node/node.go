@@ -61,6 +61,9 @@ type Node struct {
 	forwarder       *controller.Forwarder
 	lifecycle       *controller.BrokerLifecycle
 	fetcher         *replica.Fetcher
+	// dial opens every connection this node makes to another node (raft,
+	// controller channel, replica fetchers, snapshots); nil dials directly.
+	dial DialFunc
 	// killed makes the stops a crash: no controlled shutdown, connections
 	// cut, logs closed without checkpoints or the clean shutdown marker.
 	killed atomic.Bool
@@ -96,6 +99,24 @@ type stopFunc struct {
 // completed and returns an error saying what to fix. ctx bounds the startup
 // only, not the life of the node.
 func Start(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*Node, error) {
+	return StartWith(ctx, cfg, logger, Options{})
+}
+
+// DialFunc opens a connection, as net.Dialer.DialContext does.
+type DialFunc func(ctx context.Context, network, addr string) (net.Conn, error)
+
+// Options are what a node takes besides its configuration; the zero value
+// is a production node.
+type Options struct {
+	// Dial, when set, opens every connection the node makes to other
+	// nodes: raft messages, the controller channel, replica fetchers and
+	// metadata snapshots. Tests put a fault switch here (see
+	// internal/faultnet) to cut or slow the links between nodes.
+	Dial DialFunc
+}
+
+// StartWith is Start with options.
+func StartWith(ctx context.Context, cfg *config.Config, logger *slog.Logger, opts Options) (*Node, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
@@ -104,6 +125,7 @@ func Start(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*Node,
 		logger: logger,
 		log:    logger.With(ComponentKey, "KafkaServer"),
 		done:   make(chan struct{}),
+		dial:   opts.Dial,
 	}
 	n.epoch.Store(-1)
 	n.state.set(StateStarting)

@@ -32,6 +32,8 @@ type observer struct {
 	// log starts after the offset to fetch (bootstrap servers have
 	// negative ids).
 	addrs map[int32]string
+	// dial opens the snapshot connections; nil dials directly.
+	dial DialFunc
 
 	// deliverMu orders deliveries: the fetch loop holds it while it hands
 	// batches to the subscribers, Subscribe while it replays. mu guards
@@ -314,7 +316,7 @@ func (o *observer) loadSnapshot(ctx context.Context, next int64) error {
 	var lastErr error
 	for _, id := range ids {
 		sctx, cancel := context.WithTimeout(ctx, time.Minute)
-		data, err := fetchSnapshot(sctx, o.addrs[id])
+		data, err := fetchSnapshot(sctx, o.dial, o.addrs[id])
 		cancel()
 		if err != nil {
 			lastErr = err

@@ -66,9 +66,12 @@ func serveSnapshot(c net.Conn, q *raftq.Quorum) error {
 
 // fetchSnapshot asks the controller listener at addr for the newest
 // metadata snapshot; nil when the controller has none.
-func fetchSnapshot(ctx context.Context, addr string) ([]byte, error) {
-	d := net.Dialer{Timeout: 5 * time.Second}
-	c, err := d.DialContext(ctx, "tcp", addr)
+func fetchSnapshot(ctx context.Context, dial DialFunc, addr string) ([]byte, error) {
+	if dial == nil {
+		d := net.Dialer{Timeout: 5 * time.Second}
+		dial = d.DialContext
+	}
+	c, err := dial(ctx, "tcp", addr)
 	if err != nil {
 		return nil, err
 	}

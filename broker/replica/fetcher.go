@@ -38,11 +38,17 @@ type Dialer interface {
 type KgoDialer struct {
 	// Opts are extra client options (TLS, SASL, client id, ...).
 	Opts []kgo.Opt
+	// DialConn opens the connection; nil uses franz-go's dialer. Tests put a
+	// fault switch here.
+	DialConn func(ctx context.Context, network, addr string) (net.Conn, error)
 }
 
 // Dial implements Dialer.
 func (d KgoDialer) Dial(_ context.Context, brokerID int32, addr string) (BrokerClient, error) {
 	opts := append([]kgo.Opt{kgo.SeedBrokers(addr), kgo.ClientID("faultline-replica-fetcher")}, d.Opts...)
+	if d.DialConn != nil {
+		opts = append(opts, kgo.Dialer(d.DialConn))
+	}
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		return nil, fmt.Errorf("client to broker %d at %s: %w", brokerID, addr, err)

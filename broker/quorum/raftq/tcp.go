@@ -51,6 +51,9 @@ type TCPConfig struct {
 	WriteTimeout time.Duration
 	BackoffMin   time.Duration
 	BackoffMax   time.Duration
+	// Dial opens connections to peers; nil uses net.Dialer. Tests put a
+	// fault switch here to cut or slow the links between nodes.
+	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
 }
 
 // TCPTransport sends raft messages over one persistent outgoing TCP
@@ -319,8 +322,16 @@ func (t *TCPTransport) sendLoop(p *tcpPeer) {
 }
 
 func (t *TCPTransport) dial(p *tcpPeer) (net.Conn, error) {
-	d := net.Dialer{Timeout: t.cfg.DialTimeout}
-	c, err := d.DialContext(t.ctx, "tcp", p.addr)
+	var c net.Conn
+	var err error
+	if t.cfg.Dial != nil {
+		ctx, cancel := context.WithTimeout(t.ctx, t.cfg.DialTimeout)
+		c, err = t.cfg.Dial(ctx, "tcp", p.addr)
+		cancel()
+	} else {
+		d := net.Dialer{Timeout: t.cfg.DialTimeout}
+		c, err = d.DialContext(t.ctx, "tcp", p.addr)
+	}
 	if err != nil {
 		return nil, err
 	}
