@@ -7,8 +7,9 @@
 //
 // format stamps meta.properties into the log dirs and the metadata dir, as
 // kafka-storage.sh format does; serve runs the node (package node) until
-// SIGTERM or SIGINT, which start a controlled shutdown; a second signal exits
-// at once without the clean-shutdown marker. Logs go to stderr in Kafka's
+// SIGTERM or SIGINT, which start a controlled shutdown; a second SIGINT exits
+// at once without the clean-shutdown marker, a second SIGTERM is logged and
+// changes nothing (supervisors often send two). Logs go to stderr in Kafka's
 // layout. Exit codes: 0 success, 1 failure (each configuration problem on its
 // own line, naming the key), 2 bad usage. quorum describe sends
 // DescribeQuorum to the controllers the configuration names and prints the

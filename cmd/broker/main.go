@@ -341,12 +341,19 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	case <-n.Done():
 		logger.Error(fmt.Sprintf("Broker stopped: %v", n.Err()), node.ComponentKey, "KafkaServer")
 	}
-	// A second signal while shutting down stops at once, without the clean
-	// marker: the next start recovers.
+	// While shutting down, SIGTERM again changes nothing (as the JVM runs
+	// Kafka's shutdown hook once): process supervisors and `timeout` often
+	// send it twice. SIGINT again (a second Ctrl-C) stops at once, without
+	// the clean marker: the next start recovers.
 	go func() {
-		sig := <-signals
-		logger.Warn(fmt.Sprintf("Received %s again, exiting without a clean shutdown", sig), node.ComponentKey, "KafkaServer")
-		os.Exit(exitError)
+		for sig := range signals {
+			if sig == syscall.SIGTERM {
+				logger.Info("Received SIGTERM again; the controlled shutdown goes on (SIGINT or SIGKILL stops at once)", node.ComponentKey, "KafkaServer")
+				continue
+			}
+			logger.Warn(fmt.Sprintf("Received %s again, exiting without a clean shutdown", sig), node.ComponentKey, "KafkaServer")
+			os.Exit(exitError)
+		}
 	}()
 	ctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout(cfg))
 	defer cancel()
