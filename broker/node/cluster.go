@@ -62,8 +62,16 @@ func checkTopology(cfg *config.Config) (topology, error) {
 			self = true
 		}
 	}
-	if len(cfg.ControllerQuorumVoters) == 0 || (self && len(cfg.ControllerQuorumVoters) == 1) {
+	// A combined node that is the only voter is a single node (its quorum
+	// is local, it binds no controller listener). A controller-only node
+	// that is the only voter runs the raft quorum alone: brokers register
+	// with it on its controller listener, as in Kafka's one-controller
+	// clusters.
+	if cfg.IsBroker() && (len(cfg.ControllerQuorumVoters) == 0 || (self && len(cfg.ControllerQuorumVoters) == 1)) {
 		return singleNode, nil
+	}
+	if len(cfg.ControllerQuorumVoters) == 0 {
+		return 0, errors.New("controller.quorum.voters: a controller-only node must list the voters, itself among them")
 	}
 	if !self {
 		return 0, fmt.Errorf("controller.quorum.voters does not list node.id %d: a node with process.roles=%s must be a voter", cfg.NodeID, strings.Join(cfg.ProcessRoles, ","))

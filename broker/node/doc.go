@@ -41,7 +41,9 @@
 //     as an observer (Fetch of __cluster_metadata-0 from the quorum leader;
 //     below the log start it loads the newest snapshot over the controller
 //     listener, a connection opening with "FLSNAP01");
-//   - a controller-only voter: the quorum, the controller and its listener.
+//   - a controller-only voter: the quorum, the controller and its listener
+//     (alone or one of several: a single controller-only voter runs the
+//     raft quorum by itself and brokers register with it).
 //
 // On a cluster Shutdown starts with the controlled shutdown (the controller
 // moves leadership away; bounded by a session timeout when no controller

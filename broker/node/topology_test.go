@@ -1,0 +1,61 @@
+package node
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/faultline/faultline/broker/config"
+)
+
+// TestCheckTopology: which cluster shape each role and voter set makes, and
+// the configurations this build refuses, with the key to fix named.
+func TestCheckTopology(t *testing.T) {
+	base := map[string]string{
+		"node.id":                   "1",
+		"listeners":                 "PLAINTEXT://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093",
+		"controller.listener.names": "CONTROLLER",
+		"log.dirs":                  t.TempDir(),
+	}
+	for _, tc := range []struct {
+		name   string
+		props  map[string]string
+		want   topology
+		errHas string
+	}{
+		{"combined, only voter", map[string]string{"process.roles": "broker,controller", "controller.quorum.voters": "1@127.0.0.1:9093"}, singleNode, ""},
+		{"combined, no voters", map[string]string{"process.roles": "broker,controller"}, 0, "controller.quorum"},
+		{"combined, one of three", map[string]string{"process.roles": "broker,controller", "controller.quorum.voters": "1@127.0.0.1:9093,2@127.0.0.1:9094,3@127.0.0.1:9095"}, combinedVoter, ""},
+		{"controller, only voter", map[string]string{"process.roles": "controller", "listeners": "CONTROLLER://127.0.0.1:9093", "controller.quorum.voters": "1@127.0.0.1:9093"}, controllerOnly, ""},
+		{"controller, one of three", map[string]string{"process.roles": "controller", "listeners": "CONTROLLER://127.0.0.1:9093", "controller.quorum.voters": "1@127.0.0.1:9093,2@127.0.0.1:9094,3@127.0.0.1:9095"}, controllerOnly, ""},
+		{"broker", map[string]string{"process.roles": "broker", "node.id": "4", "listeners": "PLAINTEXT://127.0.0.1:9092", "controller.quorum.voters": "1@127.0.0.1:9093"}, brokerOnly, ""},
+		{"broker listed as voter", map[string]string{"process.roles": "broker", "listeners": "PLAINTEXT://127.0.0.1:9092", "controller.quorum.voters": "1@127.0.0.1:9093"}, 0, "is a voter, but this node is broker-only"},
+		{"controller not a voter", map[string]string{"process.roles": "controller", "listeners": "CONTROLLER://127.0.0.1:9093", "controller.quorum.voters": "2@127.0.0.1:9094"}, 0, "is not among the voters"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			props := map[string]string{}
+			for k, v := range base {
+				props[k] = v
+			}
+			for k, v := range tc.props {
+				props[k] = v
+			}
+			cfg, _, err := config.FromMap(props)
+			if err != nil {
+				// Some shapes are refused by the configuration itself.
+				require.NotEmpty(t, tc.errHas, "config: %v", err)
+				assert.Contains(t, err.Error(), tc.errHas)
+				return
+			}
+			got, err := checkTopology(cfg)
+			if tc.errHas != "" {
+				require.Error(t, err)
+				assert.Contains(t, err.Error(), tc.errHas)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tc.want, got)
+		})
+	}
+}
