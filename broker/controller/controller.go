@@ -182,8 +182,22 @@ func failureCode(err error) (int16, string) {
 	}
 }
 
+// requestContext bounds an admin request by its TimeoutMillis, as Kafka's
+// controller makes timeoutMs the deadline of the operation: a quorum leader
+// that cannot commit (cut off from the other voters, before it notices
+// and steps down) answers REQUEST_TIMED_OUT in time instead of holding the
+// request, and c.mu, until the client goes away.
+func requestContext(ctx context.Context, timeoutMs int32) (context.Context, context.CancelFunc) {
+	if timeoutMs <= 0 {
+		return ctx, func() {}
+	}
+	return context.WithTimeout(ctx, time.Duration(timeoutMs)*time.Millisecond)
+}
+
 // CreateTopics implements server.Controller.
 func (c *Controller) CreateTopics(ctx context.Context, req *kmsg.CreateTopicsRequest) *kmsg.CreateTopicsResponse {
+	ctx, cancel := requestContext(ctx, req.TimeoutMillis)
+	defer cancel()
 	if c.standingBy(ctx) {
 		resp := kmsg.NewPtrCreateTopicsResponse()
 		for _, t := range req.Topics {
@@ -237,6 +251,8 @@ func (c *Controller) commitIfActive(ctx context.Context, active bool, recs []met
 
 // DeleteTopics implements server.Controller.
 func (c *Controller) DeleteTopics(ctx context.Context, req *kmsg.DeleteTopicsRequest) *kmsg.DeleteTopicsResponse {
+	ctx, cancel := requestContext(ctx, req.TimeoutMillis)
+	defer cancel()
 	active := !c.standingBy(ctx)
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -259,6 +275,8 @@ func (c *Controller) DeleteTopics(ctx context.Context, req *kmsg.DeleteTopicsReq
 
 // CreatePartitions implements server.Controller.
 func (c *Controller) CreatePartitions(ctx context.Context, req *kmsg.CreatePartitionsRequest) *kmsg.CreatePartitionsResponse {
+	ctx, cancel := requestContext(ctx, req.TimeoutMillis)
+	defer cancel()
 	active := !c.standingBy(ctx)
 	c.mu.Lock()
 	defer c.mu.Unlock()
