@@ -30,8 +30,10 @@ func (stuckLeader) Subscribe(fn func(quorum.Batch) error) (func(), error) {
 	}})
 	return func() {}, err
 }
-func (stuckLeader) Leader() quorum.LeaderAndEpoch { return quorum.LeaderAndEpoch{LeaderID: 1, Epoch: 1} }
-func (stuckLeader) Describe() quorum.Description  { return quorum.Description{LeaderID: 1} }
+func (stuckLeader) Leader() quorum.LeaderAndEpoch {
+	return quorum.LeaderAndEpoch{LeaderID: 1, Epoch: 1}
+}
+func (stuckLeader) Describe() quorum.Description { return quorum.Description{LeaderID: 1} }
 
 // TestAdminRequestsEndAtTheirTimeout: CreateTopics, DeleteTopics and
 // CreatePartitions on a leader that cannot commit end after the request's
