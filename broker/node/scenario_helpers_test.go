@@ -184,7 +184,18 @@ func valueRange(prefix string, from, to int) []string {
 // code and base offset: what a client sees from that broker.
 func (s *seedCluster) rawProduce(id int32, topic string, acks int16, value string, timeout time.Duration) (int16, int64, error) {
 	s.t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(s.addrs[id]))
+	// franz-go sends a raw ProduceRequest with its client's RequiredAcks,
+	// whatever the request says: the client is configured with acks.
+	opts := []kgo.Opt{kgo.SeedBrokers(s.addrs[id])}
+	switch acks {
+	case 0:
+		opts = append(opts, kgo.RequiredAcks(kgo.NoAck()), kgo.DisableIdempotentWrite())
+	case 1:
+		opts = append(opts, kgo.RequiredAcks(kgo.LeaderAck()), kgo.DisableIdempotentWrite())
+	default:
+		opts = append(opts, kgo.RequiredAcks(kgo.AllISRAcks()))
+	}
+	cl, err := kgo.NewClient(opts...)
 	require.NoError(s.t, err)
 	defer cl.Close()
 	batch := storage.BuildBatch([]storage.Record{{TimestampMs: time.Now().UnixMilli(), Value: []byte(value)}}, storage.BatchOptions{})

@@ -15,7 +15,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/faultline/faultline/broker/metadata"
-	"github.com/faultline/faultline/broker/storage"
 )
 
 // seedNodeIDs are the ids of every node of the seed cluster.
@@ -67,47 +66,6 @@ func lossCreateTopicAt(t *testing.T, addr, topic string, timeout time.Duration) 
 		return 0, fmt.Errorf("create topics response with %d topics", len(cr.Topics))
 	}
 	return cr.Topics[0].ErrorCode, nil
-}
-
-// lossRawProduce is rawProduce with the acks really sent: franz-go
-// rewrites a raw ProduceRequest's Acks to its client's RequiredAcks (all,
-// by default), so the client here is configured with acks.
-func (s *seedCluster) lossRawProduce(id int32, topic string, acks int16, value string, timeout time.Duration) (int16, int64, error) {
-	s.t.Helper()
-	opts := []kgo.Opt{kgo.SeedBrokers(s.addrs[id])}
-	switch acks {
-	case 0:
-		opts = append(opts, kgo.RequiredAcks(kgo.NoAck()), kgo.DisableIdempotentWrite())
-	case 1:
-		opts = append(opts, kgo.RequiredAcks(kgo.LeaderAck()), kgo.DisableIdempotentWrite())
-	default:
-		opts = append(opts, kgo.RequiredAcks(kgo.AllISRAcks()))
-	}
-	cl, err := kgo.NewClient(opts...)
-	require.NoError(s.t, err)
-	defer cl.Close()
-	batch := storage.BuildBatch([]storage.Record{{TimestampMs: time.Now().UnixMilli(), Value: []byte(value)}}, storage.BatchOptions{})
-	req := kmsg.NewPtrProduceRequest()
-	req.Acks = acks
-	req.TimeoutMillis = int32(timeout / time.Millisecond)
-	rt := kmsg.NewProduceRequestTopic()
-	rt.Topic = topic
-	rp := kmsg.NewProduceRequestTopicPartition()
-	rp.Records = batch
-	rt.Partitions = append(rt.Partitions, rp)
-	req.Topics = append(req.Topics, rt)
-	ctx, cancel := context.WithTimeout(context.Background(), timeout+10*time.Second)
-	defer cancel()
-	resp, err := cl.SeedBrokers()[0].Request(ctx, req)
-	if err != nil {
-		return 0, 0, err
-	}
-	pr := resp.(*kmsg.ProduceResponse)
-	if len(pr.Topics) != 1 || len(pr.Topics[0].Partitions) != 1 {
-		return 0, 0, fmt.Errorf("produce response with %d topics", len(pr.Topics))
-	}
-	p := pr.Topics[0].Partitions[0]
-	return p.ErrorCode, p.BaseOffset, nil
 }
 
 // lossProduceAll writes values to topic through cl at once (the client
@@ -261,7 +219,7 @@ func TestSeedAcksOneUncommittedLoss(t *testing.T) {
 	for _, f := range followers {
 		s.sw.Cut(leader, f)
 	}
-	code, off, err := s.lossRawProduce(leader, "ack1", 1, "unreplicated-1000", 2*time.Second)
+	code, off, err := s.rawProduce(leader, "ack1", 1, "unreplicated-1000", 2*time.Second)
 	require.NoError(t, err)
 	require.Equal(t, int16(0), code, "acks=1 is answered after the leader's own append")
 	require.Equal(t, int64(1000), off)
@@ -285,7 +243,7 @@ func TestSeedAcksOneUncommittedLoss(t *testing.T) {
 		_, hw := s.replicaLog(after.Leader, "ack1")
 		return hw == 1000
 	}, 10*time.Second, 10*time.Millisecond, "the new leader's high watermark is 1000, its log end")
-	code, off, err = s.lossRawProduce(after.Leader, "ack1", -1, "successor-1000", 5*time.Second)
+	code, off, err = s.rawProduce(after.Leader, "ack1", -1, "successor-1000", 5*time.Second)
 	require.NoError(t, err)
 	require.Equal(t, int16(0), code)
 	assert.Equal(t, int64(1000), off, "offset 1000 is written again, with another value")
@@ -321,7 +279,7 @@ func TestSeedIsolatedLeaderCannotAckAll(t *testing.T) {
 	lossProduceAll(ctx, t, cl, "isoleader", valueRange("before", 0, 50))
 
 	s.sw.Isolate(leader, lossOthers(leader)...)
-	code, _, err := s.lossRawProduce(leader, "isoleader", -1, "isolated-all", time.Second)
+	code, _, err := s.rawProduce(leader, "isoleader", -1, "isolated-all", time.Second)
 	require.NoError(t, err)
 	assert.Equal(t, kerr.RequestTimedOut.Code, code, "the isolated leader cannot acknowledge an acks=all write: %s", kerr.ErrorForCode(code))
 
@@ -338,10 +296,10 @@ func TestSeedIsolatedLeaderCannotAckAll(t *testing.T) {
 	// Past replica.lag.time.max.ms the isolated leader still cannot
 	// acknowledge acks=all (its ISR shrink never reaches the controller);
 	// acks=1 it takes, on its own log only.
-	code, _, err = s.lossRawProduce(leader, "isoleader", -1, "isolated-all-late", time.Second)
+	code, _, err = s.rawProduce(leader, "isoleader", -1, "isolated-all-late", time.Second)
 	require.NoError(t, err)
 	assert.Equal(t, kerr.RequestTimedOut.Code, code, "late acks=all on the isolated leader: %s", kerr.ErrorForCode(code))
-	code, off, err := s.lossRawProduce(leader, "isoleader", 1, "isolated-one", time.Second)
+	code, off, err := s.rawProduce(leader, "isoleader", 1, "isolated-one", time.Second)
 	require.NoError(t, err)
 	assert.Equal(t, int16(0), code, "the isolated old leader, unaware of the election, takes acks=1")
 	assert.Equal(t, int64(52), off, "after before-0..49 and the two unacknowledged acks=all records")
