@@ -136,13 +136,21 @@ func (s *seedCluster) partition(topic string) (metadata.Partition, bool) {
 // returns it.
 func (s *seedCluster) waitPartition(topic, what string, cond func(metadata.Partition) bool, within time.Duration) metadata.Partition {
 	s.t.Helper()
+	deadline := time.Now().Add(within)
 	var last metadata.Partition
-	require.Eventually(s.t, func() bool {
+	for {
 		p, ok := s.partition(topic)
-		last = p
-		return ok && cond(p)
-	}, within, 10*time.Millisecond, "%s-0: %s (last seen leader %d epoch %d ISR %v)", topic, what, last.Leader, last.LeaderEpoch, last.ISR)
-	return last
+		if ok {
+			last = p
+			if cond(p) {
+				return p
+			}
+		}
+		if time.Now().After(deadline) {
+			require.FailNowf(s.t, "partition state not reached", "%s-0: %s within %s (last seen leader %d epoch %d ISR %v)", topic, what, within, last.Leader, last.LeaderEpoch, last.ISR)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 // kill crashes node id: no controlled shutdown, no clean marker.
