@@ -174,8 +174,29 @@ func (q *Quorum) handleReady(accepted []*proposal) error {
 			return err
 		}
 	}
+	if rd.SoftState != nil && rd.SoftState.RaftState != raft.StateLeader {
+		q.failWaitersOnStepDown(rd.SoftState.Lead, q.rn.BasicStatus().GetCommit())
+	}
 	q.rn.Advance(rd)
 	return nil
+}
+
+// failWaitersOnStepDown ends the Appends still waiting for a commit when
+// this voter stops leading, as Kafka's controller answers NOT_CONTROLLER
+// on resignation: the caller learns at once instead of waiting for a heal.
+// Entries up to commit are committed and get their answer when applied;
+// the outcome of the later ones is unknown (a newer leader may still
+// commit them), so callers retry, as after any NOT_CONTROLLER.
+func (q *Quorum) failWaitersOnStepDown(lead, commit uint64) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for i, p := range q.waiters {
+		if i <= commit {
+			continue
+		}
+		p.done <- proposalResult{err: fmt.Errorf("%w (left the leadership before the batch committed; a newer leader may still commit it)", q.notLeader(lead))}
+		delete(q.waiters, i)
+	}
 }
 
 // sendEarly sends the messages whose sending does not depend on this

@@ -130,6 +130,36 @@ func TestIsolatedLeaderCannotCommitAndLosesItsTail(t *testing.T) {
 	assert.Equal(t, c.nodes[leader].Leader(), c.nodes[old].Leader())
 }
 
+// TestStepDownEndsWaitingAppends: an Append waiting on a leader that loses
+// its quorum ends with ErrNotLeader when CheckQuorum makes it step down,
+// as Kafka's controller answers NOT_CONTROLLER on resignation, instead of
+// waiting (without a deadline) until the network heals.
+func TestStepDownEndsWaitingAppends(t *testing.T) {
+	c := newCluster(t, 3, false, nil)
+	old := c.leaderAmong(c.ids...)
+	c.appendN(0, 2)
+	c.converged(c.ids...)
+	var rest []int32
+	for _, id := range c.ids {
+		if id != old {
+			rest = append(rest, id)
+		}
+	}
+	c.net.Partition([]int32{old}, rest)
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.nodes[old].Append(context.Background(), []metadata.Record{topic(1000)})
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		assert.ErrorIs(t, err, quorum.ErrNotLeader)
+	case <-time.After(waitFor):
+		t.Fatalf("the Append on the isolated leader still waits %s later", waitFor)
+	}
+	c.net.Heal()
+}
+
 func TestRestartAllRecoversCommittedRecords(t *testing.T) {
 	c := newCluster(t, 3, false, nil)
 	c.leaderAmong(c.ids...)
