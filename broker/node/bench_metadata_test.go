@@ -82,14 +82,8 @@ type propCluster struct {
 }
 
 func (pc *propCluster) start(b *testing.B, props []map[string]string) {
-	pc.nodes = make([]*clusterNode, len(props))
-	errs := make([]error, len(props))
-	var wg sync.WaitGroup
-	for i := range props {
-		pc.nodes[i] = &clusterNode{id: int32(i + 1), props: props[i]}
-		wg.Go(func() { errs[i] = pc.nodes[i].start(b) })
-	}
-	wg.Wait()
+	nodes, errs := launchCluster(b, props, nil)
+	pc.nodes = nodes
 	for _, err := range errs {
 		require.NoError(b, err)
 	}
@@ -121,20 +115,7 @@ func (pc *propCluster) stop(b *testing.B) {
 	for _, cancel := range pc.cancels {
 		cancel()
 	}
-	var wg sync.WaitGroup
-	for _, c := range pc.nodes {
-		if c != nil && c.node != nil {
-			wg.Go(func() { stopNode(b, c.node) })
-		}
-	}
-	wg.Wait()
-	if b.Failed() {
-		for _, c := range pc.nodes {
-			if c != nil && c.logs != nil {
-				b.Logf("node %d log:\n%s", c.id, c.logs)
-			}
-		}
-	}
+	stopCluster(b, pc.nodes)
 }
 
 func (pc *propCluster) bench(b *testing.B) {

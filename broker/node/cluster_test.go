@@ -141,6 +141,17 @@ func startClusterProps(t testing.TB, props []map[string]string) []*clusterNode {
 // its peers through dial(id) when dial is set.
 func startClusterDial(t testing.TB, props []map[string]string, dial func(id int32) DialFunc) []*clusterNode {
 	t.Helper()
+	nodes, errs := launchCluster(t, props, dial)
+	t.Cleanup(func() { stopCluster(t, nodes) })
+	for _, err := range errs {
+		require.NoError(t, err)
+	}
+	return nodes
+}
+
+// launchCluster starts a node per configuration at once and returns them
+// with the error of each start; stopCluster stops them.
+func launchCluster(t testing.TB, props []map[string]string, dial func(id int32) DialFunc) ([]*clusterNode, []error) {
 	size := len(props)
 	nodes := make([]*clusterNode, size)
 	errs := make([]error, size)
@@ -153,26 +164,26 @@ func startClusterDial(t testing.TB, props []map[string]string, dial func(id int3
 		wg.Go(func() { errs[i] = nodes[i].start(t) })
 	}
 	wg.Wait()
-	t.Cleanup(func() {
-		var wg sync.WaitGroup
-		for _, c := range nodes {
-			if c.node != nil {
-				wg.Go(func() { stopNode(t, c.node) })
-			}
+	return nodes, errs
+}
+
+// stopCluster stops every running node at once, and logs each node's
+// output when t failed.
+func stopCluster(t testing.TB, nodes []*clusterNode) {
+	var wg sync.WaitGroup
+	for _, c := range nodes {
+		if c != nil && c.node != nil {
+			wg.Go(func() { stopNode(t, c.node) })
 		}
-		wg.Wait()
-		if t.Failed() {
-			for _, c := range nodes {
-				if c.logs != nil {
-					t.Logf("node %d log:\n%s", c.id, c.logs)
-				}
-			}
-		}
-	})
-	for _, err := range errs {
-		require.NoError(t, err)
 	}
-	return nodes
+	wg.Wait()
+	if t.Failed() {
+		for _, c := range nodes {
+			if c != nil && c.logs != nil {
+				t.Logf("node %d log:\n%s", c.id, c.logs)
+			}
+		}
+	}
 }
 
 func seeds(nodes []*clusterNode) []string {

@@ -28,12 +28,12 @@ func TestSeedDegradedFailover(t *testing.T) {
 	minISR := "2"
 	before := s.createTopic("degraded", map[string]*string{"min.insync.replicas": &minISR})
 	leader := before.Leader
-	f1, f2 := majorityOthers(before.Replicas, leader)[0], majorityOthers(before.Replicas, leader)[1]
+	f1, f2 := without(before.Replicas, leader)[0], without(before.Replicas, leader)[1]
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cl := s.client(kgo.RequiredAcks(kgo.AllISRAcks()), kgo.RecordRetries(1000))
 	acked := valueRange("d", 0, 100)
-	majorityRequireAcked(t, majorityProduce(ctx, cl, "degraded", acked), "in sync")
+	requireAcked(t, produceAll(ctx, cl, "degraded", acked), "in sync")
 
 	// F2 falls behind: cut from the leader (and from F1, so that it stays
 	// behind after the failover), it leaves the ISR once it is
@@ -41,7 +41,7 @@ func TestSeedDegradedFailover(t *testing.T) {
 	s.sw.Cut(leader, f2)
 	s.sw.Cut(f1, f2)
 	lagging := valueRange("d", 100, 150)
-	majorityRequireAcked(t, majorityProduce(ctx, cl, "degraded", lagging), "while F2 lags")
+	requireAcked(t, produceAll(ctx, cl, "degraded", lagging), "while F2 lags")
 	acked = append(acked, lagging...)
 	shrunk := s.waitPartition("degraded", "ISR [L, F1]", func(p metadata.Partition) bool {
 		return len(p.ISR) == 2 && !slices.Contains(p.ISR, f2)
@@ -82,7 +82,7 @@ func TestSeedDegradedFailover(t *testing.T) {
 		return p.Leader == f1 && len(p.ISR) == 2 && slices.Contains(p.ISR, f2)
 	}, 20*time.Second)
 	resumed := valueRange("d", 150, 200)
-	majorityRequireAcked(t, majorityProduce(ctx, cl, "degraded", resumed), "after F2 rejoined")
+	requireAcked(t, produceAll(ctx, cl, "degraded", resumed), "after F2 rejoined")
 	acked = append(acked, resumed...)
 	s.waitReplicaValues(f1, "degraded", acked, 10*time.Second)
 	s.waitReplicaValues(f2, "degraded", acked, 10*time.Second)

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -168,14 +169,34 @@ func (s *seedCluster) restart(id int32) {
 	require.NoError(s.t, s.node(id).start(s.t))
 }
 
-// produceSync writes values to topic through cl and returns the error of
-// each (nil when acknowledged).
-func produceValues(ctx context.Context, cl *kgo.Client, topic string, values ...string) []error {
-	var out []error
-	for _, v := range values {
-		out = append(out, cl.ProduceSync(ctx, &kgo.Record{Topic: topic, Value: []byte(v)}).FirstErr())
+// produceAll writes values to topic through cl with every record in
+// flight at once (franz-go keeps their order within the partition) and
+// returns the error of each, nil when acknowledged.
+func produceAll(ctx context.Context, cl *kgo.Client, topic string, values []string) []error {
+	errs := make([]error, len(values))
+	var wg sync.WaitGroup
+	for i, v := range values {
+		wg.Add(1)
+		cl.Produce(ctx, &kgo.Record{Topic: topic, Value: []byte(v)}, func(_ *kgo.Record, err error) {
+			errs[i] = err
+			wg.Done()
+		})
 	}
-	return out
+	wg.Wait()
+	return errs
+}
+
+// requireAcked fails the test unless every write was acknowledged.
+func requireAcked(t *testing.T, errs []error, what string) {
+	t.Helper()
+	for i, err := range errs {
+		require.NoError(t, err, "%s: write %d", what, i)
+	}
+}
+
+// without is ids without the given ones, in their order.
+func without(ids []int32, drop ...int32) []int32 {
+	return slices.DeleteFunc(slices.Clone(ids), func(r int32) bool { return slices.Contains(drop, r) })
 }
 
 // valueRange is "prefix-0000" .. up to (not including) to.

@@ -20,28 +20,6 @@ import (
 // seedNodeIDs are the ids of every node of the seed cluster.
 var seedNodeIDs = slices.Concat(seedControllers, seedBrokers)
 
-// lossOthers is every node of the seed cluster but id.
-func lossOthers(id int32) []int32 {
-	var out []int32
-	for _, o := range seedNodeIDs {
-		if o != id {
-			out = append(out, o)
-		}
-	}
-	return out
-}
-
-// lossFollowers are the replicas of p other than its leader.
-func lossFollowers(p metadata.Partition) []int32 {
-	var out []int32
-	for _, r := range p.Replicas {
-		if r != p.Leader {
-			out = append(out, r)
-		}
-	}
-	return out
-}
-
 // lossCreateTopicAt sends one CreateTopics request (one partition, RF 3)
 // straight to addr (a controller listener: no forwarding, no client
 // retries) and returns the topic's error code.
@@ -66,19 +44,6 @@ func lossCreateTopicAt(t *testing.T, addr, topic string, timeout time.Duration) 
 		return 0, fmt.Errorf("create topics response with %d topics", len(cr.Topics))
 	}
 	return cr.Topics[0].ErrorCode, nil
-}
-
-// lossProduceAll writes values to topic through cl at once (the client
-// batches them, in order) and requires every one acknowledged.
-func lossProduceAll(ctx context.Context, t *testing.T, cl *kgo.Client, topic string, values []string) {
-	t.Helper()
-	errs := make(chan error, len(values))
-	for _, v := range values {
-		cl.Produce(ctx, &kgo.Record{Topic: topic, Value: []byte(v)}, func(_ *kgo.Record, err error) { errs <- err })
-	}
-	for range values {
-		require.NoError(t, <-errs)
-	}
 }
 
 // lossNoBrokerFenced watches the active controller's image until stop is
@@ -133,14 +98,14 @@ func TestSeedControllerIsolatedAndReplaced(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cl := s.client(kgo.RequiredAcks(kgo.AllISRAcks()), kgo.RecordRetries(1000))
-	lossProduceAll(ctx, t, cl, "ctl-before", valueRange("before", 0, 20))
+	requireAcked(t, produceAll(ctx, cl, "ctl-before", valueRange("before", 0, 20)), "acks=all writes")
 
 	old := s.activeController()
 	require.NotNil(t, old)
 	oldID, oldEpoch := old.id, old.node.raft.Leader().Epoch
 	stopWatch := lossNoBrokerFenced(s)
 
-	s.sw.Isolate(oldID, lossOthers(oldID)...)
+	s.sw.Isolate(oldID, without(seedNodeIDs, oldID)...)
 	isolatedAt := time.Now()
 
 	// Straight to the isolated controller: it may still believe it leads
@@ -168,8 +133,8 @@ func TestSeedControllerIsolatedAndReplaced(t *testing.T) {
 
 	// The metadata goes on through the new controller.
 	s.createTopic("ctl-during", nil)
-	lossProduceAll(ctx, t, cl, "ctl-before", valueRange("during", 0, 20))
-	lossProduceAll(ctx, t, cl, "ctl-during", valueRange("new", 0, 20))
+	requireAcked(t, produceAll(ctx, cl, "ctl-before", valueRange("during", 0, 20)), "acks=all writes")
+	requireAcked(t, produceAll(ctx, cl, "ctl-during", valueRange("new", 0, 20)), "acks=all writes")
 	im := replacement.node.publisher.Image()
 	for _, b := range seedBrokers {
 		assert.True(t, im.Live(b), "broker %d still unfenced under the new controller", b)
@@ -188,7 +153,7 @@ func TestSeedControllerIsolatedAndReplaced(t *testing.T) {
 	assert.Same(t, replacement, s.activeController())
 	assert.Empty(t, stopWatch(), "no broker was fenced across the controller failover")
 
-	lossProduceAll(ctx, t, cl, "ctl-during", valueRange("after", 0, 5))
+	requireAcked(t, produceAll(ctx, cl, "ctl-during", valueRange("after", 0, 5)), "acks=all writes")
 	for _, id := range seedNodeIDs {
 		assert.Nil(t, s.node(id).node.publisher.Image().Topic("ctl-ghost"), "node %d never sees the uncommitted topic", id)
 	}
@@ -206,12 +171,12 @@ func TestSeedControllerIsolatedAndReplaced(t *testing.T) {
 func TestSeedAcksOneUncommittedLoss(t *testing.T) {
 	s := startSeedCluster(t, nil)
 	before := s.createTopic("ack1", nil)
-	leader, followers := before.Leader, lossFollowers(before)
+	leader, followers := before.Leader, without(before.Replicas, before.Leader)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cl := s.client(kgo.RequiredAcks(kgo.AllISRAcks()), kgo.RecordRetries(1000))
 	committed := valueRange("acked", 0, 1000)
-	lossProduceAll(ctx, t, cl, "ack1", committed)
+	requireAcked(t, produceAll(ctx, cl, "ack1", committed), "acks=all writes")
 	for _, f := range followers {
 		s.waitReplicaValues(f, "ack1", committed, 10*time.Second)
 	}
@@ -272,13 +237,13 @@ func TestSeedAcksOneUncommittedLoss(t *testing.T) {
 func TestSeedIsolatedLeaderCannotAckAll(t *testing.T) {
 	s := startSeedCluster(t, nil)
 	before := s.createTopic("isoleader", map[string]*string{"min.insync.replicas": new("2")})
-	leader, followers := before.Leader, lossFollowers(before)
+	leader, followers := before.Leader, without(before.Replicas, before.Leader)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cl := s.client(kgo.RequiredAcks(kgo.AllISRAcks()), kgo.RecordRetries(1000))
-	lossProduceAll(ctx, t, cl, "isoleader", valueRange("before", 0, 50))
+	requireAcked(t, produceAll(ctx, cl, "isoleader", valueRange("before", 0, 50)), "acks=all writes")
 
-	s.sw.Isolate(leader, lossOthers(leader)...)
+	s.sw.Isolate(leader, without(seedNodeIDs, leader)...)
 	code, _, err := s.rawProduce(leader, "isoleader", -1, "isolated-all", time.Second)
 	require.NoError(t, err)
 	assert.Equal(t, kerr.RequestTimedOut.Code, code, "the isolated leader cannot acknowledge an acks=all write: %s", kerr.ErrorForCode(code))
@@ -318,7 +283,7 @@ func TestSeedIsolatedLeaderCannotAckAll(t *testing.T) {
 		return true
 	}, 10*time.Second, 10*time.Millisecond, "the connected brokers see the new leader")
 	majority := s.client(kgo.SeedBrokers(s.brokerAddrs(followers...)...), kgo.RequiredAcks(kgo.AllISRAcks()), kgo.RecordRetries(1000))
-	lossProduceAll(ctx, t, majority, "isoleader", valueRange("during", 0, 50))
+	requireAcked(t, produceAll(ctx, majority, "isoleader", valueRange("during", 0, 50)), "acks=all writes")
 
 	s.sw.Heal()
 	want := slices.Concat(valueRange("before", 0, 50), valueRange("during", 0, 50))
@@ -326,7 +291,7 @@ func TestSeedIsolatedLeaderCannotAckAll(t *testing.T) {
 	s.waitPartition("isoleader", "the old leader back in the ISR", func(p metadata.Partition) bool {
 		return len(p.ISR) == 3
 	}, 20*time.Second)
-	lossProduceAll(ctx, t, cl, "isoleader", valueRange("after", 0, 10))
+	requireAcked(t, produceAll(ctx, cl, "isoleader", valueRange("after", 0, 10)), "acks=all writes")
 	want = slices.Concat(want, valueRange("after", 0, 10))
 	for _, id := range before.Replicas {
 		s.waitReplicaValues(id, "isoleader", want, 10*time.Second)

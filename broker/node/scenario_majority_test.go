@@ -26,36 +26,6 @@ import (
 // election the controller could still make has had its chance.
 const majorityOffline = 3 * testSessionMs * time.Millisecond
 
-// majorityProduce writes values to topic through cl with every record in
-// flight at once (franz-go keeps their order within the partition) and
-// returns the error of each, nil when acknowledged.
-func majorityProduce(ctx context.Context, cl *kgo.Client, topic string, values []string) []error {
-	errs := make([]error, len(values))
-	var wg sync.WaitGroup
-	for i, v := range values {
-		wg.Add(1)
-		cl.Produce(ctx, &kgo.Record{Topic: topic, Value: []byte(v)}, func(_ *kgo.Record, err error) {
-			errs[i] = err
-			wg.Done()
-		})
-	}
-	wg.Wait()
-	return errs
-}
-
-// majorityRequireAcked fails the test unless every write was acknowledged.
-func majorityRequireAcked(t *testing.T, errs []error, what string) {
-	t.Helper()
-	for i, err := range errs {
-		require.NoError(t, err, "%s: write %d", what, i)
-	}
-}
-
-// majorityOthers is replicas without the given ids, in replica order.
-func majorityOthers(replicas []int32, without ...int32) []int32 {
-	return slices.DeleteFunc(slices.Clone(replicas), func(r int32) bool { return slices.Contains(without, r) })
-}
-
 // majorityKillAll crashes every given broker at the same moment.
 func (s *seedCluster) majorityKillAll(ids ...int32) {
 	s.t.Helper()
@@ -106,15 +76,15 @@ func TestSeedMajorityFailureSurvivorInISR(t *testing.T) {
 	before := s.createTopic(one, nil)
 	beforeTwo := s.createTopic(two, map[string]*string{"min.insync.replicas": &minISR2})
 	leader := before.Leader
-	followers := majorityOthers(before.Replicas, leader)
+	followers := without(before.Replicas, leader)
 	dead, survivor := []int32{leader, followers[0]}, followers[1]
 
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cl := s.client(kgo.RequiredAcks(kgo.AllISRAcks()), kgo.RecordRetries(1000))
 	first := valueRange("a", 0, 200)
-	majorityRequireAcked(t, majorityProduce(ctx, cl, one, first), "before the failure")
-	majorityRequireAcked(t, majorityProduce(ctx, cl, two, valueRange("b", 0, 20)), "before the failure, min.insync.replicas=2")
+	requireAcked(t, produceAll(ctx, cl, one, first), "before the failure")
+	requireAcked(t, produceAll(ctx, cl, two, valueRange("b", 0, 20)), "before the failure, min.insync.replicas=2")
 
 	s.majorityKillAll(dead...)
 	after := s.waitPartition(one, "the survivor leads alone", func(p metadata.Partition) bool {
@@ -131,7 +101,7 @@ func TestSeedMajorityFailureSurvivorInISR(t *testing.T) {
 
 	// min.insync.replicas=1: acks=all writes succeed on the ISR of one.
 	second := valueRange("a", 200, 300)
-	majorityRequireAcked(t, majorityProduce(ctx, cl, one, second), "after the failure")
+	requireAcked(t, produceAll(ctx, cl, one, second), "after the failure")
 	want := slices.Concat(first, second)
 	s.waitReplicaValues(survivor, one, want, 10*time.Second)
 	_, hw := s.replicaLog(survivor, one)
@@ -170,10 +140,10 @@ func (s *seedCluster) majorityLagging(ctx context.Context, topic string, configs
 	s.t.Helper()
 	before := s.createTopic(topic, configs)
 	leader := before.Leader
-	lagging := majorityOthers(before.Replicas, leader)[1]
+	lagging := without(before.Replicas, leader)[1]
 	cl := s.client(kgo.RequiredAcks(kgo.AllISRAcks()), kgo.RecordRetries(1000))
 	synced := valueRange("committed", 0, 981)
-	majorityRequireAcked(s.t, majorityProduce(ctx, cl, topic, synced), "offsets 0-980")
+	requireAcked(s.t, produceAll(ctx, cl, topic, synced), "offsets 0-980")
 	for _, r := range before.Replicas {
 		s.waitReplicaValues(r, topic, synced, 10*time.Second)
 	}
@@ -186,7 +156,7 @@ func (s *seedCluster) majorityLagging(ctx context.Context, topic string, configs
 	// wait for that shrink, then commit on the two-member ISR.
 	s.sw.Cut(leader, lagging)
 	tail := valueRange("committed", 981, 1001)
-	majorityRequireAcked(s.t, majorityProduce(ctx, cl, topic, tail), "offsets 981-1000")
+	requireAcked(s.t, produceAll(ctx, cl, topic, tail), "offsets 981-1000")
 	shrunk := s.waitPartition(topic, "the ISR shrunk without the cut-off follower", func(p metadata.Partition) bool {
 		return len(p.ISR) == 2 && !slices.Contains(p.ISR, lagging)
 	}, 15*time.Second)
@@ -249,14 +219,14 @@ func TestSeedMajorityFailureOutOfSyncSurvivorStaysOffline(t *testing.T) {
 	}, 20*time.Second)
 	s.waitReplicaValues(lagging, topic, acked, 10*time.Second)
 
-	other := majorityOthers(shrunk.ISR, last)[0]
+	other := without(shrunk.ISR, last)[0]
 	s.restart(other)
 	s.waitPartition(topic, "all three replicas in the ISR", func(p metadata.Partition) bool {
 		return p.Leader == last && len(p.ISR) == 3
 	}, 20*time.Second)
 	cl := s.client(kgo.RequiredAcks(kgo.AllISRAcks()), kgo.RecordRetries(1000))
 	more := valueRange("after", 0, 10)
-	majorityRequireAcked(t, majorityProduce(ctx, cl, topic, more), "after the recovery")
+	requireAcked(t, produceAll(ctx, cl, topic, more), "after the recovery")
 	want := slices.Concat(acked, more)
 	for _, r := range back.Replicas {
 		s.waitReplicaValues(r, topic, want, 10*time.Second)
@@ -289,7 +259,7 @@ func TestSeedMajorityFailureUncleanElectionLosesCommitted(t *testing.T) {
 	rec, err := cl.ProduceSync(ctx, &kgo.Record{Topic: topic, Value: []byte(resumed[0])}).First()
 	require.NoError(t, err, "writes resume on the unclean leader")
 	assert.Equal(t, int64(981), rec.Offset, "the new leader's log ends at offset 980: offsets 981-1000 are lost")
-	majorityRequireAcked(t, majorityProduce(ctx, cl, topic, resumed[1:]), "writes to the unclean leader")
+	requireAcked(t, produceAll(ctx, cl, topic, resumed[1:]), "writes to the unclean leader")
 	want := slices.Concat(acked[:981], resumed)
 	s.waitReplicaValues(lagging, topic, want, 10*time.Second)
 	code, offset, err := s.rawProduce(lagging, topic, -1, "probe", 5*time.Second)
@@ -328,7 +298,7 @@ func TestSeedAllReplicasDownLastISRFirstBack(t *testing.T) {
 	before := s.createTopic(topic, nil)
 	cl := s.client(kgo.RequiredAcks(kgo.AllISRAcks()), kgo.RecordRetries(1000))
 	acked := valueRange("acked", 0, 300)
-	majorityRequireAcked(t, majorityProduce(ctx, cl, topic, acked), "before the failure")
+	requireAcked(t, produceAll(ctx, cl, topic, acked), "before the failure")
 
 	s.majorityKillAll(seedBrokers...)
 	offline := s.waitPartition(topic, "no leader", func(p metadata.Partition) bool {
@@ -354,9 +324,9 @@ func TestSeedAllReplicasDownLastISRFirstBack(t *testing.T) {
 	assert.Equal(t, int16(0), code)
 	assert.Equal(t, last, leader)
 	more := valueRange("back", 0, 20)
-	majorityRequireAcked(t, majorityProduce(ctx, cl, topic, more), "after the first broker is back")
+	requireAcked(t, produceAll(ctx, cl, topic, more), "after the first broker is back")
 
-	for _, r := range majorityOthers(before.Replicas, last) {
+	for _, r := range without(before.Replicas, last) {
 		s.restart(r)
 	}
 	s.waitPartition(topic, "the ISR expanded to all three", func(p metadata.Partition) bool {
@@ -384,7 +354,7 @@ func TestSeedAllReplicasDownOutOfISRFirstBackWaits(t *testing.T) {
 	before := s.createTopic(topic, nil)
 	cl := s.client(kgo.RequiredAcks(kgo.AllISRAcks()), kgo.RecordRetries(1000))
 	acked := valueRange("acked", 0, 300)
-	majorityRequireAcked(t, majorityProduce(ctx, cl, topic, acked), "before the failure")
+	requireAcked(t, produceAll(ctx, cl, topic, acked), "before the failure")
 
 	s.majorityKillAll(seedBrokers...)
 	offline := s.waitPartition(topic, "no leader", func(p metadata.Partition) bool {
@@ -392,7 +362,7 @@ func TestSeedAllReplicasDownOutOfISRFirstBackWaits(t *testing.T) {
 	}, 15*time.Second)
 	require.Len(t, offline.ISR, 1)
 	last := offline.ISR[0]
-	early := majorityOthers(before.Replicas, last)[0]
+	early := without(before.Replicas, last)[0]
 
 	s.restart(early)
 	require.Eventually(t, func() bool {
@@ -413,6 +383,6 @@ func TestSeedAllReplicasDownOutOfISRFirstBackWaits(t *testing.T) {
 		return p.Leader == last && slices.Contains(p.ISR, early)
 	}, 20*time.Second)
 	more := valueRange("back", 0, 20)
-	majorityRequireAcked(t, majorityProduce(ctx, cl, topic, more), "after the recovery")
+	requireAcked(t, produceAll(ctx, cl, topic, more), "after the recovery")
 	s.waitReplicaValues(early, topic, slices.Concat(acked, more), 10*time.Second)
 }

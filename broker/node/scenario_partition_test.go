@@ -27,18 +27,11 @@ func TestSeedNetworkPartitionControllerSideServes(t *testing.T) {
 	s := startSeedCluster(t, nil)
 	before := s.createTopic("split", nil)
 	leader := before.Leader
-	var followers []int32
-	for _, r := range before.Replicas {
-		if r != leader {
-			followers = append(followers, r)
-		}
-	}
+	followers := without(before.Replicas, leader)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cl := s.client(kgo.RequiredAcks(kgo.AllISRAcks()), kgo.RecordRetries(1000))
-	for _, err := range produceValues(ctx, cl, "split", valueRange("before", 0, 50)...) {
-		require.NoError(t, err)
-	}
+	requireAcked(t, produceAll(ctx, cl, "split", valueRange("before", 0, 50)), "before the split")
 
 	// The followers' side never sees itself lead, for the whole split.
 	var selfElected atomic.Bool
@@ -71,9 +64,7 @@ func TestSeedNetworkPartitionControllerSideServes(t *testing.T) {
 		assert.False(t, im.Live(f), "the controller fenced isolated broker %d", f)
 	}
 
-	for _, err := range produceValues(ctx, cl, "split", valueRange("during", 0, 50)...) {
-		require.NoError(t, err, "the controller's side keeps taking acks=all writes")
-	}
+	requireAcked(t, produceAll(ctx, cl, "split", valueRange("during", 0, 50)), "the controller's side keeps taking acks=all writes")
 	for _, f := range followers {
 		code, _, err := s.rawProduce(f, "split", -1, "to-isolated", time.Second)
 		require.NoError(t, err)
@@ -87,9 +78,7 @@ func TestSeedNetworkPartitionControllerSideServes(t *testing.T) {
 	stopWatch()
 	<-watched
 	assert.False(t, selfElected.Load(), "an isolated follower never saw itself as leader")
-	for _, err := range produceValues(ctx, cl, "split", valueRange("after", 0, 10)...) {
-		require.NoError(t, err)
-	}
+	requireAcked(t, produceAll(ctx, cl, "split", valueRange("after", 0, 10)), "after the heal")
 	want := slices.Concat(valueRange("before", 0, 50), valueRange("during", 0, 50), valueRange("after", 0, 10))
 	for _, id := range before.Replicas {
 		s.waitReplicaValues(id, "split", want, 10*time.Second)

@@ -26,7 +26,7 @@ func TestSeedControllerMajorityLost(t *testing.T) {
 	defer cancel()
 	cl := s.client(kgo.RequiredAcks(kgo.AllISRAcks()), kgo.RecordRetries(1000))
 	acked := valueRange("q", 0, 50)
-	majorityRequireAcked(t, majorityProduce(ctx, cl, "steady", acked), "with a quorum")
+	requireAcked(t, produceAll(ctx, cl, "steady", acked), "with a quorum")
 
 	active := s.activeController()
 	require.NotNil(t, active)
@@ -48,7 +48,7 @@ func TestSeedControllerMajorityLost(t *testing.T) {
 	// The partition leader keeps taking acks=all writes on its ISR, and
 	// every replica keeps replicating.
 	during := valueRange("q", 50, 100)
-	majorityRequireAcked(t, majorityProduce(ctx, cl, "steady", during), "without a controller quorum")
+	requireAcked(t, produceAll(ctx, cl, "steady", during), "without a controller quorum")
 	acked = append(acked, during...)
 	for _, r := range before.Replicas {
 		s.waitReplicaValues(r, "steady", acked, 10*time.Second)

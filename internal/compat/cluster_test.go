@@ -1,12 +1,10 @@
 package compat
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -257,39 +255,24 @@ func waitGrowth(t *testing.T, adm *kadm.Client, topic string, from, n int64, why
 // streamValue is message i of the stream, ~100 bytes.
 func streamValue(i int) string { return fmt.Sprintf("stream-%06d-%s", i, strings.Repeat("y", 86)) }
 
-var streamFailedLine = regexp.MustCompile(`(?i)delivery failed`)
-
-// streamReport is one kcat delivery report; reports come in production
-// order (one partition, idempotent producer), so report i is message i.
-type streamReport struct {
-	ok     bool
-	offset int64
-	line   string
-}
-
 // streamProducer is a kcat -P process fed a numbered stream at a steady
 // pace by a goroutine, so that it is producing while nodes die.
 type streamProducer struct {
-	cmd   *exec.Cmd
-	stdin io.WriteCloser
+	*producer
 
-	mu      sync.Mutex
-	written int
-	reports []streamReport
-	fatal   []string
-	log     strings.Builder
-
-	stop     chan struct{}
-	wrote    chan struct{}
-	exited   chan struct{}
+	wmu      sync.Mutex
+	written  int
 	writeErr error
+
+	stop  chan struct{}
+	wrote chan struct{}
 }
 
 // startStream runs kcat -P on partition 0 of topic with acks=all and
 // idempotence, writing up to max messages, perTick every tick.
 func startStream(t *testing.T, c *kcatCluster, topic string, max, perTick int, tick time.Duration) *streamProducer {
 	t.Helper()
-	args := []string{"-b", c.bootstrap(), "-P", "-vv", "-E", "-t", topic, "-p", "0",
+	args := []string{"-t", topic, "-p", "0",
 		"-X", "acks=all", "-X", "enable.idempotence=true",
 		"-X", "message.timeout.ms=60000", "-X", "retries=1000000", "-X", "retry.backoff.ms=50",
 		"-X", "reconnect.backoff.max.ms=200", "-X", "topic.metadata.refresh.interval.ms=1000",
@@ -298,40 +281,7 @@ func startStream(t *testing.T, c *kcatCluster, topic string, max, perTick int, t
 		// produces a chunk once it is full: small chunks keep the stream
 		// flowing at the pace it is written.
 		"-X", "message.max.bytes=8192"}
-	cmd := exec.Command(requireKcat(t), args...)
-	stdin, err := cmd.StdinPipe()
-	require.NoError(t, err)
-	stderr, err := cmd.StderrPipe()
-	require.NoError(t, err)
-	cmd.Stdout = io.Discard
-	p := &streamProducer{cmd: cmd, stdin: stdin, stop: make(chan struct{}), wrote: make(chan struct{}), exited: make(chan struct{})}
-	require.NoError(t, cmd.Start())
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		sc.Buffer(make([]byte, 64<<10), 1<<20)
-		for sc.Scan() {
-			line := sc.Text()
-			p.mu.Lock()
-			switch m := deliveredLine.FindStringSubmatch(line); {
-			case m != nil:
-				off, _ := strconv.ParseInt(m[2], 10, 64)
-				p.reports = append(p.reports, streamReport{ok: true, offset: off, line: line})
-			case streamFailedLine.MatchString(line):
-				p.reports = append(p.reports, streamReport{offset: -1, line: line})
-				p.log.WriteString(line + "\n")
-			default:
-				// Disconnects and retries while nodes are down are
-				// expected; a fatal idempotence error is not.
-				p.log.WriteString(line + "\n")
-				if strings.Contains(strings.ToLower(line), "fatal") {
-					p.fatal = append(p.fatal, line)
-				}
-			}
-			p.mu.Unlock()
-		}
-		_ = cmd.Wait()
-		close(p.exited)
-	}()
+	p := &streamProducer{producer: startKcatProducer(t, c.bootstrap(), args...), stop: make(chan struct{}), wrote: make(chan struct{})}
 	go func() {
 		defer close(p.wrote)
 		tk := time.NewTicker(tick)
@@ -351,25 +301,17 @@ func startStream(t *testing.T, c *kcatCluster, topic string, max, perTick int, t
 				buf.WriteString(streamValue(i+j) + "\n")
 			}
 			if _, err := io.WriteString(p.stdin, buf.String()); err != nil {
-				p.mu.Lock()
+				p.wmu.Lock()
 				p.writeErr = err
-				p.mu.Unlock()
+				p.wmu.Unlock()
 				return
 			}
 			i += n
-			p.mu.Lock()
+			p.wmu.Lock()
 			p.written = i
-			p.mu.Unlock()
+			p.wmu.Unlock()
 		}
 	}()
-	t.Cleanup(func() {
-		select {
-		case <-p.exited:
-		default:
-			_ = cmd.Process.Kill()
-			<-p.exited
-		}
-	})
 	return p
 }
 
@@ -380,22 +322,11 @@ func (p *streamProducer) finish(t *testing.T, timeout time.Duration) int {
 	t.Helper()
 	close(p.stop)
 	<-p.wrote
-	require.NoError(t, p.stdin.Close())
-	select {
-	case <-p.exited:
-	case <-time.After(timeout):
-		t.Fatalf("kcat did not exit within %s of its input's end:\n%s", timeout, clip(p.logText()))
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	require.NoError(t, p.writeErr, "kcat stopped reading its input:\n%s", clip(p.log.String()))
+	p.producer.finish(t, timeout)
+	p.wmu.Lock()
+	defer p.wmu.Unlock()
+	require.NoError(t, p.writeErr, "kcat stopped reading its input:\n%s", clip(p.log()))
 	return p.written
-}
-
-func (p *streamProducer) logText() string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.log.String()
 }
 
 // readPartition reads partition 0 of topic from the beginning to its end
@@ -424,13 +355,18 @@ func readPartition(t *testing.T, c *kcatCluster, topic string) map[int64]string 
 func verifyStream(t *testing.T, c *kcatCluster, topic string, p *streamProducer, written int) {
 	t.Helper()
 	p.mu.Lock()
-	reports := append([]streamReport(nil), p.reports...)
-	fatal := append([]string(nil), p.fatal...)
+	reports := append([]deliveryReport(nil), p.reports...)
+	var fatal []string // failed deliveries are counted below
+	for _, e := range p.errors {
+		if strings.Contains(strings.ToLower(e), "fatal") {
+			fatal = append(fatal, e)
+		}
+	}
 	p.mu.Unlock()
 	assert.Empty(t, fatal, "kcat fatal errors")
 	defer func() {
 		if t.Failed() {
-			t.Logf("kcat -P stderr (delivery reports left out):\n%s", clip(p.logText()))
+			t.Logf("kcat -P stderr (delivery reports left out):\n%s", clip(p.log()))
 		}
 	}()
 	failed := 0

@@ -21,26 +21,44 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 )
 
-// deliveredLine is kcat's delivery report at verbosity 3 (-vv).
-var deliveredLine = regexp.MustCompile(`Message delivered to partition (\d+) \(offset (-?\d+)\)`)
+// deliveredLine is kcat's delivery report at verbosity 3 (-vv); failedLine
+// its report of a message it gave up on.
+var (
+	deliveredLine = regexp.MustCompile(`Message delivered to partition (\d+) \(offset (-?\d+)\)`)
+	failedLine    = regexp.MustCompile(`(?i)delivery failed`)
+)
 
-// producer is a kcat -P process fed line by line (-E: it keeps going while
-// the broker is down), whose delivery reports
-// are collected as they arrive.
+// deliveryReport is one kcat delivery report. On one partition reports
+// come in production order, so report i is message i.
+type deliveryReport struct {
+	ok     bool
+	offset int64 // -1 when not delivered
+	line   string
+}
+
+// producer is a kcat -P process fed through stdin (-E: it keeps going
+// while brokers are down), whose delivery reports are collected as they
+// arrive.
 type producer struct {
 	cmd   *exec.Cmd
 	stdin io.WriteCloser
 
 	mu        sync.Mutex
-	offsets   []int64 // delivery-reported offsets, in report order
-	errors    []string
+	reports   []deliveryReport // in report order, delivered and failed
+	errors    []string         // failed deliveries and fatal errors
 	exited    chan struct{}
-	stderrLog strings.Builder
+	stderrLog strings.Builder // everything but the successful delivery reports
 }
 
 func startProducer(t *testing.T, b *broker, args ...string) *producer {
 	t.Helper()
-	cmd := exec.Command(requireKcat(t), append([]string{"-b", b.Addr, "-P", "-vv", "-E"}, args...)...)
+	return startKcatProducer(t, b.Addr, args...)
+}
+
+// startKcatProducer runs kcat -P against the bootstrap servers with args.
+func startKcatProducer(t *testing.T, bootstrap string, args ...string) *producer {
+	t.Helper()
+	cmd := exec.Command(requireKcat(t), append([]string{"-b", bootstrap, "-P", "-vv", "-E"}, args...)...)
 	stdin, err := cmd.StdinPipe()
 	require.NoError(t, err)
 	stderr, err := cmd.StderrPipe()
@@ -50,18 +68,23 @@ func startProducer(t *testing.T, b *broker, args ...string) *producer {
 	require.NoError(t, cmd.Start())
 	go func() {
 		sc := bufio.NewScanner(stderr)
+		sc.Buffer(make([]byte, 64<<10), 1<<20)
 		for sc.Scan() {
 			line := sc.Text()
 			p.mu.Lock()
-			if m := deliveredLine.FindStringSubmatch(line); m != nil {
+			switch m := deliveredLine.FindStringSubmatch(line); {
+			case m != nil:
 				off, _ := strconv.ParseInt(m[2], 10, 64)
-				p.offsets = append(p.offsets, off)
-			} else {
-				// Everything but the delivery reports, which are counted.
+				p.reports = append(p.reports, deliveryReport{ok: true, offset: off, line: line})
+			case failedLine.MatchString(line):
+				p.reports = append(p.reports, deliveryReport{offset: -1, line: line})
 				p.stderrLog.WriteString(line + "\n")
-				// Disconnects while the broker is down are expected;
-				// failed deliveries and fatal errors are not.
-				if strings.Contains(line, "Delivery failed") || strings.Contains(strings.ToLower(line), "fatal") {
+				p.errors = append(p.errors, line)
+			default:
+				// Disconnects while brokers are down are expected; fatal
+				// errors are not.
+				p.stderrLog.WriteString(line + "\n")
+				if strings.Contains(strings.ToLower(line), "fatal") {
 					p.errors = append(p.errors, line)
 				}
 			}
@@ -79,6 +102,20 @@ func startProducer(t *testing.T, b *broker, args ...string) *producer {
 		}
 	})
 	return p
+}
+
+// deliveredOffsets are the offsets of the delivered messages, in report
+// order.
+func (p *producer) deliveredOffsets() []int64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out []int64
+	for _, r := range p.reports {
+		if r.ok {
+			out = append(out, r.offset)
+		}
+	}
+	return out
 }
 
 // waitStored waits until partition 0 of topic holds at least n records.
@@ -190,8 +227,9 @@ func kill9DuringProduce(t *testing.T, b *broker, idempotent bool, opts ...string
 	require.NoError(t, err, "kcat quit while the broker restarted:\n%s", clip(p.log()))
 	p.finish(t, 90*time.Second)
 
+	offsets := p.deliveredOffsets()
 	p.mu.Lock()
-	offsets, failures := append([]int64(nil), p.offsets...), append([]string(nil), p.errors...)
+	failures := append([]string(nil), p.errors...)
 	p.mu.Unlock()
 	assert.Empty(t, failures, "kcat errors across the restart")
 	assert.Len(t, offsets, 2*half, "every message delivered once the broker is back")

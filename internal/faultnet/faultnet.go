@@ -80,7 +80,7 @@ func (s *Switch) Dialer(from int32) func(ctx context.Context, network, addr stri
 				return nil, ctx.Err()
 			case <-t.C:
 			}
-			return nil, fmt.Errorf("dial %s (node %d) from node %d: %w", addr, to, from, ErrCut)
+			return nil, cutError(addr, to, from)
 		}
 		var d net.Dialer
 		c, err := d.DialContext(ctx, network, addr)
@@ -92,12 +92,16 @@ func (s *Switch) Dialer(from int32) func(ctx context.Context, network, addr stri
 		if s.cut[l] { // cut while dialing
 			s.mu.Unlock()
 			_ = c.Close()
-			return nil, fmt.Errorf("dial %s (node %d) from node %d: %w", addr, to, from, ErrCut)
+			return nil, cutError(addr, to, from)
 		}
 		s.conns[wc] = struct{}{}
 		s.mu.Unlock()
 		return wc, nil
 	}
+}
+
+func cutError(addr string, to, from int32) error {
+	return fmt.Errorf("dial %s (node %d) from node %d: %w", addr, to, from, ErrCut)
 }
 
 // Cut takes the link between a and b down in both directions.
