@@ -11,6 +11,11 @@
 //	defer n.Shutdown(ctx)                  // controlled shutdown: flush, checkpoints, clean marker
 //	addr := n.Addr()                       // the bound client listener (port 0 works)
 //
+// StartWith takes Options as well: Options.Dial opens every connection the
+// node makes to other nodes (raft, controller channel, replica fetchers,
+// snapshots), which is where tests put internal/faultnet's switch to cut or
+// slow the links between the nodes of an in-process cluster.
+//
 // Start runs the phases in order, each logging the seeds' lines:
 // configuration (banner, unsafe.* switches as a WARN, data dirs checked and
 // formatted for this node and cluster); metrics endpoint; log manager

@@ -11,7 +11,10 @@
 // idempotence, consume with exact offsets, consumer groups that commit and
 // resume or rebalance, auto topic creation, every compression codec,
 // message size and timestamp limits, kill -9 during a produce, and torn
-// segment tails. franz-go appears only to cross-check
+// segment tails. cluster_test.go does the same for clusters: three
+// combined nodes, and three voters plus two brokers, started from
+// properties files as the README tells users, with kcat producing while
+// the partition leader and then the active controller are kill -9ed. franz-go appears only to cross-check
 // what a foreign client wrote.
 //
 // Run it with `go test ./internal/compat/` (about 30 s). To check another
