@@ -73,12 +73,12 @@
 //
 //	controller.quorum.voters                   id@host:port,... ; a controller's node.id must be a voter, a broker's must not
 //	controller.quorum.bootstrap.servers        host:port,... ; one of the two is required; ignored when voters are set
-//	controller.quorum.election.timeout.ms      1000
-//	controller.quorum.fetch.timeout.ms         2000
-//	controller.quorum.election.backoff.max.ms  1000
-//	controller.quorum.request.timeout.ms       2000
-//	controller.quorum.retry.backoff.ms         20
-//	controller.quorum.append.linger.ms         25
+//	controller.quorum.election.timeout.ms      1000; raft's election timeout (a tick is a tenth of it)
+//	controller.quorum.fetch.timeout.ms         2000; accepted, the election timeout stands for it (raft has one timer)
+//	controller.quorum.election.backoff.max.ms  1000; accepted, raft randomises the election timeout instead
+//	controller.quorum.request.timeout.ms       2000; accepted, not used
+//	controller.quorum.retry.backoff.ms         20; accepted, not used
+//	controller.quorum.append.linger.ms         25; accepted, appends are not lingered
 //	broker.heartbeat.interval.ms               2000
 //	broker.session.timeout.ms                  9000
 //	initial.broker.registration.timeout.ms     60000

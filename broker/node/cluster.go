@@ -157,6 +157,8 @@ func (n *Node) startRaftMetadata() error {
 		Logger:    logger,
 		// Kafka's metadata.log.max.record.bytes.between.snapshots.
 		SnapshotIntervalBytes: cfg.MetadataLogMaxRecordBytesBetweenSnapshots,
+		TickInterval:          raftTick(cfg),
+		ElectionTicks:         raftElectionTicks,
 	})
 	if err != nil {
 		_ = tr.Close()
@@ -178,6 +180,17 @@ func (n *Node) startRaftMetadata() error {
 	im := n.publisher.Image()
 	n.logger.Info(fmt.Sprintf("Loaded metadata log up to offset %d: %d topics, %d brokers", im.Offset, len(im.Topics), len(im.Brokers)), ComponentKey, "MetadataLoader")
 	return n.applyTopicConfigs(im)
+}
+
+// raftElectionTicks is raft's election timeout in ticks: a follower
+// campaigns after 1 to 2 election timeouts without hearing a leader.
+const raftElectionTicks = 10
+
+// raftTick is the raft tick that makes the election timeout
+// controller.quorum.election.timeout.ms (Kafka's default 1000 ms gives
+// 100 ms ticks; the leader heartbeats every tick). It is never below 10 ms.
+func raftTick(cfg *config.Config) time.Duration {
+	return max(time.Duration(cfg.ControllerQuorumElectionTimeoutMs)*time.Millisecond/raftElectionTicks, 10*time.Millisecond)
 }
 
 // bindControllerListener binds the controller listener: the raft

@@ -2,6 +2,7 @@ package node
 
 import (
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -57,5 +58,23 @@ func TestCheckTopology(t *testing.T) {
 			require.NoError(t, err)
 			assert.Equal(t, tc.want, got)
 		})
+	}
+}
+
+// TestRaftTickFollowsElectionTimeout: controller.quorum.election.timeout.ms
+// is raft's election timeout, in ticks of a tenth of it.
+func TestRaftTickFollowsElectionTimeout(t *testing.T) {
+	for _, tc := range []struct {
+		ms   string
+		tick time.Duration
+	}{{"1000", 100 * time.Millisecond}, {"500", 50 * time.Millisecond}, {"3000", 300 * time.Millisecond}, {"20", 10 * time.Millisecond}} {
+		cfg, _, err := config.FromMap(map[string]string{
+			"process.roles": "broker,controller", "node.id": "1",
+			"listeners":                 "PLAINTEXT://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093",
+			"controller.listener.names": "CONTROLLER", "controller.quorum.voters": "1@127.0.0.1:9093",
+			"log.dirs": t.TempDir(), "controller.quorum.election.timeout.ms": tc.ms,
+		})
+		require.NoError(t, err)
+		assert.Equal(t, tc.tick, raftTick(cfg), "election timeout %s ms", tc.ms)
 	}
 }
