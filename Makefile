@@ -10,7 +10,7 @@ BENCHCOUNT ?= 6
 JEPSEN_RUNTIME ?= docker
 JEPSEN_TIME   ?= 90s
 
-.PHONY: all build test test-short bench fuzz image test-jepsen test-jepsen-single vet clean
+.PHONY: all build deps test test-short bench fuzz image test-jepsen test-jepsen-single vet clean
 
 all: build
 
@@ -43,9 +43,16 @@ test-jepsen-single: build
 vet:
 	$(GO) vet ./...
 
+# What the tests need beyond Go: the foreign Kafka clients of internal/compat
+# (kcat, kafka-python, confluent-kafka-python) from Debian's packages, as root
+# or through sudo -n. Does nothing when they are there; never fails the build
+# (internal/compat says what is missing).
+deps:
+	./scripts/deps.sh
+
 # The README's test command: every Go test (unit, integration on loopback,
 # real-binary crash tests; Docker tests when a daemon is reachable).
-test: build vet
+test: build vet deps
 	$(GO) test -count=1 -timeout 14m ./...
 
 test-short:

@@ -20,8 +20,10 @@
 // Run it with `go test ./internal/compat/` (about 30 s). To check another
 // build of the broker, name its binary in FAULTLINE_COMPAT_BROKER.
 //
-// A test whose client is missing fails and names the Debian package to
-// install; with -short it is skipped instead. A test that fails here
+// The clients come from Debian's packages, installed by `make deps` (which
+// `make test` runs). A test whose client is still missing skips with the
+// command that installs it; in CI (CI=true, as .ci/run sets) it fails
+// instead, so CI cannot pass without the foreign clients. A test that fails here
 // documents an incompatibility of the broker; it must never be made to
 // pass by weakening what it checks.
 //

@@ -38,8 +38,7 @@ var (
 	}
 )
 
-// require fails (or with -short skips) the test when the client is not
-// installed.
+// require skips (in CI fails) the test when the client is not installed.
 func (c pythonClient) require(t *testing.T) string {
 	t.Helper()
 	return requirePython(t, c.packages, c.modules...)

@@ -1,16 +1,3 @@
-// Package faultnet is the fault switch between the nodes of a cluster that
-// runs inside one test process: every node opens its connections to its
-// peers through Switch.Dialer, and the test cuts or slows the link between
-// any two nodes while clients keep talking to every node directly, as
-// Jepsen's clients do.
-//
-// A cut link behaves as a reset, not as a black hole: the connections
-// across it are closed at once and new ones are refused until the link is
-// healed. Nodes see their peer go away, retry with their own backoff, and
-// reconnect after the heal; no byte is silently lost inside a connection
-// that stays open, so what the nodes observe is what a TCP peer that
-// vanished and came back would give them. A delayed link holds every write
-// across it for the delay.
 package faultnet
 
 import (
