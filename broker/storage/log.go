@@ -502,7 +502,9 @@ func (l *Log) appendAsFollower(records []byte, nowMs int64) (int64, bool, error)
 }
 
 // appendBatches writes batches with final offsets, rolling first when the
-// active segment cannot take them.
+// active segment cannot take them. The caller applies the batches to the
+// producer state once they are written; a roll between them snapshots the
+// state with the batches written before it.
 func (l *Log) appendBatches(data []byte, headers []BatchHeader, nowMs int64) error {
 	startLEO := l.leo()
 	written := false
@@ -525,7 +527,7 @@ func (l *Log) appendBatches(data []byte, headers []BatchHeader, nowMs int64) err
 			if err = flushGroup(i); err != nil {
 				break
 			}
-			if err = l.roll(h.BaseOffset, nowMs); err != nil {
+			if err = l.roll(h.BaseOffset, nowMs, l.producers.withBatches(headers[:i])); err != nil {
 				break
 			}
 		}
@@ -636,13 +638,14 @@ func (l *Log) Roll() error {
 	if err := l.checkWritable(); err != nil {
 		return err
 	}
-	return l.roll(l.leo(), l.now().UnixMilli())
+	return l.roll(l.leo(), l.now().UnixMilli(), l.producers)
 }
 
 // roll closes the active segment for writes, creates a new one at base,
-// snapshots producer state there and flushes the older segments in the
-// background, moving the recovery point to base.
-func (l *Log) roll(base int64, nowMs int64) error {
+// snapshots there producers, the producer state of the log below base, and
+// flushes the older segments in the background, moving the recovery point
+// to base.
+func (l *Log) roll(base int64, nowMs int64, producers *producerState) error {
 	old := l.active()
 	if old.size == 0 {
 		if old.baseOffset == base {
@@ -665,7 +668,7 @@ func (l *Log) roll(base int64, nowMs int64) error {
 	l.segments = append(l.segments, s)
 	l.dirty = true
 	l.dirDirty = true
-	if err := writeProducerSnapshot(l.fs, l.dir, base, l.producers); err != nil {
+	if err := writeProducerSnapshot(l.fs, l.dir, base, producers); err != nil {
 		l.logger.Warn(fmt.Sprintf("Failed to snapshot producer state of %s at offset %d", l.tp, base), "err", err)
 	}
 	if len(l.segments) > 1 {
@@ -1065,7 +1068,7 @@ func (l *Log) deleteSegmentsWhile(pred func(s, next *segment) bool) (int, error)
 		return 0, nil
 	}
 	if n == len(l.segments) {
-		if err := l.roll(l.leo(), l.now().UnixMilli()); err != nil {
+		if err := l.roll(l.leo(), l.now().UnixMilli(), l.producers); err != nil {
 			return 0, err
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/crc32"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
@@ -175,6 +176,32 @@ func (ps *producerState) replay(h BatchHeader) {
 		ps.producers[h.ProducerID] = e
 	}
 	e.add(h)
+}
+
+// withBatches returns the state after replaying headers on ps, leaving ps
+// unchanged: the producer state at an offset inside an append whose
+// batches are written but not yet applied.
+func (ps *producerState) withBatches(headers []BatchHeader) *producerState {
+	var out *producerState
+	var cloned map[int64]bool
+	for _, h := range headers {
+		if !h.HasProducerID() || h.IsControl() {
+			continue
+		}
+		if out == nil {
+			out = &producerState{producers: maps.Clone(ps.producers)}
+			cloned = map[int64]bool{}
+		}
+		if e, ok := out.producers[h.ProducerID]; ok && !cloned[h.ProducerID] {
+			out.producers[h.ProducerID] = e.clone()
+		}
+		cloned[h.ProducerID] = true
+		out.replay(h)
+	}
+	if out == nil {
+		return ps
+	}
+	return out
 }
 
 // dropBefore forgets producers whose last batch ends before offset.

@@ -159,3 +159,56 @@ func TestExpiredProducerIsUnknownAgain(t *testing.T) {
 	_, err = l.AppendAsLeader(idemBatch(5, 0, 9, 1), 0, 1)
 	assert.NoError(t, err)
 }
+
+// TestSnapshotAtRollInsideAnAppendHoldsItsEarlierBatches appends, in one
+// call, batches of producers A and B that fill a segment and a batch of A
+// that rolls a new one. The producer snapshot written at that roll must
+// describe the log below it, the same append's first two batches included:
+// recovery after a crash starts from it and replays only what follows.
+func TestSnapshotAtRollInsideAnAppendHoldsItsEarlierBatches(t *testing.T) {
+	const pidA, pidB, epochB = 1, 2, 2
+	batches := [][]byte{idemBatch(pidA, 0, 0, 1), idemBatch(pidB, epochB, 0, 1), idemBatch(pidA, 0, 1, 1)}
+	cfg := testConfig()
+	cfg.SegmentBytes = int64(len(batches[0]) + len(batches[1]))
+	appends := map[string]func(l *Log) error{
+		"leader": func(l *Log) error {
+			_, err := l.AppendAsLeader(concat(batches), 0, 1)
+			return err
+		},
+		"follower": func(l *Log) error {
+			stamped := make([][]byte, len(batches))
+			for i, b := range batches {
+				stamped[i] = append([]byte(nil), b...)
+				setBaseOffset(stamped[i], int64(i))
+			}
+			return l.AppendAsFollower(concat(stamped))
+		},
+	}
+	for name, appendAll := range appends {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			m := newTestManager(t, OS, []string{dir}, nil)
+			_, err := m.Load()
+			require.NoError(t, err)
+			l, err := m.GetOrCreateLog(testTP, cfg)
+			require.NoError(t, err)
+			require.NoError(t, appendAll(l))
+			require.Equal(t, []int64{0, 2}, l.SegmentBaseOffsets(), "the append rolled before its last batch")
+			require.NoError(t, l.Close()) // a crash: no snapshot at the log end
+			require.FileExists(t, offsetFileName(filepath.Join(dir, testTP.DirName()), 2, snapshotSuffix))
+
+			_, l2 := reopenUnclean(t, OS, dir)
+			dupB, err := l2.AppendAsLeader(idemBatch(pidB, epochB, 0, 1), 0, 1)
+			require.NoError(t, err)
+			assert.True(t, dupB.Duplicate, "B's retried batch is a duplicate")
+			assert.Equal(t, int64(1), dupB.FirstOffset)
+			dupA, err := l2.AppendAsLeader(idemBatch(pidA, 0, 0, 1), 0, 1)
+			require.NoError(t, err)
+			assert.True(t, dupA.Duplicate, "A's retried first batch is a duplicate")
+			assert.Equal(t, int64(0), dupA.FirstOffset)
+			_, err = l2.AppendAsLeader(idemBatch(pidB, epochB-1, 1, 1), 0, 1)
+			assert.ErrorIs(t, err, ErrInvalidProducerEpoch, "B's older epoch is fenced")
+			assert.Equal(t, int64(3), l2.LogEndOffset(), "nothing was appended twice")
+		})
+	}
+}
