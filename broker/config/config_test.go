@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -594,6 +595,24 @@ func TestDocListsEveryKey(t *testing.T) {
 	}
 	for i := range topicKeys {
 		assert.Contains(t, text, topicKeys[i].name, "doc.go names topic key %s", topicKeys[i].name)
+	}
+}
+
+// TestDocStatesEachDefault keeps doc.go's key tables at the defaults the
+// key table parses.
+func TestDocStatesEachDefault(t *testing.T) {
+	doc, err := os.ReadFile("doc.go")
+	require.NoError(t, err)
+	for i := range brokerKeys {
+		d := &brokerKeys[i]
+		if !d.hasDef || d.def == "" {
+			continue
+		}
+		line := regexp.MustCompile(`(?m)^//\t` + regexp.QuoteMeta(d.name) + ` +(\S+)`).FindSubmatch(doc)
+		if line == nil {
+			continue // TestDocListsEveryKey names the keys doc.go leaves out
+		}
+		assert.Equal(t, d.def, strings.TrimRight(string(line[1]), ";,"), "doc.go's default of %s", d.name)
 	}
 }
 

@@ -35,6 +35,11 @@
 // timeout not above the heartbeat interval, a key set twice in the file) warn
 // too.
 //
+// Kafka's defaults that other packages also apply when their caller leaves a
+// setting at zero (storage's LogConfig and LogManager options, the group
+// coordinator's Config, ...) are the Default* constants: the key table
+// parses those same constants, so each such default is written once.
+//
 // Entries answers DescribeConfigs for the broker; TopicDefaults,
 // ValidateTopicConfig, TopicConfig and TopicEntries serve CreateTopics and
 // DescribeConfigs for topics. Example files are in testdata/: server.properties
@@ -240,5 +245,7 @@
 // It never touches the disk except in Load (reading the file) and CheckDirs
 // (creating the data dirs and writing a probe file), never logs (it returns
 // warnings for the caller to log), and never panics on any input:
-// ParseProperties and FromMap are fuzzed (FuzzParseProperties).
+// ParseProperties and FromMap are fuzzed (FuzzParseProperties). It imports
+// nothing of the module, so that any broker package can import its
+// defaults.
 package config

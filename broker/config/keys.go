@@ -69,8 +69,12 @@ const (
 	maxInt  = "2147483647"
 )
 
+// num is an integer default as the key table holds it, in text.
+func num(n int64) string { return strconv.FormatInt(n, 10) }
+
 // brokerKeys lists every broker key faultline knows, in the order problems
-// and Entries are reported.
+// and Entries are reported. A default that another package also applies is
+// a constant of defaults.go.
 var brokerKeys = []keyDef{
 	// Identity and roles.
 	nullKey("node.id", kindInt, func(c *Config) any { return &c.NodeID }).atLeast(0),
@@ -87,14 +91,14 @@ var brokerKeys = []keyDef{
 	key("security.inter.broker.protocol", kindString, "PLAINTEXT", nil).in(securityProtocols...),
 	key("controller.quorum.voters", kindList, "", func(c *Config) any { return &c.ControllerQuorumVoters }).parsedBy(parseVoters),
 	key("controller.quorum.bootstrap.servers", kindList, "", func(c *Config) any { return &c.ControllerQuorumBootstrapServers }).parsedBy(parseHostPorts),
-	key("controller.quorum.election.timeout.ms", kindInt, "1000", func(c *Config) any { return &c.ControllerQuorumElectionTimeoutMs }).atLeast(1),
+	key("controller.quorum.election.timeout.ms", kindInt, num(DefaultControllerQuorumElectionTimeoutMs), func(c *Config) any { return &c.ControllerQuorumElectionTimeoutMs }).atLeast(1),
 	key("controller.quorum.fetch.timeout.ms", kindInt, "2000", func(c *Config) any { return &c.ControllerQuorumFetchTimeoutMs }).atLeast(1),
 	key("controller.quorum.election.backoff.max.ms", kindInt, "1000", func(c *Config) any { return &c.ControllerQuorumElectionBackoffMaxMs }).atLeast(1),
 	key("controller.quorum.request.timeout.ms", kindInt, "2000", func(c *Config) any { return &c.ControllerQuorumRequestTimeoutMs }).atLeast(1),
 	key("controller.quorum.retry.backoff.ms", kindInt, "20", func(c *Config) any { return &c.ControllerQuorumRetryBackoffMs }).atLeast(0),
 	key("controller.quorum.append.linger.ms", kindInt, "25", func(c *Config) any { return &c.ControllerQuorumAppendLingerMs }).atLeast(0),
-	key("broker.heartbeat.interval.ms", kindInt, "2000", func(c *Config) any { return &c.BrokerHeartbeatIntervalMs }).atLeast(1),
-	key("broker.session.timeout.ms", kindInt, "9000", func(c *Config) any { return &c.BrokerSessionTimeoutMs }).atLeast(1),
+	key("broker.heartbeat.interval.ms", kindInt, num(DefaultBrokerHeartbeatIntervalMs), func(c *Config) any { return &c.BrokerHeartbeatIntervalMs }).atLeast(1),
+	key("broker.session.timeout.ms", kindInt, num(DefaultBrokerSessionTimeoutMs), func(c *Config) any { return &c.BrokerSessionTimeoutMs }).atLeast(1),
 	key("initial.broker.registration.timeout.ms", kindInt, "60000", func(c *Config) any { return &c.InitialBrokerRegistrationTimeoutMs }).atLeast(1),
 
 	// Metadata log.
@@ -110,28 +114,28 @@ var brokerKeys = []keyDef{
 	// Logs.
 	nullKey("log.dirs", kindList, nil),
 	key("log.dir", kindString, "/tmp/kafka-logs", nil),
-	key("num.recovery.threads.per.data.dir", kindInt, "2", func(c *Config) any { return &c.NumRecoveryThreadsPerDataDir }).atLeast(1),
-	key("log.segment.bytes", kindInt, "1073741824", func(c *Config) any { return &c.LogSegmentBytes }).atLeast(14),
+	key("num.recovery.threads.per.data.dir", kindInt, num(DefaultNumRecoveryThreadsPerDataDir), func(c *Config) any { return &c.NumRecoveryThreadsPerDataDir }).atLeast(1),
+	key("log.segment.bytes", kindInt, num(DefaultLogSegmentBytes), func(c *Config) any { return &c.LogSegmentBytes }).atLeast(14),
 	nullKey("log.roll.ms", kindLong, nil).atLeast(1),
-	key("log.roll.hours", kindInt, "168", nil).atLeast(1),
+	key("log.roll.hours", kindInt, num(DefaultLogRollHours), nil).atLeast(1),
 	nullKey("log.roll.jitter.ms", kindLong, nil).atLeast(0),
 	key("log.roll.jitter.hours", kindInt, "0", nil).atLeast(0),
-	key("log.index.interval.bytes", kindInt, "4096", func(c *Config) any { return &c.LogIndexIntervalBytes }).atLeast(0),
-	key("log.index.size.max.bytes", kindInt, "10485760", func(c *Config) any { return &c.LogIndexSizeMaxBytes }).atLeast(4),
-	key("log.flush.interval.messages", kindLong, maxLong, func(c *Config) any { return &c.LogFlushIntervalMessages }).atLeast(1),
+	key("log.index.interval.bytes", kindInt, num(DefaultLogIndexIntervalBytes), func(c *Config) any { return &c.LogIndexIntervalBytes }).atLeast(0),
+	key("log.index.size.max.bytes", kindInt, num(DefaultLogIndexSizeMaxBytes), func(c *Config) any { return &c.LogIndexSizeMaxBytes }).atLeast(4),
+	key("log.flush.interval.messages", kindLong, num(DefaultLogFlushIntervalMessages), func(c *Config) any { return &c.LogFlushIntervalMessages }).atLeast(1),
 	nullKey("log.flush.interval.ms", kindLong, nil).atLeast(0),
-	key("log.flush.scheduler.interval.ms", kindLong, maxLong, func(c *Config) any { return &c.LogFlushSchedulerIntervalMs }).atLeast(0),
-	key("log.flush.offset.checkpoint.interval.ms", kindInt, "60000", func(c *Config) any { return &c.LogFlushOffsetCheckpointIntervalMs }).atLeast(0),
-	key("log.flush.start.offset.checkpoint.interval.ms", kindInt, "60000", func(c *Config) any { return &c.LogFlushStartOffsetCheckpointIntervalMs }).atLeast(0),
+	key("log.flush.scheduler.interval.ms", kindLong, num(DefaultLogFlushSchedulerIntervalMs), func(c *Config) any { return &c.LogFlushSchedulerIntervalMs }).atLeast(0),
+	key("log.flush.offset.checkpoint.interval.ms", kindInt, num(DefaultLogFlushOffsetCheckpointIntervalMs), func(c *Config) any { return &c.LogFlushOffsetCheckpointIntervalMs }).atLeast(0),
+	key("log.flush.start.offset.checkpoint.interval.ms", kindInt, num(DefaultLogFlushOffsetCheckpointIntervalMs), func(c *Config) any { return &c.LogFlushStartOffsetCheckpointIntervalMs }).atLeast(0),
 	nullKey("log.retention.ms", kindLong, nil).atLeast(-1),
 	nullKey("log.retention.minutes", kindInt, nil).atLeast(-1),
-	key("log.retention.hours", kindInt, "168", nil).atLeast(-1),
-	key("log.retention.bytes", kindLong, "-1", func(c *Config) any { return &c.LogRetentionBytes }),
-	key("log.retention.check.interval.ms", kindLong, "300000", func(c *Config) any { return &c.LogRetentionCheckIntervalMs }).atLeast(1),
-	key("log.cleanup.policy", kindList, "delete", func(c *Config) any { return &c.LogCleanupPolicy }).in("delete", "compact"),
-	key("log.message.timestamp.type", kindString, "CreateTime", func(c *Config) any { return &c.LogMessageTimestampType }).in("CreateTime", "LogAppendTime"),
-	key("log.message.timestamp.before.max.ms", kindLong, maxLong, func(c *Config) any { return &c.LogMessageTimestampBeforeMaxMs }).atLeast(0),
-	key("log.message.timestamp.after.max.ms", kindLong, "3600000", func(c *Config) any { return &c.LogMessageTimestampAfterMaxMs }).atLeast(0),
+	key("log.retention.hours", kindInt, num(DefaultLogRetentionHours), nil).atLeast(-1),
+	key("log.retention.bytes", kindLong, num(DefaultLogRetentionBytes), func(c *Config) any { return &c.LogRetentionBytes }),
+	key("log.retention.check.interval.ms", kindLong, num(DefaultLogRetentionCheckIntervalMs), func(c *Config) any { return &c.LogRetentionCheckIntervalMs }).atLeast(1),
+	key("log.cleanup.policy", kindList, DefaultLogCleanupPolicy, func(c *Config) any { return &c.LogCleanupPolicy }).in("delete", "compact"),
+	key("log.message.timestamp.type", kindString, DefaultLogMessageTimestampType, func(c *Config) any { return &c.LogMessageTimestampType }).in("CreateTime", "LogAppendTime"),
+	key("log.message.timestamp.before.max.ms", kindLong, num(DefaultLogMessageTimestampBeforeMaxMs), func(c *Config) any { return &c.LogMessageTimestampBeforeMaxMs }).atLeast(0),
+	key("log.message.timestamp.after.max.ms", kindLong, num(DefaultLogMessageTimestampAfterMaxMs), func(c *Config) any { return &c.LogMessageTimestampAfterMaxMs }).atLeast(0),
 	key("log.preallocate", kindBool, "false", func(c *Config) any { return &c.LogPreallocate }),
 	key("log.segment.delete.delay.ms", kindLong, "60000", func(c *Config) any { return &c.LogSegmentDeleteDelayMs }).atLeast(0),
 	key("log.cleaner.enable", kindBool, "true", nil),
@@ -140,8 +144,8 @@ var brokerKeys = []keyDef{
 	key("log.cleaner.min.compaction.lag.ms", kindLong, "0", nil).atLeast(0),
 	key("log.cleaner.max.compaction.lag.ms", kindLong, maxLong, nil).atLeast(1),
 	key("log.cleaner.min.cleanable.ratio", kindDouble, "0.5", nil),
-	key("message.max.bytes", kindInt, "1048588", func(c *Config) any { return &c.MessageMaxBytes }).atLeast(0),
-	key("compression.type", kindString, "producer", func(c *Config) any { return &c.CompressionType }).in(compressionTypes...),
+	key("message.max.bytes", kindInt, num(DefaultMessageMaxBytes), func(c *Config) any { return &c.MessageMaxBytes }).atLeast(0),
+	key("compression.type", kindString, DefaultCompressionType, func(c *Config) any { return &c.CompressionType }).in(compressionTypes...),
 
 	// Topics and replication.
 	key("num.partitions", kindInt, "1", func(c *Config) any { return &c.NumPartitions }).atLeast(1),
@@ -153,15 +157,15 @@ var brokerKeys = []keyDef{
 	key("auto.leader.rebalance.enable", kindBool, "true", func(c *Config) any { return &c.AutoLeaderRebalanceEnable }),
 	key("leader.imbalance.check.interval.seconds", kindLong, "300", nil).atLeast(1),
 	key("leader.imbalance.per.broker.percentage", kindInt, "10", nil),
-	key("replica.lag.time.max.ms", kindLong, "30000", func(c *Config) any { return &c.ReplicaLagTimeMaxMs }).atLeast(1),
-	key("replica.fetch.max.bytes", kindInt, "1048576", func(c *Config) any { return &c.ReplicaFetchMaxBytes }).atLeast(0),
+	key("replica.lag.time.max.ms", kindLong, num(DefaultReplicaLagTimeMaxMs), func(c *Config) any { return &c.ReplicaLagTimeMaxMs }).atLeast(1),
+	key("replica.fetch.max.bytes", kindInt, num(DefaultReplicaFetchMaxBytes), func(c *Config) any { return &c.ReplicaFetchMaxBytes }).atLeast(0),
 	key("replica.fetch.min.bytes", kindInt, "1", func(c *Config) any { return &c.ReplicaFetchMinBytes }).atLeast(0),
-	key("replica.fetch.wait.max.ms", kindInt, "500", func(c *Config) any { return &c.ReplicaFetchWaitMaxMs }).atLeast(0),
-	key("replica.fetch.backoff.ms", kindInt, "1000", func(c *Config) any { return &c.ReplicaFetchBackoffMs }).atLeast(0),
-	key("replica.fetch.response.max.bytes", kindInt, "10485760", func(c *Config) any { return &c.ReplicaFetchResponseMaxBytes }).atLeast(0),
+	key("replica.fetch.wait.max.ms", kindInt, num(DefaultReplicaFetchWaitMaxMs), func(c *Config) any { return &c.ReplicaFetchWaitMaxMs }).atLeast(0),
+	key("replica.fetch.backoff.ms", kindInt, num(DefaultReplicaFetchBackoffMs), func(c *Config) any { return &c.ReplicaFetchBackoffMs }).atLeast(0),
+	key("replica.fetch.response.max.bytes", kindInt, num(DefaultReplicaFetchResponseMaxBytes), func(c *Config) any { return &c.ReplicaFetchResponseMaxBytes }).atLeast(0),
 	key("replica.socket.timeout.ms", kindInt, "30000", func(c *Config) any { return &c.ReplicaSocketTimeoutMs }),
 	key("replica.socket.receive.buffer.bytes", kindInt, "65536", nil),
-	key("replica.high.watermark.checkpoint.interval.ms", kindLong, "5000", func(c *Config) any { return &c.ReplicaHighWatermarkCheckpointIntervalMs }).atLeast(1),
+	key("replica.high.watermark.checkpoint.interval.ms", kindLong, num(DefaultReplicaHighWatermarkCheckpointIntervalMs), func(c *Config) any { return &c.ReplicaHighWatermarkCheckpointIntervalMs }).atLeast(1),
 	key("num.replica.fetchers", kindInt, "1", func(c *Config) any { return &c.NumReplicaFetchers }).atLeast(1),
 	key("fetch.max.bytes", kindInt, "57671680", func(c *Config) any { return &c.FetchMaxBytes }).atLeast(1024),
 
@@ -171,7 +175,7 @@ var brokerKeys = []keyDef{
 	key("controlled.shutdown.retry.backoff.ms", kindLong, "5000", func(c *Config) any { return &c.ControlledShutdownRetryBackoffMs }).atLeast(0),
 
 	// Network.
-	key("socket.request.max.bytes", kindInt, "104857600", func(c *Config) any { return &c.SocketRequestMaxBytes }).atLeast(1),
+	key("socket.request.max.bytes", kindInt, num(DefaultSocketRequestMaxBytes), func(c *Config) any { return &c.SocketRequestMaxBytes }).atLeast(1),
 	key("socket.send.buffer.bytes", kindInt, "102400", func(c *Config) any { return &c.SocketSendBufferBytes }).atLeast(-1),
 	key("socket.receive.buffer.bytes", kindInt, "102400", func(c *Config) any { return &c.SocketReceiveBufferBytes }).atLeast(-1),
 	key("socket.listen.backlog.size", kindInt, "50", func(c *Config) any { return &c.SocketListenBacklogSize }).atLeast(1),
@@ -186,18 +190,18 @@ var brokerKeys = []keyDef{
 
 	// Consumer groups and offsets.
 	key("offsets.topic.replication.factor", kindShort, "3", func(c *Config) any { return &c.OffsetsTopicReplicationFactor }).atLeast(1),
-	key("offsets.topic.num.partitions", kindInt, "50", func(c *Config) any { return &c.OffsetsTopicNumPartitions }).atLeast(1),
+	key("offsets.topic.num.partitions", kindInt, num(DefaultOffsetsTopicNumPartitions), func(c *Config) any { return &c.OffsetsTopicNumPartitions }).atLeast(1),
 	key("offsets.topic.segment.bytes", kindInt, "104857600", func(c *Config) any { return &c.OffsetsTopicSegmentBytes }).atLeast(1),
 	key("offsets.topic.compression.codec", kindInt, "0", nil),
 	key("offsets.load.buffer.size", kindInt, "5242880", nil).atLeast(1),
 	key("offsets.retention.minutes", kindInt, "10080", nil).atLeast(1),
 	key("offsets.retention.check.interval.ms", kindLong, "600000", func(c *Config) any { return &c.OffsetsRetentionCheckIntervalMs }).atLeast(1),
-	key("offsets.commit.timeout.ms", kindInt, "5000", func(c *Config) any { return &c.OffsetsCommitTimeoutMs }).atLeast(1),
-	key("offset.metadata.max.bytes", kindInt, "4096", func(c *Config) any { return &c.OffsetMetadataMaxBytes }),
-	key("group.initial.rebalance.delay.ms", kindInt, "3000", func(c *Config) any { return &c.GroupInitialRebalanceDelayMs }).atLeast(0),
-	key("group.min.session.timeout.ms", kindInt, "6000", func(c *Config) any { return &c.GroupMinSessionTimeoutMs }),
-	key("group.max.session.timeout.ms", kindInt, "1800000", func(c *Config) any { return &c.GroupMaxSessionTimeoutMs }),
-	key("group.max.size", kindInt, maxInt, func(c *Config) any { return &c.GroupMaxSize }).atLeast(1),
+	key("offsets.commit.timeout.ms", kindInt, num(DefaultOffsetsCommitTimeoutMs), func(c *Config) any { return &c.OffsetsCommitTimeoutMs }).atLeast(1),
+	key("offset.metadata.max.bytes", kindInt, num(DefaultOffsetMetadataMaxBytes), func(c *Config) any { return &c.OffsetMetadataMaxBytes }),
+	key("group.initial.rebalance.delay.ms", kindInt, num(DefaultGroupInitialRebalanceDelayMs), func(c *Config) any { return &c.GroupInitialRebalanceDelayMs }).atLeast(0),
+	key("group.min.session.timeout.ms", kindInt, num(DefaultGroupMinSessionTimeoutMs), func(c *Config) any { return &c.GroupMinSessionTimeoutMs }),
+	key("group.max.session.timeout.ms", kindInt, num(DefaultGroupMaxSessionTimeoutMs), func(c *Config) any { return &c.GroupMaxSessionTimeoutMs }),
+	key("group.max.size", kindInt, num(DefaultGroupMaxSize), func(c *Config) any { return &c.GroupMaxSize }).atLeast(1),
 	key("group.coordinator.rebalance.protocols", kindList, "classic,consumer", nil).in("classic", "consumer", "streams", "share"),
 	key("share.coordinator.state.topic.replication.factor", kindShort, "3", nil).atLeast(1),
 	key("share.coordinator.state.topic.min.isr", kindShort, "2", nil).atLeast(1),
@@ -213,7 +217,7 @@ var brokerKeys = []keyDef{
 	key("transaction.abort.timed.out.transaction.cleanup.interval.ms", kindInt, "10000", func(c *Config) any { return &c.TransactionAbortTimedOutTransactionCleanupIntervalMs }).atLeast(1),
 	key("transaction.remove.expired.transaction.cleanup.interval.ms", kindInt, "3600000", func(c *Config) any { return &c.TransactionRemoveExpiredTransactionCleanupIntervalMs }).atLeast(1),
 	key("transaction.partition.verification.enable", kindBool, "true", func(c *Config) any { return &c.TransactionPartitionVerificationEnable }),
-	key("producer.id.expiration.ms", kindInt, "86400000", func(c *Config) any { return &c.ProducerIDExpirationMs }).atLeast(1),
+	key("producer.id.expiration.ms", kindInt, num(DefaultProducerIDExpirationMs), func(c *Config) any { return &c.ProducerIDExpirationMs }).atLeast(1),
 	key("producer.id.expiration.check.interval.ms", kindInt, "600000", func(c *Config) any { return &c.ProducerIDExpirationCheckIntervalMs }).atLeast(1),
 
 	// faultline.

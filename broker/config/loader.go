@@ -186,15 +186,15 @@ func (l *loader) logSettings() {
 		c.MetadataLogDir = c.LogDirs[0]
 	}
 
-	c.LogRollMs = msFrom(l, "log.roll.ms", "log.roll.hours", 3600_000)
-	c.LogRollJitterMs = msFrom(l, "log.roll.jitter.ms", "log.roll.jitter.hours", 3600_000)
+	c.LogRollMs = msFrom(l, "log.roll.ms", "log.roll.hours", msPerHour)
+	c.LogRollJitterMs = msFrom(l, "log.roll.jitter.ms", "log.roll.jitter.hours", msPerHour)
 	switch {
 	case l.isSet("log.retention.ms"):
 		c.LogRetentionMs = l.int64Of("log.retention.ms")
 	case l.isSet("log.retention.minutes"):
-		c.LogRetentionMs = scaleMs(l.int64Of("log.retention.minutes"), 60_000)
+		c.LogRetentionMs = scaleMs(l.int64Of("log.retention.minutes"), msPerMinute)
 	default:
-		c.LogRetentionMs = scaleMs(l.int64Of("log.retention.hours"), 3600_000)
+		c.LogRetentionMs = scaleMs(l.int64Of("log.retention.hours"), msPerHour)
 	}
 	if c.LogRetentionMs < 0 {
 		c.LogRetentionMs = -1
@@ -203,8 +203,8 @@ func (l *loader) logSettings() {
 	if l.isSet("log.flush.interval.ms") {
 		c.LogFlushIntervalMs = l.int64Of("log.flush.interval.ms")
 	}
-	c.OffsetsRetentionMs = scaleMs(l.int64Of("offsets.retention.minutes"), 60_000)
-	c.LeaderImbalanceCheckIntervalMs = scaleMs(l.int64Of("leader.imbalance.check.interval.seconds"), 1000)
+	c.OffsetsRetentionMs = scaleMs(l.int64Of("offsets.retention.minutes"), msPerMinute)
+	c.LeaderImbalanceCheckIntervalMs = scaleMs(l.int64Of("leader.imbalance.check.interval.seconds"), msPerSecond)
 }
 
 // msFrom returns msKey when set, else unitKey scaled to ms.
@@ -465,7 +465,7 @@ func (l *loader) crossChecks() {
 			c.MinInsyncReplicas, c.DefaultReplicationFactor)
 	}
 	if l.ok("broker.session.timeout.ms", "broker.heartbeat.interval.ms") && c.BrokerSessionTimeoutMs <= c.BrokerHeartbeatIntervalMs {
-		l.warnf("broker.session.timeout.ms", "%d is not greater than broker.heartbeat.interval.ms %d, so brokers will be fenced between heartbeats; raise it (Kafka's default is 9000 with 2000)",
-			c.BrokerSessionTimeoutMs, c.BrokerHeartbeatIntervalMs)
+		l.warnf("broker.session.timeout.ms", "%d is not greater than broker.heartbeat.interval.ms %d, so brokers will be fenced between heartbeats; raise it (Kafka's default is %d with %d)",
+			c.BrokerSessionTimeoutMs, c.BrokerHeartbeatIntervalMs, DefaultBrokerSessionTimeoutMs, DefaultBrokerHeartbeatIntervalMs)
 	}
 }

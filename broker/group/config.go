@@ -5,8 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math"
 	"time"
+
+	"github.com/faultline/faultline/broker/config"
 )
 
 // OffsetsTopic is the name of the internal topic holding committed offsets
@@ -73,33 +74,34 @@ func (realClock) Now() time.Time { return time.Now() }
 func (realClock) AfterFunc(d time.Duration, f func()) Timer { return time.AfterFunc(d, f) }
 
 // Config configures a Coordinator. Field names mirror the broker's config
-// keys; zero values mean Kafka's default except where noted.
+// keys; zero values mean Kafka's default (broker/config's) except where
+// noted.
 type Config struct {
 	// NodeID is this broker's node.id: the coordinator owns the offsets
 	// partitions this node leads.
 	NodeID int32
-	// OffsetsTopicNumPartitions is offsets.topic.num.partitions (default
-	// 50); used to place groups until the topic exists, after which its
-	// actual partition count is used, as Kafka does.
+	// OffsetsTopicNumPartitions is offsets.topic.num.partitions; used to
+	// place groups until the topic exists, after which its actual
+	// partition count is used, as Kafka does.
 	OffsetsTopicNumPartitions int32
-	// GroupInitialRebalanceDelayMs is group.initial.rebalance.delay.ms
-	// (Kafka's default 3000). Unlike the other fields, 0 means 0: set it
-	// from the broker config, DefaultConfig has 3000.
+	// GroupInitialRebalanceDelayMs is group.initial.rebalance.delay.ms.
+	// Unlike the other fields, 0 means 0: set it from the broker config;
+	// DefaultConfig has Kafka's default.
 	GroupInitialRebalanceDelayMs int64
-	// GroupMinSessionTimeoutMs is group.min.session.timeout.ms (default 6000).
+	// GroupMinSessionTimeoutMs is group.min.session.timeout.ms.
 	GroupMinSessionTimeoutMs int64
-	// GroupMaxSessionTimeoutMs is group.max.session.timeout.ms (default 1800000).
+	// GroupMaxSessionTimeoutMs is group.max.session.timeout.ms.
 	GroupMaxSessionTimeoutMs int64
-	// GroupMaxSize is group.max.size (default 2147483647).
+	// GroupMaxSize is group.max.size.
 	GroupMaxSize int32
-	// OffsetMetadataMaxBytes is offset.metadata.max.bytes (default 4096).
+	// OffsetMetadataMaxBytes is offset.metadata.max.bytes.
 	OffsetMetadataMaxBytes int32
-	// OffsetsCommitTimeoutMs is offsets.commit.timeout.ms (default 5000):
-	// how long an append to __consumer_offsets may wait for its commit
-	// before the request fails with COORDINATOR_NOT_AVAILABLE.
+	// OffsetsCommitTimeoutMs is offsets.commit.timeout.ms: how long an
+	// append to __consumer_offsets may wait for its commit before the
+	// request fails with COORDINATOR_NOT_AVAILABLE.
 	OffsetsCommitTimeoutMs int64
 	// LoadRetryBackoffMs is how long to wait before replaying an offsets
-	// partition again after Replay failed (default 1000).
+	// partition again after Replay failed (no Kafka key; default 1000).
 	LoadRetryBackoffMs int64
 	// Clock drives every timeout; default the wall clock.
 	Clock Clock
@@ -110,13 +112,13 @@ type Config struct {
 // DefaultConfig returns Kafka's defaults for node 0.
 func DefaultConfig() Config {
 	return Config{
-		OffsetsTopicNumPartitions:    50,
-		GroupInitialRebalanceDelayMs: 3000,
-		GroupMinSessionTimeoutMs:     6000,
-		GroupMaxSessionTimeoutMs:     1800000,
-		GroupMaxSize:                 math.MaxInt32,
-		OffsetMetadataMaxBytes:       4096,
-		OffsetsCommitTimeoutMs:       5000,
+		OffsetsTopicNumPartitions:    config.DefaultOffsetsTopicNumPartitions,
+		GroupInitialRebalanceDelayMs: config.DefaultGroupInitialRebalanceDelayMs,
+		GroupMinSessionTimeoutMs:     config.DefaultGroupMinSessionTimeoutMs,
+		GroupMaxSessionTimeoutMs:     config.DefaultGroupMaxSessionTimeoutMs,
+		GroupMaxSize:                 config.DefaultGroupMaxSize,
+		OffsetMetadataMaxBytes:       config.DefaultOffsetMetadataMaxBytes,
+		OffsetsCommitTimeoutMs:       config.DefaultOffsetsCommitTimeoutMs,
 		LoadRetryBackoffMs:           1000,
 	}
 }

@@ -10,6 +10,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/faultline/faultline/broker/config"
 )
 
 // stableSingle drives one member through join and sync and returns its id
@@ -730,6 +732,36 @@ func TestConfigValidation(t *testing.T) {
 	assert.ErrorContains(t, err, "group.max.session.timeout.ms")
 	_, err = New(DefaultConfig(), nil, &fakeSource{})
 	assert.Error(t, err)
+}
+
+// TestDefaultsAreTheBrokerConfigDefaults compares the coordinator's
+// defaults with what broker/config parses for a server.properties that sets
+// none of the group keys.
+func TestDefaultsAreTheBrokerConfigDefaults(t *testing.T) {
+	bc, _, err := config.FromMap(map[string]string{
+		"process.roles": "broker,controller", "node.id": "1", "controller.quorum.voters": "1@localhost:9093",
+		"listeners": "PLAINTEXT://localhost:9092,CONTROLLER://localhost:9093", "controller.listener.names": "CONTROLLER",
+	})
+	require.NoError(t, err)
+	want := Config{
+		OffsetsTopicNumPartitions:    bc.OffsetsTopicNumPartitions,
+		GroupInitialRebalanceDelayMs: bc.GroupInitialRebalanceDelayMs,
+		GroupMinSessionTimeoutMs:     bc.GroupMinSessionTimeoutMs,
+		GroupMaxSessionTimeoutMs:     bc.GroupMaxSessionTimeoutMs,
+		GroupMaxSize:                 bc.GroupMaxSize,
+		OffsetMetadataMaxBytes:       bc.OffsetMetadataMaxBytes,
+		OffsetsCommitTimeoutMs:       bc.OffsetsCommitTimeoutMs,
+		LoadRetryBackoffMs:           1000,
+	}
+	assert.Equal(t, want, DefaultConfig())
+
+	var filled Config
+	filled.fillDefaults()
+	assert.NotNil(t, filled.Clock)
+	assert.NotNil(t, filled.Logger)
+	filled.Clock, filled.Logger = nil, nil
+	want.GroupInitialRebalanceDelayMs = 0 // zero is a setting here, not "unset"
+	assert.Equal(t, want, filled)
 }
 
 func TestLeaderEpochChangeReloads(t *testing.T) {

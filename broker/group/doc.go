@@ -6,7 +6,8 @@
 //
 // # How to use it
 //
-// The node builds one Coordinator per broker with New, handing it the
+// The node builds one Coordinator per broker with New, handing it a Config
+// (fields left at zero take Kafka's defaults from broker/config), the
 // metadata image (metadata.Source) and an OffsetsLog, the node's adapter
 // over the partition layer that appends to and replays __consumer_offsets.
 // It subscribes ApplyImage to metadata changes, after the partition layer

@@ -3,6 +3,8 @@ package storage
 import (
 	"fmt"
 	"math"
+
+	"github.com/faultline/faultline/broker/config"
 )
 
 // Timestamp types of message.timestamp.type.
@@ -70,22 +72,23 @@ func (c LogConfig) targetCompression() (Compression, bool) {
 // retentionApplies reports whether time and size retention delete segments.
 func (c LogConfig) retentionApplies() bool { return c.CleanupPolicy != CleanupCompact }
 
-// DefaultLogConfig returns Kafka's defaults.
+// DefaultLogConfig returns Kafka's defaults, those of broker/config.
 func DefaultLogConfig() LogConfig {
 	return LogConfig{
-		SegmentBytes:                1 << 30,
-		SegmentMs:                   7 * 24 * 60 * 60 * 1000,
-		IndexIntervalBytes:          4096,
-		SegmentIndexBytes:           10 << 20,
-		FlushIntervalMessages:       math.MaxInt64,
-		FlushIntervalMs:             math.MaxInt64,
-		RetentionMs:                 7 * 24 * 60 * 60 * 1000,
-		RetentionBytes:              -1,
-		MaxMessageBytes:             1048588,
-		MessageTimestampType:        TimestampCreateTime,
-		MessageTimestampBeforeMaxMs: math.MaxInt64,
-		MessageTimestampAfterMaxMs:  3600000,
-		CleanupPolicy:               CleanupDelete,
+		SegmentBytes:                config.DefaultLogSegmentBytes,
+		SegmentMs:                   config.DefaultLogRollMs,
+		IndexIntervalBytes:          config.DefaultLogIndexIntervalBytes,
+		SegmentIndexBytes:           config.DefaultLogIndexSizeMaxBytes,
+		FlushIntervalMessages:       config.DefaultLogFlushIntervalMessages,
+		FlushIntervalMs:             config.DefaultLogFlushSchedulerIntervalMs,
+		RetentionMs:                 config.DefaultLogRetentionMs,
+		RetentionBytes:              config.DefaultLogRetentionBytes,
+		MaxMessageBytes:             config.DefaultMessageMaxBytes,
+		MessageTimestampType:        config.DefaultLogMessageTimestampType,
+		MessageTimestampBeforeMaxMs: config.DefaultLogMessageTimestampBeforeMaxMs,
+		MessageTimestampAfterMaxMs:  config.DefaultLogMessageTimestampAfterMaxMs,
+		CompressionType:             config.DefaultCompressionType,
+		CleanupPolicy:               config.DefaultLogCleanupPolicy,
 	}
 }
 

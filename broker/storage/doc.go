@@ -25,8 +25,10 @@
 //     ErrorFS (fault injection for tests: EIO, torn and short writes, and
 //     Crash, which drops every write not yet fsynced).
 //
-// How to use it: build a LogManager over the log dirs, call Load once, then
-// GetOrCreateLog per partition; call RunBackground for the periodic
+// How to use it: build a LogManager over the log dirs (options left at zero,
+// and DefaultLogConfig, take Kafka's defaults from broker/config, the one
+// package of the module it imports), call Load once, then GetOrCreateLog per
+// partition; call RunBackground for the periodic
 // checkpoints, retention and time-based flushes, and Shutdown on a controlled
 // shutdown. Map errors to Kafka error codes with errors.Is against the
 // exported sentinels (ErrOffsetOutOfRange, ErrCorruptBatch,

@@ -11,14 +11,17 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/faultline/faultline/broker/config"
 )
 
-// ManagerOptions configure a LogManager. Zero values take Kafka's defaults.
+// ManagerOptions configure a LogManager. Zero values take Kafka's defaults
+// (broker/config's) except where noted.
 type ManagerOptions struct {
-	// RecoveryThreadsPerDataDir mirrors num.recovery.threads.per.data.dir
-	// (default 1).
+	// RecoveryThreadsPerDataDir mirrors num.recovery.threads.per.data.dir.
 	RecoveryThreadsPerDataDir int
-	// DefaultLogConfig is used for logs without a topic config.
+	// DefaultLogConfig is used for logs without a topic config (default
+	// DefaultLogConfig()).
 	DefaultLogConfig LogConfig
 	// TopicConfig, when set, returns the config of a topic's logs at load.
 	TopicConfig func(topic string) (LogConfig, bool)
@@ -26,17 +29,16 @@ type ManagerOptions struct {
 	// Now is the clock (default time.Now).
 	Now func() time.Time
 	// HighWatermarkCheckpointIntervalMs mirrors
-	// replica.high.watermark.checkpoint.interval.ms (default 5000).
+	// replica.high.watermark.checkpoint.interval.ms.
 	HighWatermarkCheckpointIntervalMs int64
 	// RecoveryPointCheckpointIntervalMs mirrors
 	// log.flush.offset.checkpoint.interval.ms and
-	// log.flush.start.offset.checkpoint.interval.ms (default 60000).
+	// log.flush.start.offset.checkpoint.interval.ms.
 	RecoveryPointCheckpointIntervalMs int64
-	// RetentionCheckIntervalMs mirrors log.retention.check.interval.ms
-	// (default 300000).
+	// RetentionCheckIntervalMs mirrors log.retention.check.interval.ms.
 	RetentionCheckIntervalMs int64
-	// ProducerIDExpirationMs mirrors producer.id.expiration.ms (default
-	// 86400000); expiry runs with the retention check.
+	// ProducerIDExpirationMs mirrors producer.id.expiration.ms; expiry runs
+	// with the retention check.
 	ProducerIDExpirationMs int64
 	// FlushCheckIntervalMs is how often flush.ms is checked
 	// (log.flush.scheduler.interval.ms; default 1000 here, as Kafka's
@@ -80,7 +82,7 @@ func NewLogManager(fs FS, dirs []string, opts ManagerOptions) (*LogManager, erro
 		return nil, errors.New("log manager: no log dirs (set log.dirs)")
 	}
 	if opts.RecoveryThreadsPerDataDir < 1 {
-		opts.RecoveryThreadsPerDataDir = 1
+		opts.RecoveryThreadsPerDataDir = config.DefaultNumRecoveryThreadsPerDataDir
 	}
 	if opts.DefaultLogConfig == (LogConfig{}) {
 		opts.DefaultLogConfig = DefaultLogConfig()
@@ -95,16 +97,16 @@ func NewLogManager(fs FS, dirs []string, opts ManagerOptions) (*LogManager, erro
 		opts.Now = time.Now
 	}
 	if opts.HighWatermarkCheckpointIntervalMs <= 0 {
-		opts.HighWatermarkCheckpointIntervalMs = 5000
+		opts.HighWatermarkCheckpointIntervalMs = config.DefaultReplicaHighWatermarkCheckpointIntervalMs
 	}
 	if opts.RecoveryPointCheckpointIntervalMs <= 0 {
-		opts.RecoveryPointCheckpointIntervalMs = 60000
+		opts.RecoveryPointCheckpointIntervalMs = config.DefaultLogFlushOffsetCheckpointIntervalMs
 	}
 	if opts.RetentionCheckIntervalMs <= 0 {
-		opts.RetentionCheckIntervalMs = 300000
+		opts.RetentionCheckIntervalMs = config.DefaultLogRetentionCheckIntervalMs
 	}
 	if opts.ProducerIDExpirationMs <= 0 {
-		opts.ProducerIDExpirationMs = DefaultProducerIDExpirationMs
+		opts.ProducerIDExpirationMs = config.DefaultProducerIDExpirationMs
 	}
 	if opts.FlushCheckIntervalMs <= 0 {
 		opts.FlushCheckIntervalMs = 1000

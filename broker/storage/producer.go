@@ -226,9 +226,6 @@ func (ps *producerState) expire(nowMs, expirationMs int64) int {
 	return n
 }
 
-// DefaultProducerIDExpirationMs is producer.id.expiration.ms's default.
-const DefaultProducerIDExpirationMs = 86400000
-
 // Producer snapshot v1 (Kafka's ProducerSnapshot): i16 version, u32
 // CRC-32C over the bytes after it, i32 count, then 46-byte entries.
 const (
