@@ -1,5 +1,3 @@
-// Command faultline runs Jepsen-style tests against Kafka-compatible brokers
-// and checks their histories. Run `faultline help` for the subcommands.
 package main
 
 import (

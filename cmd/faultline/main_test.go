@@ -111,8 +111,8 @@ func producedAcks(t *testing.T, tt harness.Test) int16 {
 }
 
 // TestAcksZeroIsSentAsAcksZero: `faultline test --acks 0` records acks 0
-// in test.json and its producers send acks=0 (a zero default once turned
-// it into acks=all); without --acks the documented default, -1, holds.
+// in test.json and its producers send acks=0, not the acks=all of an unset
+// setting; without --acks the documented default, -1, holds.
 func TestAcksZeroIsSentAsAcksZero(t *testing.T) {
 	for _, c := range []struct {
 		args []string
