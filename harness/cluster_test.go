@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/faultline/faultline/nemesis"
+	"github.com/faultline/faultline/workloads"
 )
 
 func props(s string) map[string]string {
@@ -87,6 +88,18 @@ func TestValidateNamesTheNemesis(t *testing.T) {
 	err := tt.Validate(testWorkloads)
 	assert.ErrorContains(t, err, "--rate")
 	assert.ErrorContains(t, err, "--partitions-per-topic")
+}
+
+// TestValidateWantsExplicitAcksAndAKnownWorkload: a Test built without
+// DefaultTest has no acks setting, and its workload must be registered.
+func TestValidateWantsExplicitAcksAndAKnownWorkload(t *testing.T) {
+	tt := DefaultTest()
+	tt.Acks = workloads.Acks{}
+	assert.ErrorContains(t, tt.Validate(testWorkloads), "--acks: must be -1 (all), 0 or 1, got none")
+	tt.Acks, tt.Workload = workloads.AcksNone, "bank"
+	assert.ErrorContains(t, tt.Validate(testWorkloads), `--workload: unknown workload "bank" (known: queue)`)
+	tt.Workload = "queue"
+	assert.NoError(t, tt.Validate(testWorkloads))
 }
 
 func TestNetworkFaultsOnlyWithPartitions(t *testing.T) {
