@@ -8,6 +8,9 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/faultline/faultline/nemesis"
+	"github.com/faultline/faultline/workloads"
 )
 
 func props(s string) map[string]string {
@@ -67,39 +70,51 @@ func TestSubnetForIsStableAndMoves(t *testing.T) {
 
 func TestValidateNamesTheNemesis(t *testing.T) {
 	tt := DefaultTest()
-	require.NoError(t, tt.Validate())
-	tt.Nemesis = []string{"kill", "chaos"}
-	assert.ErrorContains(t, tt.Validate(), `--nemesis: unknown nemesis "chaos"`)
-	tt.Nemesis = []string{"partition:everything"}
-	assert.ErrorContains(t, tt.Validate(), `unknown mode "everything"`)
+	require.NoError(t, tt.Validate(testWorkloads))
+	tt.Nemesis = nemesis.Spec{{Kind: nemesis.KindKill}, {Kind: "chaos"}}
+	assert.ErrorContains(t, tt.Validate(testWorkloads), `--nemesis: unknown nemesis "chaos"`)
+	tt.Nemesis = nemesis.Spec{{Kind: nemesis.KindPartition, Mode: "everything"}}
+	assert.ErrorContains(t, tt.Validate(testWorkloads), `unknown mode "everything"`)
 	tt.Nemesis = nil
-	assert.ErrorContains(t, tt.Validate(), "--nemesis")
-	tt.Nemesis = []string{"kill:leaders", "pause", "none"}
-	assert.NoError(t, tt.Validate())
+	assert.ErrorContains(t, tt.Validate(testWorkloads), "--nemesis")
+	tt.Nemesis = parseNemesis(t, "kill:leaders,pause,none")
+	assert.NoError(t, tt.Validate(testWorkloads))
 	tt.Topology = "split"
 	tt.Nodes, tt.ReplicationFactor = 3, 3
-	assert.ErrorContains(t, tt.Validate(), "--topology split needs at least 4 nodes")
+	assert.ErrorContains(t, tt.Validate(testWorkloads), "--topology split needs at least 4 nodes")
 	tt.Topology = "ring"
-	assert.ErrorContains(t, tt.Validate(), "--topology must be combined or split")
+	assert.ErrorContains(t, tt.Validate(testWorkloads), "--topology must be combined or split")
 	tt.Topology, tt.Rate, tt.PartitionsPerTopic = "combined", -1, 0
-	err := tt.Validate()
+	err := tt.Validate(testWorkloads)
 	assert.ErrorContains(t, err, "--rate")
 	assert.ErrorContains(t, err, "--partitions-per-topic")
+}
+
+// TestValidateWantsExplicitAcksAndAKnownWorkload: a Test built without
+// DefaultTest has no acks setting, and its workload must be registered.
+func TestValidateWantsExplicitAcksAndAKnownWorkload(t *testing.T) {
+	tt := DefaultTest()
+	tt.Acks = workloads.Acks{}
+	assert.ErrorContains(t, tt.Validate(testWorkloads), "--acks: must be -1 (all), 0 or 1, got none")
+	tt.Acks, tt.Workload = workloads.AcksNone, "bank"
+	assert.ErrorContains(t, tt.Validate(testWorkloads), `--workload: unknown workload "bank" (known: queue)`)
+	tt.Workload = "queue"
+	assert.NoError(t, tt.Validate(testWorkloads))
 }
 
 func TestNetworkFaultsOnlyWithPartitions(t *testing.T) {
 	tt := DefaultTest()
 	for _, c := range []struct {
-		nemesis []string
+		nemesis string
 		want    bool
 	}{
-		{[]string{"none"}, false},
-		{[]string{"kill", "pause:leaders"}, false},
-		{[]string{"kill", "partition"}, true},
-		{[]string{"partition:one"}, true},
-		{[]string{"kill,partition:halves"}, true},
+		{"none", false},
+		{"kill,pause:leaders", false},
+		{"kill,partition", true},
+		{"partition:one", true},
+		{"kill,partition:halves", true},
 	} {
-		tt.Nemesis = c.nemesis
+		tt.Nemesis = parseNemesis(t, c.nemesis)
 		assert.Equal(t, c.want, tt.networkFaults(), "%v", c.nemesis)
 	}
 }

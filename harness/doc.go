@@ -5,18 +5,24 @@
 // checker and the report.
 //
 // How to use it: fill a Test (DefaultTest gives the documented defaults),
-// call Run, and map the Outcome onto an exit code (Outcome.ExitCode); a
-// Suite is a list of Cases with expected verdicts (RunSuite prints the
-// table `make test-jepsen` gates on). Run's phases: set up the cluster and
-// wait until it serves; run the workers and the fault schedule until the
-// time limit (an operation in flight at the limit still gets its
-// completion); heal; wait for recovery; final reads (rounds of fresh
-// clients that read every key from the beginning up to the highest offset
-// the history or the healed cluster knows for it); check; report. The
-// history is streamed to history.jsonl and each node's log to
-// nodes/<node>/broker.log while the run goes on, so a crashed harness
-// leaves both behind. Cancelling Run's context (Ctrl-C) heals every fault,
-// removes the cluster and returns ErrInterrupted.
+// call Run with the registry of workloads Test.Workload is looked up in
+// (cmd/faultline holds the table), and map the Outcome onto an exit code
+// (Outcome.ExitCode); a Suite is a list of Cases with expected verdicts
+// (RunSuite prints the table `make test-jepsen` gates on). The harness
+// drives a workload only through the workloads interfaces and takes its
+// faults as a parsed nemesis.Spec.
+//
+// Run's phases, one file each: set up the cluster and wait until it serves
+// (run.go; clusterview.go answers who serves and leads, for the waits and
+// the nemesis's targets); run the workers and the fault schedule until the
+// time limit, an operation in flight at the limit still getting its
+// completion (workers.go, progress.go); heal; wait for recovery; the
+// workload's final reads, in rounds of fresh clients until everything
+// written was read (finalreads.go); check; write the results and the
+// report (results.go). The history is streamed to history.jsonl and each
+// node's log to nodes/<node>/broker.log while the run goes on, so a
+// crashed harness leaves both behind. Cancelling Run's context (Ctrl-C)
+// heals every fault, removes the cluster and returns ErrInterrupted.
 //
 // Runtimes: Docker (docker.go, dockerruntime.go) builds the node image from
 // an in-memory context tagged by content hash (an unchanged broker is never

@@ -74,7 +74,7 @@ func TestRunInterruptedProcess(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	w := &cancelOnWriter{trigger: "ops/s", cancel: cancel}
-	o, err := Run(ctx, tt, w)
+	o, err := Run(ctx, tt, testWorkloads, w)
 	checkInterrupted(t, o, err, w.String())
 	_, derr := net.DialTimeout("tcp", ProcessHost(o.Dir, 1)+":9092", time.Second)
 	assert.Error(t, derr, "the broker process must be gone after an interrupted run")
@@ -100,7 +100,7 @@ func TestRunInterruptedDocker(t *testing.T) {
 		_, dir, _ := strings.Cut(line, "store=")
 		streamed, _ = os.ReadFile(filepath.Join(dir, "nodes", "n1", "broker.log"))
 	}
-	o, err := Run(ctx, tt, w)
+	o, err := Run(ctx, tt, testWorkloads, w)
 	checkInterrupted(t, o, err, w.String())
 	assert.Contains(t, string(streamed), "Kafka broker 1 is ready to serve requests", "the node log reaches the store while the run goes on")
 	require.NotEmpty(t, o.RunID)

@@ -21,13 +21,12 @@ import (
 // its node and restarts it on its own data, and makes and heals a network
 // partition through the in-node agent.
 //
-// The broker serves a single node today, so the partition's other side is
-// a second broker container (a one-node cluster of its own) at n2's
-// address: the runtime maps the name n2 to that address exactly as it
-// would for a cluster member, the agent installs its netfilter rules in
-// n1's namespace, and probes from both containers prove that the cut holds
-// in both directions while the harness (a client) still reaches n1, and
-// that healing restores both.
+// The partition's other side is a second broker container (a one-node
+// cluster of its own) at n2's address: the runtime maps the name n2 to
+// that address exactly as it would for a cluster member, the agent
+// installs its netfilter rules in n1's namespace, and probes from both
+// containers prove that the cut holds in both directions while the
+// harness (a client) still reaches n1, and that healing restores both.
 func TestDockerKillAndPartitionRoundTrip(t *testing.T) {
 	if testing.Short() {
 		t.Skip("skipping: -short")

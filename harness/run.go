@@ -10,19 +10,15 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"sort"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/faultline/faultline/checker"
 	"github.com/faultline/faultline/nemesis"
-	"github.com/faultline/faultline/reports"
-	"github.com/faultline/faultline/workloads/queue"
+	"github.com/faultline/faultline/workloads"
 )
 
 // Exit codes, as Jepsen's CLI.
@@ -56,11 +52,9 @@ const (
 	// healTimeout bounds healing after Ctrl-C.
 	healTimeout = time.Minute
 	// finalRoundLimit is the length of one round of final reads: each
-	// round starts a fresh client (Jepsen's crash), assigns every key from
-	// the beginning and polls.
+	// round starts fresh clients (Jepsen's crash) that read from the
+	// beginning.
 	finalRoundLimit = 10 * time.Second
-	// finalPollTimeout is a final read's poll wait (Jepsen: 1 s).
-	finalPollTimeout = time.Second
 )
 
 // ExitCode maps the verdict onto the CLI's exit code.
@@ -91,9 +85,14 @@ func newClusterID() string {
 
 // Run performs a whole test: set up the cluster, run the workload under
 // the fault schedule, heal, wait for recovery, final reads, check, report.
-// Progress goes to out. Errors before the check are *SetupError.
-func Run(ctx context.Context, t Test, out io.Writer) (Outcome, error) {
-	if err := t.Validate(); err != nil {
+// Test.Workload is looked up in reg. Progress goes to out. Errors before
+// the check are *SetupError.
+func Run(ctx context.Context, t Test, reg workloads.Registry, out io.Writer) (Outcome, error) {
+	if err := t.Validate(reg); err != nil {
+		return Outcome{}, err
+	}
+	newWorkload, err := reg.Lookup(t.Workload)
+	if err != nil {
 		return Outcome{}, err
 	}
 	t.Name = t.FullName()
@@ -126,7 +125,7 @@ func Run(ctx context.Context, t Test, out io.Writer) (Outcome, error) {
 	default:
 		rt = NewProcess(dir)
 	}
-	r := &run{t: t, dir: dir, rt: rt, out: out}
+	r := &run{t: t, dir: dir, rt: rt, out: out, newWorkload: newWorkload}
 	o, err := r.execute(ctx)
 	r.teardown()
 	o.Dir, o.RunID = dir, runID
@@ -141,7 +140,11 @@ type run struct {
 	nodes []Node
 	rec   *Recorder
 	adm   *kgo.Client // metadata probes (waitServing, nemesis targets)
-	phase string
+	// newWorkload builds Test.Workload once the cluster serves; workload
+	// is what it built.
+	newWorkload workloads.New
+	workload    workloads.Workload
+	phase       string
 	// workStart is when the workload phase began; the time limit counts
 	// from there.
 	workStart time.Time
@@ -236,23 +239,15 @@ func (r *run) execute(ctx context.Context) (Outcome, error) {
 	}
 	fmt.Fprintf(r.out, "[%6.1fs] cluster serving: %d nodes\n", r.elapsed().Seconds(), len(nodes))
 
-	qopts := queue.Options{
-		Seeds: seeds, PartitionsPerTopic: t.PartitionsPerTopic, ReplicationFactor: int16(t.ReplicationFactor),
-		Acks: t.Acks, DisableIdempotence: !t.Idempotent,
-	}
-	topics, err := queue.NewTopics(qopts)
+	wl, err := r.newWorkload(t.WorkloadOptions(seeds))
 	if err != nil {
 		return Outcome{Dir: r.dir}, &SetupError{err}
 	}
-	defer topics.Close()
+	defer wl.Close()
+	r.workload = wl
 
 	// Main phase: workers and the fault schedule until the time limit.
 	r.setPhase("workload")
-	gen := queue.NewGenerator(t.Seed, queue.GenOptions{Subscribe: t.Subscribe})
-	faults, err := nemesis.Parse(strings.Join(t.Nemesis, ","), r.rt, &clusterView{r: r})
-	if err != nil {
-		return Outcome{Dir: r.dir}, err
-	}
 	r.workStart = time.Now()
 	mainCtx, cancelMain := context.WithTimeout(ctx, time.Duration(t.TimeLimit))
 	defer cancelMain()
@@ -261,10 +256,10 @@ func (r *run) execute(ctx context.Context) (Outcome, error) {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		sched := &nemesis.Schedule{Faults: faults, Interval: time.Duration(t.NemesisInterval), Seed: t.Seed}
+		sched := &nemesis.Schedule{Faults: t.Nemesis.Faults(r.rt, &clusterView{r: r}), Interval: time.Duration(t.NemesisInterval), Seed: t.Seed}
 		sched.Run(mainCtx, func(op checker.Op) { r.noteFault(op); rec.Record(op) })
 	}()
-	r.runWorkers(ctx, mainCtx, gen, qopts, topics, t.Concurrency, 0)
+	r.runWorkers(ctx, mainCtx, wl.Generator(), wl.NewClient, t.Concurrency, 0)
 	wg.Wait()
 	stopProgress()
 	if ctx.Err() != nil {
@@ -284,7 +279,7 @@ func (r *run) execute(ctx context.Context) (Outcome, error) {
 	}
 
 	r.setPhase("final reads")
-	r.finalReads(ctx, gen, qopts, topics)
+	r.finalReads(ctx)
 	if ctx.Err() != nil {
 		return Outcome{}, r.interrupted(ctx, "the final reads")
 	}
@@ -293,181 +288,9 @@ func (r *run) execute(ctx context.Context) (Outcome, error) {
 	}
 
 	r.setPhase("check")
-	opts := checker.Options{}
-	if t.Subscribe {
-		opts.Mode = checker.ModeSubscribe
-	}
 	history := rec.History()
-	result := checker.Analyze(ctx, history, opts)
+	result := checker.Analyze(ctx, history, t.checkerOptions())
 	return Outcome{Dir: r.dir, Result: result}, r.writeResults(history, result)
-}
-
-// finalReads reads every key from the beginning until each has been read
-// up to the highest offset known for it: the highest offset any send or
-// poll of the history returned (Jepsen's target) or, if higher, the last
-// offset the healed cluster lists. It works in rounds, each with a fresh
-// client and process, until every key is read or FinalTimeout passes.
-func (r *run) finalReads(ctx context.Context, gen *queue.Generator, qopts queue.Options, topics *queue.Topics) {
-	deadline := time.Now().Add(time.Duration(r.t.FinalTimeout))
-	targets := gen.MaxOffsets()
-	ectx, cancel := context.WithDeadline(ctx, deadline)
-	ends, err := topics.EndOffsets(ectx, gen.Keys())
-	cancel()
-	if err != nil {
-		fmt.Fprintf(r.out, "end offsets: %v (reading up to the offsets in the history)\n", err)
-	}
-	for k, end := range ends {
-		if end > 0 && end-1 > targets[k] {
-			targets[k] = end - 1
-		}
-	}
-	final := queue.NewFinalGenerator(gen.Keys(), targets)
-	qopts.PollTimeout = finalPollTimeout
-	for round := 0; !final.Done() && ctx.Err() == nil && time.Now().Before(deadline); round++ {
-		end := time.Now().Add(finalRoundLimit)
-		if end.After(deadline) {
-			end = deadline
-		}
-		rctx, cancel := context.WithDeadline(ctx, end)
-		r.runWorkers(ctx, rctx, final, qopts, topics, 1, finalProcessBase+round*finalProcessStride)
-		cancel()
-	}
-	if !final.Done() {
-		fmt.Fprintf(r.out, "final reads did not reach the end of keys %v within %s\n", final.Missing(), time.Duration(r.t.FinalTimeout))
-	}
-}
-
-// Process numbers of the final reads: round i uses finalProcessBase +
-// i*finalProcessStride and up, far from the workers' numbers.
-const (
-	finalProcessBase   = 1_000_000
-	finalProcessStride = 1_000
-)
-
-// runWorkers runs concurrency workers until ctx ends or the generator has
-// nothing more. The operation a worker has in flight when ctx ends still
-// completes and is recorded; only rootCtx ending (Ctrl-C) cuts it short. A
-// worker whose operation ends info retires its process and takes a fresh
-// number (Jepsen's rule), with a new client.
-func (r *run) runWorkers(rootCtx, ctx context.Context, gen workloadsGenerator, qopts queue.Options, topics *queue.Topics, concurrency, processBase int) {
-	var genMu sync.Mutex
-	var wg sync.WaitGroup
-	interval := time.Duration(0)
-	if r.t.Rate > 0 {
-		interval = time.Duration(float64(concurrency) / r.t.Rate * float64(time.Second))
-	}
-	for w := range concurrency {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			process := processBase + w
-			var client *queue.Client
-			defer func() {
-				if client != nil {
-					client.Close()
-				}
-			}()
-			for ctx.Err() == nil {
-				if client == nil {
-					c, err := queue.NewClient(qopts, topics)
-					if err != nil {
-						fmt.Fprintf(r.out, "client for process %d: %v\n", process, err)
-						return
-					}
-					client = c
-				}
-				genMu.Lock()
-				op, ok := gen.Next(process)
-				genMu.Unlock()
-				if !ok {
-					return
-				}
-				op.Process = process
-				r.rec.Record(op)
-				opCtx, cancel := context.WithTimeout(rootCtx, opTimeout)
-				done := client.Invoke(opCtx, op)
-				cancel()
-				done.Process = process
-				r.rec.Record(done)
-				genMu.Lock()
-				gen.Update(done)
-				genMu.Unlock()
-				if done.Type == checker.Info {
-					client.Close()
-					client = nil
-					process += concurrency
-				}
-				if interval > 0 {
-					select {
-					case <-time.After(interval):
-					case <-ctx.Done():
-					}
-				}
-			}
-		}()
-	}
-	wg.Wait()
-}
-
-// workloadsGenerator is what runWorkers needs of a generator.
-type workloadsGenerator interface {
-	Next(process int) (checker.Op, bool)
-	Update(checker.Op)
-}
-
-func (r *run) noteFault(op checker.Op) {
-	if op.Type == checker.Invoke {
-		return
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if name, ok := strings.CutPrefix(op.F, "start-"); ok {
-		r.faults = append(r.faults, name+" "+string(op.Raw))
-		return
-	}
-	if name, ok := strings.CutPrefix(op.F, "stop-"); ok {
-		for i, f := range r.faults {
-			if strings.HasPrefix(f, name+" ") {
-				r.faults = append(r.faults[:i], r.faults[i+1:]...)
-				break
-			}
-		}
-	}
-}
-
-// progress prints a status line every 2 s until stopped.
-func (r *run) progress(ctx context.Context) func() {
-	done := make(chan struct{})
-	stopped := make(chan struct{})
-	go func() {
-		defer close(stopped)
-		tick := time.NewTicker(2 * time.Second)
-		defer tick.Stop()
-		last, lastAt := 0, time.Now()
-		for {
-			select {
-			case <-done:
-				return
-			case <-ctx.Done():
-				return
-			case now := <-tick.C:
-				c := r.rec.Counts()
-				total := c[checker.OK] + c[checker.Fail] + c[checker.Info]
-				rate := float64(total-last) / now.Sub(lastAt).Seconds()
-				last, lastAt = total, now
-				r.mu.Lock()
-				faults := strings.Join(r.faults, "; ")
-				r.mu.Unlock()
-				if faults == "" {
-					faults = "none"
-				}
-				fmt.Fprintf(r.out, "[%6.1fs] %s %.0fs/%s %.0f ops/s ok=%d fail=%d info=%d faults: %s\n",
-					r.elapsed().Seconds(), r.phase, time.Since(r.workStart).Seconds(), time.Duration(r.t.TimeLimit), rate,
-					c[checker.OK], c[checker.Fail], c[checker.Info], faults)
-			}
-		}
-	}()
-	return func() { close(done); <-stopped }
 }
 
 // healAll resumes, reconnects and restarts every node.
@@ -483,135 +306,4 @@ func (r *run) healAll(ctx context.Context) {
 			}
 		}
 	}
-}
-
-// waitServing waits until every broker node is listed by the cluster's
-// metadata and a controller is known.
-func (r *run) waitServing(ctx context.Context, limit time.Duration) error {
-	ctx, cancel := context.WithTimeout(ctx, limit)
-	defer cancel()
-	want := 0
-	for _, n := range r.nodes {
-		if n.Broker {
-			want++
-		}
-	}
-	var last error
-	for {
-		mctx, mcancel := context.WithTimeout(ctx, 3*time.Second)
-		md, err := r.metadata(mctx, false)
-		mcancel()
-		switch {
-		case err != nil:
-			last = err
-		case len(md.Brokers) < want:
-			last = fmt.Errorf("%d of %d brokers registered", len(md.Brokers), want)
-		case md.ControllerID < 0:
-			last = errors.New("no active controller")
-		default:
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("%w (last: %v)", ctx.Err(), last)
-		case <-time.After(250 * time.Millisecond):
-		}
-	}
-}
-
-// metadata asks the cluster directly, bypassing the client's metadata
-// cache (kadm's BrokerMetadata and Metadata answer from a cache that can
-// stay stale while a cluster starts or fails over); withTopics asks for
-// every topic.
-func (r *run) metadata(ctx context.Context, withTopics bool) (*kmsg.MetadataResponse, error) {
-	req := kmsg.NewPtrMetadataRequest()
-	if !withTopics {
-		req.Topics = []kmsg.MetadataRequestTopic{}
-	}
-	return req.RequestWith(ctx, r.adm)
-}
-
-func (r *run) writeResults(h checker.History, res checker.Result) error {
-	b, err := json.MarshalIndent(res, "", "  ")
-	if err != nil {
-		return err
-	}
-	if err := os.WriteFile(filepath.Join(r.dir, "results.json"), b, 0o644); err != nil {
-		return err
-	}
-	keys := make([]int, 0, len(res.Visualizations))
-	for k := range res.Visualizations {
-		keys = append(keys, k)
-	}
-	sort.Ints(keys)
-	for _, k := range keys {
-		if err := os.WriteFile(filepath.Join(r.dir, reports.LinearVisualizationFile(k)), res.Visualizations[k], 0o644); err != nil {
-			return err
-		}
-	}
-	if err := reports.RenderDir(r.dir); err != nil {
-		return fmt.Errorf("report: %w", err)
-	}
-	spec, _ := os.ReadFile(filepath.Join(r.dir, "test.json"))
-	s, _ := reports.ParseSpec(spec)
-	fmt.Fprintln(r.out, reports.Summary(reports.Input{Spec: s, Result: res, History: h}))
-	fmt.Fprintf(r.out, "report: %s\n", filepath.Join(r.dir, "report.html"))
-	return nil
-}
-
-// clusterView answers the nemesis's questions from live metadata.
-type clusterView struct{ r *run }
-
-func (c *clusterView) Nodes() []string {
-	names := make([]string, len(c.r.nodes))
-	for i, n := range c.r.nodes {
-		names[i] = n.Name
-	}
-	return names
-}
-
-func (c *clusterView) name(id int32) string {
-	for _, n := range c.r.nodes {
-		if n.ID == id {
-			return n.Name
-		}
-	}
-	return ""
-}
-
-func (c *clusterView) Leaders(ctx context.Context) ([]string, error) {
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	md, err := c.r.metadata(ctx, true)
-	if err != nil {
-		return nil, err
-	}
-	seen := map[string]bool{}
-	var out []string
-	for _, td := range md.Topics {
-		if td.Topic == nil || !strings.HasPrefix(*td.Topic, "t") {
-			continue
-		}
-		for _, p := range td.Partitions {
-			if n := c.name(p.Leader); n != "" && !seen[n] {
-				seen[n] = true
-				out = append(out, n)
-			}
-		}
-	}
-	sort.Strings(out)
-	return out, nil
-}
-
-func (c *clusterView) Controller(ctx context.Context) (string, error) {
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	md, err := c.r.metadata(ctx, false)
-	if err != nil {
-		return "", err
-	}
-	if n := c.name(md.ControllerID); n != "" {
-		return n, nil
-	}
-	return "", fmt.Errorf("controller %d is not a known node", md.ControllerID)
 }

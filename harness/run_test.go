@@ -15,7 +15,22 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/faultline/faultline/checker"
+	"github.com/faultline/faultline/nemesis"
+	"github.com/faultline/faultline/workloads"
+	"github.com/faultline/faultline/workloads/queue"
 )
+
+// testWorkloads is the registry of the harness's tests, the one
+// cmd/faultline fills.
+var testWorkloads = workloads.Registry{"queue": queue.New}
+
+// parseNemesis parses a --nemesis list of a test.
+func parseNemesis(t *testing.T, list string) nemesis.Spec {
+	t.Helper()
+	s, err := nemesis.ParseSpec(list)
+	require.NoError(t, err)
+	return s
+}
 
 // buildBinaries builds static bin/broker and bin/faultline into a temp dir.
 func buildBinaries(t *testing.T) (broker, agent string) {
@@ -34,7 +49,7 @@ func shortTest(t *testing.T, runtime string) Test {
 	broker, agent := buildBinaries(t)
 	tt := DefaultTest()
 	tt.Runtime, tt.Nodes, tt.ReplicationFactor = runtime, 1, 1
-	tt.Nemesis = []string{"kill"}
+	tt.Nemesis = parseNemesis(t, "kill")
 	tt.TimeLimit, tt.NemesisInterval = Duration(12*time.Second), Duration(4*time.Second)
 	tt.Concurrency, tt.Seed = 3, 7
 	tt.Store = t.TempDir()
@@ -81,7 +96,7 @@ func TestRunProcessRuntime(t *testing.T) {
 	}
 	tt := shortTest(t, "process")
 	var out bytes.Buffer
-	o, err := Run(context.Background(), tt, &out)
+	o, err := Run(context.Background(), tt, testWorkloads, &out)
 	require.NoError(t, err, out.String())
 	checkRun(t, tt, o, out.String())
 	assert.Contains(t, out.String(), "phase: final reads")
@@ -101,7 +116,7 @@ func TestRunDockerRuntime(t *testing.T) {
 	d.Close()
 	tt := shortTest(t, "docker")
 	var out bytes.Buffer
-	o, err := Run(context.Background(), tt, &out)
+	o, err := Run(context.Background(), tt, testWorkloads, &out)
 	require.NoError(t, err, out.String())
 	checkRun(t, tt, o, out.String())
 	assert.False(t, strings.Contains(out.String(), "teardown:"), out.String())

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/faultline/faultline/checker"
+	"github.com/faultline/faultline/nemesis"
+	"github.com/faultline/faultline/workloads"
 )
 
 // Case is one test of a suite with the verdict it must come out with.
@@ -25,7 +27,7 @@ type Case struct {
 // durable is the configuration the suite gates on: acks=all,
 // min.insync.replicas=2, RF=3, unclean leader election off.
 func durable(t Test) Test {
-	t.Acks, t.Idempotent, t.ReplicationFactor = -1, true, 3
+	t.Acks, t.Idempotent, t.ReplicationFactor = workloads.AcksAll, true, 3
 	t.BrokerConfig = map[string]string{"min.insync.replicas": "2", "unclean.leader.election.enable": "false"}
 	return t
 }
@@ -36,9 +38,12 @@ var Suites = map[string]func(base Test) []Case{
 	// every fault class, each expected valid, and acks=1 under leader
 	// kills, expected to lose acknowledged writes.
 	"gating": func(base Test) []Case {
-		mk := func(name string, nemeses ...string) Test {
+		mk := func(name string, kinds ...nemesis.Kind) Test {
 			t := durable(base)
-			t.Name, t.Nemesis = name, nemeses
+			t.Name, t.Nemesis = name, nil
+			for _, k := range kinds {
+				t.Nemesis = append(t.Nemesis, nemesis.FaultSpec{Kind: k})
+			}
 			return t
 		}
 		// acks=1 loses what the leader acknowledged and no follower had
@@ -48,15 +53,17 @@ var Suites = map[string]func(base Test) []Case{
 		// partition, so the case mixes both, faster than the durable
 		// cases, to find the loss in every run.
 		lossy := base
-		lossy.Name, lossy.Nemesis = "acks1-leader-loss", []string{"partition:one", "kill:leaders"}
+		lossy.Name, lossy.Nemesis = "acks1-leader-loss", nemesis.Spec{
+			{Kind: nemesis.KindPartition, Mode: nemesis.PartitionOne}, {Kind: nemesis.KindKill, Mode: nemesis.TargetLeaders},
+		}
 		lossy.NemesisInterval = Duration(min(time.Duration(base.NemesisInterval), 8*time.Second))
-		lossy.Acks, lossy.Idempotent, lossy.ReplicationFactor = 1, false, 3
+		lossy.Acks, lossy.Idempotent, lossy.ReplicationFactor = workloads.AcksLeader, false, 3
 		lossy.BrokerConfig = map[string]string{"min.insync.replicas": "1", "unclean.leader.election.enable": "true"}
 		return []Case{
-			{Test: mk("durable-none", "none"), Expect: checker.Valid, Why: "no faults: the baseline"},
-			{Test: mk("durable-kill", "kill"), Expect: checker.Valid, Why: "kill -9 of nodes, leaders, controller"},
-			{Test: mk("durable-partition", "partition"), Expect: checker.Valid, Why: "network partitions between nodes"},
-			{Test: mk("durable-kill-partition", "kill", "partition"), Expect: checker.Valid, Why: "kills and partitions together"},
+			{Test: mk("durable-none", nemesis.KindNone), Expect: checker.Valid, Why: "no faults: the baseline"},
+			{Test: mk("durable-kill", nemesis.KindKill), Expect: checker.Valid, Why: "kill -9 of nodes, leaders, controller"},
+			{Test: mk("durable-partition", nemesis.KindPartition), Expect: checker.Valid, Why: "network partitions between nodes"},
+			{Test: mk("durable-kill-partition", nemesis.KindKill, nemesis.KindPartition), Expect: checker.Valid, Why: "kills and partitions together"},
 			{Test: lossy, Expect: checker.Invalid, Why: "acks=1 + leader kills and zombie leaders lose acknowledged writes (seed 003): the checker must find it"},
 		}
 	},
@@ -67,8 +74,8 @@ var Suites = map[string]func(base Test) []Case{
 		t.Nodes, t.ReplicationFactor = 1, 1
 		t.BrokerConfig = map[string]string{"log.flush.interval.messages": "1"}
 		none, kill := t, t
-		none.Name, none.Nemesis = "single-none", []string{"none"}
-		kill.Name, kill.Nemesis = "single-kill", []string{"kill"}
+		none.Name, none.Nemesis = "single-none", nemesis.Spec{{Kind: nemesis.KindNone}}
+		kill.Name, kill.Nemesis = "single-kill", nemesis.Spec{{Kind: nemesis.KindKill}}
 		return []Case{
 			{Test: none, Expect: checker.Valid, Why: "one node, no faults"},
 			{Test: kill, Expect: checker.Valid, Why: "one node killed and restarted, every message fsynced"},
@@ -86,14 +93,15 @@ type SuiteRow struct {
 	Took     time.Duration
 }
 
-// RunSuite runs every case in order and prints a table of test, expected,
-// found. It returns the rows and whether every case came out as expected.
-func RunSuite(ctx context.Context, cases []Case, out io.Writer) ([]SuiteRow, bool) {
+// RunSuite runs every case in order, with the workloads of reg, and prints
+// a table of test, expected, found. It returns the rows and whether every
+// case came out as expected.
+func RunSuite(ctx context.Context, cases []Case, reg workloads.Registry, out io.Writer) ([]SuiteRow, bool) {
 	var rows []SuiteRow
 	all := true
 	for _, c := range cases {
 		start := time.Now()
-		o, err := Run(ctx, c.Test, out)
+		o, err := Run(ctx, c.Test, reg, out)
 		row := SuiteRow{Name: c.Test.FullName(), Expected: c.Expect, Dir: o.Dir, Took: time.Since(start)}
 		if err != nil {
 			row.Found = "error: " + firstLine(err.Error())

@@ -6,7 +6,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/faultline/faultline/checker"
 	"github.com/faultline/faultline/nemesis"
+	"github.com/faultline/faultline/workloads"
 )
 
 // Duration is a time.Duration written as "90s" in test.json.
@@ -34,9 +36,10 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 // is stored as test.json; the same Test (same seed) replays the same
 // schedule and workload choices.
 type Test struct {
-	Name     string   `json:"name"`
-	Workload string   `json:"workload"`
-	Nemesis  []string `json:"nemesis"`
+	Name string `json:"name"`
+	// Workload is looked up in the registry Run is given.
+	Workload string       `json:"workload"`
+	Nemesis  nemesis.Spec `json:"nemesis"`
 	// NemesisInterval is the time between fault starts and stops.
 	NemesisInterval Duration `json:"nemesis-interval"`
 	Nodes           int      `json:"nodes"`
@@ -50,11 +53,11 @@ type Test struct {
 	// BrokerConfig overrides server.properties keys on every node.
 	BrokerConfig map[string]string `json:"broker-config"`
 	// Client options.
-	Acks               int  `json:"acks"`
-	Idempotent         bool `json:"idempotent"`
-	ReplicationFactor  int  `json:"replication-factor"`
-	PartitionsPerTopic int  `json:"partitions-per-topic"`
-	Subscribe          bool `json:"subscribe"`
+	Acks               workloads.Acks `json:"acks"`
+	Idempotent         bool           `json:"idempotent"`
+	ReplicationFactor  int            `json:"replication-factor"`
+	PartitionsPerTopic int            `json:"partitions-per-topic"`
+	Subscribe          bool           `json:"subscribe"`
 	// Runtime is "docker" or "process".
 	Runtime string `json:"runtime"`
 	// Store is the directory runs are written under.
@@ -73,14 +76,14 @@ type Test struct {
 func DefaultTest() Test {
 	return Test{
 		Workload:           "queue",
-		Nemesis:            []string{"none"},
+		Nemesis:            nemesis.Spec{{Kind: nemesis.KindNone}},
 		NemesisInterval:    Duration(15 * time.Second),
 		Nodes:              5,
 		Topology:           "combined",
 		TimeLimit:          Duration(60 * time.Second),
 		Rate:               0,
 		Concurrency:        10,
-		Acks:               -1,
+		Acks:               workloads.AcksAll,
 		Idempotent:         true,
 		ReplicationFactor:  3,
 		PartitionsPerTopic: 4,
@@ -93,12 +96,12 @@ func DefaultTest() Test {
 	}
 }
 
-// Validate checks a test before anything is started; its errors are bad
-// arguments (exit 254).
-func (t Test) Validate() error {
+// Validate checks a test before anything is started, its workload against
+// reg; its errors are bad arguments (exit 254).
+func (t Test) Validate(reg workloads.Registry) error {
 	var problems []string
-	if t.Workload != "queue" {
-		problems = append(problems, fmt.Sprintf("--workload: unknown workload %q (known: queue)", t.Workload))
+	if _, err := reg.Lookup(t.Workload); err != nil {
+		problems = append(problems, "--workload: "+err.Error())
 	}
 	if t.Nodes < 1 || t.Nodes > 9 {
 		problems = append(problems, fmt.Sprintf("--nodes: must be 1..9, got %d", t.Nodes))
@@ -120,8 +123,8 @@ func (t Test) Validate() error {
 	if t.Concurrency < 1 {
 		problems = append(problems, fmt.Sprintf("--concurrency: must be at least 1, got %d", t.Concurrency))
 	}
-	if t.Acks != -1 && t.Acks != 0 && t.Acks != 1 {
-		problems = append(problems, fmt.Sprintf("--acks: must be -1 (all), 0 or 1, got %d", t.Acks))
+	if !t.Acks.IsSet() {
+		problems = append(problems, "--acks: must be -1 (all), 0 or 1, got none")
 	}
 	if t.ReplicationFactor < 1 || t.ReplicationFactor > t.Nodes {
 		problems = append(problems, fmt.Sprintf("--replication-factor: must be 1..nodes (%d), got %d", t.Nodes, t.ReplicationFactor))
@@ -129,9 +132,7 @@ func (t Test) Validate() error {
 	if t.Runtime != "docker" && t.Runtime != "process" {
 		problems = append(problems, fmt.Sprintf("--runtime: must be docker or process, got %q", t.Runtime))
 	}
-	if len(t.Nemesis) == 0 {
-		problems = append(problems, "--nemesis: name at least one fault (none for no faults)")
-	} else if err := nemesis.Validate(strings.Join(t.Nemesis, ",")); err != nil {
+	if err := t.Nemesis.Validate(); err != nil {
 		problems = append(problems, "--nemesis: "+err.Error())
 	}
 	if time.Duration(t.NemesisInterval) <= 0 {
@@ -145,15 +146,24 @@ func (t Test) Validate() error {
 
 // networkFaults reports whether the nemesis list names partitions, the one
 // fault that needs extra capabilities in the nodes.
-func (t Test) networkFaults() bool {
-	for _, n := range t.Nemesis {
-		for _, part := range strings.Split(n, ",") {
-			if name, _, _ := strings.Cut(strings.TrimSpace(part), ":"); name == "partition" {
-				return true
-			}
-		}
+func (t Test) networkFaults() bool { return t.Nemesis.Has(nemesis.KindPartition) }
+
+// WorkloadOptions are the workload's settings for a cluster reached at
+// seeds.
+func (t Test) WorkloadOptions(seeds []string) workloads.Options {
+	return workloads.Options{
+		Seeds: seeds, Seed: t.Seed, Acks: t.Acks, Idempotent: t.Idempotent,
+		ReplicationFactor: t.ReplicationFactor, PartitionsPerTopic: t.PartitionsPerTopic, Subscribe: t.Subscribe,
 	}
-	return false
+}
+
+// checkerOptions are the checker's settings for the test's consumers.
+func (t Test) checkerOptions() checker.Options {
+	var opts checker.Options
+	if t.Subscribe {
+		opts.Mode = checker.ModeSubscribe
+	}
+	return opts
 }
 
 // FullName is the test's directory name in the store: the given name, or
@@ -162,5 +172,5 @@ func (t Test) FullName() string {
 	if t.Name != "" {
 		return t.Name
 	}
-	return fmt.Sprintf("%s-%s-%dn", t.Workload, strings.Join(t.Nemesis, "+"), t.Nodes)
+	return fmt.Sprintf("%s-%s-%dn", t.Workload, strings.Join(t.Nemesis.Names(), "+"), t.Nodes)
 }

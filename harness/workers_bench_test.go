@@ -10,13 +10,14 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 
 	"github.com/faultline/faultline/checker"
+	"github.com/faultline/faultline/workloads"
 	"github.com/faultline/faultline/workloads/queue"
 )
 
 // countedGen hands out at most limit operations of gen, so a benchmark runs
 // b.N operations.
 type countedGen struct {
-	gen   workloadsGenerator
+	gen   workloads.Generator
 	limit int64
 	n     atomic.Int64
 }
@@ -44,22 +45,21 @@ func benchWorkers(b *testing.B, concurrency int) {
 		b.Fatal(err)
 	}
 	defer cluster.Close()
-	qopts := queue.Options{Seeds: cluster.ListenAddrs(), ReplicationFactor: 1}
-	topics, err := queue.NewTopics(qopts)
+	wl, err := queue.New(workloads.Options{Seeds: cluster.ListenAddrs(), Seed: 1, ReplicationFactor: 1, Idempotent: true})
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer topics.Close()
+	defer wl.Close()
 	rec, err := NewRecorder(filepath.Join(b.TempDir(), "history.jsonl"))
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer rec.Close()
 	r := &run{t: DefaultTest(), rec: rec, out: io.Discard}
-	gen := &countedGen{gen: queue.NewGenerator(1, queue.GenOptions{}), limit: int64(b.N)}
+	gen := &countedGen{gen: wl.Generator(), limit: int64(b.N)}
 	b.ReportAllocs()
 	b.ResetTimer()
-	r.runWorkers(context.Background(), context.Background(), gen, qopts, topics, concurrency, 0)
+	r.runWorkers(context.Background(), context.Background(), gen, wl.NewClient, concurrency, 0)
 	b.StopTimer()
 	c := rec.Counts()
 	done := c[checker.OK] + c[checker.Fail] + c[checker.Info]

@@ -13,6 +13,12 @@
 // isolated, random halves, majorities ring, the active controller isolated;
 // node-to-node traffic only, never clients), none.
 //
+// The --nemesis grammar is read in one place, ParseSpec: a comma-separated
+// list of KIND or KIND:MODE, parsed into a Spec of typed entries that the
+// harness (Test.Nemesis, stored in test.json as a list), the schedule
+// (Spec.Faults) and the report use; a bad list is refused with one error
+// naming the wrong entry.
+//
 // A schedule must never leave a fault in force: Run heals before it
 // returns, even when its context was cancelled.
 package nemesis

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"sort"
-	"strings"
 )
 
 // Runtime is what faults need from the node runtime (harness.Runtime
@@ -357,59 +356,4 @@ func pick(rng *rand.Rand, modes, all []string) string {
 		modes = all
 	}
 	return modes[rng.IntN(len(modes))]
-}
-
-// Validate checks a comma-separated fault list without building anything,
-// so a misspelt fault is a bad argument before any node is started.
-func Validate(spec string) error {
-	_, err := Parse(spec, nil, nil)
-	return err
-}
-
-// Parse builds the faults named in a comma-separated list ("none", "kill",
-// "pause", "partition"; "kill:leaders" restricts a fault to one mode).
-func Parse(spec string, rt Runtime, c Cluster) ([]Fault, error) {
-	var faults []Fault
-	for _, part := range strings.Split(spec, ",") {
-		name, mode, _ := strings.Cut(strings.TrimSpace(part), ":")
-		var modes []string
-		if mode != "" {
-			modes = []string{mode}
-		}
-		switch name {
-		case "none", "":
-			faults = append(faults, Noop{})
-		case "kill":
-			if err := checkModes(modes, explicitProcessTargetModes); err != nil {
-				return nil, fmt.Errorf("kill: %w", err)
-			}
-			faults = append(faults, &Kill{Runtime: rt, Cluster: c, Modes: modes})
-		case "pause":
-			if err := checkModes(modes, explicitProcessTargetModes); err != nil {
-				return nil, fmt.Errorf("pause: %w", err)
-			}
-			faults = append(faults, &Pause{Runtime: rt, Cluster: c, Modes: modes})
-		case "partition":
-			if err := checkModes(modes, PartitionModes); err != nil {
-				return nil, fmt.Errorf("partition: %w", err)
-			}
-			faults = append(faults, &Partition{Runtime: rt, Cluster: c, Modes: modes})
-		default:
-			return nil, fmt.Errorf("unknown nemesis %q (known: none, kill, pause, partition)", name)
-		}
-	}
-	return faults, nil
-}
-
-func checkModes(modes, known []string) error {
-	for _, m := range modes {
-		ok := false
-		for _, k := range known {
-			ok = ok || m == k
-		}
-		if !ok {
-			return fmt.Errorf("unknown mode %q (known: %s)", m, strings.Join(known, ", "))
-		}
-	}
-	return nil
 }

@@ -60,8 +60,9 @@ func (w *fakeWorld) Controller(context.Context) (string, error) { return w.ctl, 
 func runSchedule(t *testing.T, seed int64, spec string, cycles int) ([]string, []checker.Op) {
 	t.Helper()
 	w := newWorld(5)
-	faults, err := Parse(spec, w, w)
+	parsed, err := ParseSpec(spec)
 	require.NoError(t, err)
+	faults := parsed.Faults(w, w)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	sleeps := 0
@@ -128,8 +129,9 @@ func TestScheduleHealsEverythingItStarts(t *testing.T) {
 
 func TestNoneRecordsNothing(t *testing.T) {
 	w := newWorld(3)
-	faults, err := Parse("none", w, w)
+	parsed, err := ParseSpec("none")
 	require.NoError(t, err)
+	faults := parsed.Faults(w, w)
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
 	var ops []checker.Op
@@ -138,14 +140,15 @@ func TestNoneRecordsNothing(t *testing.T) {
 	assert.Empty(t, ops)
 }
 
-func TestParseRejectsUnknown(t *testing.T) {
+func TestParseSpecRejectsUnknown(t *testing.T) {
 	w := newWorld(3)
-	_, err := Parse("kill,explode", w, w)
+	_, err := ParseSpec("kill,explode")
 	assert.ErrorContains(t, err, `unknown nemesis "explode"`)
-	_, err = Parse("kill:everyone", w, w)
+	_, err = ParseSpec("kill:everyone")
 	assert.ErrorContains(t, err, `unknown mode "everyone"`)
-	f, err := Parse("kill:leaders", w, w)
+	parsed, err := ParseSpec("kill:leaders")
 	require.NoError(t, err)
+	f := parsed.Faults(w, w)
 	v, err := f[0].Start(context.Background(), rand.New(rand.NewPCG(1, 1)))
 	require.NoError(t, err)
 	tg := v.(Targets)
@@ -226,10 +229,10 @@ func TestGrudges(t *testing.T) {
 // TestAllIsExplicitOnly: kill:all is accepted, but a fault without a mode
 // never picks all (a crash of every replica is not in the random mix).
 func TestAllIsExplicitOnly(t *testing.T) {
-	faults, err := Parse("kill:all,pause:all", newWorld(5), newWorld(5))
+	parsed, err := ParseSpec("kill:all,pause:all")
 	require.NoError(t, err)
-	assert.Len(t, faults, 2)
+	assert.Len(t, parsed.Faults(newWorld(5), newWorld(5)), 2)
 	assert.NotContains(t, ProcessTargetModes, TargetAll)
-	_, err = Parse("partition:all", nil, nil)
+	_, err = ParseSpec("partition:all")
 	assert.ErrorContains(t, err, `unknown mode "all"`)
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/faultline/faultline/checker"
+	"github.com/faultline/faultline/nemesis"
 )
 
 // historyBuilder writes hand-made histories: times are in milliseconds.
@@ -51,7 +52,7 @@ func (b *historyBuilder) nemesis(f string, value any, atMs float64) {
 
 func testSpec(name string) Spec {
 	return Spec{
-		Name: name, Workload: "queue", Nemesis: []string{"kill"},
+		Name: name, Workload: "queue", Nemesis: nemesis.Spec{{Kind: nemesis.KindKill}},
 		Nodes: []string{"n1", "n2", "n3"}, Seed: 42, TimeLimit: 60 * time.Second,
 		BrokerConfig:       map[string]string{"min.insync.replicas": "2", "unclean.leader.election.enable": "false"},
 		PartitionsPerTopic: 3,

@@ -291,14 +291,14 @@ func facts(in Input, a *analysis) []labelValue {
 		}
 	}
 	add("workload", in.Spec.Workload)
-	nemesis := strings.Join(in.Spec.Nemesis, ", ")
-	if nemesis == "" && a != nil {
-		nemesis = strings.Join(faultNames(in, a), ", ")
+	faults := strings.Join(in.Spec.Nemesis.Names(), ", ")
+	if faults == "" && a != nil {
+		faults = strings.Join(faultNames(in, a), ", ")
 	}
-	if nemesis == "" {
-		nemesis = "none"
+	if faults == "" {
+		faults = "none"
 	}
-	add("nemesis", nemesis)
+	add("nemesis", faults)
 	if len(in.Spec.Nodes) > 0 {
 		add("nodes", fmt.Sprintf("%d (%s)", len(in.Spec.Nodes), strings.Join(in.Spec.Nodes, ", ")))
 	}
@@ -470,7 +470,7 @@ func specRows(s Spec) []labelValue {
 	}
 	add("name", s.Name)
 	add("workload", s.Workload)
-	add("nemesis", strings.Join(s.Nemesis, ", "))
+	add("nemesis", strings.Join(s.Nemesis.Names(), ", "))
 	add("nodes", strings.Join(s.Nodes, ", "))
 	if s.Raw != nil || s.Seed != 0 {
 		add("seed", strconv.FormatInt(s.Seed, 10))

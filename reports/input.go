@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/faultline/faultline/checker"
+	"github.com/faultline/faultline/nemesis"
 )
 
 // Input is everything one report is rendered from.
@@ -30,7 +31,7 @@ type Input struct {
 type Spec struct {
 	Name         string
 	Workload     string
-	Nemesis      []string
+	Nemesis      nemesis.Spec
 	Nodes        []string
 	Seed         int64
 	TimeLimit    time.Duration
@@ -69,7 +70,8 @@ type Links struct {
 
 // ParseSpec reads test.json. It is tolerant of how the harness names its
 // fields (time-limit, time_limit and TimeLimit are the same field) and of
-// their shapes: nemesis as "kill,partition" or a list, nodes as a count or a
+// their shapes: nemesis as "kill,partition" or a list (read with the
+// --nemesis grammar, nemesis.Spec), nodes as a count or a
 // list of names, broker config as an object or a list of "k=v", the time
 // limit as a Go duration string or a number (seconds below 10^6, else
 // nanoseconds, which is how time.Duration marshals).
@@ -98,7 +100,10 @@ func ParseSpec(data []byte) (Spec, error) {
 		s.Workload = scalarString(v)
 	}
 	if v, ok := get("nemesis", "nemeses", "faults"); ok {
-		s.Nemesis = stringList(v)
+		b, _ := json.Marshal(v)
+		if err := json.Unmarshal(b, &s.Nemesis); err != nil {
+			return Spec{}, fmt.Errorf("parse test spec: %w", err)
+		}
 	}
 	if v, ok := get("nodes", "nodenames", "hosts"); ok {
 		if n, isNum := v.(float64); isNum {

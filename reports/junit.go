@@ -78,7 +78,7 @@ func WriteJUnit(w io.Writer, in Input) error {
 		suite.Props = &junitProps{Props: []junitProp{
 			{Name: "seed", Value: fmt.Sprint(in.Spec.Seed)},
 			{Name: "workload", Value: in.Spec.Workload},
-			{Name: "nemesis", Value: strings.Join(in.Spec.Nemesis, ",")},
+			{Name: "nemesis", Value: in.Spec.Nemesis.String()},
 		}}
 	}
 	checkers := in.Result.Checkers

@@ -114,7 +114,7 @@ func TestParseSpecShapes(t *testing.T) {
 		"TimeLimit":60000000000,"BrokerConfig":{"acks":"all","n":3},"sub-via":"subscribe"}`))
 	require.NoError(t, err)
 	assert.Equal(t, "x", s.Name)
-	assert.Equal(t, []string{"kill", "pause"}, s.Nemesis)
+	assert.Equal(t, []string{"kill", "pause"}, s.Nemesis.Names())
 	assert.Equal(t, []string{"a", "b"}, s.Nodes)
 	assert.Equal(t, int64(12), s.Seed)
 	assert.Equal(t, "1m0s", s.TimeLimit.String())

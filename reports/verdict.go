@@ -266,12 +266,7 @@ func validSentence(in Input, a *analysis) string {
 // faultNames lists the kinds of faults injected, from the spec or else the
 // history's nemesis operations.
 func faultNames(in Input, a *analysis) []string {
-	var out []string
-	for _, n := range in.Spec.Nemesis {
-		if n != "" && n != "none" {
-			out = append(out, n)
-		}
-	}
+	out := in.Spec.Nemesis.Injected().Names()
 	if len(out) > 0 || a == nil {
 		return out
 	}

@@ -2,6 +2,7 @@ package workloads
 
 import (
 	"context"
+	"io"
 
 	"github.com/faultline/faultline/checker"
 )
@@ -21,10 +22,60 @@ type Client interface {
 // Generator produces the operations of a test, Jepsen-style: Next hands
 // out the next operation for a process (or false when it has none now), and
 // Update tells the generator how each operation completed. Generators are
-// deterministic functions of their seed and of the completions they see.
+// deterministic functions of their seed and of the completions they see;
+// they are not safe for concurrent use (the harness serialises them).
 type Generator interface {
 	Next(process int) (checker.Op, bool)
 	Update(completion checker.Op)
+}
+
+// Options are what a workload is built from: where the cluster is and the
+// test's client settings.
+type Options struct {
+	// Seeds are the bootstrap brokers, host:port.
+	Seeds []string
+	// Seed makes the generator's choices reproducible.
+	Seed int64
+	// Acks is the producers' acks setting.
+	Acks Acks
+	// Idempotent enables the idempotent producer (with acks=all only).
+	Idempotent         bool
+	ReplicationFactor  int
+	PartitionsPerTopic int
+	// Subscribe makes consumers join a consumer group instead of assigning
+	// partitions.
+	Subscribe bool
+}
+
+// Workload is one run's instance of a workload: the generator of the main
+// phase and the clients that carry its operations out, then a final phase
+// that reads back everything the run wrote.
+type Workload interface {
+	// Generator is the main phase's generator.
+	Generator() Generator
+	// NewClient connects the client of one process of the main phase.
+	NewClient() (Client, error)
+	// Final returns the final phase, built from what the main phase's
+	// generator saw and what the healed cluster says within ctx; what it
+	// could not learn is written to out, and the phase works without it.
+	Final(ctx context.Context, out io.Writer) Final
+	// OwnsTopic reports whether the workload made the topic, so that faults
+	// aimed at partition leaders aim at the workload's partitions.
+	OwnsTopic(topic string) bool
+	// Close releases the workload's own connections.
+	Close()
+}
+
+// Final is a workload's last phase: rounds of fresh processes read until
+// everything the run wrote was read, or the harness's deadline passes.
+type Final interface {
+	Generator
+	// NewClient connects the client of one process of the final phase.
+	NewClient() (Client, error)
+	// Done reports whether everything was read.
+	Done() bool
+	// Missing says what is not read yet ("keys [3 5]").
+	Missing() string
 }
 
 // NoopClient completes every operation as ok without doing anything; it is

@@ -1,9 +1,3 @@
-// Package synth generates seeded, valid queue-workload histories and plants
-// single anomalies in them, for the checker's benchmarks and property tests.
-// A generated history follows Jepsen's discipline and DESIGN.md's format
-// and passes every check; the same Config always yields the same history.
-// It must never be used as evidence about a real broker: its "broker" is a
-// map of slices that is linearizable by construction.
 package synth
 
 import (

@@ -1,5 +1,3 @@
-// Command faultline runs Jepsen-style tests against Kafka-compatible brokers
-// and checks their histories. Run `faultline help` for the subcommands.
 package main
 
 import (
@@ -20,8 +18,11 @@ import (
 
 	"github.com/faultline/faultline/checker"
 	"github.com/faultline/faultline/harness"
+	"github.com/faultline/faultline/nemesis"
 	"github.com/faultline/faultline/nemesis/agent"
 	"github.com/faultline/faultline/reports"
+	"github.com/faultline/faultline/workloads"
+	"github.com/faultline/faultline/workloads/queue"
 )
 
 const usage = `faultline: prove that a Kafka-compatible broker keeps its durability promises.
@@ -81,11 +82,37 @@ func (k kvFlags) Set(s string) error {
 	return nil
 }
 
+// workloadRegistry lists the workloads --workload names.
+var workloadRegistry = workloads.Registry{"queue": queue.New}
+
 func cmdTest(args []string, stdout, stderr io.Writer) int {
+	t, code := parseTest(args, stderr)
+	if code >= 0 {
+		return code
+	}
+	ctx, stop := interruptible()
+	defer stop()
+	out, err := harness.Run(ctx, t, workloadRegistry, stdout)
+	if err != nil {
+		fmt.Fprintf(stderr, "faultline test: %v\n", err)
+		var setup *harness.SetupError
+		if errors.As(err, &setup) || errors.Is(err, harness.ErrInterrupted) || out.Dir != "" {
+			return harness.ExitInternal
+		}
+		return harness.ExitBadArgs
+	}
+	return out.ExitCode()
+}
+
+// parseTest reads `faultline test`'s flags into a validated Test. A code
+// of 0 or more means stop and exit with it (--help, bad arguments); -1
+// means run the test.
+func parseTest(args []string, stderr io.Writer) (harness.Test, int) {
 	t := harness.DefaultTest()
 	fs := flag.NewFlagSet("test", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var nemesisList, replay string
+	acks := t.Acks.Int()
 	limit := time.Duration(t.TimeLimit)
 	interval := time.Duration(t.NemesisInterval)
 	recovery := time.Duration(t.RecoveryTimeout)
@@ -104,7 +131,7 @@ func cmdTest(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&t.Runtime, "runtime", t.Runtime, "docker (nodes in containers) or process (local child processes on 127.0.0.x; kill and pause only)")
 	fs.StringVar(&t.Store, "store", t.Store, "directory runs are written under")
 	fs.Var(brokerConfig, "broker-config", "server.properties override for every node, key=value (repeatable; default none)")
-	fs.IntVar(&t.Acks, "acks", t.Acks, "producer acks: -1 (all), 1 or 0")
+	fs.IntVar(&acks, "acks", acks, "producer acks: -1 (all), 1 or 0")
 	fs.BoolVar(&t.Idempotent, "idempotent", t.Idempotent, "idempotent producer (only with acks=-1; --idempotent=false turns it off)")
 	fs.IntVar(&t.ReplicationFactor, "replication-factor", t.ReplicationFactor, "replication factor of the workload's topics (capped at --nodes)")
 	fs.IntVar(&t.PartitionsPerTopic, "partitions-per-topic", t.PartitionsPerTopic, "partitions per topic; key k is partition k mod P of topic t<k div P>")
@@ -130,13 +157,13 @@ Flags:
 	}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			return 0
+			return t, 0
 		}
-		return harness.ExitBadArgs
+		return t, harness.ExitBadArgs
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "faultline test: unexpected arguments %v\n", fs.Args())
-		return harness.ExitBadArgs
+		return t, harness.ExitBadArgs
 	}
 	seedSet := false
 	fs.Visit(func(f *flag.Flag) { seedSet = seedSet || f.Name == "seed" })
@@ -147,15 +174,24 @@ Flags:
 		b, err := os.ReadFile(replay)
 		if err != nil {
 			fmt.Fprintf(stderr, "faultline test: --replay: %v\n", err)
-			return harness.ExitBadArgs
+			return t, harness.ExitBadArgs
 		}
 		t = harness.DefaultTest()
 		if err := json.Unmarshal(b, &t); err != nil {
 			fmt.Fprintf(stderr, "faultline test: --replay %s: %v\n", replay, err)
-			return harness.ExitBadArgs
+			return t, harness.ExitBadArgs
 		}
 	} else {
-		t.Nemesis = strings.Split(nemesisList, ",")
+		spec, err := nemesis.ParseSpec(nemesisList)
+		if err != nil {
+			fmt.Fprintf(stderr, "faultline test: --nemesis: %v\n", err)
+			return t, harness.ExitBadArgs
+		}
+		t.Nemesis = spec
+		if t.Acks, err = workloads.AcksOf(acks); err != nil {
+			fmt.Fprintf(stderr, "faultline test: --acks: %v\n", err)
+			return t, harness.ExitBadArgs
+		}
 		t.TimeLimit, t.NemesisInterval = harness.Duration(limit), harness.Duration(interval)
 		t.RecoveryTimeout, t.FinalTimeout = harness.Duration(recovery), harness.Duration(final)
 		if len(brokerConfig) > 0 {
@@ -165,22 +201,11 @@ Flags:
 			t.ReplicationFactor = t.Nodes
 		}
 	}
-	if err := t.Validate(); err != nil {
+	if err := t.Validate(workloadRegistry); err != nil {
 		fmt.Fprintf(stderr, "faultline test: %v\n", err)
-		return harness.ExitBadArgs
+		return t, harness.ExitBadArgs
 	}
-	ctx, stop := interruptible()
-	defer stop()
-	out, err := harness.Run(ctx, t, stdout)
-	if err != nil {
-		fmt.Fprintf(stderr, "faultline test: %v\n", err)
-		var setup *harness.SetupError
-		if errors.As(err, &setup) || errors.Is(err, harness.ErrInterrupted) || out.Dir != "" {
-			return harness.ExitInternal
-		}
-		return harness.ExitBadArgs
-	}
-	return out.ExitCode()
+	return t, -1
 }
 
 // interruptible returns a context that the first Ctrl-C (or SIGTERM)
@@ -211,6 +236,16 @@ func cmdSuite(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&base.Concurrency, "concurrency", base.Concurrency, "client workers per test")
 	fs.StringVar(&base.BrokerBinary, "broker-binary", base.BrokerBinary, "broker executable")
 	fs.StringVar(&base.AgentBinary, "agent-binary", base.AgentBinary, "faultline executable for the in-node agent")
+	fs.Usage = func() {
+		fmt.Fprint(stderr, `usage: faultline suite [--suite gating|single] [flags]
+Runs every test of a suite and prints a table of expected and found
+verdicts. Exit: 0 when every test came out as expected, 1 when one did not,
+254 bad arguments.
+
+Flags:
+`)
+		fs.PrintDefaults()
+	}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -225,14 +260,14 @@ func cmdSuite(args []string, stdout, stderr io.Writer) int {
 	base.TimeLimit, base.NemesisInterval = harness.Duration(*limit), harness.Duration(interval)
 	cases := mk(base)
 	for _, c := range cases {
-		if err := c.Test.Validate(); err != nil {
+		if err := c.Test.Validate(workloadRegistry); err != nil {
 			fmt.Fprintf(stderr, "faultline suite: %s: %v\n", c.Test.FullName(), err)
 			return harness.ExitBadArgs
 		}
 	}
 	ctx, stop := interruptible()
 	defer stop()
-	if _, all := harness.RunSuite(ctx, cases, stdout); !all {
+	if _, all := harness.RunSuite(ctx, cases, workloadRegistry, stdout); !all {
 		fmt.Fprintln(stdout, "suite FAILED: a test came out other than expected")
 		return harness.ExitInvalid
 	}
@@ -308,6 +343,10 @@ func cmdServe(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	store := fs.String("store", "store", "directory of stored runs")
 	addr := fs.String("addr", "127.0.0.1:8080", "address to listen on")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: faultline serve [--store DIR] [--addr HOST:PORT]\nServes the stored runs under DIR (their reports, histories and node logs) to a web browser until Ctrl-C.")
+		fs.PrintDefaults()
+	}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0

@@ -2,12 +2,21 @@ package main
 
 import (
 	"bytes"
+	"context"
+	"encoding/json"
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/faultline/faultline/checker"
+	"github.com/faultline/faultline/harness"
+	"github.com/faultline/faultline/workloads"
 )
 
 func TestExitCodes(t *testing.T) {
@@ -70,4 +79,90 @@ func TestTestHelpGivesEveryDefault(t *testing.T) {
 		assert.Contains(t, entry, "default", "flag --%s does not state its default", strings.TrimSpace(name))
 	}
 	assert.Equal(t, 23, flags, "every flag is listed")
+}
+
+// producedAcks builds t's workload against a fake cluster, sends one
+// record and returns the acks of the produce request its client sent.
+func producedAcks(t *testing.T, tt harness.Test) int16 {
+	t.Helper()
+	c, err := kfake.NewCluster(kfake.NumBrokers(1))
+	require.NoError(t, err)
+	defer c.Close()
+	acks := make(chan int16, 16)
+	c.ControlKey(int16(kmsg.Produce), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		c.KeepControl()
+		acks <- req.(*kmsg.ProduceRequest).Acks
+		return nil, nil, false
+	})
+	tt.ReplicationFactor = 1
+	newWorkload, err := workloadRegistry.Lookup(tt.Workload)
+	require.NoError(t, err)
+	wl, err := newWorkload(tt.WorkloadOptions(c.ListenAddrs()))
+	require.NoError(t, err)
+	defer wl.Close()
+	cl, err := wl.NewClient()
+	require.NoError(t, err)
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	done := cl.Invoke(ctx, checker.Op{Type: checker.Invoke, F: "send", Mops: []checker.MicroOp{{F: "send", Key: 0, Value: 1}}})
+	require.Equal(t, checker.OK, done.Type, done.Error)
+	return <-acks
+}
+
+// TestAcksZeroIsSentAsAcksZero: `faultline test --acks 0` records acks 0
+// in test.json and its producers send acks=0, not the acks=all of an unset
+// setting; without --acks the documented default, -1, holds.
+func TestAcksZeroIsSentAsAcksZero(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want workloads.Acks
+		json string
+	}{
+		{[]string{"--acks", "0"}, workloads.AcksNone, `0`},
+		{[]string{"--acks", "1"}, workloads.AcksLeader, `1`},
+		{[]string{"--acks", "-1"}, workloads.AcksAll, `-1`},
+		{nil, workloads.AcksAll, `-1`},
+	} {
+		var errOut bytes.Buffer
+		tt, code := parseTest(append([]string{"--nodes", "3", "--runtime", "process"}, c.args...), &errOut)
+		require.Equal(t, -1, code, errOut.String())
+		assert.Equal(t, c.want, tt.Acks, "%v", c.args)
+		spec, err := json.Marshal(tt)
+		require.NoError(t, err)
+		var stored struct {
+			Acks json.RawMessage `json:"acks"`
+		}
+		require.NoError(t, json.Unmarshal(spec, &stored))
+		assert.Equal(t, c.json, string(stored.Acks), "test.json of %v", c.args)
+		assert.Equal(t, int16(c.want.Int()), producedAcks(t, tt), "produce acks of %v", c.args)
+	}
+}
+
+// TestEveryCommandHasHelp: `faultline <command> --help` prints the
+// command's usage and exits 0.
+func TestEveryCommandHasHelp(t *testing.T) {
+	for _, cmd := range []string{"test", "suite", "check", "report", "serve", "agent"} {
+		for _, flag := range []string{"--help", "-h"} {
+			var out, errOut bytes.Buffer
+			assert.Equal(t, 0, run([]string{cmd, flag}, &out, &errOut), "%s %s", cmd, flag)
+			assert.Contains(t, errOut.String(), "usage: faultline "+cmd, "%s %s", cmd, flag)
+		}
+	}
+}
+
+// TestUnknownWorkloadListsTheRegistered: a misspelt --workload is a bad
+// argument whose error names the workloads there are.
+func TestUnknownWorkloadListsTheRegistered(t *testing.T) {
+	var out, errOut bytes.Buffer
+	assert.Equal(t, 254, run([]string{"test", "--workload", "bank", "--runtime", "process"}, &out, &errOut))
+	assert.Contains(t, errOut.String(), `--workload: unknown workload "bank" (known: queue)`)
+}
+
+// TestBadNemesisNamesTheBadPart: one error, naming the entry of --nemesis
+// that is wrong.
+func TestBadNemesisNamesTheBadPart(t *testing.T) {
+	var out, errOut bytes.Buffer
+	assert.Equal(t, 254, run([]string{"test", "--nemesis", "kill,pause:halves", "--runtime", "process"}, &out, &errOut))
+	assert.Equal(t, "faultline test: --nemesis: pause: unknown mode \"halves\" (known: one, minority, majority, leaders, controller, all)\n", errOut.String())
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/faultline/faultline/checker"
+	"github.com/faultline/faultline/workloads"
 )
 
 // Options configure the Kafka clients of the queue workload.
@@ -26,10 +27,10 @@ type Options struct {
 	// TopicConfigs are set on every topic the workload creates (e.g.
 	// min.insync.replicas=2, unclean.leader.election.enable=false).
 	TopicConfigs map[string]*string
-	// Acks: -1 (all, the default), 1 or 0.
-	Acks int
-	// Idempotent enables the idempotent producer (default on; it needs
-	// acks=-1, so it is turned off for other acks).
+	// Acks is the producers' setting (unset: all).
+	Acks workloads.Acks
+	// DisableIdempotence turns the idempotent producer off (it is on by
+	// default, with acks=all only: other acks turn it off).
 	DisableIdempotence bool
 	// RequestTimeout bounds each produce and admin request (default 5 s).
 	RequestTimeout time.Duration
@@ -46,9 +47,7 @@ func (o Options) withDefaults() Options {
 	if o.ReplicationFactor == 0 {
 		o.ReplicationFactor = 3
 	}
-	if o.Acks == 0 {
-		o.Acks = -1
-	}
+	o.Acks = o.Acks.OrDefault()
 	if o.RequestTimeout <= 0 {
 		o.RequestTimeout = 5 * time.Second
 	}
@@ -201,9 +200,9 @@ func NewClient(opts Options, topics *Topics) (*Client, error) {
 		kgo.RetryTimeout(opts.RequestTimeout),
 	}
 	switch opts.Acks {
-	case 1:
+	case workloads.AcksLeader:
 		popts = append(popts, kgo.RequiredAcks(kgo.LeaderAck()), kgo.DisableIdempotentWrite())
-	case 0:
+	case workloads.AcksNone:
 		popts = append(popts, kgo.RequiredAcks(kgo.NoAck()), kgo.DisableIdempotentWrite())
 	default:
 		popts = append(popts, kgo.RequiredAcks(kgo.AllISRAcks()))
@@ -307,7 +306,7 @@ func (c *Client) send(ctx context.Context, op checker.Op) checker.Op {
 			return op
 		}
 		mops[i].Completed = true
-		if c.opts.Acks != 0 {
+		if c.opts.Acks != workloads.AcksNone {
 			off := rec.Offset
 			mops[i].Offset = &off
 		}

@@ -1,5 +1,5 @@
 // Package queue is Jepsen's Kafka workload (jepsen/tests/kafka.clj) for
-// franz-go: integer keys map onto topic-partitions (key k is partition
+// franz-go, registered as "queue" through New: integer keys map onto topic-partitions (key k is partition
 // k mod P of topic "t<k div P>"); producers send unique integer values
 // ([send k v] completes as [send k [offset v]]); consumers poll ([poll]
 // completes as [poll {k [[offset v] ...]}]); assign and subscribe (consumer
@@ -7,7 +7,7 @@
 // final phase (FinalGenerator) assigns every key from the beginning and
 // polls until each key has been read up to its target: the highest offset
 // a send or poll returned during the run (Generator.MaxOffsets, as Jepsen
-// tracks it), raised by the harness to the healed cluster's end offset.
+// tracks it), raised to the healed cluster's end offset.
 //
 // A send that errors is recorded as info (it may have been written: a lost
 // acknowledgement, or a retry racing a leader change); a poll that errors

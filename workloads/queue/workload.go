@@ -1,0 +1,78 @@
+package queue
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/faultline/faultline/workloads"
+)
+
+// finalPollTimeout is a final read's poll wait (Jepsen: 1 s).
+const finalPollTimeout = time.Second
+
+// New is the queue workload's entry of the registry: one run's topics,
+// generator and clients.
+func New(o workloads.Options) (workloads.Workload, error) {
+	opts := Options{
+		Seeds:              o.Seeds,
+		PartitionsPerTopic: o.PartitionsPerTopic,
+		ReplicationFactor:  int16(o.ReplicationFactor),
+		Acks:               o.Acks,
+		DisableIdempotence: !o.Idempotent,
+	}
+	topics, err := NewTopics(opts)
+	if err != nil {
+		return nil, err
+	}
+	return &workload{opts: opts, topics: topics, gen: NewGenerator(o.Seed, GenOptions{Subscribe: o.Subscribe})}, nil
+}
+
+type workload struct {
+	opts   Options
+	topics *Topics
+	gen    *Generator
+}
+
+func (w *workload) Generator() workloads.Generator { return w.gen }
+
+func (w *workload) NewClient() (workloads.Client, error) { return NewClient(w.opts, w.topics) }
+
+func (w *workload) OwnsTopic(topic string) bool {
+	_, ok := w.opts.Key(topic, 0)
+	return ok
+}
+
+func (w *workload) Close() { w.topics.Close() }
+
+// Final reads every key from the beginning up to the highest offset known
+// for it: the highest offset any send or poll returned (Jepsen's target)
+// or, if higher, the last offset the healed cluster lists.
+func (w *workload) Final(ctx context.Context, out io.Writer) workloads.Final {
+	targets := w.gen.MaxOffsets()
+	ends, err := w.topics.EndOffsets(ctx, w.gen.Keys())
+	if err != nil {
+		fmt.Fprintf(out, "end offsets: %v (reading up to the offsets in the history)\n", err)
+	}
+	for k, end := range ends {
+		if end > 0 && end-1 > targets[k] {
+			targets[k] = end - 1
+		}
+	}
+	opts := w.opts
+	opts.PollTimeout = finalPollTimeout
+	return &finalPhase{FinalGenerator: NewFinalGenerator(w.gen.Keys(), targets), opts: opts, topics: w.topics}
+}
+
+// finalPhase is the final generator with the clients of the final reads,
+// whose polls wait longer.
+type finalPhase struct {
+	*FinalGenerator
+	opts   Options
+	topics *Topics
+}
+
+func (f *finalPhase) NewClient() (workloads.Client, error) { return NewClient(f.opts, f.topics) }
+
+func (f *finalPhase) Missing() string { return fmt.Sprintf("keys %v", f.FinalGenerator.Missing()) }
