@@ -284,6 +284,9 @@ func (c *Client) Invoke(ctx context.Context, op checker.Op) checker.Op {
 	return op
 }
 
+// errAcksNone is the error of every send under acks=0.
+const errAcksNone = "acks=0: sent without an acknowledgement, so it may or may not have been written"
+
 func (c *Client) send(ctx context.Context, op checker.Op) checker.Op {
 	mops := append([]checker.MicroOp(nil), op.Mops...)
 	op.Mops = mops
@@ -305,11 +308,16 @@ func (c *Client) send(ctx context.Context, op checker.Op) checker.Op {
 			op.Type, op.Error = checker.Info, err.Error()
 			return op
 		}
-		mops[i].Completed = true
-		if c.opts.Acks != workloads.AcksNone {
-			off := rec.Offset
-			mops[i].Offset = &off
+		if c.opts.Acks == workloads.AcksNone {
+			// With acks=0 the broker never answers: the record left this
+			// client, and nothing says it was written (or when), so the
+			// send is indeterminate, as a lost acknowledgement is.
+			op.Type, op.Error = checker.Info, errAcksNone
+			return op
 		}
+		mops[i].Completed = true
+		off := rec.Offset
+		mops[i].Offset = &off
 	}
 	op.Type = checker.OK
 	return op

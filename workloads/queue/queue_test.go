@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 
 	"github.com/faultline/faultline/checker"
+	"github.com/faultline/faultline/workloads"
 )
 
 func TestKeyMapping(t *testing.T) {
@@ -229,4 +230,27 @@ func TestSubscribeRecordsRebalances(t *testing.T) {
 	}
 	assert.Len(t, seen, 5, "the group consumer read every value")
 	assert.ElementsMatch(t, []int{0, 1}, rebalanced, "the assignment is in the rebalance log")
+}
+
+// TestAcksZeroSendsAreIndeterminate: under acks=0 the broker never answers,
+// so a send that left the client completes info (it may or may not have been
+// written), never ok with an offset.
+func TestAcksZeroSendsAreIndeterminate(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1))
+	require.NoError(t, err)
+	defer c.Close()
+	opts := Options{Seeds: c.ListenAddrs(), PartitionsPerTopic: 1, ReplicationFactor: 1, RequestTimeout: 3 * time.Second, Acks: workloads.AcksNone}
+	topics, err := NewTopics(opts)
+	require.NoError(t, err)
+	defer topics.Close()
+	cl, err := NewClient(opts, topics)
+	require.NoError(t, err)
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+
+	done := cl.Invoke(ctx, checker.Op{Type: checker.Invoke, F: "send", Mops: []checker.MicroOp{{F: "send", Key: 0, Value: 7}}})
+	assert.Equal(t, checker.Info, done.Type)
+	assert.Contains(t, done.Error, "acks=0")
+	assert.Nil(t, done.Mops[0].Offset)
 }
