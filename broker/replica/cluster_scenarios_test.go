@@ -1,4 +1,4 @@
-package replica
+package replica_test
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/faultline/faultline/broker/metadata"
+	"github.com/faultline/faultline/broker/replica"
 )
 
 // TestClusterAcksAllWaitsForFollowers: an acks=all write is acknowledged
@@ -66,17 +67,17 @@ func TestClusterLaggingFollowerLeavesISR(t *testing.T) {
 	assert.Equal(t, []int32{1, 2}, c.isr("orders"))
 	assert.Contains(t, c.proposals("orders"), []int32{1, 2})
 	assert.Equal(t, int64(1), c.leo(3, "orders"), "node 3 stopped advancing")
-	assert.Equal(t, 0.0, gauge(t, c.node(3).reg, "kafka_server_replica_fetcher_manager_max_lag"), "no answer, no known lag")
-	assert.Positive(t, counter(t, c.node(3).reg, "kafka_server_replica_fetcher_failed_requests_total"))
-	assert.Equal(t, 1.0, counter(t, c.node(1).reg, "kafka_server_replica_manager_isr_shrinks_total"))
-	assert.Equal(t, 1.0, gauge(t, c.node(1).reg, "kafka_server_replica_manager_under_replicated_partitions"))
+	assert.Equal(t, 0.0, replica.Gauge(t, c.node(3).reg, "kafka_server_replica_fetcher_manager_max_lag"), "no answer, no known lag")
+	assert.Positive(t, replica.Counter(t, c.node(3).reg, "kafka_server_replica_fetcher_failed_requests_total"))
+	assert.Equal(t, 1.0, replica.Counter(t, c.node(1).reg, "kafka_server_replica_manager_isr_shrinks_total"))
+	assert.Equal(t, 1.0, replica.Gauge(t, c.node(1).reg, "kafka_server_replica_manager_under_replicated_partitions"))
 
 	c.net.Heal(1, 3)
 	require.Eventually(t, func() bool { return len(c.isr("orders")) == 3 }, waitFor, tick)
 	assert.Equal(t, []int32{1, 2, 3}, c.isr("orders"))
 	assert.Equal(t, c.contents(1, "orders"), c.contents(3, "orders"))
-	assert.Equal(t, 1.0, counter(t, c.node(1).reg, "kafka_server_replica_manager_isr_expands_total"))
-	assert.Equal(t, 0.0, gauge(t, c.node(1).reg, "kafka_server_replica_manager_under_replicated_partitions"))
+	assert.Equal(t, 1.0, replica.Counter(t, c.node(1).reg, "kafka_server_replica_manager_isr_expands_total"))
+	assert.Equal(t, 0.0, replica.Gauge(t, c.node(1).reg, "kafka_server_replica_manager_under_replicated_partitions"))
 }
 
 // TestClusterNotEnoughReplicas: with min.insync.replicas=3 on three
@@ -158,7 +159,7 @@ func TestClusterReintegration(t *testing.T) {
 			}
 			n1 := c.node(1)
 			require.Eventually(t, func() bool { return c.leo(1, "orders") == 2001 }, waitFor, tick, "%s", n1.logs)
-			assert.Equal(t, OnlineFetchingReplica, n1.m.State("orders", 0))
+			assert.Equal(t, replica.OnlineFetchingReplica, n1.m.State("orders", 0))
 			assert.Contains(t, n1.logs.String(), "truncating from 1050 to 1009", "broker 1 cut its divergent tail at 1009")
 			want := c.contents(2, "orders")
 			assert.Equal(t, want, c.contents(1, "orders"))
@@ -258,7 +259,7 @@ func TestFetcherStaleLeaderRefusal(t *testing.T) {
 	next.Partition("orders", 0).LeaderEpoch++
 	c.node(2).pub.Publish(next)
 	require.Eventually(t, func() bool { return strings.Contains(c.node(2).logs.String(), "refused") }, waitFor, tick)
-	res := c.node(1).m.Produce(ctx, "orders", 0, batch("b"), 1)
+	res := c.node(1).m.Produce(ctx, "orders", 0, replica.Batch("b"), 1)
 	require.Equal(t, int16(0), res.ErrorCode)
 	c.elect("orders", 1, []int32{1, 2})
 	require.Eventually(t, func() bool { return c.leo(2, "orders") == 2 }, waitFor, tick)

@@ -8,6 +8,14 @@
 // server.Replicas. The group coordinator writes through AppendInternal and
 // reads back with ReadCommitted.
 //
+// The Manager speaks its own types, not the wire's: FetchPartition in and
+// FetchResult out for a fetch it answers as leader, ProduceResult for a
+// produce, LeaderData for what its follower fetches brought back. The
+// server decodes and encodes them; this package never imports
+// broker/server (TestDecisionsDoNotImportServer), and its in-process
+// cluster tests, which put a real server in front of every Manager, are
+// in package replica_test.
+//
 // The replication rules live in pure code: State (leader side: appends and
 // follower fetches go in, high-watermark moves and ISR shrink/expand
 // proposals come out) and FollowerTruncation (follower side: where to cut a

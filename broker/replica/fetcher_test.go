@@ -11,7 +11,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/faultline/faultline/broker/metadata"
-	"github.com/faultline/faultline/broker/server"
 	"github.com/faultline/faultline/broker/storage"
 )
 
@@ -46,9 +45,9 @@ func FuzzApplyFetchResponse(f *testing.F) {
 	f.Add([]byte{0, 0, 0, 0, 0, 0, 0, 9, 0, 0, 0, 1}, int64(99), int32(-1), int64(-1), int16(0), int64(0))
 	m, l := followerOf(f)
 	f.Fuzz(func(t *testing.T, records []byte, hw int64, divEpoch int32, divEnd int64, code int16, logStart int64) {
-		res := server.FetchResult{ErrorCode: code, HighWatermark: hw, LastStableOffset: hw, LogStartOffset: logStart, Records: append([]byte(nil), records...), PreferredReplica: -1}
+		res := LeaderData{ErrorCode: code, HighWatermark: hw, LogStartOffset: logStart, Records: append([]byte(nil), records...)}
 		if divEpoch >= 0 || divEnd >= 0 {
-			res.DivergingEpoch = &server.DivergingEpoch{Epoch: divEpoch, EndOffset: divEnd}
+			res.DivergingEpoch = &DivergingEpoch{Epoch: divEpoch, EndOffset: divEnd}
 		}
 		_ = m.ApplyFetchResponse("topic", 0, 0, res)
 		start, end, h := l.LogStartOffset(), l.LogEndOffset(), l.HighWatermark()

@@ -6,7 +6,6 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
-	"github.com/faultline/faultline/broker/server"
 	"github.com/faultline/faultline/broker/storage"
 )
 
@@ -58,7 +57,7 @@ func (m *Manager) FollowerPosition(topic string, partition int32) (FetchPosition
 // disk, or a log far behind retention) restarts the log at the leader's log
 // start. Other error codes are returned as kerr errors for the fetcher to
 // back off on; a response for an older leader epoch gives ErrNotFollower.
-func (m *Manager) ApplyFetchResponse(topic string, partition int32, leaderEpoch int32, res server.FetchResult) error {
+func (m *Manager) ApplyFetchResponse(topic string, partition int32, leaderEpoch int32, res LeaderData) error {
 	p := m.get(topic, partition)
 	if p == nil {
 		return fmt.Errorf("apply fetch of %s-%d: %w", topic, partition, ErrNotFollower)

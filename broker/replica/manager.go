@@ -51,7 +51,8 @@ type Config struct {
 
 // Manager holds the partitions of this broker. It follows the metadata image
 // (ApplyImage): a partition whose replicas include this node gets a log, and
-// the role the image gives it. It implements server.Replicas.
+// the role the image gives it. The server answers Produce, Fetch,
+// ListOffsets and OffsetForLeaderEpoch through it (server.Replicas).
 type Manager struct {
 	cfg    Config
 	logger *slog.Logger
@@ -183,7 +184,7 @@ func (p *partition) underReplicated() bool {
 	return p.st != nil && p.st.UnderReplicated()
 }
 
-// Changed implements server.Replicas: the channel is closed the next time a
+// Changed returns a channel that is closed the next time a
 // log end offset or high watermark of any partition grows.
 func (m *Manager) Changed() <-chan struct{} {
 	m.changedMu.Lock()
