@@ -2,6 +2,7 @@ package replica_test
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/faultline/faultline/broker/metadata"
 	"github.com/faultline/faultline/broker/replica"
+	"github.com/faultline/faultline/broker/storage"
 )
 
 // TestClusterAcksAllWaitsForFollowers: an acks=all write is acknowledged
@@ -305,4 +307,26 @@ func TestClusterISRChangeNeedsController(t *testing.T) {
 	})
 	c.node(1).isr.Check(ctx)
 	assert.Equal(t, []int32{1, 2, 3}, c.isr("orders"))
+}
+
+// TestClusterLeaderOfEmptyEpochRejoins: node 2 is elected for epoch 1 and
+// deposed before it appends anything, so its epoch cache ends with epoch 1
+// starting at its log end, an epoch the next leader (node 3, epoch 2)
+// never had. The divergence answer sends it to its own log end; it must
+// drop the empty epoch there, fetch on, and rejoin the ISR.
+func TestClusterLeaderOfEmptyEpochRejoins(t *testing.T) {
+	ctx := context.Background()
+	c := threeNodes(t, 60000)
+	c.createTopic("orders", []int32{1, 2, 3}, nil)
+	require.Equal(t, int16(0), c.produce(ctx, 1, "orders", -1, "a", "b").ErrorCode)
+
+	c.elect("orders", 2, []int32{1, 2, 3})
+	require.Eventually(t, func() bool { return c.node(2).m.State("orders", 0) == replica.OnlineReplica }, waitFor, tick)
+	require.Equal(t, []storage.EpochEntry{{Epoch: 0, StartOffset: 0}, {Epoch: 1, StartOffset: 2}}, c.partitionLog(2, "orders").EpochEntries())
+
+	c.elect("orders", 3, []int32{1, 3})
+	require.Equal(t, int16(0), c.produce(ctx, 3, "orders", -1, "c").ErrorCode)
+	require.Eventually(t, func() bool { return slices.Contains(c.isr("orders"), 2) }, waitFor, tick, "node 2 rejoins the ISR")
+	assert.Equal(t, map[int64]string{0: "a", 1: "b", 2: "c"}, c.contents(2, "orders"))
+	assert.Equal(t, []storage.EpochEntry{{Epoch: 0, StartOffset: 0}, {Epoch: 2, StartOffset: 2}}, c.partitionLog(2, "orders").EpochEntries())
 }

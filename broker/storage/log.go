@@ -882,7 +882,8 @@ func (l *Log) searchTimestamp(s *segment, from int64, ts int64) (int64, int64, i
 // TruncateTo removes every batch whose last offset is >= offset (a follower
 // cutting a diverged suffix). The log end becomes min(offset, base of the
 // first removed batch); the high watermark, recovery point, epoch cache and
-// producer state follow.
+// producer state follow. An offset at or past the log end removes no batch
+// but still drops the epochs that start at the log end.
 func (l *Log) TruncateTo(offset int64) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -896,7 +897,15 @@ func (l *Log) TruncateTo(offset int64) error {
 }
 
 func (l *Log) truncateTo(offset int64) error {
-	if offset >= l.leo() {
+	if leo := l.leo(); offset >= leo {
+		// Nothing to cut from the log, but an epoch this broker started
+		// as leader without appending to it starts at the log end; the
+		// leader that sent the follower here never had it, and a follower
+		// that kept it would name it in every fetch and be sent back
+		// here forever. Kafka's truncateTo trims the cache the same way.
+		if err := l.epochs.truncateFromEnd(leo, true); err != nil {
+			return fmt.Errorf("truncate %s: leader epoch checkpoint: %w", l.tp, err)
+		}
 		return nil
 	}
 	if offset <= l.segments[0].baseOffset || offset < l.logStartOffset {
