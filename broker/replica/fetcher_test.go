@@ -3,6 +3,7 @@ package replica
 import (
 	"context"
 	"errors"
+	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -23,6 +24,12 @@ func followerOf(tb testing.TB) (*Manager, *storage.Log) {
 	_, err = lm.Load()
 	require.NoError(tb, err)
 	tb.Cleanup(func() { require.NoError(tb, lm.Shutdown(0)) })
+	return followerOn(tb, lm)
+}
+
+// followerOn is followerOf on a loaded LogManager the caller owns.
+func followerOn(tb testing.TB, lm *storage.LogManager) (*Manager, *storage.Log) {
+	tb.Helper()
 	m, err := New(Config{NodeID: 2, Logs: lm})
 	require.NoError(tb, err)
 	im := metadata.NewImage("cluster")
@@ -163,4 +170,33 @@ func TestFetcherMaxLag(t *testing.T) {
 	assert.Equal(t, int64(0), f.MaxLag())
 	f.ApplyImage(nil, m.image.Load())
 	require.Eventually(t, func() bool { return f.MaxLag() == 10 }, waitFor, tick)
+}
+
+// TestFollowerTruncationCheckpointsRecoveryPoint: right after a follower
+// truncates its divergent tail, recovery-point-offset-checkpoint holds no
+// offset above the new log end, so a crash then cannot skip the recovery
+// of what the follower appends next.
+func TestFollowerTruncationCheckpointsRecoveryPoint(t *testing.T) {
+	lm, err := storage.NewLogManager(storage.OS, []string{t.TempDir()}, storage.ManagerOptions{})
+	require.NoError(t, err)
+	_, err = lm.Load()
+	require.NoError(t, err)
+	defer func() { require.NoError(t, lm.Shutdown(0)) }()
+	m, l := followerOn(t, lm)
+	for off := int64(0); off < 10; off++ {
+		records := storage.BuildBatch(values("v"), storage.BatchOptions{BaseOffset: off})
+		require.NoError(t, m.ApplyFetchResponse("topic", 0, 0, LeaderData{HighWatermark: off, Records: records}))
+	}
+	require.NoError(t, l.Flush())
+	require.NoError(t, lm.CheckpointRecoveryPoints())
+	checkpointed := func() int64 {
+		cp, err := storage.ReadOffsetCheckpoint(storage.OS, filepath.Join(filepath.Dir(l.Dir()), storage.RecoveryPointCheckpointFile))
+		require.NoError(t, err)
+		return cp[storage.TopicPartition{Topic: "topic", Partition: 0}]
+	}
+	require.Equal(t, int64(10), checkpointed())
+
+	require.NoError(t, m.ApplyFetchResponse("topic", 0, 0, LeaderData{HighWatermark: 4, DivergingEpoch: &DivergingEpoch{Epoch: 0, EndOffset: 4}}))
+	require.Equal(t, int64(4), l.LogEndOffset())
+	assert.LessOrEqual(t, checkpointed(), int64(4))
 }

@@ -31,6 +31,11 @@ type LogStore interface {
 	GetLog(tp storage.TopicPartition) (*storage.Log, bool)
 	DeleteLog(tp storage.TopicPartition) error
 	Logs() map[storage.TopicPartition]*storage.Log
+	// TruncateTo and TruncateFullyAndStartAt cut a follower's log and
+	// checkpoint its recovery point before they return, so that a crash
+	// right after cannot recover from a point above the new log end.
+	TruncateTo(tp storage.TopicPartition, offset int64) error
+	TruncateFullyAndStartAt(tp storage.TopicPartition, offset int64) error
 }
 
 // Config configures a Manager.
