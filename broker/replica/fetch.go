@@ -89,7 +89,10 @@ func (m *Manager) Fetch(_ context.Context, topic string, partition int32, req Fe
 // transactions), -3 the offset of the record with the largest timestamp
 // below the high watermark, any other timestamp the first offset whose
 // record's timestamp is at least it (offset -1 when none is below the high
-// watermark).
+// watermark). While the high watermark of a new leader is below its
+// epoch's start offset (State.OffsetsAvailable) the latest offset, and a
+// timestamp with no answer below the high watermark, are
+// OFFSET_NOT_AVAILABLE.
 func (m *Manager) ListOffset(_ context.Context, topic string, partition int32, currentLeaderEpoch int32, timestamp int64, _ int8) (int64, int64, int32, int16) {
 	p := m.get(topic, partition)
 	if p == nil {
@@ -104,12 +107,21 @@ func (m *Manager) ListOffset(_ context.Context, topic string, partition int32, c
 		return -1, -1, -1, code
 	}
 	hw := p.log.HighWatermark()
+	p.stMu.Lock()
+	notFound := int16(0)
+	if p.st != nil && !p.st.OffsetsAvailable() {
+		notFound = kerr.OffsetNotAvailable.Code
+	}
+	p.stMu.Unlock()
 	entries := p.log.EpochEntries()
 	switch timestamp {
 	case -2:
 		start := p.log.LogStartOffset()
 		return start, -1, epochAt(entries, start), 0
 	case -1:
+		if notFound != 0 {
+			return -1, -1, -1, notFound
+		}
 		// Kafka answers the latest offset with the current leader epoch.
 		return hw, -1, p.leaderEpoch, 0
 	case -3:
@@ -118,7 +130,7 @@ func (m *Manager) ListOffset(_ context.Context, topic string, partition int32, c
 			return -1, -1, -1, errorCode(err)
 		}
 		if off < 0 {
-			return -1, -1, -1, 0
+			return -1, -1, -1, notFound
 		}
 		return off, ts, epochAt(entries, off), 0
 	}
@@ -130,7 +142,7 @@ func (m *Manager) ListOffset(_ context.Context, topic string, partition int32, c
 		return -1, -1, -1, errorCode(err)
 	}
 	if !ok || off >= hw {
-		return -1, -1, -1, 0
+		return -1, -1, -1, notFound
 	}
 	return off, ts, epoch, 0
 }

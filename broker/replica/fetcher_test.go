@@ -3,6 +3,7 @@ package replica
 import (
 	"context"
 	"errors"
+	"math"
 	"path/filepath"
 	"testing"
 
@@ -199,4 +200,46 @@ func TestFollowerTruncationCheckpointsRecoveryPoint(t *testing.T) {
 	require.NoError(t, m.ApplyFetchResponse("topic", 0, 0, LeaderData{HighWatermark: 4, DivergingEpoch: &DivergingEpoch{Epoch: 0, EndOffset: 4}}))
 	require.Equal(t, int64(4), l.LogEndOffset())
 	assert.LessOrEqual(t, checkpointed(), int64(4))
+}
+
+// TestListOffsetsOfNewLeaderBelowEpochStart: a follower that held offsets
+// 0..4 but knew the high watermark only up to 2 becomes leader at epoch 1.
+// Until its high watermark reaches the epoch's start (5), the latest
+// offset is OFFSET_NOT_AVAILABLE (KIP-207): offsets up to 5 may have been
+// committed and read under the old leader, and an answer of 2 would move
+// a consumer backwards. The earliest offset is answered as always.
+func TestListOffsetsOfNewLeaderBelowEpochStart(t *testing.T) {
+	ctx := context.Background()
+	m, l := followerOf(t)
+	records := storage.BuildBatch(values("a", "b", "c", "d", "e"), storage.BatchOptions{})
+	require.NoError(t, m.ApplyFetchResponse("topic", 0, 0, LeaderData{HighWatermark: 2, Records: records}))
+	require.Equal(t, int64(2), l.HighWatermark())
+
+	next := metadata.NewImage("cluster")
+	next.Brokers[1] = metadata.Broker{ID: 1, Host: "127.0.0.1", Port: 1}
+	tp := &metadata.Topic{Name: "topic", ID: metadata.Uuid{1}, Partitions: []metadata.Partition{{Partition: 0, Replicas: []int32{1, 2}, ISR: []int32{1, 2}, Leader: 2, LeaderEpoch: 1, PartitionEpoch: 1}}}
+	next.Topics["topic"], next.TopicsByID[tp.ID] = tp, tp
+	m.ApplyImage(nil, next)
+	require.Equal(t, OnlineReplica, m.State("topic", 0))
+	require.Equal(t, int64(2), m.HighWatermark("topic", 0))
+
+	_, _, _, code := m.ListOffset(ctx, "topic", 0, 1, -1, 0)
+	assert.Equal(t, kerr.OffsetNotAvailable.Code, code, "latest")
+	_, _, _, code = m.ListOffset(ctx, "topic", 0, 1, math.MaxInt64, 0)
+	assert.Equal(t, kerr.OffsetNotAvailable.Code, code, "a timestamp no record below the high watermark reaches")
+	off, _, _, code := m.ListOffset(ctx, "topic", 0, 1, -3, 0)
+	assert.Equal(t, int16(0), code, "max timestamp, found below the high watermark")
+	assert.Less(t, off, int64(2))
+	off, _, _, code = m.ListOffset(ctx, "topic", 0, 1, -2, 0)
+	assert.Equal(t, int16(0), code, "earliest")
+	assert.Equal(t, int64(0), off)
+
+	// Follower 1 fetches from 5: the high watermark reaches the epoch
+	// start and the latest offset is answered again.
+	res := m.Fetch(ctx, "topic", 0, FetchPartition{ReplicaID: 1, ReplicaEpoch: -1, CurrentLeaderEpoch: 1, FetchOffset: 5, LastFetchedEpoch: 0, LogStartOffset: 0, MaxBytes: 1 << 20})
+	require.Equal(t, int16(0), res.ErrorCode)
+	off, _, epoch, code := m.ListOffset(ctx, "topic", 0, 1, -1, 0)
+	assert.Equal(t, int16(0), code)
+	assert.Equal(t, int64(5), off)
+	assert.Equal(t, int32(1), epoch)
 }

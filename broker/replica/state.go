@@ -126,6 +126,13 @@ func NewLeaderState(leader int32, leaderEpoch, partitionEpoch int32, replicas, i
 	return s
 }
 
+// OffsetsAvailable reports whether the high watermark reached the offset
+// this leader's epoch started at. Until it does, offsets up to the epoch
+// start may have been committed and read under the previous leader, so
+// the latest offset is OFFSET_NOT_AVAILABLE rather than an offset below
+// one clients already saw (KIP-207, as Kafka's leader answers).
+func (s *State) OffsetsAvailable() bool { return s.HW >= s.EpochStartOffset }
+
 // EffectiveMinISR is min(min.insync.replicas, replication factor).
 func (s *State) EffectiveMinISR() int {
 	return min(max(s.MinInsyncReplicas, 1), len(s.Replicas))

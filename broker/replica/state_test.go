@@ -137,3 +137,13 @@ func TestStateExpandNeedsEpochStart(t *testing.T) {
 	assert.Equal(t, []int32{2}, s.CaughtUp())
 	assert.False(t, s.FollowerFetched(99, 50, 30), "fetches from non-replicas are ignored")
 }
+
+func TestStateOffsetsAvailable(t *testing.T) {
+	st := NewLeaderState(1, 1, 1, []int32{1, 2}, []int32{1, 2}, 1, 5, 2, 0)
+	assert.False(t, st.OffsetsAvailable(), "HW 2 below the epoch start 5")
+	st.Appended(7)
+	st.FollowerFetched(2, 5, 1)
+	assert.Equal(t, int64(5), st.HW)
+	assert.True(t, st.OffsetsAvailable(), "HW at the epoch start")
+	assert.True(t, NewLeaderState(1, 1, 1, []int32{1}, []int32{1}, 1, 5, 2, 0).OffsetsAvailable(), "a lone leader's HW is its log end")
+}
