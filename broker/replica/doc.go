@@ -29,7 +29,10 @@
 // its ApplyImage after the Manager's, and Stop it before the logs close.
 // An ISRLoop sends ISRChanges (shrink every replica.lag.time.max.ms/2,
 // expand as soon as a follower catches up) through an ISRSender to the
-// controller and installs what it commits (InstallISR). Dialer and
+// controller and installs what it commits (InstallISR). Until a change
+// settles, the high watermark counts the members it adds (the maximal ISR
+// of KIP-497: the controller may have committed it already) and the same
+// change is sent again. Dialer and
 // ISRSender are interfaces so tests can cut links and fake the controller.
 //
 // What it must never do: acknowledge an acks=all write before the high

@@ -515,9 +515,10 @@ type ISRChange struct {
 
 // ISRChanges returns, for every partition this broker leads, the ISR it
 // should have now: out-of-sync followers (no catch-up within
-// replica.lag.time.max.ms) removed, or caught-up replicas added. With a
-// single node every ISR is the leader alone and there is never a change;
-// issue 3's AlterPartition loop sends these to the controller.
+// replica.lag.time.max.ms) removed, or caught-up replicas added; while a
+// change is in flight (State.PendingISR), that change again. With a single
+// node every ISR is the leader alone and there is never a change; the
+// ISRLoop sends these to the controller.
 func (m *Manager) ISRChanges(nowMs int64) []ISRChange {
 	m.mu.RLock()
 	parts := make([]*partition, 0, len(m.parts))
@@ -531,7 +532,12 @@ func (m *Manager) ISRChanges(nowMs int64) []ISRChange {
 		p.mu.RLock()
 		p.stMu.Lock()
 		if p.state == OnlineReplica && p.st != nil {
-			isr := p.st.ShrinkISR(nowMs, m.cfg.ReplicaLagTimeMaxMs)
+			// An unsettled change is sent again as it was, and nothing
+			// else is proposed until it settles.
+			isr := p.st.PendingISR
+			if isr == nil {
+				isr = p.st.ShrinkISR(nowMs, m.cfg.ReplicaLagTimeMaxMs)
+			}
 			if isr == nil {
 				isr = p.st.ExpandISR()
 			}
