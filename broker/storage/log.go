@@ -295,7 +295,10 @@ func (l *Log) parseForAppend(records []byte, leader bool) ([]BatchHeader, error)
 // stamps leaderEpoch into every batch (and the append time for
 // LogAppendTime logs) and appends them. It modifies records in place.
 // A batch that repeats one of its producer's last five batches appends
-// nothing and returns the original offsets with Duplicate set.
+// nothing and returns the original offsets with Duplicate set; with
+// flush.messages set, only after an fsync made them durable (the original
+// append may have failed its fsync), and with the fsync's error if it
+// fails again.
 func (l *Log) AppendAsLeader(records []byte, leaderEpoch int32, nowMs int64) (AppendInfo, error) {
 	info, flush, err := l.appendAsLeader(records, leaderEpoch, nowMs)
 	if err != nil || !flush {
@@ -395,13 +398,17 @@ func (l *Log) appendAsLeader(records []byte, leaderEpoch int32, nowMs int64) (Ap
 			return AppendInfo{}, false, fmt.Errorf("append to %s: %w", l.tp, err)
 		}
 		if isDup {
+			// The original append may have been answered with a failed
+			// fsync: under flush.messages the retry is answered only once
+			// the log is durable up to the batch's end.
+			owed := flushEnabled(l.cfg.FlushIntervalMessages) && l.recoveryPoint <= dup.lastOffset
 			return AppendInfo{
 				FirstOffset:   dup.firstOffset,
 				LastOffset:    dup.lastOffset,
 				MaxTimestamp:  dup.timestamp,
 				LogAppendTime: -1,
 				Duplicate:     true,
-			}, false, nil
+			}, owed, nil
 		}
 		pa.record(h) // offsets fixed below, before commit
 	}
