@@ -167,12 +167,13 @@ func (l *ISRLoop) Check(ctx context.Context) {
 	}
 }
 
-// committedNothing reports whether the controller's refusal proves it
-// committed nothing of the change: it checked the change against the
-// partition epoch the change was made at (a moved epoch is
-// INVALID_UPDATE_VERSION, which the next image settles) and rejected it.
-// A lost answer, a timeout or NOT_CONTROLLER prove nothing: the change
-// stays pending and is sent again.
+// committedNothing reports whether the controller's refusal means it
+// rejected the change itself: an ineligible member or an invalid request.
+// Kafka's leader goes back to its committed ISR on these, and so does
+// this one. A moved partition epoch (INVALID_UPDATE_VERSION) is settled by
+// the image that carries it; a lost answer, a timeout or NOT_CONTROLLER
+// say nothing of what was committed: the change stays pending and is sent
+// again.
 func committedNothing(err error) bool {
 	return errors.Is(err, kerr.IneligibleReplica) || errors.Is(err, kerr.InvalidRequest)
 }
