@@ -314,12 +314,19 @@ func readAllFrom(t *testing.T, seeds []string, topic string) map[string]bool {
 		end, ok = ends.Lookup(topic, 0)
 		return ok && end.Err == nil
 	}, 30*time.Second, 20*time.Millisecond, "the end offset of %s-0", topic)
+	return readFirst(ctx, t, cl, topic, end.Offset)
+}
+
+// readFirst consumes topic partition 0 through cl from its start up to
+// offset end and returns the values read.
+func readFirst(ctx context.Context, t *testing.T, cl *kgo.Client, topic string, end int64) map[string]bool {
+	t.Helper()
 	cl.AddConsumePartitions(map[string]map[int32]kgo.Offset{topic: {0: kgo.NewOffset().AtStart()}})
 	out := map[string]bool{}
 	var n int64
-	for n < end.Offset {
+	for n < end {
 		fs := cl.PollFetches(ctx)
-		require.NoError(t, fs.Err0(), "after %d of %d records", n, end.Offset)
+		require.NoError(t, fs.Err0(), "after %d of %d records", n, end)
 		fs.EachRecord(func(r *kgo.Record) {
 			out[string(r.Value)] = true
 			n = r.Offset + 1

@@ -10,6 +10,7 @@ import (
 	"github.com/faultline/faultline/broker/metadata"
 	"github.com/faultline/faultline/broker/quorum"
 	"github.com/faultline/faultline/broker/quorum/raftq"
+	"github.com/faultline/faultline/broker/replica"
 	"github.com/faultline/faultline/broker/server"
 	"github.com/faultline/faultline/broker/storage"
 )
@@ -49,13 +50,13 @@ func isMetadataLog(topic string, partition int32) bool {
 
 // Produce implements server.Replicas: nobody produces to the controller
 // listener.
-func (r *metadataLogReplicas) Produce(context.Context, string, int32, []byte, int16) server.ProduceResult {
-	return server.ProduceResult{ErrorCode: kerr.NotLeaderForPartition.Code, BaseOffset: -1, LogAppendTime: -1, LogStartOffset: -1}
+func (r *metadataLogReplicas) Produce(context.Context, string, int32, []byte, int16) replica.ProduceResult {
+	return replica.ProduceResult{ErrorCode: kerr.NotLeaderForPartition.Code, BaseOffset: -1, LogAppendTime: -1, LogStartOffset: -1}
 }
 
 // Fetch implements server.Replicas: committed batches of the metadata log.
-func (r *metadataLogReplicas) Fetch(_ context.Context, topic string, partition int32, req server.FetchPartition) server.FetchResult {
-	res := server.FetchResult{HighWatermark: -1, LastStableOffset: -1, LogStartOffset: -1, PreferredReplica: -1}
+func (r *metadataLogReplicas) Fetch(_ context.Context, topic string, partition int32, req replica.FetchPartition) replica.FetchResult {
+	res := replica.FetchResult{HighWatermark: -1, LastStableOffset: -1, LogStartOffset: -1, PreferredReplica: -1}
 	if !isMetadataLog(topic, partition) {
 		res.ErrorCode = kerr.UnknownTopicOrPartition.Code
 		return res

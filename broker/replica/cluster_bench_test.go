@@ -1,4 +1,4 @@
-package replica
+package replica_test
 
 import (
 	"context"

@@ -1,7 +1,8 @@
-package replica
+package replica_test
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +12,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/faultline/faultline/broker/metadata"
+	"github.com/faultline/faultline/broker/replica"
+	"github.com/faultline/faultline/broker/storage"
 )
 
 // TestClusterAcksAllWaitsForFollowers: an acks=all write is acknowledged
@@ -66,17 +69,17 @@ func TestClusterLaggingFollowerLeavesISR(t *testing.T) {
 	assert.Equal(t, []int32{1, 2}, c.isr("orders"))
 	assert.Contains(t, c.proposals("orders"), []int32{1, 2})
 	assert.Equal(t, int64(1), c.leo(3, "orders"), "node 3 stopped advancing")
-	assert.Equal(t, 0.0, gauge(t, c.node(3).reg, "kafka_server_replica_fetcher_manager_max_lag"), "no answer, no known lag")
-	assert.Positive(t, counter(t, c.node(3).reg, "kafka_server_replica_fetcher_failed_requests_total"))
-	assert.Equal(t, 1.0, counter(t, c.node(1).reg, "kafka_server_replica_manager_isr_shrinks_total"))
-	assert.Equal(t, 1.0, gauge(t, c.node(1).reg, "kafka_server_replica_manager_under_replicated_partitions"))
+	assert.Equal(t, 0.0, replica.Gauge(t, c.node(3).reg, "kafka_server_replica_fetcher_manager_max_lag"), "no answer, no known lag")
+	assert.Positive(t, replica.Counter(t, c.node(3).reg, "kafka_server_replica_fetcher_failed_requests_total"))
+	assert.Equal(t, 1.0, replica.Counter(t, c.node(1).reg, "kafka_server_replica_manager_isr_shrinks_total"))
+	assert.Equal(t, 1.0, replica.Gauge(t, c.node(1).reg, "kafka_server_replica_manager_under_replicated_partitions"))
 
 	c.net.Heal(1, 3)
 	require.Eventually(t, func() bool { return len(c.isr("orders")) == 3 }, waitFor, tick)
 	assert.Equal(t, []int32{1, 2, 3}, c.isr("orders"))
 	assert.Equal(t, c.contents(1, "orders"), c.contents(3, "orders"))
-	assert.Equal(t, 1.0, counter(t, c.node(1).reg, "kafka_server_replica_manager_isr_expands_total"))
-	assert.Equal(t, 0.0, gauge(t, c.node(1).reg, "kafka_server_replica_manager_under_replicated_partitions"))
+	assert.Equal(t, 1.0, replica.Counter(t, c.node(1).reg, "kafka_server_replica_manager_isr_expands_total"))
+	assert.Equal(t, 0.0, replica.Gauge(t, c.node(1).reg, "kafka_server_replica_manager_under_replicated_partitions"))
 }
 
 // TestClusterNotEnoughReplicas: with min.insync.replicas=3 on three
@@ -158,7 +161,7 @@ func TestClusterReintegration(t *testing.T) {
 			}
 			n1 := c.node(1)
 			require.Eventually(t, func() bool { return c.leo(1, "orders") == 2001 }, waitFor, tick, "%s", n1.logs)
-			assert.Equal(t, OnlineFetchingReplica, n1.m.State("orders", 0))
+			assert.Equal(t, replica.OnlineFetchingReplica, n1.m.State("orders", 0))
 			assert.Contains(t, n1.logs.String(), "truncating from 1050 to 1009", "broker 1 cut its divergent tail at 1009")
 			want := c.contents(2, "orders")
 			assert.Equal(t, want, c.contents(1, "orders"))
@@ -258,7 +261,7 @@ func TestFetcherStaleLeaderRefusal(t *testing.T) {
 	next.Partition("orders", 0).LeaderEpoch++
 	c.node(2).pub.Publish(next)
 	require.Eventually(t, func() bool { return strings.Contains(c.node(2).logs.String(), "refused") }, waitFor, tick)
-	res := c.node(1).m.Produce(ctx, "orders", 0, batch("b"), 1)
+	res := c.node(1).m.Produce(ctx, "orders", 0, replica.Batch("b"), 1)
 	require.Equal(t, int16(0), res.ErrorCode)
 	c.elect("orders", 1, []int32{1, 2})
 	require.Eventually(t, func() bool { return c.leo(2, "orders") == 2 }, waitFor, tick)
@@ -304,4 +307,26 @@ func TestClusterISRChangeNeedsController(t *testing.T) {
 	})
 	c.node(1).isr.Check(ctx)
 	assert.Equal(t, []int32{1, 2, 3}, c.isr("orders"))
+}
+
+// TestClusterLeaderOfEmptyEpochRejoins: node 2 is elected for epoch 1 and
+// deposed before it appends anything, so its epoch cache ends with epoch 1
+// starting at its log end, an epoch the next leader (node 3, epoch 2)
+// never had. The divergence answer sends it to its own log end; it must
+// drop the empty epoch there, fetch on, and rejoin the ISR.
+func TestClusterLeaderOfEmptyEpochRejoins(t *testing.T) {
+	ctx := context.Background()
+	c := threeNodes(t, 60000)
+	c.createTopic("orders", []int32{1, 2, 3}, nil)
+	require.Equal(t, int16(0), c.produce(ctx, 1, "orders", -1, "a", "b").ErrorCode)
+
+	c.elect("orders", 2, []int32{1, 2, 3})
+	require.Eventually(t, func() bool { return c.node(2).m.State("orders", 0) == replica.OnlineReplica }, waitFor, tick)
+	require.Equal(t, []storage.EpochEntry{{Epoch: 0, StartOffset: 0}, {Epoch: 1, StartOffset: 2}}, c.partitionLog(2, "orders").EpochEntries())
+
+	c.elect("orders", 3, []int32{1, 3})
+	require.Equal(t, int16(0), c.produce(ctx, 3, "orders", -1, "c").ErrorCode)
+	require.Eventually(t, func() bool { return slices.Contains(c.isr("orders"), 2) }, waitFor, tick, "node 2 rejoins the ISR")
+	assert.Equal(t, map[int64]string{0: "a", 1: "b", 2: "c"}, c.contents(2, "orders"))
+	assert.Equal(t, []storage.EpochEntry{{Epoch: 0, StartOffset: 0}, {Epoch: 2, StartOffset: 2}}, c.partitionLog(2, "orders").EpochEntries())
 }

@@ -1,4 +1,4 @@
-package replica
+package replica_test
 
 import (
 	"bytes"
@@ -18,6 +18,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/faultline/faultline/broker/metadata"
+	"github.com/faultline/faultline/broker/replica"
 	"github.com/faultline/faultline/broker/server"
 	"github.com/faultline/faultline/broker/storage"
 )
@@ -74,10 +75,10 @@ var errLinkCut = errors.New("link cut by the test")
 type faultDialer struct {
 	net   *faultNet
 	from  int32
-	inner Dialer
+	inner replica.Dialer
 }
 
-func (d faultDialer) Dial(ctx context.Context, id int32, addr string) (BrokerClient, error) {
+func (d faultDialer) Dial(ctx context.Context, id int32, addr string) (replica.BrokerClient, error) {
 	if cut, _ := d.net.link(d.from, id); cut {
 		return nil, errLinkCut
 	}
@@ -91,7 +92,7 @@ func (d faultDialer) Dial(ctx context.Context, id int32, addr string) (BrokerCli
 type faultClient struct {
 	net      *faultNet
 	from, to int32
-	inner    BrokerClient
+	inner    replica.BrokerClient
 }
 
 func (c *faultClient) Request(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
@@ -141,12 +142,12 @@ type testNode struct {
 	id      int32
 	dir     string
 	lm      *storage.LogManager
-	m       *Manager
+	m       *replica.Manager
 	pub     *metadata.Publisher
 	srv     *server.Server
 	port    int
-	fetcher *Fetcher
-	isr     *ISRLoop
+	fetcher *replica.Fetcher
+	isr     *replica.ISRLoop
 	reg     *prometheus.Registry
 	logs    *syncBuffer
 	unsub   []func()
@@ -161,7 +162,7 @@ type testCluster struct {
 	mu     sync.Mutex
 	img    *metadata.Image
 	nodes  map[int32]*testNode
-	alters []ISRChange // AlterPartition proposals received, in order
+	alters []replica.ISRChange // AlterPartition proposals received, in order
 	epochs map[int32]int64
 }
 
@@ -252,9 +253,9 @@ type clusterSender struct {
 
 // AlterPartition applies Kafka's checks (KAFKA-INTERNALS §3) and
 // publishes the new ISR with a bumped partition epoch.
-func (s clusterSender) AlterPartition(_ context.Context, ch ISRChange) (ISRResult, error) {
+func (s clusterSender) AlterPartition(_ context.Context, ch replica.ISRChange) (replica.ISRResult, error) {
 	if cut, _ := s.c.net.link(s.from, 0); cut {
-		return ISRResult{}, errLinkCut
+		return replica.ISRResult{}, errLinkCut
 	}
 	s.c.mu.Lock()
 	defer s.c.mu.Unlock()
@@ -262,18 +263,18 @@ func (s clusterSender) AlterPartition(_ context.Context, ch ISRChange) (ISRResul
 	p := s.c.img.Partition(ch.TopicPartition.Topic, ch.TopicPartition.Partition)
 	switch {
 	case p == nil:
-		return ISRResult{}, kerr.UnknownTopicOrPartition
+		return replica.ISRResult{}, kerr.UnknownTopicOrPartition
 	case p.Leader != s.from || ch.LeaderEpoch < p.LeaderEpoch:
-		return ISRResult{}, kerr.FencedLeaderEpoch
+		return replica.ISRResult{}, kerr.FencedLeaderEpoch
 	case ch.PartitionEpoch != p.PartitionEpoch:
-		return ISRResult{}, kerr.InvalidUpdateVersion
+		return replica.ISRResult{}, kerr.InvalidUpdateVersion
 	}
-	var res ISRResult
+	var res replica.ISRResult
 	s.c.updateLocked(func(im *metadata.Image) {
 		np := im.Partition(ch.TopicPartition.Topic, ch.TopicPartition.Partition)
 		np.ISR = slices.Clone(ch.NewISR)
 		np.PartitionEpoch++
-		res = ISRResult{LeaderEpoch: np.LeaderEpoch, PartitionEpoch: np.PartitionEpoch, ISR: slices.Clone(np.ISR)}
+		res = replica.ISRResult{LeaderEpoch: np.LeaderEpoch, PartitionEpoch: np.PartitionEpoch, ISR: slices.Clone(np.ISR)}
 	})
 	return res, nil
 }
@@ -303,16 +304,16 @@ func (c *testCluster) start(id int32, dir string) *testNode {
 	_, err = lm.Load()
 	require.NoError(t, err)
 	reg := prometheus.NewRegistry()
-	m, err := New(Config{NodeID: id, Logs: lm, TopicSettings: settingsFromConfigs, ReplicaLagTimeMaxMs: c.lagMs, Registerer: reg, Logger: logger})
+	m, err := replica.New(replica.Config{NodeID: id, Logs: lm, TopicSettings: replica.SettingsFromConfigs, ReplicaLagTimeMaxMs: c.lagMs, Registerer: reg, Logger: logger})
 	require.NoError(t, err)
 	pub := metadata.NewPublisher(metadata.NewImage("cluster"))
 	srv, err := server.New(server.Options{}, server.Backend{NodeID: id, ClusterID: "cluster", Metadata: pub, Replicas: m}, logger, nil)
 	require.NoError(t, err)
 	addrs, err := srv.ListenAndServe("127.0.0.1:0")
 	require.NoError(t, err)
-	f, err := NewFetcher(FetcherConfig{Manager: m, Dialer: faultDialer{net: c.net, from: id, inner: KgoDialer{}}, MaxWaitMs: 100, BackoffMs: 50, Registerer: reg, Logger: logger})
+	f, err := replica.NewFetcher(replica.FetcherConfig{Manager: m, Dialer: faultDialer{net: c.net, from: id, inner: replica.KgoDialer{}}, MaxWaitMs: 100, BackoffMs: 50, Registerer: reg, Logger: logger})
 	require.NoError(t, err)
-	isr, err := NewISRLoop(ISRLoopConfig{Manager: m, Sender: clusterSender{c: c, from: id}, Logger: logger})
+	isr, err := replica.NewISRLoop(replica.ISRLoopConfig{Manager: m, Sender: clusterSender{c: c, from: id}, Logger: logger})
 	require.NoError(t, err)
 	n := &testNode{id: id, dir: dir, lm: lm, m: m, pub: pub, srv: srv, port: addrs[0].(*net.TCPAddr).Port, fetcher: f, isr: isr, reg: reg, logs: logs}
 	n.unsub = append(n.unsub, pub.Subscribe(m.ApplyImage), pub.Subscribe(f.ApplyImage))
@@ -404,8 +405,8 @@ func (c *testCluster) contents(id int32, topic string) map[int64]string {
 }
 
 // produce appends values to topic-0 on node id.
-func (c *testCluster) produce(ctx context.Context, id int32, topic string, acks int16, vs ...string) server.ProduceResult {
-	return c.node(id).m.Produce(ctx, topic, 0, batch(vs...), acks)
+func (c *testCluster) produce(ctx context.Context, id int32, topic string, acks int16, vs ...string) replica.ProduceResult {
+	return c.node(id).m.Produce(ctx, topic, 0, replica.Batch(vs...), acks)
 }
 
 // seq is n values prefix-0 ... prefix-(n-1).
@@ -418,8 +419,8 @@ func seq(prefix string, from, n int) []string {
 }
 
 const (
-	waitFor = 10 * time.Second
-	tick    = 5 * time.Millisecond
+	waitFor = replica.WaitFor
+	tick    = replica.Tick
 )
 
 func threeNodes(t *testing.T, lagMs int64) *testCluster {

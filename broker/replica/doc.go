@@ -8,6 +8,14 @@
 // server.Replicas. The group coordinator writes through AppendInternal and
 // reads back with ReadCommitted.
 //
+// The Manager speaks its own types, not the wire's: FetchPartition in and
+// FetchResult out for a fetch it answers as leader, ProduceResult for a
+// produce, LeaderData for what its follower fetches brought back. The
+// server decodes and encodes them; this package never imports
+// broker/server (TestDecisionsDoNotImportServer), and its in-process
+// cluster tests, which put a real server in front of every Manager, are
+// in package replica_test.
+//
 // The replication rules live in pure code: State (leader side: appends and
 // follower fetches go in, high-watermark moves and ISR shrink/expand
 // proposals come out) and FollowerTruncation (follower side: where to cut a
@@ -21,7 +29,10 @@
 // its ApplyImage after the Manager's, and Stop it before the logs close.
 // An ISRLoop sends ISRChanges (shrink every replica.lag.time.max.ms/2,
 // expand as soon as a follower catches up) through an ISRSender to the
-// controller and installs what it commits (InstallISR). Dialer and
+// controller and installs what it commits (InstallISR). Until a change
+// settles, the high watermark counts the members it adds (the maximal ISR
+// of KIP-497: the controller may have committed it already) and the same
+// change is sent again. Dialer and
 // ISRSender are interfaces so tests can cut links and fake the controller.
 //
 // What it must never do: acknowledge an acks=all write before the high

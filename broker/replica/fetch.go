@@ -7,18 +7,17 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
-	"github.com/faultline/faultline/broker/server"
 	"github.com/faultline/faultline/broker/storage"
 )
 
-// Fetch implements server.Replicas. Consumers read up to the high
+// Fetch decides one partition of a Fetch. Consumers read up to the high
 // watermark, replicas (ReplicaID >= 0) up to the log end. A stale
 // CurrentLeaderEpoch gets FENCED_LEADER_EPOCH, a newer one
 // UNKNOWN_LEADER_EPOCH. With LastFetchedEpoch set, a fetch whose epoch
 // ended before the fetch offset (or is unknown here) gets no records and a
 // DivergingEpoch telling the fetcher where to truncate (KAFKA-INTERNALS §3).
-func (m *Manager) Fetch(_ context.Context, topic string, partition int32, req server.FetchPartition) server.FetchResult {
-	res := server.FetchResult{HighWatermark: -1, LastStableOffset: -1, LogStartOffset: -1, PreferredReplica: -1}
+func (m *Manager) Fetch(_ context.Context, topic string, partition int32, req FetchPartition) FetchResult {
+	res := FetchResult{HighWatermark: -1, LastStableOffset: -1, LogStartOffset: -1, PreferredReplica: -1}
 	p := m.get(topic, partition)
 	if p == nil {
 		res.ErrorCode = m.unknownOrNotLeader(topic, partition)
@@ -49,7 +48,7 @@ func (m *Manager) Fetch(_ context.Context, topic string, partition int32, req se
 		epoch, end := p.log.EndOffsetForEpoch(req.LastFetchedEpoch)
 		if epoch < req.LastFetchedEpoch || end < req.FetchOffset {
 			fill()
-			res.DivergingEpoch = &server.DivergingEpoch{Epoch: epoch, EndOffset: end}
+			res.DivergingEpoch = &DivergingEpoch{Epoch: epoch, EndOffset: end}
 			return res
 		}
 	}
@@ -85,11 +84,15 @@ func (m *Manager) Fetch(_ context.Context, topic string, partition int32, req se
 	return res
 }
 
-// ListOffset implements server.Replicas: -2 is the log start offset, -1 the
-// high watermark (the LSO is the same: there are no transactions), -3 the
-// offset of the record with the largest timestamp below the high
-// watermark, any other timestamp the first offset whose record's timestamp
-// is at least it (offset -1 when none is below the high watermark).
+// ListOffset answers ListOffsets for one partition: -2 is the log start
+// offset, -1 the high watermark (the LSO is the same: there are no
+// transactions), -3 the offset of the record with the largest timestamp
+// below the high watermark, any other timestamp the first offset whose
+// record's timestamp is at least it (offset -1 when none is below the high
+// watermark). While the high watermark of a new leader is below its
+// epoch's start offset (State.OffsetsAvailable) the latest offset, and a
+// timestamp with no answer below the high watermark, are
+// OFFSET_NOT_AVAILABLE.
 func (m *Manager) ListOffset(_ context.Context, topic string, partition int32, currentLeaderEpoch int32, timestamp int64, _ int8) (int64, int64, int32, int16) {
 	p := m.get(topic, partition)
 	if p == nil {
@@ -104,12 +107,21 @@ func (m *Manager) ListOffset(_ context.Context, topic string, partition int32, c
 		return -1, -1, -1, code
 	}
 	hw := p.log.HighWatermark()
+	p.stMu.Lock()
+	notFound := int16(0)
+	if p.st != nil && !p.st.OffsetsAvailable() {
+		notFound = kerr.OffsetNotAvailable.Code
+	}
+	p.stMu.Unlock()
 	entries := p.log.EpochEntries()
 	switch timestamp {
 	case -2:
 		start := p.log.LogStartOffset()
 		return start, -1, epochAt(entries, start), 0
 	case -1:
+		if notFound != 0 {
+			return -1, -1, -1, notFound
+		}
 		// Kafka answers the latest offset with the current leader epoch.
 		return hw, -1, p.leaderEpoch, 0
 	case -3:
@@ -118,7 +130,7 @@ func (m *Manager) ListOffset(_ context.Context, topic string, partition int32, c
 			return -1, -1, -1, errorCode(err)
 		}
 		if off < 0 {
-			return -1, -1, -1, 0
+			return -1, -1, -1, notFound
 		}
 		return off, ts, epochAt(entries, off), 0
 	}
@@ -130,7 +142,7 @@ func (m *Manager) ListOffset(_ context.Context, topic string, partition int32, c
 		return -1, -1, -1, errorCode(err)
 	}
 	if !ok || off >= hw {
-		return -1, -1, -1, 0
+		return -1, -1, -1, notFound
 	}
 	return off, ts, epoch, 0
 }
@@ -202,7 +214,7 @@ func epochAt(entries []storage.EpochEntry, offset int64) int32 {
 	return epoch
 }
 
-// OffsetForLeaderEpoch implements server.Replicas: the largest epoch at or
+// OffsetForLeaderEpoch answers OffsetForLeaderEpoch: the largest epoch at or
 // below leaderEpoch and the offset where it ended on this leader
 // (KAFKA-INTERNALS §3, endOffsetFor).
 func (m *Manager) OffsetForLeaderEpoch(_ context.Context, topic string, partition int32, currentLeaderEpoch, leaderEpoch int32) (int32, int64, int16) {

@@ -17,7 +17,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/faultline/faultline/broker/metadata"
-	"github.com/faultline/faultline/broker/server"
 	"github.com/faultline/faultline/broker/storage"
 )
 
@@ -531,16 +530,14 @@ func (s *source) apply(resp *kmsg.FetchResponse, inflight map[string]map[int32]s
 			if !ok {
 				continue
 			}
-			res := server.FetchResult{
-				ErrorCode:        rp.ErrorCode,
-				HighWatermark:    rp.HighWatermark,
-				LastStableOffset: rp.LastStableOffset,
-				LogStartOffset:   rp.LogStartOffset,
-				Records:          rp.RecordBatches,
-				PreferredReplica: -1,
+			res := LeaderData{
+				ErrorCode:      rp.ErrorCode,
+				HighWatermark:  rp.HighWatermark,
+				LogStartOffset: rp.LogStartOffset,
+				Records:        rp.RecordBatches,
 			}
 			if rp.DivergingEpoch.Epoch >= 0 || rp.DivergingEpoch.EndOffset >= 0 {
-				res.DivergingEpoch = &server.DivergingEpoch{Epoch: rp.DivergingEpoch.Epoch, EndOffset: rp.DivergingEpoch.EndOffset}
+				res.DivergingEpoch = &DivergingEpoch{Epoch: rp.DivergingEpoch.Epoch, EndOffset: rp.DivergingEpoch.EndOffset}
 			}
 			err := s.f.m.ApplyFetchResponse(snt.tp.Topic, snt.tp.Partition, snt.leaderEpoch, res)
 			switch {

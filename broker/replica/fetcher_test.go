@@ -3,6 +3,8 @@ package replica
 import (
 	"context"
 	"errors"
+	"math"
+	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -11,7 +13,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/faultline/faultline/broker/metadata"
-	"github.com/faultline/faultline/broker/server"
 	"github.com/faultline/faultline/broker/storage"
 )
 
@@ -24,6 +25,12 @@ func followerOf(tb testing.TB) (*Manager, *storage.Log) {
 	_, err = lm.Load()
 	require.NoError(tb, err)
 	tb.Cleanup(func() { require.NoError(tb, lm.Shutdown(0)) })
+	return followerOn(tb, lm)
+}
+
+// followerOn is followerOf on a loaded LogManager the caller owns.
+func followerOn(tb testing.TB, lm *storage.LogManager) (*Manager, *storage.Log) {
+	tb.Helper()
 	m, err := New(Config{NodeID: 2, Logs: lm})
 	require.NoError(tb, err)
 	im := metadata.NewImage("cluster")
@@ -46,9 +53,9 @@ func FuzzApplyFetchResponse(f *testing.F) {
 	f.Add([]byte{0, 0, 0, 0, 0, 0, 0, 9, 0, 0, 0, 1}, int64(99), int32(-1), int64(-1), int16(0), int64(0))
 	m, l := followerOf(f)
 	f.Fuzz(func(t *testing.T, records []byte, hw int64, divEpoch int32, divEnd int64, code int16, logStart int64) {
-		res := server.FetchResult{ErrorCode: code, HighWatermark: hw, LastStableOffset: hw, LogStartOffset: logStart, Records: append([]byte(nil), records...), PreferredReplica: -1}
+		res := LeaderData{ErrorCode: code, HighWatermark: hw, LogStartOffset: logStart, Records: append([]byte(nil), records...)}
 		if divEpoch >= 0 || divEnd >= 0 {
-			res.DivergingEpoch = &server.DivergingEpoch{Epoch: divEpoch, EndOffset: divEnd}
+			res.DivergingEpoch = &DivergingEpoch{Epoch: divEpoch, EndOffset: divEnd}
 		}
 		_ = m.ApplyFetchResponse("topic", 0, 0, res)
 		start, end, h := l.LogStartOffset(), l.LogEndOffset(), l.HighWatermark()
@@ -164,4 +171,75 @@ func TestFetcherMaxLag(t *testing.T) {
 	assert.Equal(t, int64(0), f.MaxLag())
 	f.ApplyImage(nil, m.image.Load())
 	require.Eventually(t, func() bool { return f.MaxLag() == 10 }, waitFor, tick)
+}
+
+// TestFollowerTruncationCheckpointsRecoveryPoint: right after a follower
+// truncates its divergent tail, recovery-point-offset-checkpoint holds no
+// offset above the new log end, so a crash then cannot skip the recovery
+// of what the follower appends next.
+func TestFollowerTruncationCheckpointsRecoveryPoint(t *testing.T) {
+	lm, err := storage.NewLogManager(storage.OS, []string{t.TempDir()}, storage.ManagerOptions{})
+	require.NoError(t, err)
+	_, err = lm.Load()
+	require.NoError(t, err)
+	defer func() { require.NoError(t, lm.Shutdown(0)) }()
+	m, l := followerOn(t, lm)
+	for off := int64(0); off < 10; off++ {
+		records := storage.BuildBatch(values("v"), storage.BatchOptions{BaseOffset: off})
+		require.NoError(t, m.ApplyFetchResponse("topic", 0, 0, LeaderData{HighWatermark: off, Records: records}))
+	}
+	require.NoError(t, l.Flush())
+	require.NoError(t, lm.CheckpointRecoveryPoints())
+	checkpointed := func() int64 {
+		cp, err := storage.ReadOffsetCheckpoint(storage.OS, filepath.Join(filepath.Dir(l.Dir()), storage.RecoveryPointCheckpointFile))
+		require.NoError(t, err)
+		return cp[storage.TopicPartition{Topic: "topic", Partition: 0}]
+	}
+	require.Equal(t, int64(10), checkpointed())
+
+	require.NoError(t, m.ApplyFetchResponse("topic", 0, 0, LeaderData{HighWatermark: 4, DivergingEpoch: &DivergingEpoch{Epoch: 0, EndOffset: 4}}))
+	require.Equal(t, int64(4), l.LogEndOffset())
+	assert.LessOrEqual(t, checkpointed(), int64(4))
+}
+
+// TestListOffsetsOfNewLeaderBelowEpochStart: a follower that held offsets
+// 0..4 but knew the high watermark only up to 2 becomes leader at epoch 1.
+// Until its high watermark reaches the epoch's start (5), the latest
+// offset is OFFSET_NOT_AVAILABLE (KIP-207): offsets up to 5 may have been
+// committed and read under the old leader, and an answer of 2 would move
+// a consumer backwards. The earliest offset is answered as always.
+func TestListOffsetsOfNewLeaderBelowEpochStart(t *testing.T) {
+	ctx := context.Background()
+	m, l := followerOf(t)
+	records := storage.BuildBatch(values("a", "b", "c", "d", "e"), storage.BatchOptions{})
+	require.NoError(t, m.ApplyFetchResponse("topic", 0, 0, LeaderData{HighWatermark: 2, Records: records}))
+	require.Equal(t, int64(2), l.HighWatermark())
+
+	next := metadata.NewImage("cluster")
+	next.Brokers[1] = metadata.Broker{ID: 1, Host: "127.0.0.1", Port: 1}
+	tp := &metadata.Topic{Name: "topic", ID: metadata.Uuid{1}, Partitions: []metadata.Partition{{Partition: 0, Replicas: []int32{1, 2}, ISR: []int32{1, 2}, Leader: 2, LeaderEpoch: 1, PartitionEpoch: 1}}}
+	next.Topics["topic"], next.TopicsByID[tp.ID] = tp, tp
+	m.ApplyImage(nil, next)
+	require.Equal(t, OnlineReplica, m.State("topic", 0))
+	require.Equal(t, int64(2), m.HighWatermark("topic", 0))
+
+	_, _, _, code := m.ListOffset(ctx, "topic", 0, 1, -1, 0)
+	assert.Equal(t, kerr.OffsetNotAvailable.Code, code, "latest")
+	_, _, _, code = m.ListOffset(ctx, "topic", 0, 1, math.MaxInt64, 0)
+	assert.Equal(t, kerr.OffsetNotAvailable.Code, code, "a timestamp no record below the high watermark reaches")
+	off, _, _, code := m.ListOffset(ctx, "topic", 0, 1, -3, 0)
+	assert.Equal(t, int16(0), code, "max timestamp, found below the high watermark")
+	assert.Less(t, off, int64(2))
+	off, _, _, code = m.ListOffset(ctx, "topic", 0, 1, -2, 0)
+	assert.Equal(t, int16(0), code, "earliest")
+	assert.Equal(t, int64(0), off)
+
+	// Follower 1 fetches from 5: the high watermark reaches the epoch
+	// start and the latest offset is answered again.
+	res := m.Fetch(ctx, "topic", 0, FetchPartition{ReplicaID: 1, ReplicaEpoch: -1, CurrentLeaderEpoch: 1, FetchOffset: 5, LastFetchedEpoch: 0, LogStartOffset: 0, MaxBytes: 1 << 20})
+	require.Equal(t, int16(0), res.ErrorCode)
+	off, _, epoch, code := m.ListOffset(ctx, "topic", 0, 1, -1, 0)
+	assert.Equal(t, int16(0), code)
+	assert.Equal(t, int64(5), off)
+	assert.Equal(t, int32(1), epoch)
 }

@@ -6,7 +6,6 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
-	"github.com/faultline/faultline/broker/server"
 	"github.com/faultline/faultline/broker/storage"
 )
 
@@ -52,13 +51,14 @@ func (m *Manager) FollowerPosition(topic string, partition int32) (FetchPosition
 // ApplyFetchResponse applies the leader's answer to a follower fetch made
 // at leaderEpoch: a DivergingEpoch truncates the divergent tail
 // (TruncatingLog, then OnlineFetchingReplica; the next fetch continues from
-// the new end), records are appended with the leader's offsets and epochs,
+// the new end; the log store checkpoints the recovery point before the
+// records after the cut arrive), records are appended with the leader's offsets and epochs,
 // and the high watermark follows the leader's, clamped to this log. An
 // OFFSET_OUT_OF_RANGE below the leader's log start (an empty replacement
 // disk, or a log far behind retention) restarts the log at the leader's log
 // start. Other error codes are returned as kerr errors for the fetcher to
 // back off on; a response for an older leader epoch gives ErrNotFollower.
-func (m *Manager) ApplyFetchResponse(topic string, partition int32, leaderEpoch int32, res server.FetchResult) error {
+func (m *Manager) ApplyFetchResponse(topic string, partition int32, leaderEpoch int32, res LeaderData) error {
 	p := m.get(topic, partition)
 	if p == nil {
 		return fmt.Errorf("apply fetch of %s-%d: %w", topic, partition, ErrNotFollower)
@@ -72,7 +72,7 @@ func (m *Manager) ApplyFetchResponse(topic string, partition int32, leaderEpoch 
 	switch {
 	case res.ErrorCode == kerr.OffsetOutOfRange.Code && res.LogStartOffset > leo:
 		m.logger.Info(fmt.Sprintf("Partition %s: log end %d is below the leader's log start %d; restarting the log there", p.tp, leo, res.LogStartOffset))
-		if err := p.log.TruncateFullyAndStartAt(res.LogStartOffset); err != nil {
+		if err := m.cfg.Logs.TruncateFullyAndStartAt(p.tp, res.LogStartOffset); err != nil {
 			return fmt.Errorf("apply fetch of %s: %w", p.tp, err)
 		}
 		return nil
@@ -83,7 +83,7 @@ func (m *Manager) ApplyFetchResponse(topic string, partition int32, leaderEpoch 
 		t := FollowerTruncation(p.log.EpochEntries(), leo, p.log.HighWatermark(), res.DivergingEpoch.Epoch, res.DivergingEpoch.EndOffset)
 		m.logger.Info(fmt.Sprintf("Partition %s: log diverged from leader %d after epoch %d ending at %d; truncating from %d to %d",
 			p.tp, p.leader, res.DivergingEpoch.Epoch, res.DivergingEpoch.EndOffset, leo, t.Offset))
-		if err := p.log.TruncateTo(t.Offset); err != nil {
+		if err := m.cfg.Logs.TruncateTo(p.tp, t.Offset); err != nil {
 			return fmt.Errorf("truncate %s to %d: %w", p.tp, t.Offset, err)
 		}
 		m.transition(p, OnlineFetchingReplica)
@@ -94,7 +94,7 @@ func (m *Manager) ApplyFetchResponse(topic string, partition int32, leaderEpoch 
 		// restarted at the leader's log start) restarts at the batch's base
 		// offset instead, as Kafka's follower does.
 		if h, err := storage.ParseBatchHeader(res.Records); err == nil && h.BaseOffset < leo && p.log.LogStartOffset() == leo {
-			if err := p.log.TruncateFullyAndStartAt(h.BaseOffset); err != nil {
+			if err := m.cfg.Logs.TruncateFullyAndStartAt(p.tp, h.BaseOffset); err != nil {
 				return fmt.Errorf("apply fetch of %s: %w", p.tp, err)
 			}
 		}

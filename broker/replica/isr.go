@@ -9,6 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
+
 	"github.com/faultline/faultline/broker/metadata"
 	"github.com/faultline/faultline/broker/storage"
 )
@@ -131,11 +133,19 @@ func (l *ISRLoop) Check(ctx context.Context) {
 		if ctx.Err() != nil {
 			return
 		}
-		if ch = eligibleOnly(ch, im, l.m.isr(ch.TopicPartition)); ch.NewISR == nil {
-			continue
+		// A change already in flight is sent again as it was: the
+		// controller may have committed it.
+		retry := slices.Equal(ch.NewISR, l.m.pendingISR(ch))
+		if !retry {
+			if ch = eligibleOnly(ch, im, l.m.isr(ch.TopicPartition)); ch.NewISR == nil {
+				continue
+			}
 		}
 		if f, ok := l.failed[ch.TopicPartition]; ok && f.partitionEpoch == ch.PartitionEpoch && f.leaderEpoch == ch.LeaderEpoch &&
 			slices.Equal(f.isr, ch.NewISR) && now.Before(f.retryAt) {
+			continue
+		}
+		if !retry && !l.m.propose(ch) {
 			continue
 		}
 		l.logger.Info(fmt.Sprintf("[Partition %s broker=%d] Proposing ISR %v at leader epoch %d, partition epoch %d",
@@ -147,11 +157,84 @@ func (l *ISRLoop) Check(ctx context.Context) {
 			l.logger.Warn(fmt.Sprintf("[Partition %s broker=%d] Failed to alter ISR to %v", ch.TopicPartition, l.m.cfg.NodeID, ch.NewISR), "err", err)
 			l.failed[ch.TopicPartition] = failedChange{partitionEpoch: ch.PartitionEpoch, leaderEpoch: ch.LeaderEpoch, isr: ch.NewISR,
 				retryAt: now.Add(time.Duration(l.cfg.RetryMs) * time.Millisecond)}
+			if committedNothing(err) {
+				l.m.refused(ch)
+			}
 			continue
 		}
 		delete(l.failed, ch.TopicPartition)
 		l.m.InstallISR(ch.TopicPartition.Topic, ch.TopicPartition.Partition, res)
 	}
+}
+
+// committedNothing reports whether the controller's refusal means it
+// rejected the change itself: an ineligible member or an invalid request.
+// Kafka's leader goes back to its committed ISR on these, and so does
+// this one. A moved partition epoch (INVALID_UPDATE_VERSION) is settled by
+// the image that carries it; a lost answer, a timeout or NOT_CONTROLLER
+// say nothing of what was committed: the change stays pending and is sent
+// again.
+func committedNothing(err error) bool {
+	return errors.Is(err, kerr.IneligibleReplica) || errors.Is(err, kerr.InvalidRequest)
+}
+
+// pendingISR is the unsettled ISR change of the partition ch is about, nil
+// when there is none at ch's epochs.
+func (m *Manager) pendingISR(ch ISRChange) []int32 {
+	var out []int32
+	m.withLeaderState(ch, func(st *State) bool {
+		out = slices.Clone(st.PendingISR)
+		return false
+	})
+	return out
+}
+
+// propose records ch as in flight (State.Propose) and reports whether the
+// partition is still led by this broker at ch's epochs.
+func (m *Manager) propose(ch ISRChange) bool {
+	return m.withLeaderState(ch, func(st *State) bool {
+		st.Propose(ch.NewISR)
+		return false
+	})
+}
+
+// refused settles ch after a refusal that committed nothing.
+func (m *Manager) refused(ch ISRChange) {
+	m.withLeaderState(ch, func(st *State) bool {
+		if !slices.Equal(st.PendingISR, ch.NewISR) {
+			return false
+		}
+		return st.ProposalRefused()
+	})
+}
+
+// withLeaderState calls fn with the leader state of ch's partition if this
+// broker still leads it at ch's leader and partition epochs, and publishes
+// the high watermark when fn reports that it moved. It reports whether fn
+// was called.
+func (m *Manager) withLeaderState(ch ISRChange, fn func(st *State) (hwMoved bool)) bool {
+	p := m.get(ch.TopicPartition.Topic, ch.TopicPartition.Partition)
+	if p == nil {
+		return false
+	}
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	if p.state != OnlineReplica {
+		return false
+	}
+	p.stMu.Lock()
+	st := p.st
+	if st == nil || st.LeaderEpoch != ch.LeaderEpoch || st.PartitionEpoch != ch.PartitionEpoch {
+		p.stMu.Unlock()
+		return false
+	}
+	moved := fn(st)
+	p.stMu.Unlock()
+	if moved {
+		p.publishHW()
+		m.signalChanged()
+	}
+	return true
 }
 
 // InstallISR installs an ISR the controller committed for a partition this

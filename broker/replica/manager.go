@@ -31,6 +31,11 @@ type LogStore interface {
 	GetLog(tp storage.TopicPartition) (*storage.Log, bool)
 	DeleteLog(tp storage.TopicPartition) error
 	Logs() map[storage.TopicPartition]*storage.Log
+	// TruncateTo and TruncateFullyAndStartAt cut a follower's log and
+	// checkpoint its recovery point before they return, so that a crash
+	// right after cannot recover from a point above the new log end.
+	TruncateTo(tp storage.TopicPartition, offset int64) error
+	TruncateFullyAndStartAt(tp storage.TopicPartition, offset int64) error
 }
 
 // Config configures a Manager.
@@ -51,7 +56,8 @@ type Config struct {
 
 // Manager holds the partitions of this broker. It follows the metadata image
 // (ApplyImage): a partition whose replicas include this node gets a log, and
-// the role the image gives it. It implements server.Replicas.
+// the role the image gives it. The server answers Produce, Fetch,
+// ListOffsets and OffsetForLeaderEpoch through it (server.Replicas).
 type Manager struct {
 	cfg    Config
 	logger *slog.Logger
@@ -183,7 +189,7 @@ func (p *partition) underReplicated() bool {
 	return p.st != nil && p.st.UnderReplicated()
 }
 
-// Changed implements server.Replicas: the channel is closed the next time a
+// Changed returns a channel that is closed the next time a
 // log end offset or high watermark of any partition grows.
 func (m *Manager) Changed() <-chan struct{} {
 	m.changedMu.Lock()
@@ -509,9 +515,10 @@ type ISRChange struct {
 
 // ISRChanges returns, for every partition this broker leads, the ISR it
 // should have now: out-of-sync followers (no catch-up within
-// replica.lag.time.max.ms) removed, or caught-up replicas added. With a
-// single node every ISR is the leader alone and there is never a change;
-// issue 3's AlterPartition loop sends these to the controller.
+// replica.lag.time.max.ms) removed, or caught-up replicas added; while a
+// change is in flight (State.PendingISR), that change again. With a single
+// node every ISR is the leader alone and there is never a change; the
+// ISRLoop sends these to the controller.
 func (m *Manager) ISRChanges(nowMs int64) []ISRChange {
 	m.mu.RLock()
 	parts := make([]*partition, 0, len(m.parts))
@@ -525,7 +532,12 @@ func (m *Manager) ISRChanges(nowMs int64) []ISRChange {
 		p.mu.RLock()
 		p.stMu.Lock()
 		if p.state == OnlineReplica && p.st != nil {
-			isr := p.st.ShrinkISR(nowMs, m.cfg.ReplicaLagTimeMaxMs)
+			// An unsettled change is sent again as it was, and nothing
+			// else is proposed until it settles.
+			isr := p.st.PendingISR
+			if isr == nil {
+				isr = p.st.ShrinkISR(nowMs, m.cfg.ReplicaLagTimeMaxMs)
+			}
 			if isr == nil {
 				isr = p.st.ExpandISR()
 			}

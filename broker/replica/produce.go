@@ -6,23 +6,21 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
-	"github.com/faultline/faultline/broker/server"
 	"github.com/faultline/faultline/broker/storage"
 )
 
-// Produce implements server.Replicas: it appends a client's batches to a
-// partition this broker leads with the leader epoch stamped in, and answers
-// per acks: 0 and 1 after the local append, -1 once the high watermark
-// passes the last appended offset. acks=-1 with the ISR below
+// Produce appends a client's batches to a partition this broker leads with
+// the leader epoch stamped in, and answers per acks: 0 and 1 after the
+// local append, -1 once the high watermark passes the last appended offset.
+// acks is one of 0, 1, -1: it is a property of the whole Produce request,
+// so the server rejects any other value (INVALID_REQUIRED_ACKS on every
+// partition) while decoding it, before any partition is touched, and the
+// broker's own writes (AppendInternal) use -1. acks=-1 with the ISR below
 // min.insync.replicas fails with NOT_ENOUGH_REPLICAS before anything is
 // written. A batch the log recognizes as a retry of one of its producer's
 // last five batches is answered with the original offsets.
-func (m *Manager) Produce(ctx context.Context, topic string, partition int32, records []byte, acks int16) server.ProduceResult {
-	res := server.ProduceResult{BaseOffset: -1, LogAppendTime: -1, LogStartOffset: -1}
-	if acks != 0 && acks != 1 && acks != -1 {
-		res.ErrorCode = kerr.InvalidRequiredAcks.Code
-		return res
-	}
+func (m *Manager) Produce(ctx context.Context, topic string, partition int32, records []byte, acks int16) ProduceResult {
+	res := ProduceResult{BaseOffset: -1, LogAppendTime: -1, LogStartOffset: -1}
 	p := m.get(topic, partition)
 	if p == nil {
 		res.ErrorCode = m.unknownOrNotLeader(topic, partition)

@@ -12,7 +12,6 @@ import (
 
 	"github.com/faultline/faultline/broker/controller"
 	"github.com/faultline/faultline/broker/metadata"
-	"github.com/faultline/faultline/broker/server"
 	"github.com/faultline/faultline/broker/storage"
 )
 
@@ -22,11 +21,18 @@ func fetchOnce(t *testing.T, follower, leader *Manager, followerID int32, topic 
 	t.Helper()
 	pos, ok := follower.FollowerPosition(topic, 0)
 	require.True(t, ok, "broker %d does not follow %s-0", followerID, topic)
-	res := leader.Fetch(context.Background(), topic, 0, server.FetchPartition{
+	res := leader.Fetch(context.Background(), topic, 0, FetchPartition{
 		ReplicaID: followerID, ReplicaEpoch: -1, CurrentLeaderEpoch: pos.LeaderEpoch,
 		FetchOffset: pos.FetchOffset, LastFetchedEpoch: pos.LastFetchedEpoch, LogStartOffset: pos.LogStartOffset, MaxBytes: 1 << 20,
 	})
-	return follower.ApplyFetchResponse(topic, 0, pos.LeaderEpoch, res)
+	return follower.ApplyFetchResponse(topic, 0, pos.LeaderEpoch, leaderData(res))
+}
+
+// leaderData is what a follower's Fetcher decodes from the wire when the
+// leader answered res.
+func leaderData(res FetchResult) LeaderData {
+	return LeaderData{ErrorCode: res.ErrorCode, HighWatermark: res.HighWatermark, LogStartOffset: res.LogStartOffset,
+		Records: res.Records, DivergingEpoch: res.DivergingEpoch}
 }
 
 // logValues reads a whole partition log, bypassing roles.
@@ -73,7 +79,7 @@ func TestReplicationReintegration(t *testing.T) {
 	assert.Equal(t, OnlineFetchingReplica, m2.State("orders", 0))
 
 	// 1. acks=all waits for the follower.
-	done := make(chan server.ProduceResult, 1)
+	done := make(chan ProduceResult, 1)
 	go func() { done <- b.m.Produce(ctx, "orders", 0, batch("a", "b", "c"), -1) }()
 	require.Eventually(t, func() bool {
 		require.NoError(t, fetchOnce(t, m2, b.m, 2, "orders"))
@@ -140,7 +146,7 @@ func TestReplicationReintegration(t *testing.T) {
 	assert.Equal(t, kerr.RequestTimedOut.Code, m2.Produce(short, "orders", 0, batch("needs-1"), -1).ErrorCode)
 
 	// A response for an epoch this broker no longer follows is dropped.
-	err = b.m.ApplyFetchResponse("orders", 0, epoch0, server.FetchResult{HighWatermark: 99})
+	err = b.m.ApplyFetchResponse("orders", 0, epoch0, LeaderData{HighWatermark: 99})
 	assert.ErrorIs(t, err, ErrNotFollower)
 }
 

@@ -97,6 +97,11 @@ type State struct {
 	LeaderLEO        int64
 	HW               int64
 	Followers        map[int32]*FollowerProgress
+	// PendingISR is the ISR of an AlterPartition sent to the controller
+	// at PartitionEpoch and not settled yet (nil when none): the
+	// controller may have committed it already, so the high watermark
+	// counts its members too (the maximal ISR of KIP-497).
+	PendingISR []int32
 }
 
 // NewLeaderState is the state of a replica that just became leader: its LEO
@@ -126,6 +131,13 @@ func NewLeaderState(leader int32, leaderEpoch, partitionEpoch int32, replicas, i
 	return s
 }
 
+// OffsetsAvailable reports whether the high watermark reached the offset
+// this leader's epoch started at. Until it does, offsets up to the epoch
+// start may have been committed and read under the previous leader, so
+// the latest offset is OFFSET_NOT_AVAILABLE rather than an offset below
+// one clients already saw (KIP-207, as Kafka's leader answers).
+func (s *State) OffsetsAvailable() bool { return s.HW >= s.EpochStartOffset }
+
 // EffectiveMinISR is min(min.insync.replicas, replication factor).
 func (s *State) EffectiveMinISR() int {
 	return min(max(s.MinInsyncReplicas, 1), len(s.Replicas))
@@ -152,15 +164,28 @@ func (s *State) leo(r int32) int64 {
 	return -1
 }
 
-// maybeAdvanceHW moves the high watermark to the smallest LEO in the ISR,
-// never backwards and not while the ISR is below the effective minimum. It
-// reports whether the high watermark moved.
+// MaximalISR is the ISR the controller may hold: the committed ISR and,
+// while an AlterPartition is in flight, the members it adds. A pending
+// shrink removes nobody here until it is committed.
+func (s *State) MaximalISR() []int32 {
+	isr := slices.Clone(s.ISR)
+	for _, r := range s.PendingISR {
+		if !slices.Contains(isr, r) {
+			isr = append(isr, r)
+		}
+	}
+	return isr
+}
+
+// maybeAdvanceHW moves the high watermark to the smallest LEO in the
+// maximal ISR, never backwards and not while the committed ISR is below
+// the effective minimum. It reports whether the high watermark moved.
 func (s *State) maybeAdvanceHW() bool {
 	if s.HWFrozen() {
 		return false
 	}
 	hw := s.LeaderLEO
-	for _, r := range s.ISR {
+	for _, r := range s.MaximalISR() {
 		if l := s.leo(r); l < hw {
 			hw = l
 		}
@@ -259,9 +284,25 @@ func (s *State) ExpandISR() []int32 {
 	return isr
 }
 
+// Propose records an ISR change sent to the controller (PendingISR) until
+// SetISR installs a newer partition epoch or ProposalRefused settles it.
+func (s *State) Propose(isr []int32) { s.PendingISR = slices.Clone(isr) }
+
+// ProposalRefused drops the pending change after the controller refused it
+// at the current partition epoch, so that nothing of it was committed, and
+// reports whether the high watermark moved.
+func (s *State) ProposalRefused() bool {
+	s.PendingISR = nil
+	return s.maybeAdvanceHW()
+}
+
 // SetISR installs an ISR the controller committed and reports whether the
-// high watermark moved (a smaller ISR can let it advance).
+// high watermark moved (a smaller ISR can let it advance). A new partition
+// epoch settles the pending change: the controller's ISR is now known.
 func (s *State) SetISR(isr []int32, partitionEpoch int32) bool {
+	if partitionEpoch != s.PartitionEpoch {
+		s.PendingISR = nil
+	}
 	s.ISR = slices.Clone(isr)
 	s.PartitionEpoch = partitionEpoch
 	return s.maybeAdvanceHW()

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 func TestCanTransition(t *testing.T) {
@@ -136,4 +137,46 @@ func TestStateExpandNeedsEpochStart(t *testing.T) {
 	s.FollowerFetched(2, 50, 20)
 	assert.Equal(t, []int32{2}, s.CaughtUp())
 	assert.False(t, s.FollowerFetched(99, 50, 30), "fetches from non-replicas are ignored")
+}
+
+func TestStateOffsetsAvailable(t *testing.T) {
+	st := NewLeaderState(1, 1, 1, []int32{1, 2}, []int32{1, 2}, 1, 5, 2, 0)
+	assert.False(t, st.OffsetsAvailable(), "HW 2 below the epoch start 5")
+	st.Appended(7)
+	st.FollowerFetched(2, 5, 1)
+	assert.Equal(t, int64(5), st.HW)
+	assert.True(t, st.OffsetsAvailable(), "HW at the epoch start")
+	assert.True(t, NewLeaderState(1, 1, 1, []int32{1}, []int32{1}, 1, 5, 2, 0).OffsetsAvailable(), "a lone leader's HW is its log end")
+}
+
+func TestStateMaximalISR(t *testing.T) {
+	st := NewLeaderState(1, 0, 0, []int32{1, 2, 3}, []int32{1, 2}, 1, 0, 0, 0)
+	st.Appended(10)
+	st.FollowerFetched(2, 10, 1)
+	st.FollowerFetched(3, 10, 1)
+	require.Equal(t, int64(10), st.HW)
+	require.Equal(t, []int32{1, 2, 3}, st.ExpandISR())
+
+	st.Propose(st.ExpandISR())
+	assert.Equal(t, []int32{1, 2, 3}, st.MaximalISR())
+	st.Appended(12)
+	assert.False(t, st.FollowerFetched(2, 12, 2), "replica 3 may be in the ISR the controller holds")
+	assert.Equal(t, int64(10), st.HW)
+	assert.True(t, st.ProposalRefused(), "a refusal that committed nothing frees the high watermark")
+	assert.Equal(t, int64(12), st.HW)
+
+	// A pending shrink keeps counting the member it removes.
+	st.Propose([]int32{1})
+	assert.Equal(t, []int32{1, 2}, st.MaximalISR())
+	st.Appended(14)
+	assert.False(t, st.FollowerFetched(3, 14, 3))
+	assert.Equal(t, int64(12), st.HW, "replica 2 holds the HW until the shrink commits")
+
+	// An ISR at the same partition epoch (an image repeating it) leaves the
+	// change pending; a new partition epoch settles it.
+	st.SetISR([]int32{1, 2}, 0)
+	assert.Equal(t, []int32{1}, st.PendingISR)
+	assert.True(t, st.SetISR([]int32{1}, 1))
+	assert.Nil(t, st.PendingISR)
+	assert.Equal(t, int64(14), st.HW)
 }

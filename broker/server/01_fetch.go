@@ -8,6 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/faultline/faultline/broker/metadata"
+	"github.com/faultline/faultline/broker/replica"
 )
 
 // Fetch: v4-v16
@@ -155,7 +156,7 @@ func (s *Server) fetchOnce(r *request, req *kmsg.FetchRequest, resp *kmsg.FetchR
 			}
 			limit := min(int(p.PartitionMaxBytes), remaining)
 			first := total == 0
-			fp := FetchPartition{
+			fp := replica.FetchPartition{
 				ReplicaID:          replicaID,
 				ReplicaEpoch:       replicaEpoch,
 				CurrentLeaderEpoch: p.CurrentLeaderEpoch,

@@ -18,6 +18,10 @@ import (
 //   - A topic or partition missing from the image is
 //     UNKNOWN_TOPIC_OR_PARTITION; leadership and epoch checks are
 //     Replicas' (NOT_LEADER_OR_FOLLOWER, FENCED_LEADER_EPOCH, ...).
+//   - A new leader whose high watermark is still below the start offset of
+//     its epoch answers the latest offset (and a timestamp with no record
+//     below the high watermark) with OFFSET_NOT_AVAILABLE, which clients
+//     retry (KIP-207), instead of an offset lower than one they saw.
 //   - v0 (several old-style offsets) is not served, nor v9+ (-5, earliest
 //     offset pending tiered upload; timeouts).
 //

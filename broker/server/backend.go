@@ -7,6 +7,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/faultline/faultline/broker/metadata"
+	"github.com/faultline/faultline/broker/replica"
 )
 
 // Backend is everything the request handlers need from the rest of the
@@ -63,58 +64,23 @@ type Controller interface {
 	InitProducerID(ctx context.Context, req *kmsg.InitProducerIDRequest) *kmsg.InitProducerIDResponse
 }
 
-// ProduceResult is the outcome of appending one partition's records.
-type ProduceResult struct {
-	ErrorCode      int16
-	ErrorMessage   string
-	BaseOffset     int64
-	LogAppendTime  int64 // -1 unless the topic uses LogAppendTime
-	LogStartOffset int64
-}
-
-// FetchPartition is one partition of a Fetch request.
-type FetchPartition struct {
-	ReplicaID          int32 // -1 for consumers, the broker id for followers
-	ReplicaEpoch       int64 // the follower's broker epoch, -1 if unknown
-	CurrentLeaderEpoch int32 // -1 when the client does not know it
-	FetchOffset        int64
-	LastFetchedEpoch   int32 // -1 when not sent
-	LogStartOffset     int64 // the follower's log start offset, -1 for consumers
-	MaxBytes           int32
-	Isolation          int8 // 0 read_uncommitted, 1 read_committed
-}
-
-// DivergingEpoch tells a follower where its log diverged from the leader's.
-type DivergingEpoch struct {
-	Epoch     int32
-	EndOffset int64
-}
-
-// FetchResult is one partition's answer to a Fetch.
-type FetchResult struct {
-	ErrorCode        int16
-	HighWatermark    int64
-	LastStableOffset int64
-	LogStartOffset   int64
-	Records          []byte // whole record batches, possibly empty
-	DivergingEpoch   *DivergingEpoch
-	PreferredReplica int32 // -1
-}
-
-// Replicas is the partition layer of this broker (broker/replica).
+// Replicas is the partition layer of this broker: *replica.Manager is it.
+// Replica decides, in its own types; the handlers decode kmsg requests into
+// them and encode the answers back.
 type Replicas interface {
 	// Produce appends records (one or more v2 batches as sent by the client)
 	// to the partition this broker leads and returns once the acks are
 	// satisfied (0: at once, 1: after the local append, -1: once the high
-	// watermark passes the batch), or with an error code. ctx carries the
+	// watermark passes the batch), or with an error code. acks is 0, 1 or
+	// -1: handleProduce answers any other value itself. ctx carries the
 	// request's timeout.
-	Produce(ctx context.Context, topic string, partition int32, records []byte, acks int16) ProduceResult
+	Produce(ctx context.Context, topic string, partition int32, records []byte, acks int16) replica.ProduceResult
 	// Fetch reads from a partition without waiting. It returns whole
 	// batches totalling at most req.MaxBytes, except that a first batch
 	// larger than that is returned whole (Kafka's minOneMessage); the
 	// server trims the records of every partition but the response's first
 	// to its byte budgets.
-	Fetch(ctx context.Context, topic string, partition int32, req FetchPartition) FetchResult
+	Fetch(ctx context.Context, topic string, partition int32, req replica.FetchPartition) replica.FetchResult
 	// Changed returns a channel that is closed the next time readable data
 	// of any partition grows (LEO or high watermark), for long polling.
 	Changed() <-chan struct{}
@@ -126,6 +92,8 @@ type Replicas interface {
 	// OffsetForLeaderEpoch answers where leaderEpoch ended on this leader.
 	OffsetForLeaderEpoch(ctx context.Context, topic string, partition int32, currentLeaderEpoch, leaderEpoch int32) (epoch int32, endOffset int64, errCode int16)
 }
+
+var _ Replicas = (*replica.Manager)(nil)
 
 // Groups is the consumer-group coordinator (broker/group). Each method takes
 // the decoded request and returns a complete response; the server sets the

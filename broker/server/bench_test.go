@@ -12,6 +12,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/faultline/faultline/broker/replica"
 )
 
 // discardReplicas accepts every produce without keeping it and answers
@@ -22,13 +24,13 @@ type discardReplicas struct {
 	records []byte
 }
 
-func (d *discardReplicas) Produce(_ context.Context, _ string, _ int32, records []byte, _ int16) ProduceResult {
+func (d *discardReplicas) Produce(_ context.Context, _ string, _ int32, records []byte, _ int16) replica.ProduceResult {
 	n := int64(int32(binary.BigEndian.Uint32(records[23:]))) + 1
-	return ProduceResult{BaseOffset: d.next.Add(n) - n, LogAppendTime: -1}
+	return replica.ProduceResult{BaseOffset: d.next.Add(n) - n, LogAppendTime: -1}
 }
 
-func (d *discardReplicas) Fetch(context.Context, string, int32, FetchPartition) FetchResult {
-	return FetchResult{HighWatermark: 100, LastStableOffset: 100, Records: d.records, PreferredReplica: -1}
+func (d *discardReplicas) Fetch(context.Context, string, int32, replica.FetchPartition) replica.FetchResult {
+	return replica.FetchResult{HighWatermark: 100, LastStableOffset: 100, Records: d.records, PreferredReplica: -1}
 }
 
 // BenchmarkDecodeDispatch measures what the server adds to each request

@@ -27,7 +27,13 @@
 //     UNSUPPORTED_VERSION (ApiVersions in v0 format, per KIP-511).
 //
 // The server does I/O and protocol shape only; every decision (leadership,
-// acks, offsets, groups, topic creation) belongs to the Backend.
+// acks, offsets, groups, topic creation) belongs to the Backend. The
+// partition layer decides in its own types (replica.FetchPartition,
+// replica.FetchResult, replica.ProduceResult): the handlers decode kmsg
+// into them and encode the answers back, so server imports replica and
+// never the other way round. The one check made here is that a Produce
+// request's acks is 0, 1 or -1, a property of the whole request answered
+// with INVALID_REQUIRED_ACKS on every partition before any is touched.
 //
 // It must never panic on network input: decoding is bounds-checked, and a
 // panic in a handler is recovered, logged as a bug and closes only its

@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/faultline/faultline/broker/metadata"
+	"github.com/faultline/faultline/broker/replica"
 )
 
 // fakeCluster is an in-memory Backend: a metadata image, partition logs as
@@ -218,7 +219,7 @@ func (f *fakeCluster) InitProducerID(_ context.Context, req *kmsg.InitProducerID
 
 // Replicas.
 
-func (f *fakeCluster) Produce(_ context.Context, topic string, partition int32, records []byte, _ int16) ProduceResult {
+func (f *fakeCluster) Produce(_ context.Context, topic string, partition int32, records []byte, _ int16) replica.ProduceResult {
 	if f.produceHook != nil {
 		f.produceHook(topic)
 	}
@@ -226,16 +227,16 @@ func (f *fakeCluster) Produce(_ context.Context, topic string, partition int32, 
 	defer f.mu.Unlock()
 	l := f.logs[tp{topic, partition}]
 	if l == nil {
-		return ProduceResult{ErrorCode: kerr.NotLeaderForPartition.Code}
+		return replica.ProduceResult{ErrorCode: kerr.NotLeaderForPartition.Code}
 	}
 	base := l.next
 	for len(records) > 0 {
 		if len(records) < 61 || records[16] != 2 {
-			return ProduceResult{ErrorCode: kerr.CorruptMessage.Code}
+			return replica.ProduceResult{ErrorCode: kerr.CorruptMessage.Code}
 		}
 		size := 12 + int(int32(binary.BigEndian.Uint32(records[8:])))
 		if size < 61 || size > len(records) {
-			return ProduceResult{ErrorCode: kerr.CorruptMessage.Code}
+			return replica.ProduceResult{ErrorCode: kerr.CorruptMessage.Code}
 		}
 		b := append([]byte(nil), records[:size]...)
 		binary.BigEndian.PutUint64(b, uint64(l.next))
@@ -245,17 +246,17 @@ func (f *fakeCluster) Produce(_ context.Context, topic string, partition int32, 
 	}
 	close(f.changed)
 	f.changed = make(chan struct{})
-	return ProduceResult{BaseOffset: base, LogAppendTime: -1}
+	return replica.ProduceResult{BaseOffset: base, LogAppendTime: -1}
 }
 
-func (f *fakeCluster) Fetch(_ context.Context, topic string, partition int32, req FetchPartition) FetchResult {
+func (f *fakeCluster) Fetch(_ context.Context, topic string, partition int32, req replica.FetchPartition) replica.FetchResult {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	l := f.logs[tp{topic, partition}]
 	if l == nil {
-		return FetchResult{ErrorCode: kerr.NotLeaderForPartition.Code}
+		return replica.FetchResult{ErrorCode: kerr.NotLeaderForPartition.Code}
 	}
-	res := FetchResult{HighWatermark: l.next, LastStableOffset: l.next, PreferredReplica: -1}
+	res := replica.FetchResult{HighWatermark: l.next, LastStableOffset: l.next, PreferredReplica: -1}
 	if req.FetchOffset > l.next || req.FetchOffset < 0 {
 		res.ErrorCode = kerr.OffsetOutOfRange.Code
 		return res

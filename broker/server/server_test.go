@@ -16,6 +16,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/faultline/faultline/broker/replica"
 )
 
 func testCtx(t *testing.T) context.Context {
@@ -96,7 +98,7 @@ func TestAcksZeroGetsNoResponse(t *testing.T) {
 	av.Version = 3
 	resp := c.roundTrip(av).(*kmsg.ApiVersionsResponse)
 	assert.Zero(t, resp.ErrorCode)
-	res := ts.fake.Fetch(context.Background(), "t", 0, FetchPartition{MaxBytes: 1 << 20})
+	res := ts.fake.Fetch(context.Background(), "t", 0, replica.FetchPartition{MaxBytes: 1 << 20})
 	assert.Equal(t, int64(3), res.HighWatermark)
 
 	// acks=0 to an unknown topic closes the connection, as Kafka does.
@@ -634,7 +636,7 @@ func TestLargeFrameIsRead(t *testing.T) {
 	req.Topics = []kmsg.ProduceRequestTopic{{Topic: "t", Partitions: []kmsg.ProduceRequestTopicPartition{{Records: recordBatch(3, 1<<20)}}}}
 	resp := c.roundTrip(req).(*kmsg.ProduceResponse)
 	assert.Zero(t, resp.Topics[0].Partitions[0].ErrorCode, "a 3 MiB frame is read whole")
-	assert.Equal(t, int64(3), ts.fake.Fetch(context.Background(), "t", 0, FetchPartition{MaxBytes: 1}).HighWatermark)
+	assert.Equal(t, int64(3), ts.fake.Fetch(context.Background(), "t", 0, replica.FetchPartition{MaxBytes: 1}).HighWatermark)
 }
 
 func TestUnknownApiKeyClosesOnlyThatConnection(t *testing.T) {
@@ -887,9 +889,9 @@ func TestBackendPanicClosesOnlyItsConnection(t *testing.T) {
 // does for a follower whose log went past the end of its last epoch.
 type divergingReplicas struct{ Replicas }
 
-func (d divergingReplicas) Fetch(context.Context, string, int32, FetchPartition) FetchResult {
-	return FetchResult{HighWatermark: 1009, LastStableOffset: 1009, PreferredReplica: -1,
-		DivergingEpoch: &DivergingEpoch{Epoch: 1, EndOffset: 1009}}
+func (d divergingReplicas) Fetch(context.Context, string, int32, replica.FetchPartition) replica.FetchResult {
+	return replica.FetchResult{HighWatermark: 1009, LastStableOffset: 1009, PreferredReplica: -1,
+		DivergingEpoch: &replica.DivergingEpoch{Epoch: 1, EndOffset: 1009}}
 }
 
 func TestDivergingEpochIsAnsweredWithoutLongPolling(t *testing.T) {

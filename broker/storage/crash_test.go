@@ -363,3 +363,35 @@ func TestPowerLossKeepsFlushedData(t *testing.T) {
 		assert.Equal(t, int64(40), l2.LogEndOffset(), "unflushed appends are lost, flushed ones kept")
 	})
 }
+
+// TestRetryAfterFailedFsyncWaitsForFsync: with flush.messages=1 an append
+// whose fsync fails is an error, but its batch is in the log and in its
+// producer's state. The producer's retry of that batch is a duplicate; it
+// must not be acknowledged with the original offsets until an fsync made
+// them durable.
+func TestRetryAfterFailedFsyncWaitsForFsync(t *testing.T) {
+	efs := NewErrorFS(OS)
+	cfg := testConfig()
+	cfg.FlushIntervalMessages = 1
+	l := openTestLog(t, efs, filepath.Join(t.TempDir(), testTP.DirName()), cfg, true)
+	defer l.Close()
+	batch := func() []byte {
+		return BuildBatch(records(2, "p", 1), BatchOptions{Producer: &BatchProducer{ID: 9, Epoch: 0, BaseSequence: 0}})
+	}
+
+	removeFault := efs.Inject(Rule{Op: OpSync, Path: logSuffix})
+	_, err := l.AppendAsLeader(batch(), 0, 1)
+	require.Error(t, err, "the fsync failed")
+	require.Equal(t, int64(0), l.RecoveryPoint())
+	info, err := l.AppendAsLeader(batch(), 0, 1)
+	assert.Error(t, err, "the retry is not acknowledged while nothing is durable (got %+v)", info)
+	assert.Equal(t, int64(0), l.RecoveryPoint())
+
+	removeFault()
+	info, err = l.AppendAsLeader(batch(), 0, 1)
+	require.NoError(t, err)
+	assert.True(t, info.Duplicate)
+	assert.Equal(t, int64(0), info.FirstOffset)
+	assert.Equal(t, int64(2), l.RecoveryPoint(), "acknowledged once durable")
+	assert.Equal(t, int64(2), l.LogEndOffset(), "nothing appended twice")
+}

@@ -19,7 +19,8 @@
 //     num.recovery.threads.per.data.dir workers per dir; writes the offset
 //     checkpoints (recovery-point-offset-checkpoint,
 //     replication-offset-checkpoint, log-start-offset-checkpoint) and the
-//     marker at shutdown;
+//     marker at shutdown; its TruncateTo and TruncateFullyAndStartAt cut a
+//     follower's log and checkpoint the recovery points of its dir at once;
 //   - meta.properties reading, writing and FormatLogDir for `format`;
 //   - FS, the file-system interface all I/O goes through, with OS and
 //     ErrorFS (fault injection for tests: EIO, torn and short writes, and

@@ -295,7 +295,10 @@ func (l *Log) parseForAppend(records []byte, leader bool) ([]BatchHeader, error)
 // stamps leaderEpoch into every batch (and the append time for
 // LogAppendTime logs) and appends them. It modifies records in place.
 // A batch that repeats one of its producer's last five batches appends
-// nothing and returns the original offsets with Duplicate set.
+// nothing and returns the original offsets with Duplicate set; with
+// flush.messages set, only after an fsync made them durable (the original
+// append may have failed its fsync), and with the fsync's error if it
+// fails again.
 func (l *Log) AppendAsLeader(records []byte, leaderEpoch int32, nowMs int64) (AppendInfo, error) {
 	info, flush, err := l.appendAsLeader(records, leaderEpoch, nowMs)
 	if err != nil || !flush {
@@ -395,13 +398,17 @@ func (l *Log) appendAsLeader(records []byte, leaderEpoch int32, nowMs int64) (Ap
 			return AppendInfo{}, false, fmt.Errorf("append to %s: %w", l.tp, err)
 		}
 		if isDup {
+			// The original append may have been answered with a failed
+			// fsync: under flush.messages the retry is answered only once
+			// the log is durable up to the batch's end.
+			owed := flushEnabled(l.cfg.FlushIntervalMessages) && l.recoveryPoint <= dup.lastOffset
 			return AppendInfo{
 				FirstOffset:   dup.firstOffset,
 				LastOffset:    dup.lastOffset,
 				MaxTimestamp:  dup.timestamp,
 				LogAppendTime: -1,
 				Duplicate:     true,
-			}, false, nil
+			}, owed, nil
 		}
 		pa.record(h) // offsets fixed below, before commit
 	}
@@ -885,7 +892,8 @@ func (l *Log) searchTimestamp(s *segment, from int64, ts int64) (int64, int64, i
 // TruncateTo removes every batch whose last offset is >= offset (a follower
 // cutting a diverged suffix). The log end becomes min(offset, base of the
 // first removed batch); the high watermark, recovery point, epoch cache and
-// producer state follow.
+// producer state follow. An offset at or past the log end removes no batch
+// but still drops the epochs that start at the log end.
 func (l *Log) TruncateTo(offset int64) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -899,7 +907,15 @@ func (l *Log) TruncateTo(offset int64) error {
 }
 
 func (l *Log) truncateTo(offset int64) error {
-	if offset >= l.leo() {
+	if leo := l.leo(); offset >= leo {
+		// Nothing to cut from the log, but an epoch this broker started
+		// as leader without appending to it starts at the log end; the
+		// leader that sent the follower here never had it, and a follower
+		// that kept it would name it in every fetch and be sent back
+		// here forever. Kafka's truncateTo trims the cache the same way.
+		if err := l.epochs.truncateFromEnd(leo, true); err != nil {
+			return fmt.Errorf("truncate %s: leader epoch checkpoint: %w", l.tp, err)
+		}
 		return nil
 	}
 	if offset <= l.segments[0].baseOffset || offset < l.logStartOffset {

@@ -446,6 +446,36 @@ func (m *LogManager) DeleteLog(tp TopicPartition) error {
 	return nil
 }
 
+// TruncateTo truncates the log of tp (Log.TruncateTo) and checkpoints the
+// recovery points and log starts of its log dir right away, as Kafka's
+// LogManager does: the periodic checkpoint may still hold a recovery point
+// above the new log end, and a crash before the next one would take the
+// records appended after the truncation below that point as flushed and
+// skip their recovery.
+func (m *LogManager) TruncateTo(tp TopicPartition, offset int64) error {
+	return m.truncate(tp, func(l *Log) error { return l.TruncateTo(offset) })
+}
+
+// TruncateFullyAndStartAt restarts the log of tp empty at offset
+// (Log.TruncateFullyAndStartAt) and checkpoints its log dir, as TruncateTo.
+func (m *LogManager) TruncateFullyAndStartAt(tp TopicPartition, offset int64) error {
+	return m.truncate(tp, func(l *Log) error { return l.TruncateFullyAndStartAt(offset) })
+}
+
+func (m *LogManager) truncate(tp TopicPartition, cut func(*Log) error) error {
+	m.mu.RLock()
+	l, ok := m.logs[tp]
+	dir := m.logDirs[tp]
+	m.mu.RUnlock()
+	if !ok {
+		return fmt.Errorf("truncate %s: %w", tp, ErrLogClosed)
+	}
+	if err := cut(l); err != nil {
+		return err
+	}
+	return m.checkpointRecoveryPointsIn(dir)
+}
+
 // logsByDir groups the logs by log dir.
 func (m *LogManager) logsByDir() map[string]map[TopicPartition]*Log {
 	m.mu.RLock()
@@ -463,37 +493,52 @@ func (m *LogManager) logsByDir() map[string]map[TopicPartition]*Log {
 // CheckpointHighWatermarks writes replication-offset-checkpoint in every
 // log dir.
 func (m *LogManager) CheckpointHighWatermarks() error {
-	return m.checkpoint(HighWatermarkCheckpointFile, func(l *Log) (int64, bool) { return l.HighWatermark(), true })
+	return m.checkpoint("", HighWatermarkCheckpointFile, func(l *Log) (int64, bool) { return l.HighWatermark(), true })
 }
 
 // CheckpointRecoveryPoints writes recovery-point-offset-checkpoint and
 // log-start-offset-checkpoint in every log dir. The log start is written
 // only where it is above the first segment's base, as Kafka does.
 func (m *LogManager) CheckpointRecoveryPoints() error {
-	if err := m.checkpoint(RecoveryPointCheckpointFile, func(l *Log) (int64, bool) { return l.RecoveryPoint(), true }); err != nil {
+	return m.checkpointRecoveryPointsIn("")
+}
+
+// checkpointRecoveryPointsIn is CheckpointRecoveryPoints for one log dir,
+// or for all of them with dir "".
+func (m *LogManager) checkpointRecoveryPointsIn(dir string) error {
+	if err := m.checkpoint(dir, RecoveryPointCheckpointFile, func(l *Log) (int64, bool) { return l.RecoveryPoint(), true }); err != nil {
 		return err
 	}
-	return m.CheckpointLogStartOffsets()
+	return m.checkpoint(dir, LogStartOffsetCheckpointFile, logStartToCheckpoint)
 }
 
 // CheckpointLogStartOffsets writes log-start-offset-checkpoint in every log
 // dir.
 func (m *LogManager) CheckpointLogStartOffsets() error {
-	return m.checkpoint(LogStartOffsetCheckpointFile, func(l *Log) (int64, bool) {
-		l.mu.RLock()
-		defer l.mu.RUnlock()
-		if len(l.segments) == 0 || l.logStartOffset <= l.segments[0].baseOffset {
-			return 0, false
-		}
-		return l.logStartOffset, true
-	})
+	return m.checkpoint("", LogStartOffsetCheckpointFile, logStartToCheckpoint)
 }
 
-func (m *LogManager) checkpoint(name string, value func(*Log) (int64, bool)) error {
+// logStartToCheckpoint is a log's entry in log-start-offset-checkpoint:
+// only a log start above the first segment's base is written.
+func logStartToCheckpoint(l *Log) (int64, bool) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	if len(l.segments) == 0 || l.logStartOffset <= l.segments[0].baseOffset {
+		return 0, false
+	}
+	return l.logStartOffset, true
+}
+
+// checkpoint writes the checkpoint file name in log dir only (every log
+// dir with only ""), one entry per log for which value says so.
+func (m *LogManager) checkpoint(only, name string, value func(*Log) (int64, bool)) error {
 	m.checkpointMu.Lock()
 	defer m.checkpointMu.Unlock()
 	var first error
 	for dir, logs := range m.logsByDir() {
+		if only != "" && dir != only {
+			continue
+		}
 		offsets := make(map[TopicPartition]int64, len(logs))
 		for tp, l := range logs {
 			if v, ok := value(l); ok {

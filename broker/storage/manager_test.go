@@ -212,3 +212,35 @@ func TestGetOrCreateLogRejectsIllegalTopics(t *testing.T) {
 	assert.True(t, os.IsNotExist(err))
 	require.NoError(t, m.Shutdown(1))
 }
+
+// A truncation through the LogManager checkpoints the recovery point at
+// once: a crash right after it must not find a recovery point above the
+// new log end, or the records written after the truncation up to the old
+// recovery point would be taken as flushed and skip validation.
+func TestManagerTruncationCheckpointsRecoveryPoint(t *testing.T) {
+	dir := t.TempDir()
+	m := newTestManager(t, OS, []string{dir}, nil)
+	_, err := m.Load()
+	require.NoError(t, err)
+	defer func() { require.NoError(t, m.Shutdown(0)) }()
+	tp := TopicPartition{Topic: "t", Partition: 0}
+	l, err := m.GetOrCreateLog(tp, testConfig())
+	require.NoError(t, err)
+	appendN(t, l, 10, 1, 0)
+	require.NoError(t, l.Flush())
+	require.NoError(t, m.CheckpointRecoveryPoints())
+	checkpointed := func() int64 {
+		cp, err := ReadOffsetCheckpoint(OS, filepath.Join(dir, RecoveryPointCheckpointFile))
+		require.NoError(t, err)
+		return cp[tp]
+	}
+	require.Equal(t, int64(10), checkpointed())
+
+	require.NoError(t, m.TruncateTo(tp, 4))
+	assert.Equal(t, int64(4), l.LogEndOffset())
+	assert.LessOrEqual(t, checkpointed(), int64(4))
+
+	require.NoError(t, m.TruncateFullyAndStartAt(tp, 2))
+	assert.LessOrEqual(t, checkpointed(), int64(2))
+	assert.ErrorIs(t, m.TruncateTo(TopicPartition{Topic: "none", Partition: 0}, 0), ErrLogClosed, "no such log")
+}

@@ -295,3 +295,34 @@ func TestUnreadableEpochCheckpointIsRebuilt(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "0\n2\n2 0\n5 6\n", string(data))
 }
+
+// A broker that led an epoch without appending anything (epoch 3 starts at
+// the log end) and then follows a leader that never had that epoch is told
+// to truncate to its own log end: the empty epoch must go, or its next
+// fetch names epoch 3 again and is sent back to the same place forever.
+func TestTruncateToLogEndDropsEmptyEpoch(t *testing.T) {
+	dir := t.TempDir()
+	l := openTestLog(t, OS, dir, testConfig(), true)
+	appendN(t, l, 5, 2, 1) // 0..9 epoch 1
+	require.NoError(t, l.AssignEpochStartOffset(3, 10))
+	require.Equal(t, []EpochEntry{{Epoch: 1, StartOffset: 0}, {Epoch: 3, StartOffset: 10}}, l.EpochEntries())
+
+	require.NoError(t, l.TruncateTo(10))
+	assert.Equal(t, int64(10), l.LogEndOffset(), "nothing to cut from the log")
+	assert.Equal(t, []EpochEntry{{Epoch: 1, StartOffset: 0}}, l.EpochEntries())
+	latest, ok := l.LatestEpoch()
+	require.True(t, ok)
+	assert.Equal(t, int32(1), latest)
+
+	// Past the log end too: the epochs that start at the log end go.
+	require.NoError(t, l.AssignEpochStartOffset(4, 10))
+	require.NoError(t, l.TruncateTo(12))
+	assert.Equal(t, int64(10), l.LogEndOffset())
+	assert.Equal(t, []EpochEntry{{Epoch: 1, StartOffset: 0}}, l.EpochEntries())
+	require.NoError(t, l.Close())
+
+	// The trimmed cache is what a reload sees.
+	l = openTestLog(t, OS, dir, testConfig(), true)
+	defer l.Close()
+	assert.Equal(t, []EpochEntry{{Epoch: 1, StartOffset: 0}}, l.EpochEntries())
+}
