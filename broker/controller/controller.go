@@ -387,9 +387,7 @@ func (c *Controller) AlterPartition(ctx context.Context, req AlterPartition) (in
 
 // FenceExpiredBrokers fences the unfenced brokers whose last heartbeat is
 // older than sessionTimeoutMs (broker.session.timeout.ms), one per call, as
-// Kafka does, and returns its id (-1 for none). The active controller of a
-// cluster runs it every heartbeat interval (issue 3). A single-node broker
-// heartbeats only while it registers, so it must not run it.
+// Kafka does, and returns its id (-1 for none). RunExpiry calls it.
 func (c *Controller) FenceExpiredBrokers(ctx context.Context, sessionTimeoutMs int64) (int32, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -412,62 +410,4 @@ func (c *Controller) FenceExpiredBrokers(ctx context.Context, sessionTimeoutMs i
 		return id, nil
 	}
 	return -1, nil
-}
-
-// BootstrapLocalBroker registers this node's broker with the local
-// controller and heartbeats until it is unfenced: the single-node version of
-// a broker's registration and first heartbeats. The broker counts as caught
-// up once pub (its metadata image, fed from the quorum) has applied its own
-// registration. It returns the broker epoch.
-func (c *Controller) BootstrapLocalBroker(ctx context.Context, reg BrokerRegistration, pub *metadata.Publisher) (int64, error) {
-	epoch, err := c.RegisterBroker(ctx, reg)
-	if err != nil {
-		return 0, fmt.Errorf("register broker %d: %w", reg.BrokerID, err)
-	}
-	c.logger.Info(fmt.Sprintf("Registered broker %d with controller quorum", reg.BrokerID), "brokerEpoch", epoch)
-	for {
-		changed := pub.Changed()
-		reply, err := c.Heartbeat(ctx, Heartbeat{BrokerID: reg.BrokerID, BrokerEpoch: epoch, MetadataOffset: pub.Image().Offset})
-		if err != nil {
-			return 0, fmt.Errorf("heartbeat of broker %d: %w", reg.BrokerID, err)
-		}
-		if reply.ErrorCode != 0 {
-			return 0, fmt.Errorf("heartbeat of broker %d: %w", reg.BrokerID, kerr.ErrorForCode(reply.ErrorCode))
-		}
-		if !reply.IsFenced {
-			c.logger.Info(fmt.Sprintf("Broker %d is unfenced at broker epoch %d", reg.BrokerID, epoch))
-			return epoch, nil
-		}
-		select {
-		case <-changed:
-		case <-ctx.Done():
-			return 0, fmt.Errorf("broker %d waiting to catch up with the metadata log: %w", reg.BrokerID, ctx.Err())
-		}
-	}
-}
-
-// ControlledShutdownLocalBroker moves leadership away from this node's
-// broker (with a want-shutdown heartbeat) until the controller says it may
-// stop. In a single-node cluster its partitions are left without a leader,
-// as Kafka leaves them; the next start elects it again with a new leader
-// epoch.
-func (c *Controller) ControlledShutdownLocalBroker(ctx context.Context, brokerID int32, brokerEpoch int64, pub *metadata.Publisher) error {
-	for {
-		changed := pub.Changed()
-		reply, err := c.Heartbeat(ctx, Heartbeat{BrokerID: brokerID, BrokerEpoch: brokerEpoch, MetadataOffset: pub.Image().Offset, WantShutDown: true})
-		if err != nil {
-			return fmt.Errorf("controlled shutdown of broker %d: %w", brokerID, err)
-		}
-		if reply.ErrorCode != 0 {
-			return fmt.Errorf("controlled shutdown of broker %d: %w", brokerID, kerr.ErrorForCode(reply.ErrorCode))
-		}
-		if reply.ShouldShutDown {
-			return nil
-		}
-		select {
-		case <-changed:
-		case <-ctx.Done():
-			return fmt.Errorf("controlled shutdown of broker %d: %w", brokerID, ctx.Err())
-		}
-	}
 }

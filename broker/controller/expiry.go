@@ -69,8 +69,9 @@ func (c *Controller) noteLeader() {
 // in the image before it decides anything; then it starts a fresh session
 // for every registered broker, so that a controller failover fences
 // nobody who keeps heartbeating, except the broker on the previous
-// leader's node, which gets a third of a session. It reports whether this controller is
-// active afterwards.
+// leader's node, which gets a third of a session, and the broker on its
+// own node, which gets none until it heartbeats. It reports whether this
+// controller is active afterwards.
 func (c *Controller) activate(ctx context.Context) (bool, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -102,7 +103,16 @@ func (c *Controller) activate(ctx context.Context) (bool, error) {
 	im := c.Image()
 	prev, timeoutMs := c.prevLeader.Load(), c.sessionTimeoutMs.Load()
 	for id := range im.Brokers {
-		if id == prev && id != c.cfg.NodeID {
+		if id == c.cfg.NodeID {
+			// The broker on this controller's own node is this
+			// process's, which heartbeats within an interval and starts
+			// its session then, or a previous incarnation of this
+			// process, which is dead: a session for it would make the
+			// node, restarted after a crash, wait a session timeout
+			// (DUPLICATE_BROKER_REGISTRATION) before it can register.
+			continue
+		}
+		if id == prev {
 			// The broker on the node of the quorum leader this one
 			// replaced: that leader is gone (dead, or cut off from the
 			// quorum), so its broker most likely is too. It keeps a third

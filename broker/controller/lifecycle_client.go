@@ -47,6 +47,10 @@ func (s BrokerState) String() string {
 	return "UNKNOWN"
 }
 
+// catchUpRetry is how soon a broker that is not caught up with the
+// metadata log yet heartbeats again while it starts.
+const catchUpRetry = 10 * time.Millisecond
+
 // LifecycleConfig configures a BrokerLifecycle.
 type LifecycleConfig struct {
 	BrokerID      int32
@@ -314,7 +318,12 @@ func (l *BrokerLifecycle) register(ctx context.Context) time.Duration {
 		return -1
 	}
 	if resp.ErrorCode != 0 {
-		l.logger.Warn(fmt.Sprintf("Broker %d registration failed: %v", l.cfg.BrokerID, kerr.ErrorForCode(resp.ErrorCode)))
+		// NOT_CONTROLLER is the answer while the quorum elects its
+		// leader (a single node's included): the next attempt goes to
+		// another controller.
+		if resp.ErrorCode != kerr.NotController.Code {
+			l.logger.Warn(fmt.Sprintf("Broker %d registration failed: %v", l.cfg.BrokerID, kerr.ErrorForCode(resp.ErrorCode)))
+		}
 		if resp.ErrorCode == kerr.DuplicateBrokerRegistration.Code {
 			return l.cfg.HeartbeatInterval
 		}
@@ -389,6 +398,10 @@ func (l *BrokerLifecycle) heartbeat(ctx context.Context, epoch int64) time.Durat
 			l.setStateLocked(StateRecovery)
 			return 0
 		}
+		// As Kafka's broker, ask again soon: the image is usually a
+		// batch behind the registration that the controller just
+		// committed.
+		return catchUpRetry
 	case StateRecovery:
 		if !resp.IsFenced {
 			l.logger.Info(fmt.Sprintf("Broker %d is unfenced at broker epoch %d", l.cfg.BrokerID, epoch))

@@ -27,8 +27,9 @@ type LocalConfig struct {
 	Now       func() time.Time
 }
 
-// Local is a quorum with a single voter, this node: a batch is committed
-// as soon as it is fsynced to the local metadata log.
+// Local is a quorum with a single voter and no raft, for the unit tests of
+// the packages above the quorum: a batch is committed as soon as it is
+// fsynced to the local metadata log. Nodes run raftq.
 type Local struct {
 	nodeID int32
 	log    *storage.Log
@@ -251,27 +252,4 @@ func (q *Local) Close() error {
 	q.subs = map[int]func(Batch) error{}
 	q.order = nil
 	return nil
-}
-
-// FeedPublisher subscribes a metadata publisher to the quorum: every
-// committed batch is applied to the publisher's image, which is published
-// with the quorum leader as ControllerID.
-func FeedPublisher(q Quorum, p *metadata.Publisher) (cancel func(), err error) {
-	cancel, err = q.Subscribe(func(b Batch) error {
-		return p.Update(func(cur *metadata.Image) (*metadata.Image, error) {
-			next, err := cur.ApplyBatch(b.LastOffset, b.Records)
-			if err != nil {
-				return nil, fmt.Errorf("publish metadata up to offset %d: %w", b.LastOffset, err)
-			}
-			next.ControllerID = q.Leader().LeaderID
-			return next, nil
-		})
-	})
-	if err != nil {
-		return nil, err
-	}
-	err = p.Update(func(cur *metadata.Image) (*metadata.Image, error) {
-		return cur.WithControllerID(q.Leader().LeaderID), nil
-	})
-	return cancel, err
 }

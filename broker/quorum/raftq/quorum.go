@@ -197,7 +197,8 @@ func metadataLogConfig(segmentBytes int64) storage.LogConfig {
 // Open starts this voter: it opens the metadata log, loads the newest
 // snapshot and quorum-state, rebuilds raft's log from the metadata log,
 // applies what quorum-state says is committed, starts the transport and the
-// raft goroutine. Elections start after the first election timeout.
+// raft goroutine. Elections start after the first election timeout; the
+// only voter of a one-voter quorum elects itself at once.
 func Open(cfg Config) (*Quorum, error) {
 	if err := cfg.setDefaults(); err != nil {
 		return nil, fmt.Errorf("raft quorum: %w", err)

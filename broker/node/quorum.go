@@ -19,70 +19,26 @@ import (
 	"github.com/faultline/faultline/broker/metadata"
 	"github.com/faultline/faultline/broker/quorum"
 	"github.com/faultline/faultline/broker/quorum/raftq"
-	"github.com/faultline/faultline/broker/replica"
 	"github.com/faultline/faultline/broker/server"
 	"github.com/faultline/faultline/broker/storage"
 )
 
-// topology is the shape of the cluster this node belongs to.
-type topology int
-
-const (
-	// singleNode: a combined broker and controller, the only voter.
-	singleNode topology = iota
-	// combinedVoter: a combined broker and controller, one voter of a
-	// raft quorum of several.
-	combinedVoter
-	// brokerOnly: a broker that follows the metadata log as an observer.
-	brokerOnly
-	// controllerOnly: a voter of the raft quorum that serves no clients.
-	controllerOnly
-)
-
-// checkTopology tells which topology cfg describes, or why this build
-// cannot run it.
-func checkTopology(cfg *config.Config) (topology, error) {
-	if !cfg.IsBroker() && !cfg.IsController() {
-		return 0, fmt.Errorf("process.roles=%s: want broker, controller or broker,controller", strings.Join(cfg.ProcessRoles, ","))
+// quorumVoters returns the controller quorum's voters, id -> host:port
+// of their controller listener. A combined node that lists none (a
+// quickstart configuration naming itself in
+// controller.quorum.bootstrap.servers) is the only voter.
+func quorumVoters(cfg *config.Config) (map[int32]string, error) {
+	listeners := cfg.ControllerListeners()
+	if len(listeners) == 0 {
+		return nil, errors.New("controller.listener.names: no listener of listeners is a controller listener; the voters and brokers reach the controller on it")
 	}
-	if !cfg.IsController() {
-		for _, v := range cfg.ControllerQuorumVoters {
-			if v.ID == cfg.NodeID {
-				return 0, fmt.Errorf("controller.quorum.voters lists node.id %d, but process.roles=%s has no controller role", cfg.NodeID, strings.Join(cfg.ProcessRoles, ","))
-			}
-		}
-		if len(cfg.ControllerQuorumVoters) == 0 && len(cfg.ControllerQuorumBootstrapServers) == 0 {
-			return 0, errors.New("controller.quorum.voters or controller.quorum.bootstrap.servers: a broker needs the controllers' addresses")
-		}
-		return brokerOnly, nil
-	}
-	self := false
-	for _, v := range cfg.ControllerQuorumVoters {
-		if v.ID == cfg.NodeID {
-			self = true
-		}
-	}
-	// A combined node that is the only voter is a single node (its quorum
-	// is local, it binds no controller listener). A controller-only node
-	// that is the only voter runs the raft quorum alone: brokers register
-	// with it on its controller listener, as in Kafka's one-controller
-	// clusters.
-	if cfg.IsBroker() && (len(cfg.ControllerQuorumVoters) == 0 || (self && len(cfg.ControllerQuorumVoters) == 1)) {
-		return singleNode, nil
-	}
-	if len(cfg.ControllerQuorumVoters) == 0 {
-		return 0, errors.New("controller.quorum.voters: a controller-only node must list the voters, itself among them")
-	}
-	if !self {
-		return 0, fmt.Errorf("controller.quorum.voters does not list node.id %d: a node with process.roles=%s must be a voter", cfg.NodeID, strings.Join(cfg.ProcessRoles, ","))
-	}
-	if len(cfg.ControllerListeners()) == 0 {
-		return 0, errors.New("controller.listener.names: no listener of listeners is a controller listener; the voters reach each other on it")
+	if len(cfg.ControllerQuorumVoters) > 0 {
+		return voterAddrs(cfg), nil
 	}
 	if !cfg.IsBroker() {
-		return controllerOnly, nil
+		return nil, errors.New("controller.quorum.voters: a controller-only node must list the voters, itself among them")
 	}
-	return combinedVoter, nil
+	return map[int32]string{cfg.NodeID: listeners[0].Address()}, nil
 }
 
 // voterAddrs maps controller.quorum.voters' ids to host:port.
@@ -90,6 +46,15 @@ func voterAddrs(cfg *config.Config) map[int32]string {
 	out := make(map[int32]string, len(cfg.ControllerQuorumVoters))
 	for _, v := range cfg.ControllerQuorumVoters {
 		out[v.ID] = net.JoinHostPort(v.Host, strconv.Itoa(int(v.Port)))
+	}
+	return out
+}
+
+// bootstrapServers is controller.quorum.bootstrap.servers as host:port.
+func bootstrapServers(cfg *config.Config) []string {
+	var out []string
+	for _, b := range cfg.ControllerQuorumBootstrapServers {
+		out = append(out, b.String())
 	}
 	return out
 }
@@ -133,16 +98,17 @@ func readPreviousBrokerEpoch(cfg *config.Config) int64 {
 	return -1
 }
 
-// startRaftMetadata opens this voter of the raft quorum on
-// __cluster_metadata-0, with its raft traffic arriving on the controller
-// listener, and feeds the metadata image from it.
-func (n *Node) startRaftMetadata() error {
+// startVoter opens this node's voter of the raft controller quorum on
+// __cluster_metadata-0 (its raft traffic arrives on the controller
+// listener, bound next) and feeds the metadata image from it. The only
+// voter of a one-voter quorum elects itself at once.
+func (n *Node) startVoter() error {
 	cfg := n.cfg
 	logs, err := n.metadataLogs()
 	if err != nil {
 		return err
 	}
-	voters := voterAddrs(cfg)
+	voters := n.voters
 	logger := n.logger.With(ComponentKey, "RaftManager")
 	tr, err := raftq.NewTCPTransport(raftq.TCPConfig{NodeID: cfg.NodeID, Voters: voters, Logger: logger, Dial: n.dial})
 	if err != nil {
@@ -159,6 +125,7 @@ func (n *Node) startRaftMetadata() error {
 		SnapshotIntervalBytes: cfg.MetadataLogMaxRecordBytesBetweenSnapshots,
 		TickInterval:          raftTick(cfg),
 		ElectionTicks:         raftElectionTicks,
+		SegmentBytes:          int64(cfg.MetadataLogSegmentBytes),
 	})
 	if err != nil {
 		_ = tr.Close()
@@ -193,11 +160,11 @@ func raftTick(cfg *config.Config) time.Duration {
 	return max(time.Duration(cfg.ControllerQuorumElectionTimeoutMs)*time.Millisecond/raftElectionTicks, 10*time.Millisecond)
 }
 
-// bindControllerListener binds the controller listener: the raft
+// startControllerListener binds the controller listener: the raft
 // connections of the other voters and the Kafka requests of brokers
 // (registration, heartbeats, AlterPartition, DescribeQuorum, forwarded
-// admin requests) share it.
-func (n *Node) bindControllerListener() error {
+// admin requests, this node's own broker included) share it.
+func (n *Node) startControllerListener() error {
 	l := n.cfg.ControllerListeners()[0]
 	ln, err := net.Listen("tcp", l.Address())
 	if err != nil {
@@ -209,12 +176,12 @@ func (n *Node) bindControllerListener() error {
 	return nil
 }
 
-// startClusterController starts this node's controller on the raft quorum
-// (it decides only while its node leads the quorum), its session expiry
-// loop, its metrics and the controller listener's Kafka server.
-func (n *Node) startClusterController() error {
+// startController starts this node's controller on the raft quorum (it
+// decides only while its node leads the quorum), its session expiry loop,
+// its metrics and the controller listener's Kafka server.
+func (n *Node) startController() error {
 	cfg := n.cfg
-	c, err := controller.New(n.controllerConfig(true), n.quorum)
+	c, err := controller.New(n.controllerConfig(), n.quorum)
 	if err != nil {
 		return err
 	}
@@ -269,45 +236,27 @@ func (n *Node) startClusterController() error {
 	return nil
 }
 
-// startControllerChannel makes the client to the active controller that
-// registration, heartbeats, AlterPartition and forwarded admin requests go
-// through, the quorum leader first, and the Forwarder serving admin
-// requests on the broker listener.
-func (n *Node) startControllerChannel(leader func() quorum.LeaderAndEpoch) error {
-	cfg := n.cfg
-	var bootstrap []string
-	for _, b := range cfg.ControllerQuorumBootstrapServers {
-		bootstrap = append(bootstrap, b.String())
-	}
+// startObserver follows the metadata log as an observer (a broker-only
+// node), fetching from the quorum leader's controller listener, and waits
+// until the image caught up with the controllers' high watermark.
+func (n *Node) startObserver(ctx context.Context) error {
+	obs := newObserver(n.cfg.NodeID, nil, n.logger.With(ComponentKey, "MetadataLoader"))
+	obs.image = metadata.NewImage(n.clusterID)
+	obs.addrs = controllerAddrs(n.cfg)
+	obs.dial = n.dial
 	tr, err := controller.NewKgoTransport(controller.KgoTransportConfig{
-		Voters:    voterAddrs(cfg),
-		Bootstrap: bootstrap,
-		Leader:    leader,
-		ClientID:  fmt.Sprintf("broker-%d-to-controller", cfg.NodeID),
-		Logger:    n.logger.With(ComponentKey, "NodeToControllerChannelManager"),
+		Voters:    voterAddrs(n.cfg),
+		Bootstrap: bootstrapServers(n.cfg),
+		Leader:    obs.Leader,
+		ClientID:  fmt.Sprintf("broker-%d-metadata-fetcher", n.cfg.NodeID),
+		Logger:    n.logger.With(ComponentKey, "RaftManager"),
 		Dial:      n.dial,
 	})
 	if err != nil {
 		return err
 	}
-	n.ctrlTransport = tr
-	n.pushStop("controller channel", func(context.Context) error { tr.Close(); return nil })
-	n.forwarder = &controller.Forwarder{Local: n.controller, Transport: tr, Logger: n.logger.With(ComponentKey, "ControllerForwarder")}
-	return nil
-}
-
-// startObserverMetadata follows the metadata log as an observer (a
-// broker-only node) and waits until the image caught up with the
-// controllers' high watermark.
-func (n *Node) startObserverMetadata(ctx context.Context) error {
-	obs := newObserver(n.cfg.NodeID, nil, n.logger.With(ComponentKey, "MetadataLoader"))
-	obs.image = metadata.NewImage(n.clusterID)
-	obs.addrs = controllerAddrs(n.cfg)
-	obs.dial = n.dial
-	if err := n.startControllerChannel(obs.Leader); err != nil {
-		return err
-	}
-	obs.tr = n.ctrlTransport
+	n.pushStop("metadata fetch channel", func(context.Context) error { tr.Close(); return nil })
+	obs.tr = tr
 	n.quorum = obs
 	cancel, err := quorum.FeedPublisher(obs, n.publisher)
 	if err != nil {
@@ -324,6 +273,23 @@ func (n *Node) startObserverMetadata(ctx context.Context) error {
 	im := n.publisher.Image()
 	n.logger.Info(fmt.Sprintf("Loaded metadata log up to offset %d: %d topics, %d brokers", im.Offset, len(im.Topics), len(im.Brokers)), ComponentKey, "MetadataLoader")
 	return n.applyTopicConfigs(im)
+}
+
+// controllerConfig is this node's controller configuration.
+func (n *Node) controllerConfig() controller.Config {
+	cfg := n.cfg
+	return controller.Config{
+		NodeID:    cfg.NodeID,
+		ClusterID: n.clusterID,
+		Defaults: controller.Defaults{
+			NumPartitions:         cfg.NumPartitions,
+			ReplicationFactor:     int16(cfg.DefaultReplicationFactor),
+			UncleanLeaderElection: cfg.UncleanLeaderElectionEnable,
+		},
+		ValidateConfig: validateTopicConfig,
+		Logger:         n.logger.With(ComponentKey, "QuorumController"),
+		Cluster:        true,
+	}
 }
 
 // expiryTick is how often the active controller looks for expired broker
@@ -345,166 +311,6 @@ func (n *Node) shutdownServer(srv *server.Server) func(context.Context) error {
 		}
 		return srv.Shutdown(ctx)
 	}
-}
-
-// startReplication starts the follower side (one fetcher per leader this
-// node follows) and the leader side (the ISR loop sending AlterPartition to
-// the active controller). The fetcher follows the image after the replica
-// manager, so it sees the roles the image gave.
-func (n *Node) startReplication() error {
-	cfg := n.cfg
-	listener := cfg.InterBrokerListenerName
-	if listener == "" || listener != n.listenerCfg.Name {
-		listener = n.listenerCfg.Name
-	}
-	f, err := replica.NewFetcher(replica.FetcherConfig{
-		Manager:           n.replicas,
-		Dialer:            replica.KgoDialer{DialConn: n.dial},
-		ListenerName:      listener,
-		MaxWaitMs:         int32(cfg.ReplicaFetchWaitMaxMs),
-		MinBytes:          cfg.ReplicaFetchMinBytes,
-		PartitionMaxBytes: cfg.ReplicaFetchMaxBytes,
-		MaxBytes:          cfg.ReplicaFetchResponseMaxBytes,
-		BackoffMs:         cfg.ReplicaFetchBackoffMs,
-		Registerer:        n.metrics.registry,
-		Logger:            n.logger.With(ComponentKey, "ReplicaFetcherManager"),
-	})
-	if err != nil {
-		return err
-	}
-	n.fetcher = f
-	cancel := n.publisher.Subscribe(f.ApplyImage)
-	n.pushStop("replica fetcher", func(context.Context) error { cancel(); f.Stop(); return nil })
-
-	tr := n.ctrlTransport
-	isr, err := replica.NewISRLoop(replica.ISRLoopConfig{
-		Manager: n.replicas,
-		Sender: replica.KafkaISRSender{
-			BrokerID: cfg.NodeID,
-			Image:    n.publisher.Image,
-			Controller: func(context.Context) (replica.BrokerClient, error) {
-				return controller.ActiveController{Transport: tr}, nil
-			},
-		},
-		Logger: n.logger.With(ComponentKey, "AlterPartitionManager"),
-	})
-	if err != nil {
-		return err
-	}
-	isr.Start()
-	n.pushStop("ISR loop", func(context.Context) error { isr.Stop(); return nil })
-	return nil
-}
-
-// startLifecycle registers this broker with the active controller and
-// heartbeats; it returns once the controller unfenced the broker. The
-// controlled shutdown is pushed by the caller once the network layer runs,
-// so that it happens before the network layer stops.
-func (n *Node) startLifecycle(ctx context.Context) error {
-	cfg := n.cfg
-	incarnation, err := ParseUUID(RandomUUID())
-	if err != nil {
-		return err
-	}
-	lc, err := controller.NewBrokerLifecycle(controller.LifecycleConfig{
-		BrokerID:      cfg.NodeID,
-		ClusterID:     n.clusterID,
-		IncarnationID: metadata.Uuid(incarnation),
-		Listeners: []metadata.Endpoint{{
-			Name: n.listenerCfg.Name,
-			Host: n.advertisedHost,
-			Port: uint16(n.advertisedPort),
-		}},
-		Rack:                cfg.BrokerRack,
-		PreviousBrokerEpoch: n.previousEpoch,
-		HeartbeatInterval:   time.Duration(cfg.BrokerHeartbeatIntervalMs) * time.Millisecond,
-		MetadataOffset:      func() int64 { return n.publisher.Image().Offset },
-		Transport:           n.ctrlTransport,
-		Logger:              n.logger.With(ComponentKey, "BrokerLifecycleManager"),
-	})
-	if err != nil {
-		return err
-	}
-	n.lifecycle = lc
-	lc.Start()
-	n.pushStop("broker lifecycle", func(context.Context) error { lc.Close(); return nil })
-	// The logs are loaded and the replica manager follows the image: the
-	// broker may be unfenced as soon as it caught up with the metadata log.
-	lc.SetReadyToUnfence()
-	go n.trackEpoch(lc)
-	if err := waitRegistered(ctx, lc, time.Duration(cfg.InitialBrokerRegistrationTimeoutMs)*time.Millisecond); err != nil {
-		return fmt.Errorf("initial.broker.registration.timeout.ms: no active controller of %s accepted the registration of broker %d: %w", votersString(cfg), cfg.NodeID, err)
-	}
-	if err := lc.WaitForState(ctx, controller.StateRunning); err != nil {
-		return fmt.Errorf("waiting to be unfenced by the controller quorum: %w", err)
-	}
-	n.epoch.Store(lc.BrokerEpoch())
-	n.logger.Info(fmt.Sprintf("Completed registration with controller, broker epoch %d", lc.BrokerEpoch()), ComponentKey, "BrokerServer")
-	return nil
-}
-
-// waitRegistered waits until the lifecycle registered once, at most
-// timeout.
-func waitRegistered(ctx context.Context, lc *controller.BrokerLifecycle, timeout time.Duration) error {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	for {
-		ch := lc.Changed()
-		if lc.BrokerEpoch() >= 0 {
-			return nil
-		}
-		select {
-		case <-ch:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
-}
-
-// trackEpoch keeps n.epoch, the epoch written in the clean shutdown marker,
-// equal to the lifecycle's current registration.
-func (n *Node) trackEpoch(lc *controller.BrokerLifecycle) {
-	for {
-		ch := lc.Changed()
-		if e := lc.BrokerEpoch(); e >= 0 {
-			n.epoch.Store(e)
-		}
-		if s := lc.State(); s == controller.StateShuttingDown {
-			return
-		}
-		select {
-		case <-ch:
-		case <-n.done:
-			return
-		}
-	}
-}
-
-// pushClusterControlledShutdown makes the controlled shutdown the first
-// step of Shutdown: the controller moves this broker's leaderships away
-// while it still serves its followers, then the rest stops.
-func (n *Node) pushClusterControlledShutdown() {
-	lc := n.lifecycle
-	n.pushControlledShutdownStop("controlled shutdown", func(ctx context.Context) error {
-		if !n.cfg.ControlledShutdownEnable || n.killed.Load() {
-			return nil
-		}
-		// Past a session timeout the controller, if there is one, has
-		// fenced this broker and moved its leaderships anyway: without a
-		// controller (the last voters stopping) the shutdown goes on.
-		wait := time.Duration(n.cfg.BrokerSessionTimeoutMs+n.cfg.BrokerHeartbeatIntervalMs) * time.Millisecond
-		cctx, cancel := context.WithTimeout(ctx, wait)
-		defer cancel()
-		if err := lc.ControlledShutdown(cctx); err != nil {
-			if ctx.Err() != nil {
-				return err
-			}
-			n.log.Warn(fmt.Sprintf("Controlled shutdown got no answer from the controller quorum within %v; shutting down without it", wait))
-			return nil
-		}
-		n.log.Info("Controlled shutdown request returned successfully")
-		return nil
-	})
 }
 
 // sniffListener is the controller listener: each accepted connection is
