@@ -66,8 +66,10 @@ func (n *Node) controllerChannelVoters() map[int32]string {
 	return out
 }
 
-// startReplicaManager makes the replica manager follow the metadata image
-// and removes the logs the image no longer places on this broker.
+// startReplicaManager makes the replica manager follow the metadata image.
+// The logs the image places on no replica of this broker (stray logs) are
+// deleted once the image caught up with the quorum: an image behind the
+// commit may not know a topic yet.
 func (n *Node) startReplicaManager() error {
 	cfg := n.cfg
 	rm, err := replica.New(replica.Config{
@@ -82,10 +84,35 @@ func (n *Node) startReplicaManager() error {
 		return err
 	}
 	n.replicas = rm
-	rm.DeleteStrayLogs(n.publisher.Image())
-	cancel := n.publisher.Subscribe(rm.ApplyImage)
+	caughtUp := n.metadataCatchUp()
+	strayChecked := false
+	cancel := n.publisher.Subscribe(func(prev, next *metadata.Image) {
+		rm.ApplyImage(prev, next)
+		if !strayChecked && caughtUp(next) {
+			strayChecked = true
+			rm.DeleteStrayLogs(next)
+		}
+	})
 	n.pushStop("replica manager", func(context.Context) error { cancel(); return nil })
 	return nil
+}
+
+// metadataCatchUp returns a test of whether an image holds everything the
+// quorum committed before this node started: once a quorum leader is known,
+// the target is the high watermark the quorum reports then and, on a
+// voter, the end of the metadata log it recovered (its commit index on
+// disk may lag behind the records it applied before it stopped).
+func (n *Node) metadataCatchUp() func(*metadata.Image) bool {
+	target := int64(-1)
+	return func(im *metadata.Image) bool {
+		if target < 0 {
+			if n.quorum.Leader().LeaderID < 0 {
+				return false
+			}
+			target = max(n.quorum.Describe().HighWatermark, n.recoveredLogEnd)
+		}
+		return im.Offset+1 >= target
+	}
 }
 
 // startReplication starts the follower side (one fetcher per leader this

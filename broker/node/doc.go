@@ -37,7 +37,8 @@
 //  4. the broker's parts following the image: client listener bound, the
 //     channel to the active controller (admin requests on the client
 //     listener go through a controller.Forwarder, decided in process while
-//     this node's controller is active), the replica manager, a replica.Fetcher
+//     this node's controller is active), the replica manager (stray logs
+//     deleted once the image caught up with the quorum), a replica.Fetcher
 //     and a replica.ISRLoop, the group coordinator;
 //  5. registration ("Registered broker N with controller quorum") and
 //     heartbeats through a controller.BrokerLifecycle, until unfenced;

@@ -50,6 +50,9 @@ type Node struct {
 	ctrlListener    *sniffListener
 	ctrlListenerCfg config.Listener
 	ctrlServer      *server.Server
+	// recoveredLogEnd is the end of the metadata log this voter found at
+	// startup; 0 on an observer.
+	recoveredLogEnd int64
 
 	// A broker's parts, nil on a controller-only node.
 	listener       net.Listener
@@ -169,8 +172,9 @@ func (n *Node) startup(ctx context.Context) error {
 		return nil
 	}
 	// Phase 4: the broker's parts following the image: its listener
-	// bound, the channel to the active controller, the replica manager,
-	// the replica fetchers and ISR updates, the group coordinator.
+	// bound, the channel to the active controller, the replica manager
+	// (stray logs deleted once the image caught up with the quorum), the
+	// replica fetchers and ISR updates, the group coordinator.
 	// Phase 5: registration with the controller quorum, heartbeats until
 	// unfenced.
 	// Phase 6: the network layer; a Shutdown starts with the controlled

@@ -132,6 +132,7 @@ func (n *Node) startVoter() error {
 		return err
 	}
 	n.quorum, n.raft, n.raftTransport = q, q, tr
+	n.recoveredLogEnd = q.RecoveredLogEndOffset()
 	n.pushStop("controller quorum", func(context.Context) error { return q.Close() })
 	go func() {
 		<-q.Done()

@@ -154,6 +154,9 @@ type Quorum struct {
 	hs      hardState
 	hsDirty bool
 
+	// recoveredLogEnd is the metadata log end offset Open found.
+	recoveredLogEnd int64
+
 	mu          sync.Mutex // guards the fields below
 	offsets     entryOffsets
 	leader      quorum.LeaderAndEpoch
@@ -369,6 +372,7 @@ func (q *Quorum) recover() (uint64, error) {
 		return 0, err
 	}
 	q.commitIndex = hs.Commit
+	q.recoveredLogEnd = q.offsets.logEndOffset()
 	end, _ := q.offsets.endOffset(hs.Commit)
 	q.log.UpdateHighWatermark(end)
 	q.logger.Info(fmt.Sprintf("Recovered the metadata quorum state of node %d: epoch %d, voted for %d, snapshot at offset %d (index %d), log end offset %d (index %d), committed up to offset %d (index %d)",
@@ -529,6 +533,12 @@ func (q *Quorum) Describe() quorum.Description {
 	}
 	return d
 }
+
+// RecoveredLogEndOffset is the end offset of the metadata log Open
+// recovered. The commit index on disk may lag behind what this voter
+// applied before it stopped, never behind this offset: a state built
+// from the log up to here holds every record the voter may have applied.
+func (q *Quorum) RecoveredLogEndOffset() int64 { return q.recoveredLogEnd }
 
 // Done is closed when the quorum stops: after Close, or after a storage
 // failure (then Err says which, and the node should exit).
