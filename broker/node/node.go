@@ -47,7 +47,7 @@ type Node struct {
 	raft            *raftq.Quorum
 	raftTransport   *raftq.TCPTransport
 	controller      *controller.Controller
-	ctrlListener    *sniffListener
+	ctrlListener    *raftq.ControllerListener
 	ctrlListenerCfg config.Listener
 	ctrlServer      *server.Server
 	// recoveredLogEnd is the end of the metadata log this voter found at

@@ -9,14 +9,12 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/faultline/faultline/broker/config"
 	"github.com/faultline/faultline/broker/controller"
-	"github.com/faultline/faultline/broker/metadata"
 	"github.com/faultline/faultline/broker/quorum"
 	"github.com/faultline/faultline/broker/quorum/raftq"
 	"github.com/faultline/faultline/broker/server"
@@ -172,7 +170,7 @@ func (n *Node) startControllerListener() error {
 		return fmt.Errorf("controller listener: bind %s: %w", l, err)
 	}
 	n.ctrlListenerCfg = l
-	n.ctrlListener = newSniffListener(ln, n.raftTransport, n.raft, n.logger.With(ComponentKey, "SocketServer"))
+	n.ctrlListener = raftq.NewControllerListener(ln, n.raftTransport, n.raft, n.logger.With(ComponentKey, "SocketServer"))
 	n.pushStop("controller listener", func(context.Context) error { return ignoreClosed(n.ctrlListener.Close()) })
 	return nil
 }
@@ -241,10 +239,13 @@ func (n *Node) startController() error {
 // node), fetching from the quorum leader's controller listener, and waits
 // until the image caught up with the controllers' high watermark.
 func (n *Node) startObserver(ctx context.Context) error {
-	obs := newObserver(n.cfg.NodeID, nil, n.logger.With(ComponentKey, "MetadataLoader"))
-	obs.image = metadata.NewImage(n.clusterID)
-	obs.addrs = controllerAddrs(n.cfg)
-	obs.dial = n.dial
+	obs := raftq.NewObserver(raftq.ObserverConfig{
+		BrokerID:    n.cfg.NodeID,
+		ClusterID:   n.clusterID,
+		Controllers: controllerAddrs(n.cfg),
+		Dial:        raftq.DialFunc(n.dial),
+		Logger:      n.logger.With(ComponentKey, "MetadataLoader"),
+	})
 	tr, err := controller.NewKgoTransport(controller.KgoTransportConfig{
 		Voters:    voterAddrs(n.cfg),
 		Bootstrap: bootstrapServers(n.cfg),
@@ -257,18 +258,17 @@ func (n *Node) startObserver(ctx context.Context) error {
 		return err
 	}
 	n.pushStop("metadata fetch channel", func(context.Context) error { tr.Close(); return nil })
-	obs.tr = tr
 	n.quorum = obs
 	cancel, err := quorum.FeedPublisher(obs, n.publisher)
 	if err != nil {
 		return err
 	}
-	obs.start()
-	n.pushStop("metadata observer", func(context.Context) error { obs.close(); cancel(); return nil })
+	obs.Start(tr)
+	n.pushStop("metadata observer", func(context.Context) error { obs.Close(); cancel(); return nil })
 	n.logger.Info(fmt.Sprintf("Following the metadata log of the controller quorum %s as an observer", votersString(n.cfg)), ComponentKey, "MetadataLoader")
 	wctx, cancel := context.WithTimeout(ctx, time.Duration(n.cfg.InitialBrokerRegistrationTimeoutMs)*time.Millisecond)
 	defer cancel()
-	if err := obs.waitCaughtUp(wctx); err != nil {
+	if err := obs.WaitCaughtUp(wctx); err != nil {
 		return fmt.Errorf("initial.broker.registration.timeout.ms: no controller of %s served the metadata log: %w", votersString(n.cfg), err)
 	}
 	im := n.publisher.Image()
@@ -312,94 +312,6 @@ func (n *Node) shutdownServer(srv *server.Server) func(context.Context) error {
 		}
 		return srv.Shutdown(ctx)
 	}
-}
-
-// sniffListener is the controller listener: each accepted connection is
-// sniffed; raft connections go to the raft transport, Kafka ones to the
-// server through Accept.
-type sniffListener struct {
-	net.Listener
-	tr     *raftq.TCPTransport
-	q      *raftq.Quorum
-	conns  chan net.Conn
-	closed chan struct{}
-	once   sync.Once
-	failed chan struct{}
-	err    error
-	logger interface {
-		Warn(msg string, args ...any)
-	}
-}
-
-func newSniffListener(ln net.Listener, tr *raftq.TCPTransport, q *raftq.Quorum, logger interface{ Warn(string, ...any) }) *sniffListener {
-	s := &sniffListener{Listener: ln, tr: tr, q: q, conns: make(chan net.Conn), closed: make(chan struct{}), failed: make(chan struct{}), logger: logger}
-	go s.acceptLoop()
-	return s
-}
-
-func (s *sniffListener) acceptLoop() {
-	for {
-		c, err := s.Listener.Accept()
-		if err != nil {
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				time.Sleep(5 * time.Millisecond)
-				continue
-			}
-			s.err = err
-			close(s.failed)
-			return
-		}
-		go s.classify(c)
-	}
-}
-
-func (s *sniffListener) classify(c net.Conn) {
-	conn, isRaft, err := raftq.SniffRaft(c, 10*time.Second)
-	if err != nil {
-		_ = c.Close()
-		return
-	}
-	if isRaft {
-		_ = s.tr.ServeConn(conn)
-		return
-	}
-	conn, isSnapshot, err := sniffSnapshot(conn)
-	if err != nil {
-		_ = conn.Close()
-		return
-	}
-	if isSnapshot {
-		_ = serveSnapshot(conn, s.q)
-		return
-	}
-	select {
-	case s.conns <- conn:
-	case <-s.closed:
-		_ = conn.Close()
-	}
-}
-
-// Accept returns the next Kafka connection.
-func (s *sniffListener) Accept() (net.Conn, error) {
-	select {
-	case c := <-s.conns:
-		return c, nil
-	case <-s.closed:
-		return nil, net.ErrClosed
-	case <-s.failed:
-		return nil, s.err
-	}
-}
-
-// Close stops accepting; raft connections close with the transport.
-func (s *sniffListener) Close() error {
-	var err error
-	s.once.Do(func() {
-		close(s.closed)
-		err = s.Listener.Close()
-	})
-	return err
 }
 
 // kill stops the node as a crash would (for tests): no controlled

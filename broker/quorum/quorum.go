@@ -12,6 +12,10 @@ import (
 // MetadataTopic is the topic of the metadata log.
 const MetadataTopic = "__cluster_metadata"
 
+// MetadataTopicID is the fixed topic id of __cluster_metadata (Kafka's
+// AAAAAAAAAAAAAAAAAAAAAQ).
+var MetadataTopicID = metadata.Uuid{15: 1}
+
 // MetadataPartition is the metadata log's partition.
 var MetadataPartition = storage.TopicPartition{Topic: MetadataTopic, Partition: 0}
 
