@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/faultline/faultline/broker/controller"
+	"github.com/faultline/faultline/broker/lifecycle"
 	"github.com/faultline/faultline/broker/metadata"
 	"github.com/faultline/faultline/broker/replica"
 )
@@ -23,7 +23,7 @@ import (
 // own controller is the active one).
 func (n *Node) startControllerChannel() error {
 	cfg := n.cfg
-	tr, err := controller.NewKgoTransport(controller.KgoTransportConfig{
+	tr, err := lifecycle.NewKgoTransport(lifecycle.KgoTransportConfig{
 		Voters:    n.controllerChannelVoters(),
 		Bootstrap: bootstrapServers(cfg),
 		Leader:    n.quorum.Leader,
@@ -36,7 +36,10 @@ func (n *Node) startControllerChannel() error {
 	}
 	n.ctrlTransport = tr
 	n.pushStop("controller channel", func(context.Context) error { tr.Close(); return nil })
-	n.forwarder = &controller.Forwarder{Local: n.controller, Transport: tr, Logger: n.logger.With(ComponentKey, "ControllerForwarder")}
+	n.forwarder = &lifecycle.Forwarder{Transport: tr, Logger: n.logger.With(ComponentKey, "ControllerForwarder")}
+	if n.controller != nil {
+		n.forwarder.Local = n.controller
+	}
 	return nil
 }
 
@@ -151,7 +154,7 @@ func (n *Node) startReplication() error {
 			BrokerID: cfg.NodeID,
 			Image:    n.publisher.Image,
 			Controller: func(context.Context) (replica.BrokerClient, error) {
-				return controller.ActiveController{Transport: tr}, nil
+				return lifecycle.ActiveController{Transport: tr}, nil
 			},
 		},
 		Logger: n.logger.With(ComponentKey, "AlterPartitionManager"),
@@ -172,7 +175,7 @@ func (n *Node) register(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	lc, err := controller.NewBrokerLifecycle(controller.LifecycleConfig{
+	lc, err := lifecycle.New(lifecycle.Config{
 		BrokerID:      cfg.NodeID,
 		ClusterID:     n.clusterID,
 		IncarnationID: metadata.Uuid(incarnation),
@@ -201,7 +204,7 @@ func (n *Node) register(ctx context.Context) error {
 	if err := waitRegistered(ctx, lc, time.Duration(cfg.InitialBrokerRegistrationTimeoutMs)*time.Millisecond); err != nil {
 		return fmt.Errorf("initial.broker.registration.timeout.ms: no active controller of %s accepted the registration of broker %d: %w", votersString(cfg), cfg.NodeID, err)
 	}
-	if err := lc.WaitForState(ctx, controller.StateRunning); err != nil {
+	if err := lc.WaitForState(ctx, lifecycle.StateRunning); err != nil {
 		return fmt.Errorf("waiting to be unfenced by the controller quorum: %w", err)
 	}
 	n.epoch.Store(lc.BrokerEpoch())
@@ -211,7 +214,7 @@ func (n *Node) register(ctx context.Context) error {
 
 // waitRegistered waits until the lifecycle registered once, at most
 // timeout.
-func waitRegistered(ctx context.Context, lc *controller.BrokerLifecycle, timeout time.Duration) error {
+func waitRegistered(ctx context.Context, lc *lifecycle.Manager, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	for {
@@ -229,13 +232,13 @@ func waitRegistered(ctx context.Context, lc *controller.BrokerLifecycle, timeout
 
 // trackEpoch keeps n.epoch, the epoch written in the clean shutdown marker,
 // equal to the lifecycle's current registration.
-func (n *Node) trackEpoch(lc *controller.BrokerLifecycle) {
+func (n *Node) trackEpoch(lc *lifecycle.Manager) {
 	for {
 		ch := lc.Changed()
 		if e := lc.BrokerEpoch(); e >= 0 {
 			n.epoch.Store(e)
 		}
-		if s := lc.State(); s == controller.StateShuttingDown {
+		if s := lc.State(); s == lifecycle.StateShuttingDown {
 			return
 		}
 		select {

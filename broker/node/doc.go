@@ -27,21 +27,22 @@
 //  2. log manager: "Loading logs from log dirs [...]", recovery when the
 //     clean-shutdown marker is missing;
 //  3. metadata: on a controller, its raftq voter on __cluster_metadata-0
-//     replayed into the image, the controller listener (a raftq.ControllerListener: raft
-//     connections go to the raft transport, snapshot requests to the
-//     quorum, Kafka ones to a server whose Backend is the controller, plus
-//     Fetch of the metadata log for observers) and the controller
-//     with RunExpiry fencing expired brokers; on a broker-only node, a
-//     raftq.Observer fetching the metadata log from the quorum leader,
-//     caught up before the next phase. A controller-only node is ready here;
+//     replayed into the image, the controller listener (a
+//     raftq.ControllerListener: raft connections go to the raft
+//     transport, snapshot requests to the quorum, Kafka ones to a server
+//     whose Backend is the controller, plus Fetch of the metadata log for
+//     observers, metadatalog.go) and the controller with RunExpiry fencing
+//     expired brokers; on a broker-only node, a raftq.Observer fetching
+//     the metadata log from the quorum leader, caught up before the next
+//     phase. A controller-only node is ready here;
 //  4. the broker's parts following the image: client listener bound, the
 //     channel to the active controller (admin requests on the client
-//     listener go through a controller.Forwarder, decided in process while
+//     listener go through a lifecycle.Forwarder, decided in process while
 //     this node's controller is active), the replica manager (stray logs
 //     deleted once the image caught up with the quorum), a replica.Fetcher
 //     and a replica.ISRLoop, the group coordinator;
 //  5. registration ("Registered broker N with controller quorum") and
-//     heartbeats through a controller.BrokerLifecycle, until unfenced;
+//     heartbeats through a lifecycle.Manager, until unfenced;
 //  6. the network layer; "Kafka broker N is ready to serve requests".
 //
 // The BrokerState moves STARTING → RECOVERY → RUNNING, and at Shutdown

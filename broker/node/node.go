@@ -16,6 +16,7 @@ import (
 	"github.com/faultline/faultline/broker/config"
 	"github.com/faultline/faultline/broker/controller"
 	"github.com/faultline/faultline/broker/group"
+	"github.com/faultline/faultline/broker/lifecycle"
 	"github.com/faultline/faultline/broker/metadata"
 	"github.com/faultline/faultline/broker/quorum"
 	"github.com/faultline/faultline/broker/quorum/raftq"
@@ -61,9 +62,9 @@ type Node struct {
 	advertisedPort int32
 	previousEpoch  int64        // broker epoch of the last clean shutdown, -1 if none
 	epoch          atomic.Int64 // broker epoch from the registration, -1 before
-	ctrlTransport  *controller.KgoTransport
-	forwarder      *controller.Forwarder
-	lifecycle      *controller.BrokerLifecycle
+	ctrlTransport  *lifecycle.KgoTransport
+	forwarder      *lifecycle.Forwarder
+	lifecycle      *lifecycle.Manager
 	fetcher        *replica.Fetcher
 	// dial opens every connection this node makes to another node (raft,
 	// controller channel, replica fetchers, snapshots); nil dials directly.
@@ -305,9 +306,9 @@ func (n *Node) metadataLogs() (*storage.LogManager, error) {
 }
 
 // metadataTopicConfig is the log manager's TopicConfig: the metadata log
-// keeps every record (there are no metadata snapshots yet, so deleting a
-// segment would lose topics), with the metadata.log.segment.* sizes. Other
-// topics load with the broker defaults until applyTopicConfigs.
+// has no retention (the quorum deletes only what a snapshot covers), with
+// the metadata.log.segment.* sizes. Other topics load with the broker
+// defaults until applyTopicConfigs.
 func (n *Node) metadataTopicConfig(topic string) (storage.LogConfig, bool) {
 	if topic != quorum.MetadataTopic {
 		return storage.LogConfig{}, false

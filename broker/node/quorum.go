@@ -15,6 +15,7 @@ import (
 
 	"github.com/faultline/faultline/broker/config"
 	"github.com/faultline/faultline/broker/controller"
+	"github.com/faultline/faultline/broker/lifecycle"
 	"github.com/faultline/faultline/broker/quorum"
 	"github.com/faultline/faultline/broker/quorum/raftq"
 	"github.com/faultline/faultline/broker/server"
@@ -246,7 +247,7 @@ func (n *Node) startObserver(ctx context.Context) error {
 		Dial:        raftq.DialFunc(n.dial),
 		Logger:      n.logger.With(ComponentKey, "MetadataLoader"),
 	})
-	tr, err := controller.NewKgoTransport(controller.KgoTransportConfig{
+	tr, err := lifecycle.NewKgoTransport(lifecycle.KgoTransportConfig{
 		Voters:    voterAddrs(n.cfg),
 		Bootstrap: bootstrapServers(n.cfg),
 		Leader:    obs.Leader,
