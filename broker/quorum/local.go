@@ -145,64 +145,19 @@ func (q *Local) Subscribe(fn func(Batch) error) (func(), error) {
 	}, nil
 }
 
-// replayReadBytes bounds one read of the metadata log during replay.
-const replayReadBytes = 1 << 20
-
-// replayRecordsMax bounds how many records replay hands over at once.
-// Replay merges consecutive stored batches into one Batch so that a
-// subscriber applying them to a copy-on-write image copies its maps once
-// per merged batch instead of once per stored batch.
-const replayRecordsMax = 8192
-
 func (q *Local) replay(fn func(Batch) error) error {
-	end := q.log.LogEndOffset()
-	var pending *Batch
-	flush := func() error {
-		if pending == nil {
-			return nil
-		}
-		b := *pending
-		pending = nil
-		if err := fn(b); err != nil {
-			return fmt.Errorf("apply metadata batch ending at offset %d: %w", b.LastOffset, err)
-		}
-		return nil
-	}
-	for off := q.log.LogStartOffset(); off < end; {
-		data, err := q.log.Read(off, replayReadBytes, end, true)
+	m := NewMerger(fn)
+	err := ForEachStoredBatch(q.log, q.log.LogStartOffset(), q.log.LogEndOffset(), func(h storage.BatchHeader, raw []byte) error {
+		b, err := decodeBatch(h, raw)
 		if err != nil {
-			return fmt.Errorf("replay metadata log at %d: %w", off, err)
+			return err
 		}
-		if len(data) == 0 {
-			return fmt.Errorf("replay metadata log at %d: no batch below the log end %d", off, end)
-		}
-		err = storage.ForEachBatch(data, func(h storage.BatchHeader, raw []byte) error {
-			if h.NextOffset() <= off {
-				return nil
-			}
-			b, err := decodeBatch(h, raw)
-			if err != nil {
-				return err
-			}
-			off = h.NextOffset()
-			if pending == nil {
-				pending = &b
-			} else {
-				pending.Merge(b)
-			}
-			if len(pending.Records) >= replayRecordsMax {
-				return flush()
-			}
-			return nil
-		})
-		if err != nil {
-			return fmt.Errorf("replay metadata log: %w", err)
-		}
-	}
-	if err := flush(); err != nil {
+		return m.Add(b)
+	})
+	if err != nil {
 		return fmt.Errorf("replay metadata log: %w", err)
 	}
-	return nil
+	return m.Flush()
 }
 
 // decodeBatch turns one stored batch into metadata records. Control batches

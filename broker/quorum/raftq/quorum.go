@@ -456,51 +456,36 @@ func (q *Quorum) alignLogWithSnapshot(sh SnapshotHeader) error {
 	return nil
 }
 
-// replayReadBytes bounds one read of the metadata log.
-const replayReadBytes = 1 << 20
-
 // readEntries rebuilds raft entries from the batches after the snapshot:
 // entry snapshot index + k is the k-th batch, its term the batch's leader
 // epoch; a control batch is an empty entry (a new leader's first entry).
 func (q *Quorum) readEntries(sh SnapshotHeader) ([]*raftpb.Entry, error) {
 	var ents []*raftpb.Entry
 	prevTerm := sh.RaftTerm
-	end := q.log.LogEndOffset()
-	for off := sh.EndOffset; off < end; {
-		data, err := q.log.Read(off, replayReadBytes, end, true)
-		if err != nil {
-			return nil, fmt.Errorf("read metadata log at %d: %w", off, err)
+	off := sh.EndOffset
+	err := quorum.ForEachStoredBatch(q.log, off, q.log.LogEndOffset(), func(h storage.BatchHeader, raw []byte) error {
+		if h.BaseOffset != off {
+			return fmt.Errorf("batch at offset %d where raft entry %d should start at %d", h.BaseOffset, q.offsets.lastIndex()+1, off)
 		}
-		if len(data) == 0 {
-			return nil, fmt.Errorf("read metadata log at %d: no batch below the log end %d", off, end)
+		term := uint64(max(h.PartitionLeaderEpoch, 0))
+		if term < prevTerm || term == 0 {
+			return fmt.Errorf("batch at offset %d has epoch %d after epoch %d", h.BaseOffset, h.PartitionLeaderEpoch, prevTerm)
 		}
-		err = storage.ForEachBatch(data, func(h storage.BatchHeader, raw []byte) error {
-			if h.NextOffset() <= off {
-				return nil
-			}
-			if h.BaseOffset != off {
-				return fmt.Errorf("batch at offset %d where raft entry %d should start at %d", h.BaseOffset, q.offsets.lastIndex()+1, off)
-			}
-			term := uint64(max(h.PartitionLeaderEpoch, 0))
-			if term < prevTerm || term == 0 {
-				return fmt.Errorf("batch at offset %d has epoch %d after epoch %d", h.BaseOffset, h.PartitionLeaderEpoch, prevTerm)
-			}
-			prevTerm = term
-			idx := q.offsets.lastIndex() + 1
-			e := &raftpb.Entry{Index: new(idx), Term: new(term), Type: raftpb.EntryNormal.Enum()}
-			if !h.IsControl() {
-				e.Data = append([]byte(nil), raw...)
-			}
-			if err := q.offsets.add(h.NextOffset()); err != nil {
-				return err
-			}
-			ents = append(ents, e)
-			off = h.NextOffset()
-			return nil
-		})
-		if err != nil {
-			return nil, fmt.Errorf("rebuild raft log from the metadata log: %w", err)
+		prevTerm = term
+		idx := q.offsets.lastIndex() + 1
+		e := &raftpb.Entry{Index: new(idx), Term: new(term), Type: raftpb.EntryNormal.Enum()}
+		if !h.IsControl() {
+			e.Data = append([]byte(nil), raw...)
 		}
+		if err := q.offsets.add(h.NextOffset()); err != nil {
+			return err
+		}
+		ents = append(ents, e)
+		off = h.NextOffset()
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("rebuild raft log from the metadata log: %w", err)
 	}
 	return ents, nil
 }
