@@ -1,13 +1,16 @@
 package controller
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"slices"
-	"sort"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/faultline/faultline/broker/metadata"
+	"github.com/faultline/faultline/broker/quorum"
 )
 
 // AlterPartition is a partition leader's request to change its ISR (Kafka's
@@ -105,45 +108,77 @@ func sameMembers(a, b []int32) bool {
 	return slices.Equal(x, y)
 }
 
-// Sessions tracks when each broker was last heard from. It is pure: the
-// caller passes the time. The active controller touches a session on every
-// heartbeat and fences the brokers Expired returns (one at a time, as
-// Kafka does), with ClusterState.FenceBroker.
-type Sessions struct {
-	lastMs map[int32]int64
-}
-
-// Touch records a heartbeat of broker id at nowMs.
-func (s *Sessions) Touch(id int32, nowMs int64) {
-	if s.lastMs == nil {
-		s.lastMs = map[int32]int64{}
+// AlterPartition handles a leader's ISR change (AlterPartition) and returns
+// the error code and the partition as committed.
+func (c *Controller) AlterPartition(ctx context.Context, req AlterPartition) (int16, metadata.Partition, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	code, p, res := c.state().AlterPartition(req)
+	if err := c.commit(ctx, res.Records); err != nil {
+		return 0, metadata.Partition{}, err
 	}
-	s.lastMs[id] = max(s.lastMs[id], nowMs)
+	return code, p, nil
 }
 
-// Remove forgets a broker (fenced, or shut down).
-func (s *Sessions) Remove(id int32) { delete(s.lastMs, id) }
-
-// Alive reports whether broker id was heard from within timeoutMs.
-func (s *Sessions) Alive(id int32, nowMs, timeoutMs int64) bool {
-	last, ok := s.lastMs[id]
-	return ok && nowMs-last <= timeoutMs
-}
-
-// Expired returns the brokers unheard for longer than timeoutMs
-// (broker.session.timeout.ms), oldest first.
-func (s *Sessions) Expired(nowMs, timeoutMs int64) []int32 {
-	var out []int32
-	for id, last := range s.lastMs {
-		if nowMs-last > timeoutMs {
-			out = append(out, id)
-		}
+// HandleAlterPartition applies partition leaders' ISR changes, one decision
+// per partition. v3 ISR members carrying a broker epoch that is not their
+// registered one are INELIGIBLE_REPLICA.
+func (c *Controller) HandleAlterPartition(ctx context.Context, req *kmsg.AlterPartitionRequest) *kmsg.AlterPartitionResponse {
+	resp := kmsg.NewPtrAlterPartitionResponse()
+	if !c.EnsureActive(ctx) {
+		resp.ErrorCode = kerr.NotController.Code
+		return resp
 	}
-	sort.Slice(out, func(i, j int) bool {
-		if s.lastMs[out[i]] != s.lastMs[out[j]] {
-			return s.lastMs[out[i]] < s.lastMs[out[j]]
+	for _, rt := range req.Topics {
+		st := kmsg.NewAlterPartitionResponseTopic()
+		st.Topic, st.TopidID = rt.Topic, rt.TopicID
+		im := c.Image()
+		topicID := metadata.Uuid(rt.TopicID)
+		if req.Version < 2 {
+			if t := im.Topic(rt.Topic); t != nil {
+				topicID = t.ID
+			} else {
+				topicID = metadata.Uuid{}
+			}
 		}
-		return out[i] < out[j]
-	})
-	return out
+		for _, rp := range rt.Partitions {
+			sp := kmsg.NewAlterPartitionResponseTopicPartition()
+			sp.Partition, sp.LeaderID = rp.Partition, -1
+			isr := rp.NewISR
+			ineligible := false
+			if req.Version >= 3 {
+				isr = nil
+				for _, m := range rp.NewEpochISR {
+					isr = append(isr, m.BrokerID)
+					if b, ok := im.Brokers[m.BrokerID]; m.BrokerEpoch != -1 && (!ok || b.Epoch != m.BrokerEpoch) {
+						ineligible = true
+					}
+				}
+			}
+			switch {
+			case topicID == (metadata.Uuid{}) && req.Version < 2:
+				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			case ineligible:
+				sp.ErrorCode = kerr.IneligibleReplica.Code
+			default:
+				code, p, err := c.AlterPartition(ctx, AlterPartition{
+					BrokerID: req.BrokerID, BrokerEpoch: req.BrokerEpoch, TopicID: topicID, Partition: rp.Partition,
+					LeaderEpoch: rp.LeaderEpoch, PartitionEpoch: rp.PartitionEpoch, NewISR: slices.Clone(isr),
+				})
+				if err != nil {
+					code, _ = failureCode(err)
+					if errors.Is(err, quorum.ErrNotLeader) {
+						resp.ErrorCode = code
+					}
+				}
+				sp.ErrorCode = code
+				if code == 0 {
+					sp.LeaderID, sp.LeaderEpoch, sp.ISR, sp.PartitionEpoch = p.Leader, p.LeaderEpoch, slices.Clone(p.ISR), p.PartitionEpoch
+				}
+			}
+			st.Partitions = append(st.Partitions, sp)
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	return resp
 }

@@ -7,6 +7,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/faultline/faultline/broker/lifecycle"
 )
 
 // BenchmarkHandleBrokerHeartbeat: one steady-state heartbeat (no record to
@@ -27,17 +29,17 @@ func BenchmarkHandleBrokerHeartbeat(b *testing.B) {
 }
 
 // BenchmarkForwardedInitProducerID: InitProducerId forwarded by a standby's
-// Forwarder to the active controller over loopback TCP (kgo), the round
+// lifecycle.Forwarder to the active controller over loopback TCP (kgo), the round
 // trip a broker-only node adds to every admin request.
 func BenchmarkForwardedInitProducerID(b *testing.B) {
 	log := newSharedLog(b, 1)
 	c1 := newClusterController(b, 1, log.view(1), nil)
 	c2 := newClusterController(b, 2, log.view(2), nil)
-	tr, err := NewKgoTransport(KgoTransportConfig{Voters: map[int32]string{1: serveKafka(b, dispatch(c1, nil))}, DialTimeout: time.Second})
+	tr, err := lifecycle.NewKgoTransport(lifecycle.KgoTransportConfig{Voters: map[int32]string{1: serveKafka(b, dispatch(c1, nil))}, DialTimeout: time.Second})
 	require.NoError(b, err)
 	defer tr.Close()
 	joinBroker(b, c1, 1)
-	fwd := &Forwarder{Local: c2, Transport: tr}
+	fwd := &lifecycle.Forwarder{Local: c2, Transport: tr}
 	ctx := context.Background()
 	req := kmsg.NewPtrInitProducerIDRequest()
 	require.Zero(b, fwd.InitProducerID(ctx, req).ErrorCode)

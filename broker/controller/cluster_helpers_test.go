@@ -15,12 +15,108 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/faultline/faultline/broker/lifecycle"
 	"github.com/faultline/faultline/broker/metadata"
 	"github.com/faultline/faultline/broker/quorum"
 	"github.com/faultline/faultline/broker/storage"
 )
+
+func regReq(id int32, incarnation byte, previousEpoch int64) *kmsg.BrokerRegistrationRequest {
+	r := kmsg.NewPtrBrokerRegistrationRequest()
+	r.Version = 4
+	r.BrokerID, r.ClusterID, r.IncarnationID, r.PreviousBrokerEpoch = id, "cluster", [16]byte{incarnation}, previousEpoch
+	r.Listeners = []kmsg.BrokerRegistrationRequestListener{{Name: "PLAINTEXT", Host: "localhost", Port: uint16(9090 + id)}}
+	return r
+}
+
+func hbReq(id int32, epoch, offset int64, wantFence, wantShutdown bool) *kmsg.BrokerHeartbeatRequest {
+	r := kmsg.NewPtrBrokerHeartbeatRequest()
+	r.BrokerID, r.BrokerEpoch, r.CurrentMetadataOffset, r.WantFence, r.WantShutdown = id, epoch, offset, wantFence, wantShutdown
+	return r
+}
+
+// clusterMode sets the session timeout RunExpiry would set, without its
+// loop.
+func clusterMode(c *Controller, sessionTimeout time.Duration) {
+	c.sessionTimeoutMs.Store(sessionTimeout.Milliseconds())
+}
+
+// joinBroker registers and unfences broker id through the handlers.
+func joinBroker(t testing.TB, c *Controller, id int32) int64 {
+	t.Helper()
+	ctx := context.Background()
+	r := c.HandleBrokerRegistration(ctx, regReq(id, byte(id), -1))
+	require.Zero(t, r.ErrorCode, kerr.ErrorForCode(r.ErrorCode))
+	h := c.HandleBrokerHeartbeat(ctx, hbReq(id, r.BrokerEpoch, 1<<40, false, false))
+	require.Zero(t, h.ErrorCode)
+	require.False(t, h.IsFenced)
+	return r.BrokerEpoch
+}
+
+func isNoOp(r metadata.Record) bool { return r.Key() == metadata.KeyNoOp }
+
+// runExpiry runs c's expiry loop for the test's duration.
+func runExpiry(t *testing.T, c *Controller, interval, session time.Duration) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = c.RunExpiry(ctx, interval, session)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+	})
+}
+
+// feed returns a publisher following the metadata log, as an observing
+// broker's would.
+func feed(t *testing.T, q quorum.Quorum) *metadata.Publisher {
+	t.Helper()
+	pub := metadata.NewPublisher(metadata.NewImage("cluster"))
+	cancel, err := quorum.FeedPublisher(q, pub)
+	require.NoError(t, err)
+	t.Cleanup(cancel)
+	return pub
+}
+
+func newLifecycle(t *testing.T, id int32, incarnation byte, tr lifecycle.ControllerTransport, pub *metadata.Publisher) *lifecycle.Manager {
+	t.Helper()
+	lc, err := lifecycle.New(lifecycle.Config{
+		BrokerID: id, ClusterID: "cluster", IncarnationID: metadata.Uuid{byte(id), incarnation}, PreviousBrokerEpoch: -1,
+		Listeners:         []metadata.Endpoint{{Name: "PLAINTEXT", Host: "localhost", Port: uint16(9090 + id)}},
+		HeartbeatInterval: testHeartbeat, MetadataOffset: func() int64 { return pub.Image().Offset }, Transport: tr,
+	})
+	require.NoError(t, err)
+	t.Cleanup(lc.Close)
+	return lc
+}
+
+func kgoTransport(t *testing.T, voters map[int32]string, leader func() quorum.LeaderAndEpoch) *lifecycle.KgoTransport {
+	t.Helper()
+	tr, err := lifecycle.NewKgoTransport(lifecycle.KgoTransportConfig{Voters: voters, Leader: leader, ClientID: "test", DialTimeout: time.Second})
+	require.NoError(t, err)
+	t.Cleanup(tr.Close)
+	return tr
+}
+
+func waitState(t *testing.T, lc *lifecycle.Manager, s lifecycle.BrokerState) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), testWait)
+	defer cancel()
+	require.NoError(t, lc.WaitForState(ctx, s))
+}
+
+func fenceRecords(log *sharedLog, id int32) int {
+	return log.count(func(r metadata.Record) bool {
+		f, ok := r.(*metadata.FenceBrokerRecord)
+		return ok && f.ID == id
+	})
+}
 
 // sharedLog is one metadata log (a Local quorum) seen by several
 // controllers, with the quorum leader switched by the test: a failover
@@ -122,7 +218,8 @@ func newClock() *clock {
 	return c
 }
 
-func (c *clock) now() time.Time          { return time.UnixMilli(c.ms.Load()) }
+func (c *clock) now() time.Time { return time.UnixMilli(c.ms.Load()) }
+
 func (c *clock) advance(d time.Duration) { c.ms.Add(d.Milliseconds()) }
 
 // newClusterController starts controller id over q.
@@ -139,7 +236,7 @@ func newClusterController(t testing.TB, id int32, q quorum.Quorum, now func() ti
 }
 
 // dispatch serves the requests a controller listener serves.
-func dispatch(c *Controller, fwd *Forwarder) func(ctx context.Context, req kmsg.Request) kmsg.Response {
+func dispatch(c *Controller, fwd *lifecycle.Forwarder) func(ctx context.Context, req kmsg.Request) kmsg.Response {
 	return func(ctx context.Context, req kmsg.Request) kmsg.Response {
 		switch r := req.(type) {
 		case *kmsg.BrokerRegistrationRequest:

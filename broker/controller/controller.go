@@ -29,10 +29,11 @@ type Config struct {
 	Rand *rand.Rand
 	// Now is the clock of broker sessions (default time.Now).
 	Now func() time.Time
-	// Cluster marks a controller of a multi-controller quorum (RunExpiry
-	// sets it too): it decides only once activated in the current quorum
-	// epoch (see Active) and answers NOT_CONTROLLER to everything while
-	// standing by.
+	// Cluster makes the controller decide only once activated in the
+	// current quorum epoch (see Active) and answer NOT_CONTROLLER to
+	// everything while standing by, as every node's controller does
+	// (RunExpiry sets it too). Off, it decides whenever its node leads
+	// the quorum: the unit tests' single-voter quorum.Local.
 	Cluster bool
 }
 
@@ -338,136 +339,4 @@ func (c *Controller) nextProducerID(ctx context.Context) (int64, error) {
 	id := c.pidNext
 	c.pidNext++
 	return id, nil
-}
-
-// RegisterBroker registers a broker incarnation (BrokerRegistration) and
-// returns its broker epoch.
-func (c *Controller) RegisterBroker(ctx context.Context, reg BrokerRegistration) (int64, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	epoch, res, err := c.state().RegisterBroker(reg)
-	if err != nil {
-		return 0, err
-	}
-	if err := c.commit(ctx, res.Records); err != nil {
-		return 0, err
-	}
-	return epoch, nil
-}
-
-// Heartbeat handles a broker heartbeat (BrokerHeartbeat) and renews the
-// broker's session.
-func (c *Controller) Heartbeat(ctx context.Context, hb Heartbeat) (HeartbeatReply, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	reply, res, err := c.state().Heartbeat(hb)
-	if err != nil {
-		return HeartbeatReply{}, err
-	}
-	if err := c.commit(ctx, res.Records); err != nil {
-		return HeartbeatReply{}, err
-	}
-	if reply.ErrorCode == 0 {
-		c.sessions.Touch(hb.BrokerID, c.cfg.Now().UnixMilli())
-	}
-	return reply, nil
-}
-
-// AlterPartition handles a leader's ISR change (AlterPartition) and returns
-// the error code and the partition as committed.
-func (c *Controller) AlterPartition(ctx context.Context, req AlterPartition) (int16, metadata.Partition, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	code, p, res := c.state().AlterPartition(req)
-	if err := c.commit(ctx, res.Records); err != nil {
-		return 0, metadata.Partition{}, err
-	}
-	return code, p, nil
-}
-
-// FenceExpiredBrokers fences the unfenced brokers whose last heartbeat is
-// older than sessionTimeoutMs (broker.session.timeout.ms), one per call, as
-// Kafka does, and returns its id (-1 for none). The active controller of a
-// cluster runs it every heartbeat interval (issue 3). A single-node broker
-// heartbeats only while it registers, so it must not run it.
-func (c *Controller) FenceExpiredBrokers(ctx context.Context, sessionTimeoutMs int64) (int32, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	im := c.Image()
-	for _, id := range c.sessions.Expired(c.cfg.Now().UnixMilli(), sessionTimeoutMs) {
-		lastMs := c.sessions.lastMs[id]
-		c.sessions.Remove(id)
-		if b, ok := im.Brokers[id]; !ok || b.Fenced {
-			continue
-		}
-		res, err := c.state().FenceBroker(id)
-		if err != nil {
-			return -1, err
-		}
-		if err := c.commit(ctx, res.Records); err != nil {
-			c.sessions.Touch(id, lastMs) // still expired: the next call tries again
-			return -1, err
-		}
-		c.logger.Info(fmt.Sprintf("Fenced broker %d: no heartbeat for more than %d ms", id, sessionTimeoutMs))
-		return id, nil
-	}
-	return -1, nil
-}
-
-// BootstrapLocalBroker registers this node's broker with the local
-// controller and heartbeats until it is unfenced: the single-node version of
-// a broker's registration and first heartbeats. The broker counts as caught
-// up once pub (its metadata image, fed from the quorum) has applied its own
-// registration. It returns the broker epoch.
-func (c *Controller) BootstrapLocalBroker(ctx context.Context, reg BrokerRegistration, pub *metadata.Publisher) (int64, error) {
-	epoch, err := c.RegisterBroker(ctx, reg)
-	if err != nil {
-		return 0, fmt.Errorf("register broker %d: %w", reg.BrokerID, err)
-	}
-	c.logger.Info(fmt.Sprintf("Registered broker %d with controller quorum", reg.BrokerID), "brokerEpoch", epoch)
-	for {
-		changed := pub.Changed()
-		reply, err := c.Heartbeat(ctx, Heartbeat{BrokerID: reg.BrokerID, BrokerEpoch: epoch, MetadataOffset: pub.Image().Offset})
-		if err != nil {
-			return 0, fmt.Errorf("heartbeat of broker %d: %w", reg.BrokerID, err)
-		}
-		if reply.ErrorCode != 0 {
-			return 0, fmt.Errorf("heartbeat of broker %d: %w", reg.BrokerID, kerr.ErrorForCode(reply.ErrorCode))
-		}
-		if !reply.IsFenced {
-			c.logger.Info(fmt.Sprintf("Broker %d is unfenced at broker epoch %d", reg.BrokerID, epoch))
-			return epoch, nil
-		}
-		select {
-		case <-changed:
-		case <-ctx.Done():
-			return 0, fmt.Errorf("broker %d waiting to catch up with the metadata log: %w", reg.BrokerID, ctx.Err())
-		}
-	}
-}
-
-// ControlledShutdownLocalBroker moves leadership away from this node's
-// broker (with a want-shutdown heartbeat) until the controller says it may
-// stop. In a single-node cluster its partitions are left without a leader,
-// as Kafka leaves them; the next start elects it again with a new leader
-// epoch.
-func (c *Controller) ControlledShutdownLocalBroker(ctx context.Context, brokerID int32, brokerEpoch int64, pub *metadata.Publisher) error {
-	for {
-		changed := pub.Changed()
-		reply, err := c.Heartbeat(ctx, Heartbeat{BrokerID: brokerID, BrokerEpoch: brokerEpoch, MetadataOffset: pub.Image().Offset, WantShutDown: true})
-		if err != nil {
-			return fmt.Errorf("controlled shutdown of broker %d: %w", brokerID, err)
-		}
-		if reply.ErrorCode != 0 {
-			return fmt.Errorf("controlled shutdown of broker %d: %w", brokerID, kerr.ErrorForCode(reply.ErrorCode))
-		}
-		if reply.ShouldShutDown {
-			return nil
-		}
-		select {
-		case <-changed:
-		case <-ctx.Done():
-			return fmt.Errorf("controlled shutdown of broker %d: %w", brokerID, ctx.Err())
-		}
-	}
 }

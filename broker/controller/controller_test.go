@@ -37,10 +37,26 @@ func startNode(t *testing.T, dir string, incarnation byte) *node {
 	c, err := New(Config{NodeID: 1, ClusterID: "cluster", Defaults: Defaults{NumPartitions: 3, ReplicationFactor: 1},
 		Rand: rand.New(rand.NewPCG(1, 1))}, q)
 	require.NoError(t, err)
-	_, err = c.BootstrapLocalBroker(context.Background(), BrokerRegistration{BrokerID: 1, IncarnationID: metadata.Uuid{incarnation},
-		Endpoints: []metadata.Endpoint{{Name: "PLAINTEXT", Host: "localhost", Port: 9092}}}, pub)
+	epoch, err := c.RegisterBroker(context.Background(), BrokerRegistration{BrokerID: 1, IncarnationID: metadata.Uuid{incarnation},
+		Endpoints: []metadata.Endpoint{{Name: "PLAINTEXT", Host: "localhost", Port: 9092}}})
 	require.NoError(t, err)
+	reply, err := c.Heartbeat(context.Background(), Heartbeat{BrokerID: 1, BrokerEpoch: epoch, MetadataOffset: pub.Image().Offset})
+	require.NoError(t, err)
+	require.False(t, reply.IsFenced, "broker 1 unfenced by its first heartbeat")
 	return &node{lm: lm, q: q, pub: pub, c: c}
+}
+
+// controlledShutdown heartbeats broker 1 wanting to shut down until the
+// controller lets it.
+func (n *node) controlledShutdown(t *testing.T) {
+	t.Helper()
+	epoch := n.pub.Image().Brokers[1].Epoch
+	require.Eventually(t, func() bool {
+		reply, err := n.c.Heartbeat(context.Background(), Heartbeat{BrokerID: 1, BrokerEpoch: epoch, MetadataOffset: n.pub.Image().Offset, WantShutDown: true})
+		require.NoError(t, err)
+		require.Zero(t, reply.ErrorCode)
+		return reply.ShouldShutDown
+	}, 10*time.Second, time.Millisecond, "the controller lets broker 1 shut down")
 }
 
 func (n *node) stop(t *testing.T) {
@@ -86,7 +102,7 @@ func TestControllerSingleNodeRestart(t *testing.T) {
 	txn.TransactionalID = sp("t")
 	assert.Equal(t, kerr.InvalidRequest.Code, n.c.InitProducerID(ctx, txn).ErrorCode)
 
-	require.NoError(t, n.c.ControlledShutdownLocalBroker(ctx, 1, n.pub.Image().Brokers[1].Epoch, n.pub))
+	n.controlledShutdown(t)
 	assert.Equal(t, metadata.NoLeader, n.pub.Image().Partition("orders", 0).Leader)
 	n.stop(t)
 

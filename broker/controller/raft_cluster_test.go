@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/faultline/faultline/broker/lifecycle"
 	"github.com/faultline/faultline/broker/metadata"
 	"github.com/faultline/faultline/broker/quorum"
 	"github.com/faultline/faultline/broker/quorum/raftq"
@@ -90,7 +91,7 @@ func startRaftController(t *testing.T, id int32, voters map[int32]string, networ
 // three brokers: the active controller dies, another voter wins the
 // election, commits its NoOp, renews the sessions, and the brokers, which
 // find it by trying the voters in turn, are not fenced; admin requests
-// reach the new active controller through a Forwarder; a broker that dies
+// reach the new active controller through a lifecycle.Forwarder; a broker that dies
 // afterwards is fenced by the new controller.
 func TestRaftControllerFailover(t *testing.T) {
 	network := raftq.NewMemNetwork()
@@ -134,9 +135,9 @@ func TestRaftControllerFailover(t *testing.T) {
 		}
 		return best
 	}
-	brokers := map[int32]*BrokerLifecycle{}
+	brokers := map[int32]*lifecycle.Manager{}
 	for _, id := range []int32{11, 12, 13} {
-		lc, err := NewBrokerLifecycle(LifecycleConfig{
+		lc, err := lifecycle.New(lifecycle.Config{
 			BrokerID: id, ClusterID: "cluster", IncarnationID: metadata.Uuid{byte(id)}, PreviousBrokerEpoch: -1,
 			Listeners:         []metadata.Endpoint{{Name: "PLAINTEXT", Host: "localhost", Port: uint16(9000 + id)}},
 			HeartbeatInterval: testHeartbeat, MetadataOffset: offset, Transport: kgoTransport(t, kafkaVoters, nil),
@@ -148,12 +149,12 @@ func TestRaftControllerFailover(t *testing.T) {
 		brokers[id] = lc
 	}
 	for _, lc := range brokers {
-		waitState(t, lc, StateRunning)
+		waitState(t, lc, lifecycle.StateRunning)
 	}
 	first := active()
 	require.NotNil(t, first)
 
-	fwd := &Forwarder{Transport: kgoTransport(t, kafkaVoters, nil)}
+	fwd := &lifecycle.Forwarder{Transport: kgoTransport(t, kafkaVoters, nil)}
 	cr := fwd.CreateTopics(context.Background(), createReq(topic("orders", 3, 3)))
 	require.Zero(t, cr.Topics[0].ErrorCode, kerr.ErrorForCode(cr.Topics[0].ErrorCode))
 
@@ -180,7 +181,7 @@ func TestRaftControllerFailover(t *testing.T) {
 	assert.Never(t, func() bool { return fenced(11)+fenced(12)+fenced(13) > 0 }, 2*testSession, testHeartbeat,
 		"brokers that keep heartbeating are not fenced across the failover")
 	for id, lc := range brokers {
-		assert.Equal(t, StateRunning, lc.State(), "broker %d", id)
+		assert.Equal(t, lifecycle.StateRunning, lc.State(), "broker %d", id)
 		assert.True(t, next.c.Image().Live(id), "broker %d", id)
 	}
 

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -407,13 +406,4 @@ func (s *ClusterState) AllocateProducerIDs(brokerID int32, brokerEpoch int64) (i
 		return 0, Result{}, fmt.Errorf("allocate producer ids: %w", err)
 	}
 	return start, Result{Records: []metadata.Record{rec}, Image: next}, nil
-}
-
-// uncleanAllowed reports whether a topic may elect a leader outside its ISR.
-func (s *ClusterState) uncleanAllowed(t *metadata.Topic) bool {
-	if v, ok := t.Configs["unclean.leader.election.enable"]; ok {
-		b, err := strconv.ParseBool(v)
-		return err == nil && b
-	}
-	return s.Defaults.UncleanLeaderElection
 }

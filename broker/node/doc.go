@@ -16,44 +16,42 @@
 // snapshots), which is where tests put internal/faultnet's switch to cut or
 // slow the links between the nodes of an in-process cluster.
 //
-// Start runs the phases in order, each logging the seeds' lines:
-// configuration (banner, unsafe.* switches as a WARN, data dirs checked and
-// formatted for this node and cluster); metrics endpoint; log manager
-// ("Loading logs from log dirs [...]", recovery when the clean-shutdown
-// marker is missing); metadata replay from the local single-voter quorum on
-// __cluster_metadata-0; the controller, the replica manager and the group
-// coordinator following the image; registration ("Registered broker N with
-// controller quorum") until unfenced; the network layer; "Kafka broker N is
-// ready to serve requests". The BrokerState moves STARTING → RECOVERY →
-// RUNNING, and at Shutdown PENDING_CONTROLLED_SHUTDOWN (requests finish,
-// leadership moves away) → SHUTTING_DOWN (coordinator, replicas, quorum,
-// log manager flush, checkpoints and marker) → NOT_RUNNING. A failed start
-// undoes the phases that completed.
+// Start runs the phases of seed 000 in order (startup in node.go reads like
+// the seed), each logging the seeds' lines, and every role goes through the
+// same steps: a single combined node is the only voter of a one-voter raft
+// quorum, as in KRaft, and registers and heartbeats like any broker.
 //
-// Roles (process.roles, controller.quorum.voters) pick the topology:
-//   - a combined node that is the only voter: the single-node broker above,
-//     on a Local quorum, no controller listener;
-//   - a combined voter of several: a raftq voter on __cluster_metadata-0
-//     whose raft traffic and controller RPCs share the controller listener
-//     (connections are sniffed: raft ones go to the raft transport, Kafka
-//     ones to a server whose Backend is the controller itself, plus Fetch
-//     of the metadata log for observers); admin requests on the client
-//     listener go through a controller.Forwarder; registration and
-//     heartbeats through a controller.BrokerLifecycle (ready once
-//     unfenced); a replica.Fetcher follows the leaders, a replica.ISRLoop
-//     sends AlterPartition, RunExpiry fences expired brokers;
-//   - a broker-only node: the same broker side, following the metadata log
-//     as an observer (Fetch of __cluster_metadata-0 from the quorum leader;
-//     below the log start it loads the newest snapshot over the controller
-//     listener, a connection opening with "FLSNAP01");
-//   - a controller-only voter: the quorum, the controller and its listener
-//     (alone or one of several: a single controller-only voter runs the
-//     raft quorum by itself and brokers register with it).
+//  1. configuration: banner, unsafe.* switches as a WARN, the quorum's
+//     voters (a combined node listing none is the only voter), data dirs
+//     checked and formatted for this node and cluster; metrics endpoint;
+//  2. log manager: "Loading logs from log dirs [...]", recovery when the
+//     clean-shutdown marker is missing;
+//  3. metadata: on a controller, its raftq voter on __cluster_metadata-0
+//     replayed into the image, the controller listener (a
+//     raftq.ControllerListener: raft connections go to the raft
+//     transport, snapshot requests to the quorum, Kafka ones to a server
+//     whose Backend is the controller, plus Fetch of the metadata log for
+//     observers, metadatalog.go) and the controller with RunExpiry fencing
+//     expired brokers; on a broker-only node, a raftq.Observer fetching
+//     the metadata log from the quorum leader, caught up before the next
+//     phase. A controller-only node is ready here;
+//  4. the broker's parts following the image: client listener bound, the
+//     channel to the active controller (admin requests on the client
+//     listener go through a lifecycle.Forwarder, decided in process while
+//     this node's controller is active), the replica manager (stray logs
+//     deleted once the image caught up with the quorum), a replica.Fetcher
+//     and a replica.ISRLoop, the group coordinator;
+//  5. registration ("Registered broker N with controller quorum") and
+//     heartbeats through a lifecycle.Manager, until unfenced;
+//  6. the network layer; "Kafka broker N is ready to serve requests".
 //
-// On a cluster Shutdown starts with the controlled shutdown (the controller
-// moves leadership away; bounded by a session timeout when no controller
-// answers), then the network layer, the ISR loop, the fetcher, the replica
-// manager, the controller listener after the quorum, the logs.
+// The BrokerState moves STARTING → RECOVERY → RUNNING, and at Shutdown
+// PENDING_CONTROLLED_SHUTDOWN (the controller moves leadership away, to no
+// leader on a single node; bounded by a session timeout when no controller
+// answers; requests finish) → SHUTTING_DOWN (coordinator, replicas,
+// controller listener after the quorum, log manager flush, checkpoints and
+// marker) → NOT_RUNNING. A failed start undoes the phases that completed.
+//
 // Format stamps meta.properties into every log dir, as kafka-storage.sh
 // format does, and Start refuses directories that are not formatted or that
 // belong to another cluster.

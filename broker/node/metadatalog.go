@@ -15,10 +15,6 @@ import (
 	"github.com/faultline/faultline/broker/storage"
 )
 
-// metadataTopicID is the fixed topic id of __cluster_metadata (Kafka's
-// AAAAAAAAAAAAAAAAAAAAAQ).
-var metadataTopicID = metadata.Uuid{15: 1}
-
 // metadataLogReplicas serves Fetch of __cluster_metadata-0 on the
 // controller listener, from the raft quorum's committed log: the way
 // broker-only nodes (observers) follow the metadata log. Everything else is
@@ -109,7 +105,7 @@ func (w *withMetadataTopic) Image() *metadata.Image {
 		return w.im
 	}
 	im := *base
-	t := &metadata.Topic{Name: quorum.MetadataTopic, ID: metadataTopicID, Partitions: []metadata.Partition{{Partition: 0, Leader: -1}}}
+	t := &metadata.Topic{Name: quorum.MetadataTopic, ID: quorum.MetadataTopicID, Partitions: []metadata.Partition{{Partition: 0, Leader: -1}}}
 	im.Topics = make(map[string]*metadata.Topic, len(base.Topics)+1)
 	im.TopicsByID = make(map[metadata.Uuid]*metadata.Topic, len(base.TopicsByID)+1)
 	for k, v := range base.Topics {

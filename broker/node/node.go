@@ -16,6 +16,7 @@ import (
 	"github.com/faultline/faultline/broker/config"
 	"github.com/faultline/faultline/broker/controller"
 	"github.com/faultline/faultline/broker/group"
+	"github.com/faultline/faultline/broker/lifecycle"
 	"github.com/faultline/faultline/broker/metadata"
 	"github.com/faultline/faultline/broker/quorum"
 	"github.com/faultline/faultline/broker/quorum/raftq"
@@ -35,32 +36,36 @@ type Node struct {
 	metrics    *nodeMetrics
 	metricsSrv *metricsServer
 
-	logs       *storage.LogManager
-	quorum     quorum.Quorum
-	publisher  *metadata.Publisher
-	controller *controller.Controller
-	replicas   *replica.Manager
-	groups     *group.Coordinator
-	server     *server.Server
+	logs      *storage.LogManager
+	quorum    quorum.Quorum // the raft voter or the observer
+	publisher *metadata.Publisher
+	replicas  *replica.Manager
+	groups    *group.Coordinator
+	server    *server.Server
 
+	// A controller's parts, nil on a broker-only node.
+	voters          map[int32]string // controller.quorum.voters (this node alone when none are listed)
+	raft            *raftq.Quorum
+	raftTransport   *raftq.TCPTransport
+	controller      *controller.Controller
+	ctrlListener    *raftq.ControllerListener
+	ctrlListenerCfg config.Listener
+	ctrlServer      *server.Server
+	// recoveredLogEnd is the end of the metadata log this voter found at
+	// startup; 0 on an observer.
+	recoveredLogEnd int64
+
+	// A broker's parts, nil on a controller-only node.
 	listener       net.Listener
 	listenerCfg    config.Listener
 	advertisedHost string
 	advertisedPort int32
+	previousEpoch  int64        // broker epoch of the last clean shutdown, -1 if none
 	epoch          atomic.Int64 // broker epoch from the registration, -1 before
-
-	// The cluster pieces, nil on a single node.
-	topology        topology
-	previousEpoch   int64 // broker epoch of the last clean shutdown, -1 if none
-	raft            *raftq.Quorum
-	raftTransport   *raftq.TCPTransport
-	ctrlListener    *sniffListener
-	ctrlListenerCfg config.Listener
-	ctrlServer      *server.Server
-	ctrlTransport   *controller.KgoTransport
-	forwarder       *controller.Forwarder
-	lifecycle       *controller.BrokerLifecycle
-	fetcher         *replica.Fetcher
+	ctrlTransport  *lifecycle.KgoTransport
+	forwarder      *lifecycle.Forwarder
+	lifecycle      *lifecycle.Manager
+	fetcher        *replica.Fetcher
 	// dial opens every connection this node makes to another node (raft,
 	// controller channel, replica fetchers, snapshots); nil dials directly.
 	dial DialFunc
@@ -141,20 +146,80 @@ func StartWith(ctx context.Context, cfg *config.Config, logger *slog.Logger, opt
 	return n, nil
 }
 
+// startup runs seed 000's phases in order. Every role goes through the
+// same steps: a single combined node is the only voter of a one-voter
+// controller quorum, registered and heartbeating like any broker of a
+// cluster.
 func (n *Node) startup(ctx context.Context) error {
+	// Phase 1: configuration, data dirs, cluster id.
+	// Phase 2: log manager: every partition log loaded, recovered after an
+	// unclean shutdown.
+	if err := runSteps(ctx, n.checkConfiguration, n.startLogManager); err != nil {
+		return err
+	}
+	// Phase 3: metadata: the metadata log replayed into the image, as a
+	// voter of the controller quorum (with the controller and its
+	// listener) or, on a broker-only node, as an observer.
+	metadata := []func() error{n.startVoter, n.startControllerListener, n.startController}
+	if !n.cfg.IsController() {
+		metadata = []func() error{func() error { return n.startObserver(ctx) }}
+	}
+	if err := runSteps(ctx, metadata...); err != nil {
+		return err
+	}
+	if !n.cfg.IsBroker() {
+		n.state.set(StateRunning)
+		n.log.Info(fmt.Sprintf("Kafka controller %d is ready to serve requests on %s", n.cfg.NodeID, n.ctrlListener.Addr()))
+		return nil
+	}
+	// Phase 4: the broker's parts following the image: its listener
+	// bound, the channel to the active controller, the replica manager
+	// (stray logs deleted once the image caught up with the quorum), the
+	// replica fetchers and ISR updates, the group coordinator.
+	// Phase 5: registration with the controller quorum, heartbeats until
+	// unfenced.
+	// Phase 6: the network layer; a Shutdown starts with the controlled
+	// shutdown.
+	err := runSteps(ctx, n.bindListener, n.startControllerChannel, n.startReplicaManager, n.startReplication,
+		n.startGroupCoordinator, func() error { return n.register(ctx) }, n.startNetwork, n.pushControlledShutdown)
+	if err != nil {
+		return err
+	}
+	n.state.set(StateRunning)
+	n.log.Info(fmt.Sprintf("Kafka broker %d is ready to serve requests", n.cfg.NodeID))
+	return nil
+}
+
+// runSteps runs steps in order until one fails or ctx ends.
+func runSteps(ctx context.Context, steps ...func() error) error {
+	for _, step := range steps {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if err := step(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkConfiguration logs the banner and the configuration, checks the
+// data dirs and reads the cluster id they were formatted with.
+func (n *Node) checkConfiguration() error {
 	cfg := n.cfg
-	// Phase 1: configuration.
 	n.log.Info(fmt.Sprintf("Starting Kafka version %s (faultline broker)", VersionString()))
 	n.logger.Info(fmt.Sprintf("Loaded configuration: broker ID %d, process.roles=%s, log.dirs=%v",
 		cfg.NodeID, strings.Join(cfg.ProcessRoles, ","), cfg.LogDirs), ComponentKey, "KafkaConfig")
 	if unsafe := cfg.EnabledUnsafe(); len(unsafe) > 0 {
 		n.log.Warn(fmt.Sprintf("Unsafe switches in effect (planted bugs, never for real data): %s", strings.Join(unsafe, "=true, ")+"=true"))
 	}
-	topo, err := checkTopology(cfg)
-	if err != nil {
-		return err
+	if cfg.IsController() {
+		voters, err := quorumVoters(cfg)
+		if err != nil {
+			return err
+		}
+		n.voters = voters
 	}
-	n.topology = topo
 	if err := cfg.CheckDirs(); err != nil {
 		return err
 	}
@@ -178,64 +243,6 @@ func (n *Node) startup(ctx context.Context) error {
 		n.metricsSrv = ms
 		n.pushStop("metrics endpoint", ms.close)
 	}
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-
-	// Phase 2: log manager.
-	n.state.set(StateRecovery)
-	if err := n.startLogManager(); err != nil {
-		return err
-	}
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-
-	// Phase 3: metadata replay from the quorum.
-	switch topo {
-	case singleNode:
-		err = n.startMetadata()
-	case combinedVoter, controllerOnly:
-		err = n.startRaftMetadata()
-	case brokerOnly:
-		err = n.startObserverMetadata(ctx)
-	}
-	if err != nil {
-		return err
-	}
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	if topo != singleNode {
-		return n.startupCluster(ctx)
-	}
-
-	// Phase 4: registration with the (local) controller, with the
-	// replica manager and group coordinator following the image, so that
-	// the leaderships the registration brings are applied as they commit.
-	if err := n.bindListener(); err != nil {
-		return err
-	}
-	if err := n.startController(); err != nil {
-		return err
-	}
-	if err := n.startReplicaManager(); err != nil {
-		return err
-	}
-	if err := n.startGroupCoordinator(); err != nil {
-		return err
-	}
-	if err := n.register(ctx); err != nil {
-		return err
-	}
-
-	// Phase 5: network layer.
-	if err := n.startNetwork(); err != nil {
-		return err
-	}
-
-	n.state.set(StateRunning)
-	n.log.Info(fmt.Sprintf("Kafka broker %d is ready to serve requests", cfg.NodeID))
 	return nil
 }
 
@@ -243,6 +250,7 @@ func (n *Node) startup(ctx context.Context) error {
 // dirs that were not shut down cleanly.
 func (n *Node) startLogManager() error {
 	cfg := n.cfg
+	n.state.set(StateRecovery)
 	lc, err := defaultLogConfig(cfg)
 	if err != nil {
 		return err
@@ -273,37 +281,6 @@ func (n *Node) startLogManager() error {
 	return nil
 }
 
-// startMetadata opens the single-voter quorum on __cluster_metadata-0 in the
-// metadata log dir, replays it into the metadata image and keeps the image
-// following every batch committed later.
-func (n *Node) startMetadata() error {
-	cfg := n.cfg
-	logs, err := n.metadataLogs()
-	if err != nil {
-		return err
-	}
-	lc, _ := n.metadataTopicConfig(quorum.MetadataTopic)
-	q, err := quorum.OpenLocal(quorum.LocalConfig{
-		NodeID:    cfg.NodeID,
-		Logs:      logs,
-		LogConfig: lc,
-		Logger:    n.logger.With(ComponentKey, "QuorumController"),
-	})
-	if err != nil {
-		return err
-	}
-	n.quorum = q
-	n.pushStop("controller quorum", func(context.Context) error { return q.Close() })
-	cancel, err := quorum.FeedPublisher(q, n.publisher)
-	if err != nil {
-		return fmt.Errorf("replay metadata log: %w", err)
-	}
-	n.pushStop("metadata publisher", func(context.Context) error { cancel(); return nil })
-	im := n.publisher.Image()
-	n.logger.Info(fmt.Sprintf("Loaded metadata log up to offset %d: %d topics, %d brokers", im.Offset, len(im.Topics), len(im.Brokers)), ComponentKey, "MetadataLoader")
-	return n.applyTopicConfigs(im)
-}
-
 // metadataLogs returns the log manager holding __cluster_metadata-0: the
 // node's, or one of its own when metadata.log.dir is apart from log.dirs.
 func (n *Node) metadataLogs() (*storage.LogManager, error) {
@@ -329,9 +306,9 @@ func (n *Node) metadataLogs() (*storage.LogManager, error) {
 }
 
 // metadataTopicConfig is the log manager's TopicConfig: the metadata log
-// keeps every record (there are no metadata snapshots yet, so deleting a
-// segment would lose topics), with the metadata.log.segment.* sizes. Other
-// topics load with the broker defaults until applyTopicConfigs.
+// has no retention (the quorum deletes only what a snapshot covers), with
+// the metadata.log.segment.* sizes. Other topics load with the broker
+// defaults until applyTopicConfigs.
 func (n *Node) metadataTopicConfig(topic string) (storage.LogConfig, bool) {
 	if topic != quorum.MetadataTopic {
 		return storage.LogConfig{}, false
@@ -404,12 +381,6 @@ func (n *Node) bindListener() error {
 	for _, other := range listeners[1:] {
 		n.log.Warn(fmt.Sprintf("Listener %s is not served: this build serves one client listener, %s", other, l))
 	}
-	for _, c := range n.cfg.ControllerListeners() {
-		if n.topology != singleNode {
-			break
-		}
-		n.log.Info(fmt.Sprintf("Controller listener %s is not bound: the controller quorum has a single voter, this node", c))
-	}
 	ln, err := net.Listen("tcp", l.Address())
 	if err != nil {
 		return fmt.Errorf("listeners: bind %s: %w", l, err)
@@ -432,58 +403,6 @@ func ignoreClosed(err error) error {
 	return err
 }
 
-// controllerConfig is this node's controller configuration; cluster is set
-// on a multi-voter quorum, where the controller decides only while its node
-// leads.
-func (n *Node) controllerConfig(cluster bool) controller.Config {
-	cfg := n.cfg
-	return controller.Config{
-		NodeID:    cfg.NodeID,
-		ClusterID: n.clusterID,
-		Defaults: controller.Defaults{
-			NumPartitions:         cfg.NumPartitions,
-			ReplicationFactor:     int16(cfg.DefaultReplicationFactor),
-			UncleanLeaderElection: cfg.UncleanLeaderElectionEnable,
-		},
-		ValidateConfig: validateTopicConfig,
-		Logger:         n.logger.With(ComponentKey, "QuorumController"),
-		Cluster:        cluster,
-	}
-}
-
-// startController starts the active controller on the local quorum.
-func (n *Node) startController() error {
-	c, err := controller.New(n.controllerConfig(false), n.quorum)
-	if err != nil {
-		return err
-	}
-	n.controller = c
-	n.pushStop("controller", func(context.Context) error { c.Close(); return nil })
-	return nil
-}
-
-// startReplicaManager makes the replica manager follow the metadata image
-// and removes the logs the image no longer places on this broker.
-func (n *Node) startReplicaManager() error {
-	cfg := n.cfg
-	rm, err := replica.New(replica.Config{
-		NodeID:              cfg.NodeID,
-		Logs:                n.logs,
-		TopicSettings:       topicSettings(cfg),
-		ReplicaLagTimeMaxMs: cfg.ReplicaLagTimeMaxMs,
-		Registerer:          n.metrics.registry,
-		Logger:              n.logger.With(ComponentKey, "ReplicaManager"),
-	})
-	if err != nil {
-		return err
-	}
-	n.replicas = rm
-	rm.DeleteStrayLogs(n.publisher.Image())
-	cancel := n.publisher.Subscribe(rm.ApplyImage)
-	n.pushStop("replica manager", func(context.Context) error { cancel(); return nil })
-	return nil
-}
-
 // startGroupCoordinator starts the consumer-group coordinator over
 // __consumer_offsets.
 func (n *Node) startGroupCoordinator() error {
@@ -497,7 +416,7 @@ func (n *Node) startGroupCoordinator() error {
 		GroupMaxSize:                 cfg.GroupMaxSize,
 		OffsetMetadataMaxBytes:       cfg.OffsetMetadataMaxBytes,
 		Logger:                       n.logger.With(ComponentKey, "GroupCoordinator"),
-	}, &offsetsLog{cfg: cfg, md: n.publisher, controller: n.adminController(), replicas: n.replicas}, n.publisher)
+	}, &offsetsLog{cfg: cfg, md: n.publisher, controller: n.forwarder, replicas: n.replicas}, n.publisher)
 	if err != nil {
 		return err
 	}
@@ -507,56 +426,14 @@ func (n *Node) startGroupCoordinator() error {
 	return nil
 }
 
-// register registers this broker with the local controller and waits until
-// it is unfenced; at shutdown it goes through the controlled shutdown.
-func (n *Node) register(ctx context.Context) error {
-	cfg := n.cfg
-	incarnation, err := ParseUUID(RandomUUID())
-	if err != nil {
-		return err
-	}
-	rctx, cancel := context.WithTimeout(ctx, time.Duration(cfg.InitialBrokerRegistrationTimeoutMs)*time.Millisecond)
-	defer cancel()
-	epoch, err := n.controller.BootstrapLocalBroker(rctx, controller.BrokerRegistration{
-		BrokerID:      cfg.NodeID,
-		IncarnationID: metadata.Uuid(incarnation),
-		Endpoints: []metadata.Endpoint{{
-			Name: n.listenerCfg.Name,
-			Host: n.advertisedHost,
-			Port: uint16(n.advertisedPort),
-		}},
-		Rack: cfg.BrokerRack,
-	}, n.publisher)
-	if err != nil {
-		return err
-	}
-	n.epoch.Store(epoch)
-	n.logger.Info(fmt.Sprintf("Completed registration with controller, broker epoch %d", epoch), ComponentKey, "BrokerServer")
-	n.pushControlledShutdownStop("controlled shutdown", func(ctx context.Context) error {
-		if !cfg.ControlledShutdownEnable {
-			return nil
-		}
-		if err := n.controller.ControlledShutdownLocalBroker(ctx, cfg.NodeID, epoch, n.publisher); err != nil {
-			return err
-		}
-		n.log.Info("Controlled shutdown request returned successfully")
-		return nil
-	})
-	return nil
-}
-
 // startNetwork serves clients on the bound listener.
 func (n *Node) startNetwork() error {
 	cfg := n.cfg
-	var ctrl server.Controller = n.controller
-	if n.forwarder != nil {
-		ctrl = n.forwarder
-	}
 	backend := server.Backend{
 		NodeID:           cfg.NodeID,
 		ClusterID:        n.clusterID,
 		Metadata:         n.publisher,
-		Controller:       ctrl,
+		Controller:       n.forwarder,
 		Replicas:         n.replicas,
 		Groups:           n.groups,
 		AdvertisedHost:   n.advertisedHost,
@@ -638,67 +515,6 @@ func advertised(cfg *config.Config, l config.Listener, bound net.Addr) (string, 
 		}
 	}
 	return host, port
-}
-
-// adminController is where this node's admin requests go: the local
-// controller on a single node, the active controller on a cluster.
-func (n *Node) adminController() server.Controller {
-	if n.forwarder != nil {
-		return n.forwarder
-	}
-	return n.controller
-}
-
-// startupCluster runs the phases after the metadata replay on a voter of a
-// raft quorum: listeners, the controller and its listener, the replica
-// manager with the fetcher and the ISR loop, the group coordinator,
-// registration and heartbeats until unfenced, the network layer.
-func (n *Node) startupCluster(ctx context.Context) error {
-	cfg := n.cfg
-	if n.topology == controllerOnly {
-		if err := n.bindControllerListener(); err != nil {
-			return err
-		}
-		if err := n.startClusterController(); err != nil {
-			return err
-		}
-		n.state.set(StateRunning)
-		n.log.Info(fmt.Sprintf("Kafka controller %d is ready to serve requests on %s", cfg.NodeID, n.ctrlListener.Addr()))
-		return nil
-	}
-	if err := n.bindListener(); err != nil {
-		return err
-	}
-	if n.topology == combinedVoter {
-		if err := n.bindControllerListener(); err != nil {
-			return err
-		}
-		if err := n.startClusterController(); err != nil {
-			return err
-		}
-		if err := n.startControllerChannel(n.quorum.Leader); err != nil {
-			return err
-		}
-	}
-	if err := n.startReplicaManager(); err != nil {
-		return err
-	}
-	if err := n.startReplication(); err != nil {
-		return err
-	}
-	if err := n.startGroupCoordinator(); err != nil {
-		return err
-	}
-	if err := n.startLifecycle(ctx); err != nil {
-		return err
-	}
-	if err := n.startNetwork(); err != nil {
-		return err
-	}
-	n.pushClusterControlledShutdown()
-	n.state.set(StateRunning)
-	n.log.Info(fmt.Sprintf("Kafka broker %d is ready to serve requests", cfg.NodeID))
-	return nil
 }
 
 func (n *Node) pushStop(name string, fn func(ctx context.Context) error) {

@@ -319,6 +319,11 @@ func TestSeedAllReplicasDownLastISRFirstBack(t *testing.T) {
 	assert.Equal(t, []int32{last}, back.ISR)
 	assert.Greater(t, back.LeaderEpoch, before.LeaderEpoch)
 	s.waitReplicaValues(last, topic, acked, 10*time.Second)
+	// The broker's own image follows the controller's a fetch later.
+	require.Eventually(t, func() bool {
+		p, ok := partitionState(s.node(last), topic, 0)
+		return ok && p.Leader == last
+	}, 10*time.Second, 10*time.Millisecond, "broker %d's image has it lead", last)
 	code, leader, err := s.metadataOf(last, topic)
 	require.NoError(t, err)
 	assert.Equal(t, int16(0), code)

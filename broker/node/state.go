@@ -3,27 +3,26 @@ package node
 import (
 	"sync/atomic"
 
-	"github.com/faultline/faultline/broker/controller"
+	"github.com/faultline/faultline/broker/lifecycle"
 )
 
 // BrokerState is the broker's lifecycle state with Kafka's KRaft codes
 // (org.apache.kafka.metadata.BrokerState), exported as the BrokerState
-// metric. It is the broker lifecycle's own type (broker/controller), so the
-// state a cluster node's heartbeats drive and the one a single node sets
-// are the same values.
-type BrokerState = controller.BrokerState
+// metric. It is package lifecycle's type: the node sets the states of its
+// startup and shutdown, the broker's heartbeats drive the others.
+type BrokerState = lifecycle.BrokerState
 
-// The states a node passes through. A single node goes NOT_RUNNING →
+// The states a node passes through: NOT_RUNNING →
 // STARTING → RECOVERY → RUNNING, and on SIGTERM RUNNING →
 // PENDING_CONTROLLED_SHUTDOWN → SHUTTING_DOWN → NOT_RUNNING.
 const (
-	StateNotRunning                = controller.StateNotRunning
-	StateStarting                  = controller.StateStarting
-	StateRecovery                  = controller.StateRecovery
-	StateRunning                   = controller.StateRunning
-	StatePendingControlledShutdown = controller.StatePendingControlledShutdown
-	StateShuttingDown              = controller.StateShuttingDown
-	StateUnknown                   = controller.StateUnknown
+	StateNotRunning                = lifecycle.StateNotRunning
+	StateStarting                  = lifecycle.StateStarting
+	StateRecovery                  = lifecycle.StateRecovery
+	StateRunning                   = lifecycle.StateRunning
+	StatePendingControlledShutdown = lifecycle.StatePendingControlledShutdown
+	StateShuttingDown              = lifecycle.StateShuttingDown
+	StateUnknown                   = lifecycle.StateUnknown
 )
 
 // stateBox holds the current BrokerState for concurrent readers (the metrics

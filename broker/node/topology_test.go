@@ -10,9 +10,10 @@ import (
 	"github.com/faultline/faultline/broker/config"
 )
 
-// TestCheckTopology: which cluster shape each role and voter set makes, and
-// the configurations this build refuses, with the key to fix named.
-func TestCheckTopology(t *testing.T) {
+// TestQuorumVoters: the voters each controller configuration makes (a
+// combined node that lists none is the only voter, on its controller
+// listener), and the configurations refused, with the key to fix named.
+func TestQuorumVoters(t *testing.T) {
 	base := map[string]string{
 		"node.id":                   "1",
 		"listeners":                 "PLAINTEXT://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093",
@@ -22,17 +23,17 @@ func TestCheckTopology(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		props  map[string]string
-		want   topology
+		want   map[int32]string
 		errHas string
 	}{
-		{"combined, only voter", map[string]string{"process.roles": "broker,controller", "controller.quorum.voters": "1@127.0.0.1:9093"}, singleNode, ""},
-		{"combined, no voters", map[string]string{"process.roles": "broker,controller"}, 0, "controller.quorum"},
-		{"combined, one of three", map[string]string{"process.roles": "broker,controller", "controller.quorum.voters": "1@127.0.0.1:9093,2@127.0.0.1:9094,3@127.0.0.1:9095"}, combinedVoter, ""},
-		{"controller, only voter", map[string]string{"process.roles": "controller", "listeners": "CONTROLLER://127.0.0.1:9093", "controller.quorum.voters": "1@127.0.0.1:9093"}, controllerOnly, ""},
-		{"controller, one of three", map[string]string{"process.roles": "controller", "listeners": "CONTROLLER://127.0.0.1:9093", "controller.quorum.voters": "1@127.0.0.1:9093,2@127.0.0.1:9094,3@127.0.0.1:9095"}, controllerOnly, ""},
-		{"broker", map[string]string{"process.roles": "broker", "node.id": "4", "listeners": "PLAINTEXT://127.0.0.1:9092", "controller.quorum.voters": "1@127.0.0.1:9093"}, brokerOnly, ""},
-		{"broker listed as voter", map[string]string{"process.roles": "broker", "listeners": "PLAINTEXT://127.0.0.1:9092", "controller.quorum.voters": "1@127.0.0.1:9093"}, 0, "is a voter, but this node is broker-only"},
-		{"controller not a voter", map[string]string{"process.roles": "controller", "listeners": "CONTROLLER://127.0.0.1:9093", "controller.quorum.voters": "2@127.0.0.1:9094"}, 0, "is not among the voters"},
+		{"combined, only voter", map[string]string{"process.roles": "broker,controller", "controller.quorum.voters": "1@127.0.0.1:9093"}, map[int32]string{1: "127.0.0.1:9093"}, ""},
+		{"combined, bootstrap servers only", map[string]string{"process.roles": "broker,controller", "controller.quorum.bootstrap.servers": "localhost:9093"}, map[int32]string{1: "127.0.0.1:9093"}, ""},
+		{"combined, no voters", map[string]string{"process.roles": "broker,controller"}, nil, "controller.quorum"},
+		{"combined, one of three", map[string]string{"process.roles": "broker,controller", "controller.quorum.voters": "1@127.0.0.1:9093,2@127.0.0.1:9094,3@127.0.0.1:9095"}, map[int32]string{1: "127.0.0.1:9093", 2: "127.0.0.1:9094", 3: "127.0.0.1:9095"}, ""},
+		{"controller, only voter", map[string]string{"process.roles": "controller", "listeners": "CONTROLLER://127.0.0.1:9093", "controller.quorum.voters": "1@127.0.0.1:9093"}, map[int32]string{1: "127.0.0.1:9093"}, ""},
+		{"controller, bootstrap servers only", map[string]string{"process.roles": "controller", "listeners": "CONTROLLER://127.0.0.1:9093", "controller.quorum.bootstrap.servers": "localhost:9093"}, nil, "a controller-only node must list the voters"},
+		{"broker listed as voter", map[string]string{"process.roles": "broker", "listeners": "PLAINTEXT://127.0.0.1:9092", "controller.quorum.voters": "1@127.0.0.1:9093"}, nil, "is a voter, but this node is broker-only"},
+		{"controller not a voter", map[string]string{"process.roles": "controller", "listeners": "CONTROLLER://127.0.0.1:9093", "controller.quorum.voters": "2@127.0.0.1:9094"}, nil, "is not among the voters"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			props := map[string]string{}
@@ -49,7 +50,7 @@ func TestCheckTopology(t *testing.T) {
 				assert.Contains(t, err.Error(), tc.errHas)
 				return
 			}
-			got, err := checkTopology(cfg)
+			got, err := quorumVoters(cfg)
 			if tc.errHas != "" {
 				require.Error(t, err)
 				assert.Contains(t, err.Error(), tc.errHas)

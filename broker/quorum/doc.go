@@ -5,13 +5,11 @@
 // The controller talks to a Quorum: Append returns once the records are
 // committed; Subscribe replays every committed batch from the start of the
 // log and then delivers each new one, in order; Leader and Describe report
-// who leads (DescribeQuorum). Local is the single-voter quorum of a
-// single-node cluster: its log is a storage.Log like any partition, each
-// append is fsynced before it counts as committed, and it is replayed from
-// disk on boot. The Raft quorum of issue 3 (go.etcd.io/raft/v3) implements
-// the same interface: Append proposes and waits for the entry to commit,
-// Subscribe feeds from Raft's committed entries, Leader is Raft's lead and
-// term.
+// who leads (DescribeQuorum). FeedPublisher keeps a metadata image
+// following a Quorum. Package raftq is the quorum every controller runs
+// (go.etcd.io/raft/v3, a single node being its only voter); Local is a
+// single voter without raft on a local storage.Log, for the unit tests of
+// the controller and the replica manager (no node runs it).
 //
 // What it must never do: report a batch as committed before it is durable,
 // deliver batches out of order or twice to one subscriber, or interpret the

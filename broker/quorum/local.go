@@ -27,8 +27,9 @@ type LocalConfig struct {
 	Now       func() time.Time
 }
 
-// Local is a quorum with a single voter, this node: a batch is committed
-// as soon as it is fsynced to the local metadata log.
+// Local is a quorum with a single voter and no raft, for the unit tests of
+// the packages above the quorum: a batch is committed as soon as it is
+// fsynced to the local metadata log. Nodes run raftq.
 type Local struct {
 	nodeID int32
 	log    *storage.Log
@@ -144,64 +145,19 @@ func (q *Local) Subscribe(fn func(Batch) error) (func(), error) {
 	}, nil
 }
 
-// replayReadBytes bounds one read of the metadata log during replay.
-const replayReadBytes = 1 << 20
-
-// replayRecordsMax bounds how many records replay hands over at once.
-// Replay merges consecutive stored batches into one Batch so that a
-// subscriber applying them to a copy-on-write image copies its maps once
-// per merged batch instead of once per stored batch.
-const replayRecordsMax = 8192
-
 func (q *Local) replay(fn func(Batch) error) error {
-	end := q.log.LogEndOffset()
-	var pending *Batch
-	flush := func() error {
-		if pending == nil {
-			return nil
-		}
-		b := *pending
-		pending = nil
-		if err := fn(b); err != nil {
-			return fmt.Errorf("apply metadata batch ending at offset %d: %w", b.LastOffset, err)
-		}
-		return nil
-	}
-	for off := q.log.LogStartOffset(); off < end; {
-		data, err := q.log.Read(off, replayReadBytes, end, true)
+	m := NewMerger(fn)
+	err := ForEachStoredBatch(q.log, q.log.LogStartOffset(), q.log.LogEndOffset(), func(h storage.BatchHeader, raw []byte) error {
+		b, err := decodeBatch(h, raw)
 		if err != nil {
-			return fmt.Errorf("replay metadata log at %d: %w", off, err)
+			return err
 		}
-		if len(data) == 0 {
-			return fmt.Errorf("replay metadata log at %d: no batch below the log end %d", off, end)
-		}
-		err = storage.ForEachBatch(data, func(h storage.BatchHeader, raw []byte) error {
-			if h.NextOffset() <= off {
-				return nil
-			}
-			b, err := decodeBatch(h, raw)
-			if err != nil {
-				return err
-			}
-			off = h.NextOffset()
-			if pending == nil {
-				pending = &b
-			} else {
-				pending.Merge(b)
-			}
-			if len(pending.Records) >= replayRecordsMax {
-				return flush()
-			}
-			return nil
-		})
-		if err != nil {
-			return fmt.Errorf("replay metadata log: %w", err)
-		}
-	}
-	if err := flush(); err != nil {
+		return m.Add(b)
+	})
+	if err != nil {
 		return fmt.Errorf("replay metadata log: %w", err)
 	}
-	return nil
+	return m.Flush()
 }
 
 // decodeBatch turns one stored batch into metadata records. Control batches
@@ -251,27 +207,4 @@ func (q *Local) Close() error {
 	q.subs = map[int]func(Batch) error{}
 	q.order = nil
 	return nil
-}
-
-// FeedPublisher subscribes a metadata publisher to the quorum: every
-// committed batch is applied to the publisher's image, which is published
-// with the quorum leader as ControllerID.
-func FeedPublisher(q Quorum, p *metadata.Publisher) (cancel func(), err error) {
-	cancel, err = q.Subscribe(func(b Batch) error {
-		return p.Update(func(cur *metadata.Image) (*metadata.Image, error) {
-			next, err := cur.ApplyBatch(b.LastOffset, b.Records)
-			if err != nil {
-				return nil, fmt.Errorf("publish metadata up to offset %d: %w", b.LastOffset, err)
-			}
-			next.ControllerID = q.Leader().LeaderID
-			return next, nil
-		})
-	})
-	if err != nil {
-		return nil, err
-	}
-	err = p.Update(func(cur *metadata.Image) (*metadata.Image, error) {
-		return cur.WithControllerID(q.Leader().LeaderID), nil
-	})
-	return cancel, err
 }

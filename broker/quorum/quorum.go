@@ -3,6 +3,7 @@ package quorum
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"github.com/faultline/faultline/broker/metadata"
 	"github.com/faultline/faultline/broker/storage"
@@ -10,6 +11,10 @@ import (
 
 // MetadataTopic is the topic of the metadata log.
 const MetadataTopic = "__cluster_metadata"
+
+// MetadataTopicID is the fixed topic id of __cluster_metadata (Kafka's
+// AAAAAAAAAAAAAAAAAAAAAQ).
+var MetadataTopicID = metadata.Uuid{15: 1}
 
 // MetadataPartition is the metadata log's partition.
 var MetadataPartition = storage.TopicPartition{Topic: MetadataTopic, Partition: 0}
@@ -77,4 +82,27 @@ type Quorum interface {
 	Leader() LeaderAndEpoch
 	// Describe reports the quorum's state for DescribeQuorum.
 	Describe() Description
+}
+
+// FeedPublisher subscribes a metadata publisher to the quorum: every
+// committed batch is applied to the publisher's image, which is published
+// with the quorum leader as ControllerID.
+func FeedPublisher(q Quorum, p *metadata.Publisher) (cancel func(), err error) {
+	cancel, err = q.Subscribe(func(b Batch) error {
+		return p.Update(func(cur *metadata.Image) (*metadata.Image, error) {
+			next, err := cur.ApplyBatch(b.LastOffset, b.Records)
+			if err != nil {
+				return nil, fmt.Errorf("publish metadata up to offset %d: %w", b.LastOffset, err)
+			}
+			next.ControllerID = q.Leader().LeaderID
+			return next, nil
+		})
+	})
+	if err != nil {
+		return nil, err
+	}
+	err = p.Update(func(cur *metadata.Image) (*metadata.Image, error) {
+		return cur.WithControllerID(q.Leader().LeaderID), nil
+	})
+	return cancel, err
 }

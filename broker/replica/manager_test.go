@@ -64,9 +64,12 @@ func startBroker(t testing.TB, dir string, incarnation byte) *broker {
 	c, err := controller.New(controller.Config{NodeID: 1, ClusterID: "cluster",
 		Defaults: controller.Defaults{NumPartitions: 1, ReplicationFactor: 1}, Rand: rand.New(rand.NewPCG(3, 4))}, q)
 	require.NoError(t, err)
-	epoch, err := c.BootstrapLocalBroker(ctx, controller.BrokerRegistration{BrokerID: 1, IncarnationID: metadata.Uuid{incarnation},
-		Endpoints: []metadata.Endpoint{{Name: "PLAINTEXT", Host: "localhost", Port: 9092}}}, pub)
+	epoch, err := c.RegisterBroker(ctx, controller.BrokerRegistration{BrokerID: 1, IncarnationID: metadata.Uuid{incarnation},
+		Endpoints: []metadata.Endpoint{{Name: "PLAINTEXT", Host: "localhost", Port: 9092}}})
 	require.NoError(t, err)
+	reply, err := c.Heartbeat(ctx, controller.Heartbeat{BrokerID: 1, BrokerEpoch: epoch, MetadataOffset: pub.Image().Offset})
+	require.NoError(t, err)
+	require.False(t, reply.IsFenced, "broker 1 unfenced by its first heartbeat")
 	return &broker{lm: lm, q: q, pub: pub, m: m, c: c, reg: reg, epoch: epoch}
 }
 

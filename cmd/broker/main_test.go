@@ -2,13 +2,19 @@ package main
 
 import (
 	"bytes"
+	"context"
+	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/faultline/faultline/broker/node"
 )
 
 func runCmd(args ...string) (int, string, string) {
@@ -156,4 +162,33 @@ func TestQuorumDescribeUsageAndUnreachable(t *testing.T) {
 	code, _, stderr = runCmd("quorum", "describe", "--status", "--timeout", "300ms", "-c", unreachable)
 	assert.Equal(t, exitError, code)
 	assert.Contains(t, stderr, "127.0.0.1:1")
+}
+
+// TestQuorumDescribeStatusOfASingleNode: a lone combined node is the only
+// voter of its controller quorum and answers DescribeQuorum on its
+// controller listener.
+func TestQuorumDescribeStatusOfASingleNode(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+	require.NoError(t, ln.Close())
+	path, _ := writeConfig(t, "listeners=PLAINTEXT://127.0.0.1:0,CONTROLLER://127.0.0.1:"+port, "controller.quorum.voters=1@127.0.0.1:"+port)
+	code, _, errOut := runCmd("format", "-t", "MkU3OEVBNTcwNTJENDM2Qg", "-c", path)
+	require.Equal(t, exitOK, code, errOut)
+	cfg, _, err := loadConfig(path, nil)
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	n, err := node.Start(ctx, cfg, nil)
+	require.NoError(t, err)
+	defer func() { assert.NoError(t, n.Shutdown(ctx)) }()
+
+	code, out, errOut := runCmd("quorum", "describe", "--status", "-c", path)
+	require.Equal(t, exitOK, code, errOut)
+	assert.Contains(t, out, "LeaderId:               1\n")
+	assert.Regexp(t, `LeaderEpoch:            [1-9]`, out)
+	assert.Regexp(t, `HighWatermark:          [1-9]`, out, "the registration is committed")
+	assert.Contains(t, out, "MaxFollowerLag:         0\n")
+	assert.Contains(t, out, "CurrentVoters:          [1]\n")
+	assert.Contains(t, out, "CurrentObservers:       []\n")
 }

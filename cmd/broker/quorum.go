@@ -14,7 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/faultline/faultline/broker/config"
-	"github.com/faultline/faultline/broker/controller"
+	"github.com/faultline/faultline/broker/lifecycle"
 	"github.com/faultline/faultline/broker/quorum"
 )
 
@@ -82,7 +82,7 @@ func describeQuorum(ctx context.Context, cfg *config.Config) (*kmsg.DescribeQuor
 	for _, b := range cfg.ControllerQuorumBootstrapServers {
 		bootstrap = append(bootstrap, b.String())
 	}
-	tr, err := controller.NewKgoTransport(controller.KgoTransportConfig{Voters: voters, Bootstrap: bootstrap, ClientID: "broker-quorum-describe", DialTimeout: 2 * time.Second})
+	tr, err := lifecycle.NewKgoTransport(lifecycle.KgoTransportConfig{Voters: voters, Bootstrap: bootstrap, ClientID: "broker-quorum-describe", DialTimeout: 2 * time.Second})
 	if err != nil {
 		return nil, err
 	}
@@ -94,7 +94,7 @@ func describeQuorum(ctx context.Context, cfg *config.Config) (*kmsg.DescribeQuor
 	rp.Partition = quorum.MetadataPartition.Partition
 	rt.Partitions = append(rt.Partitions, rp)
 	req.Topics = append(req.Topics, rt)
-	raw, err := controller.SendToActive(ctx, tr, req)
+	raw, err := lifecycle.SendToActive(ctx, tr, req)
 	if err != nil {
 		return nil, fmt.Errorf("no controller of %s answered as quorum leader: %w", strings.Join(addrs(voters, bootstrap), ","), err)
 	}

@@ -402,68 +402,32 @@ func (q *Quorum) Subscribe(fn func(quorum.Batch) error) (func(), error) {
 	}, nil
 }
 
-// replayRecordsMax bounds how many records replay merges into one batch.
-const replayRecordsMax = 8192
-
 func (a *applier) replay(fn func(quorum.Batch) error) error {
-	var pending *quorum.Batch
-	flush := func() error {
-		if pending == nil {
-			return nil
-		}
-		b := *pending
-		pending = nil
-		if err := fn(b); err != nil {
-			return fmt.Errorf("apply metadata batch ending at offset %d: %w", b.LastOffset, err)
-		}
-		return nil
-	}
 	if a.snap.EndOffset > 0 {
 		// The snapshot goes alone, so that a subscriber can tell where it
 		// ends.
-		pending = &quorum.Batch{BaseOffset: 0, LastOffset: a.snap.EndOffset - 1, Epoch: a.snap.Epoch(),
+		snap := quorum.Batch{BaseOffset: 0, LastOffset: a.snap.EndOffset - 1, Epoch: a.snap.Epoch(),
 			AppendTimeMs: a.snap.LastContainedLogTimestampMs, Records: slices.Clone(a.snapRecords)}
-		if err := flush(); err != nil {
-			return err
+		if err := fn(snap); err != nil {
+			return fmt.Errorf("apply metadata snapshot ending at offset %d: %w", snap.LastOffset, err)
 		}
 	}
-	log := a.q.log
-	for off := a.snap.EndOffset; off < a.appliedEnd; {
-		data, err := log.Read(off, replayReadBytes, a.appliedEnd, true)
-		if err != nil {
-			return fmt.Errorf("replay metadata log at %d: %w", off, err)
+	m := quorum.NewMerger(fn)
+	err := quorum.ForEachStoredBatch(a.q.log, a.snap.EndOffset, a.appliedEnd, func(h storage.BatchHeader, raw []byte) error {
+		b := quorum.Batch{BaseOffset: h.BaseOffset, LastOffset: h.LastOffset(), Epoch: h.PartitionLeaderEpoch, AppendTimeMs: h.MaxTimestamp}
+		if !h.IsControl() {
+			recs, err := decodeRecords(raw)
+			if err != nil {
+				return fmt.Errorf("metadata batch at offset %d: %w", h.BaseOffset, err)
+			}
+			b.Records = recs
 		}
-		if len(data) == 0 {
-			return fmt.Errorf("replay metadata log at %d: no batch below the applied end %d", off, a.appliedEnd)
-		}
-		err = storage.ForEachBatch(data, func(h storage.BatchHeader, raw []byte) error {
-			if h.NextOffset() <= off {
-				return nil
-			}
-			b := quorum.Batch{BaseOffset: h.BaseOffset, LastOffset: h.LastOffset(), Epoch: h.PartitionLeaderEpoch, AppendTimeMs: h.MaxTimestamp}
-			if !h.IsControl() {
-				recs, err := decodeRecords(raw)
-				if err != nil {
-					return fmt.Errorf("metadata batch at offset %d: %w", h.BaseOffset, err)
-				}
-				b.Records = recs
-			}
-			off = h.NextOffset()
-			if pending == nil {
-				pending = &b
-			} else {
-				pending.Merge(b)
-			}
-			if len(pending.Records) >= replayRecordsMax {
-				return flush()
-			}
-			return nil
-		})
-		if err != nil {
-			return fmt.Errorf("replay metadata log: %w", err)
-		}
+		return m.Add(b)
+	})
+	if err != nil {
+		return fmt.Errorf("replay metadata log: %w", err)
 	}
-	return flush()
+	return m.Flush()
 }
 
 // ReadCommitted is the hook for observers (brokers following the metadata

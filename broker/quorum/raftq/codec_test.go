@@ -2,6 +2,7 @@ package raftq
 
 import (
 	"bytes"
+	"context"
 	"io"
 	"math/rand/v2"
 	"net"
@@ -444,42 +445,54 @@ func TestTCPTransportDeliversAndReportsSnapshots(t *testing.T) {
 	}, waitFor, pollEvery, "a snapshot to a dead peer is reported failed")
 }
 
-func TestSniffRaftSplitsRaftFromKafka(t *testing.T) {
+// TestControllerListenerRoutesEachConnectionOnce: on one listener a raft
+// connection reaches the transport, a snapshot request gets the quorum's
+// answer, and a Kafka request reaches Accept with its bytes intact.
+func TestControllerListenerRoutesEachConnectionOnce(t *testing.T) {
 	tr, err := NewTCPTransport(TCPConfig{NodeID: 1, Voters: map[int32]string{1: "127.0.0.1:1", 2: "127.0.0.1:2"}})
 	require.NoError(t, err)
 	rcv := &chanReceiver{msgs: make(chan *raftpb.Message, 4)}
 	require.NoError(t, tr.Start(rcv))
 	defer tr.Close()
+	q := &Quorum{} // no snapshot yet: the answer is an empty one
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	cl := NewControllerListener(ln, tr, q, nil)
+	defer cl.Close()
+	addr := ln.Addr().String()
 
-	server, client := net.Pipe()
+	raftConn, err := net.Dial("tcp", addr)
+	require.NoError(t, err)
+	defer raftConn.Close()
 	b := append([]byte(Magic), 0, 0, 0, 2)
 	m := &raftpb.Message{Type: raftpb.MsgHeartbeat.Enum(), To: new(RaftID(1)), From: new(RaftID(2))}
 	b, _ = appendFrame(b, m, 1<<20)
-	go func() { _, _ = client.Write(b) }()
-	conn, isRaft, err := SniffRaft(server, waitFor)
+	_, err = raftConn.Write(b)
 	require.NoError(t, err)
-	require.True(t, isRaft)
-	go func() { _ = tr.ServeConn(conn) }()
 	select {
 	case got := <-rcv.msgs:
-		assert.True(t, proto.Equal(m, got), "the sniffed bytes were replayed to ServeConn")
+		assert.True(t, proto.Equal(m, got), "the peeked bytes were replayed to the transport")
 	case <-time.After(waitFor):
 		t.Fatal("no message delivered")
 	}
-	_ = client.Close()
 
-	// A Kafka ApiVersions request is not raft, and its bytes stay readable.
-	server, client = net.Pipe()
-	kafka := []byte{0, 0, 0, 20, 0, 18, 0, 3, 0, 0, 0, 1, 0, 4, 't', 'e', 's', 't', 0, 0, 0, 0, 0, 0}
-	go func() { _, _ = client.Write(kafka) }()
-	conn, isRaft, err = SniffRaft(server, waitFor)
+	data, err := fetchSnapshot(context.Background(), nil, addr)
 	require.NoError(t, err)
-	assert.False(t, isRaft)
+	assert.Nil(t, data, "no snapshot yet")
+
+	kafkaConn, err := net.Dial("tcp", addr)
+	require.NoError(t, err)
+	defer kafkaConn.Close()
+	kafka := []byte{0, 0, 0, 20, 0, 18, 0, 3, 0, 0, 0, 1, 0, 4, 't', 'e', 's', 't', 0, 0, 0, 0, 0, 0}
+	_, err = kafkaConn.Write(kafka)
+	require.NoError(t, err)
+	accepted, err := cl.Accept()
+	require.NoError(t, err)
+	defer accepted.Close()
 	got := make([]byte, len(kafka))
-	_, err = io.ReadFull(conn, got)
+	_, err = io.ReadFull(accepted, got)
 	require.NoError(t, err)
 	assert.Equal(t, kafka, got)
-	_ = client.Close()
 }
 
 func FuzzDecodeBatches(f *testing.F) {

@@ -1,5 +1,6 @@
-// Package raftq is the controller quorum of a multi-controller cluster: a
-// quorum.Quorum whose voters replicate the metadata log __cluster_metadata-0
+// Package raftq is the controller quorum of every cluster, a single node's
+// included (one voter, which elects itself at once): a quorum.Quorum whose
+// voters replicate the metadata log __cluster_metadata-0
 // with etcd raft (go.etcd.io/raft/v3), PreVote and CheckQuorum on. A batch
 // is committed once a majority of the voters (controller.quorum.voters)
 // has fsynced it; elections only go to a voter whose log is at least as
@@ -81,19 +82,26 @@
 // with exponential backoff, each with a bounded queue; a connection opens
 // with Magic ("FLRAFT01") and the sender's node id, then carries
 // length-prefixed protobuf raftpb.Message frames. ServeConn takes a
-// connection accepted elsewhere, so that the controller listener can hand
-// over connections whose first 8 bytes are Magic.
+// connection accepted elsewhere: a voter's ControllerListener, the one
+// listener its raft peers, observers and Kafka clients share, reads the
+// first 8 bytes of each connection once and hands raft connections (Magic)
+// to the transport, snapshot requests (SnapshotMagic) to the quorum's
+// newest snapshot, and every other connection, those bytes replayed, to
+// its Accept for the Kafka server.
 //
 // # Observers
 //
-// Brokers follow the log without a vote through ReadCommitted(replicaID,
-// offset, maxBytes): whole batches below the high watermark, from one segment per
-// call, so an observer reads in a loop and decodes with DecodeBatches.
-// Below the log start it gets storage.ErrOffsetOutOfRange and loads
-// LatestSnapshot (DecodeSnapshot) first, then reads on from the snapshot's
-// end. The node serves these over the wire (a Fetch of
-// __cluster_metadata-0 from an observer, as Kafka brokers fetch it);
-// Describe lists each non-voter that read in the last 5 minutes as an
+// Brokers follow the log without a vote. On the voter, ReadCommitted(
+// replicaID, offset, maxBytes) returns whole batches below the high
+// watermark, from one segment per call (DecodeBatches decodes them), or
+// storage.ErrOffsetOutOfRange below the log start; the node serves it as a
+// Fetch of __cluster_metadata-0, as Kafka brokers fetch it. On the broker,
+// an Observer (a quorum.Quorum that never appends) sends those Fetches and
+// DescribeQuorum through a Sender (the broker's controller channel) to the
+// quorum leader and delivers the batches to its subscribers; below the log
+// start it asks a controller listener for LatestSnapshot (SnapshotMagic)
+// and delivers one batch taking its image to the snapshot's. Describe on a
+// voter lists each non-voter that read in the last 5 minutes as an
 // observer, with the offset it read from as its log end offset.
 //
 // # What it must never do

@@ -26,6 +26,20 @@ func (q *Quorum) run() {
 	defer q.wg.Done()
 	ticker := time.NewTicker(q.cfg.TickInterval)
 	defer ticker.Stop()
+	if len(q.voters) == 1 {
+		// The only voter has nobody to wait for: it elects itself at
+		// once instead of after an election timeout.
+		if err := q.rn.Campaign(); err != nil {
+			q.fail(fmt.Errorf("campaign as the only voter: %w", err))
+			return
+		}
+		if err := q.handleReadies(nil); err != nil {
+			if !errors.Is(err, quorum.ErrClosed) {
+				q.fail(err)
+			}
+			return
+		}
+	}
 	for {
 		var accepted []*proposal
 		select {
@@ -65,13 +79,33 @@ func (q *Quorum) run() {
 				ev()
 			}
 		}
-		if err := q.handleReady(accepted); err != nil {
+		if err := q.handleReadies(accepted); err != nil {
 			if !errors.Is(err, quorum.ErrClosed) {
 				q.fail(err)
 			}
 			return
 		}
 	}
+}
+
+// readiesMax bounds how many Readies one turn of the raft goroutine
+// handles.
+const readiesMax = 16
+
+// handleReadies handles the Ready of this turn's input and those that
+// follow from it without another input: a lone voter's own append
+// acknowledgement, stepped in Advance, commits its entries and makes the
+// next Ready, which must not wait for the next tick.
+func (q *Quorum) handleReadies(accepted []*proposal) error {
+	if err := q.handleReady(accepted); err != nil {
+		return err
+	}
+	for i := 1; i < readiesMax && q.rn.HasReady(); i++ {
+		if err := q.handleReady(nil); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // fail stops the quorum after an error it cannot recover from (a failed
@@ -173,6 +207,7 @@ func (q *Quorum) handleReady(accepted []*proposal) error {
 		if err := q.commit(rd.CommittedEntries); err != nil {
 			return err
 		}
+		q.updateLeader() // the high watermark Describe reports
 	}
 	if rd.SoftState != nil && rd.SoftState.RaftState != raft.StateLeader {
 		q.failWaitersOnStepDown(rd.SoftState.Lead, q.rn.BasicStatus().GetCommit())

@@ -154,6 +154,9 @@ type Quorum struct {
 	hs      hardState
 	hsDirty bool
 
+	// recoveredLogEnd is the metadata log end offset Open found.
+	recoveredLogEnd int64
+
 	mu          sync.Mutex // guards the fields below
 	offsets     entryOffsets
 	leader      quorum.LeaderAndEpoch
@@ -197,7 +200,8 @@ func metadataLogConfig(segmentBytes int64) storage.LogConfig {
 // Open starts this voter: it opens the metadata log, loads the newest
 // snapshot and quorum-state, rebuilds raft's log from the metadata log,
 // applies what quorum-state says is committed, starts the transport and the
-// raft goroutine. Elections start after the first election timeout.
+// raft goroutine. Elections start after the first election timeout; the
+// only voter of a one-voter quorum elects itself at once.
 func Open(cfg Config) (*Quorum, error) {
 	if err := cfg.setDefaults(); err != nil {
 		return nil, fmt.Errorf("raft quorum: %w", err)
@@ -368,6 +372,7 @@ func (q *Quorum) recover() (uint64, error) {
 		return 0, err
 	}
 	q.commitIndex = hs.Commit
+	q.recoveredLogEnd = q.offsets.logEndOffset()
 	end, _ := q.offsets.endOffset(hs.Commit)
 	q.log.UpdateHighWatermark(end)
 	q.logger.Info(fmt.Sprintf("Recovered the metadata quorum state of node %d: epoch %d, voted for %d, snapshot at offset %d (index %d), log end offset %d (index %d), committed up to offset %d (index %d)",
@@ -451,51 +456,36 @@ func (q *Quorum) alignLogWithSnapshot(sh SnapshotHeader) error {
 	return nil
 }
 
-// replayReadBytes bounds one read of the metadata log.
-const replayReadBytes = 1 << 20
-
 // readEntries rebuilds raft entries from the batches after the snapshot:
 // entry snapshot index + k is the k-th batch, its term the batch's leader
 // epoch; a control batch is an empty entry (a new leader's first entry).
 func (q *Quorum) readEntries(sh SnapshotHeader) ([]*raftpb.Entry, error) {
 	var ents []*raftpb.Entry
 	prevTerm := sh.RaftTerm
-	end := q.log.LogEndOffset()
-	for off := sh.EndOffset; off < end; {
-		data, err := q.log.Read(off, replayReadBytes, end, true)
-		if err != nil {
-			return nil, fmt.Errorf("read metadata log at %d: %w", off, err)
+	off := sh.EndOffset
+	err := quorum.ForEachStoredBatch(q.log, off, q.log.LogEndOffset(), func(h storage.BatchHeader, raw []byte) error {
+		if h.BaseOffset != off {
+			return fmt.Errorf("batch at offset %d where raft entry %d should start at %d", h.BaseOffset, q.offsets.lastIndex()+1, off)
 		}
-		if len(data) == 0 {
-			return nil, fmt.Errorf("read metadata log at %d: no batch below the log end %d", off, end)
+		term := uint64(max(h.PartitionLeaderEpoch, 0))
+		if term < prevTerm || term == 0 {
+			return fmt.Errorf("batch at offset %d has epoch %d after epoch %d", h.BaseOffset, h.PartitionLeaderEpoch, prevTerm)
 		}
-		err = storage.ForEachBatch(data, func(h storage.BatchHeader, raw []byte) error {
-			if h.NextOffset() <= off {
-				return nil
-			}
-			if h.BaseOffset != off {
-				return fmt.Errorf("batch at offset %d where raft entry %d should start at %d", h.BaseOffset, q.offsets.lastIndex()+1, off)
-			}
-			term := uint64(max(h.PartitionLeaderEpoch, 0))
-			if term < prevTerm || term == 0 {
-				return fmt.Errorf("batch at offset %d has epoch %d after epoch %d", h.BaseOffset, h.PartitionLeaderEpoch, prevTerm)
-			}
-			prevTerm = term
-			idx := q.offsets.lastIndex() + 1
-			e := &raftpb.Entry{Index: new(idx), Term: new(term), Type: raftpb.EntryNormal.Enum()}
-			if !h.IsControl() {
-				e.Data = append([]byte(nil), raw...)
-			}
-			if err := q.offsets.add(h.NextOffset()); err != nil {
-				return err
-			}
-			ents = append(ents, e)
-			off = h.NextOffset()
-			return nil
-		})
-		if err != nil {
-			return nil, fmt.Errorf("rebuild raft log from the metadata log: %w", err)
+		prevTerm = term
+		idx := q.offsets.lastIndex() + 1
+		e := &raftpb.Entry{Index: new(idx), Term: new(term), Type: raftpb.EntryNormal.Enum()}
+		if !h.IsControl() {
+			e.Data = append([]byte(nil), raw...)
 		}
+		if err := q.offsets.add(h.NextOffset()); err != nil {
+			return err
+		}
+		ents = append(ents, e)
+		off = h.NextOffset()
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("rebuild raft log from the metadata log: %w", err)
 	}
 	return ents, nil
 }
@@ -528,6 +518,12 @@ func (q *Quorum) Describe() quorum.Description {
 	}
 	return d
 }
+
+// RecoveredLogEndOffset is the end offset of the metadata log Open
+// recovered. The commit index on disk may lag behind what this voter
+// applied before it stopped, never behind this offset: a state built
+// from the log up to here holds every record the voter may have applied.
+func (q *Quorum) RecoveredLogEndOffset() int64 { return q.recoveredLogEnd }
 
 // Done is closed when the quorum stops: after Close, or after a storage
 // failure (then Err says which, and the node should exit).

@@ -507,3 +507,18 @@ func TestRunsOnTheNodeLogManager(t *testing.T) {
 	recs, _ := rec.records()
 	assert.Equal(t, topics(0, 3), recs)
 }
+
+func TestOnlyVoterLeadsAndCommitsWithoutWaitingForTicks(t *testing.T) {
+	// A tick of an hour: an election timeout or a tick-driven commit
+	// would never come within the test.
+	q, err := Open(Config{NodeID: 1, Voters: map[int32]string{1: "127.0.0.1:1"}, DataDir: t.TempDir(),
+		Transport: NewMemNetwork().Transport(1), TickInterval: time.Hour})
+	require.NoError(t, err)
+	defer q.Close()
+	require.Eventually(t, func() bool { return q.Leader().LeaderID == 1 }, 2*time.Second, time.Millisecond, "the only voter elects itself at once")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	last, err := q.Append(ctx, topics(0, 2))
+	require.NoError(t, err, "an append commits without a tick")
+	assert.Equal(t, last+1, q.Describe().HighWatermark)
+}

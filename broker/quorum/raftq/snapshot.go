@@ -32,7 +32,8 @@ const (
 // snapshotRecordsPerBatch bounds the records of one batch in a snapshot.
 const snapshotRecordsPerBatch = 4096
 
-// snapshotBytesMax bounds the size of a snapshot file read from disk.
+// snapshotBytesMax bounds the size of a snapshot, read from disk or
+// received by an observer.
 const snapshotBytesMax = 1 << 30
 
 // snapshotVersion is the version of the header this package writes.

@@ -10,13 +10,6 @@ import (
 	"github.com/faultline/faultline/broker/quorum"
 )
 
-// Defaults of the broker session (Kafka's broker.heartbeat.interval.ms and
-// broker.session.timeout.ms).
-const (
-	DefaultHeartbeatInterval = 2000 * time.Millisecond
-	DefaultSessionTimeout    = 9000 * time.Millisecond
-)
-
 // activationTimeout bounds the NoOp of a newly elected controller.
 const activationTimeout = 10 * time.Second
 
@@ -31,10 +24,10 @@ func (c *Controller) Active() bool {
 	return !c.cluster.Load() || c.activeEpoch.Load() == int64(l.Epoch)
 }
 
-// ensureActive activates this controller if it leads the quorum and has
+// EnsureActive activates this controller if it leads the quorum and has
 // not activated in the current epoch yet, and reports whether it is the
 // active controller.
-func (c *Controller) ensureActive(ctx context.Context) bool {
+func (c *Controller) EnsureActive(ctx context.Context) bool {
 	if c.Active() {
 		return true
 	}
@@ -53,7 +46,7 @@ func (c *Controller) ensureActive(ctx context.Context) bool {
 // leadership: it must then answer NOT_CONTROLLER to everything, before any
 // validation against an image that may be behind.
 func (c *Controller) standingBy(ctx context.Context) bool {
-	return c.cluster.Load() && !c.ensureActive(ctx)
+	return c.cluster.Load() && !c.EnsureActive(ctx)
 }
 
 // noteLeader remembers the quorum leader when it is another controller.
@@ -69,8 +62,9 @@ func (c *Controller) noteLeader() {
 // in the image before it decides anything; then it starts a fresh session
 // for every registered broker, so that a controller failover fences
 // nobody who keeps heartbeating, except the broker on the previous
-// leader's node, which gets a third of a session. It reports whether this controller is
-// active afterwards.
+// leader's node, which gets a third of a session, and the broker on its
+// own node, which gets none until it heartbeats. It reports whether this
+// controller is active afterwards.
 func (c *Controller) activate(ctx context.Context) (bool, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -102,7 +96,16 @@ func (c *Controller) activate(ctx context.Context) (bool, error) {
 	im := c.Image()
 	prev, timeoutMs := c.prevLeader.Load(), c.sessionTimeoutMs.Load()
 	for id := range im.Brokers {
-		if id == prev && id != c.cfg.NodeID {
+		if id == c.cfg.NodeID {
+			// The broker on this controller's own node is this
+			// process's, which heartbeats within an interval and starts
+			// its session then, or a previous incarnation of this
+			// process, which is dead: a session for it would make the
+			// node, restarted after a crash, wait a session timeout
+			// (DUPLICATE_BROKER_REGISTRATION) before it can register.
+			continue
+		}
+		if id == prev {
 			// The broker on the node of the quorum leader this one
 			// replaced: that leader is gone (dead, or cut off from the
 			// quorum), so its broker most likely is too. It keeps a third
@@ -120,43 +123,4 @@ func (c *Controller) activate(ctx context.Context) (bool, error) {
 	c.logger.Info(fmt.Sprintf("Controller %d is the active controller in epoch %d: image complete up to offset %d, %d broker session(s) renewed",
 		c.cfg.NodeID, l.Epoch, im.Offset, len(im.Brokers)))
 	return true, nil
-}
-
-// RunExpiry runs the controller's session-expiry loop until ctx ends: every
-// interval (broker.heartbeat.interval.ms) it activates this controller if
-// it has just become the quorum leader (see Active), and, while active,
-// fences at most one broker unheard for longer than sessionTimeout
-// (broker.session.timeout.ms), as Kafka does. From its start the
-// controller decides only once activated, and refuses registrations of a
-// new incarnation while the old one's session is alive. Every controller
-// of a cluster runs it; a single-node broker must not (its broker
-// heartbeats only while it registers). It returns ctx's error.
-func (c *Controller) RunExpiry(ctx context.Context, interval, sessionTimeout time.Duration) error {
-	if interval <= 0 {
-		interval = DefaultHeartbeatInterval
-	}
-	if sessionTimeout <= 0 {
-		sessionTimeout = DefaultSessionTimeout
-	}
-	c.sessionTimeoutMs.Store(sessionTimeout.Milliseconds())
-	c.cluster.Store(true)
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		c.noteLeader()
-		// One tick's work is bounded, so that a quorum that cannot commit
-		// does not hold the controller forever.
-		tctx, cancel := context.WithTimeout(ctx, sessionTimeout)
-		if c.ensureActive(tctx) {
-			if _, err := c.FenceExpiredBrokers(tctx, sessionTimeout.Milliseconds()); err != nil && ctx.Err() == nil {
-				c.logger.Warn("Session expiry failed to fence a broker", "err", err)
-			}
-		}
-		cancel()
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-t.C:
-		}
-	}
 }

@@ -1,4 +1,4 @@
-package controller
+package lifecycle
 
 import (
 	"context"
@@ -10,6 +10,19 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
+
+// LocalController is this node's own controller as the Forwarder uses
+// it: EnsureActive activates it if it has just become the quorum leader
+// and reports whether it is the active controller, which then decides the
+// request in process.
+type LocalController interface {
+	EnsureActive(ctx context.Context) bool
+	CreateTopics(ctx context.Context, req *kmsg.CreateTopicsRequest) *kmsg.CreateTopicsResponse
+	DeleteTopics(ctx context.Context, req *kmsg.DeleteTopicsRequest) *kmsg.DeleteTopicsResponse
+	CreatePartitions(ctx context.Context, req *kmsg.CreatePartitionsRequest) *kmsg.CreatePartitionsResponse
+	InitProducerID(ctx context.Context, req *kmsg.InitProducerIDRequest) *kmsg.InitProducerIDResponse
+	HandleDescribeQuorum(ctx context.Context, req *kmsg.DescribeQuorumRequest) *kmsg.DescribeQuorumResponse
+}
 
 // DefaultForwardTimeout bounds a forwarded request whose own timeout is
 // unknown (Kafka's request.timeout.ms).
@@ -24,7 +37,7 @@ const DefaultForwardTimeout = 30 * time.Second
 // Local is this node's controller and it is the active one, the request is
 // decided locally without a network hop.
 type Forwarder struct {
-	Local     *Controller // nil on a broker-only node
+	Local     LocalController // nil on a broker-only node
 	Transport ControllerTransport
 	Logger    *slog.Logger
 }
@@ -56,7 +69,7 @@ type forwardTransport struct {
 }
 
 func (t forwardTransport) Send(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
-	if t.f.Local != nil && t.f.Local.ensureActive(ctx) {
+	if t.f.Local != nil && t.f.Local.EnsureActive(ctx) {
 		return t.local(ctx), nil
 	}
 	if t.f.Transport == nil {

@@ -1,4 +1,4 @@
-package controller
+package lifecycle
 
 import (
 	"context"
@@ -47,8 +47,12 @@ func (s BrokerState) String() string {
 	return "UNKNOWN"
 }
 
-// LifecycleConfig configures a BrokerLifecycle.
-type LifecycleConfig struct {
+// catchUpRetry is how soon a broker that is not caught up with the
+// metadata log yet heartbeats again while it starts.
+const catchUpRetry = 10 * time.Millisecond
+
+// Config configures a Manager.
+type Config struct {
 	BrokerID      int32
 	ClusterID     string
 	IncarnationID metadata.Uuid // new at every start of the process
@@ -58,7 +62,7 @@ type LifecycleConfig struct {
 	// shutdown, -1 if unknown: it lets the controller accept the new
 	// incarnation before the old session expires.
 	PreviousBrokerEpoch int64
-	// HeartbeatInterval is broker.heartbeat.interval.ms (default 2 s).
+	// HeartbeatInterval is broker.heartbeat.interval.ms.
 	HeartbeatInterval time.Duration
 	// RequestTimeout bounds one registration or heartbeat (default:
 	// the heartbeat interval, at least 500 ms).
@@ -70,7 +74,7 @@ type LifecycleConfig struct {
 	Logger         *slog.Logger
 }
 
-// BrokerLifecycle is the broker side of registration and heartbeats (Kafka's
+// Manager is the broker side of registration and heartbeats (Kafka's
 // BrokerLifecycleManager). It registers with the active controller, then
 // heartbeats every HeartbeatInterval with the broker's metadata offset,
 // asking to stay fenced until SetReadyToUnfence, and drives the broker's
@@ -81,8 +85,8 @@ type LifecycleConfig struct {
 // controller no longer knows its epoch (STALE_BROKER_EPOCH,
 // BROKER_ID_NOT_REGISTERED), and retries a DUPLICATE_BROKER_REGISTRATION
 // (the previous incarnation's session has not expired yet).
-type BrokerLifecycle struct {
-	cfg    LifecycleConfig
+type Manager struct {
+	cfg    Config
 	logger *slog.Logger
 
 	mu        sync.Mutex
@@ -97,21 +101,18 @@ type BrokerLifecycle struct {
 	startOnce sync.Once
 }
 
-// NewBrokerLifecycle returns a lifecycle in STARTING; Start runs it.
-func NewBrokerLifecycle(cfg LifecycleConfig) (*BrokerLifecycle, error) {
-	if cfg.Transport == nil || cfg.MetadataOffset == nil {
-		return nil, errors.New("broker lifecycle: Transport and MetadataOffset are required")
+// New returns a lifecycle in STARTING; Start runs it.
+func New(cfg Config) (*Manager, error) {
+	if cfg.Transport == nil || cfg.MetadataOffset == nil || cfg.HeartbeatInterval <= 0 {
+		return nil, errors.New("broker lifecycle: Transport, MetadataOffset and HeartbeatInterval are required")
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	if cfg.HeartbeatInterval <= 0 {
-		cfg.HeartbeatInterval = DefaultHeartbeatInterval
-	}
 	if cfg.RequestTimeout <= 0 {
 		cfg.RequestTimeout = max(cfg.HeartbeatInterval, 500*time.Millisecond)
 	}
-	return &BrokerLifecycle{
+	return &Manager{
 		cfg: cfg, logger: cfg.Logger, state: StateStarting, epoch: -1, fenced: true,
 		changed: make(chan struct{}), wake: make(chan struct{}, 1), done: make(chan struct{}),
 	}, nil
@@ -119,7 +120,7 @@ func NewBrokerLifecycle(cfg LifecycleConfig) (*BrokerLifecycle, error) {
 
 // Start runs registration and heartbeats in a goroutine until Close or
 // SHUTTING_DOWN.
-func (l *BrokerLifecycle) Start() {
+func (l *Manager) Start() {
 	l.startOnce.Do(func() {
 		ctx, cancel := context.WithCancel(context.Background())
 		l.mu.Lock()
@@ -134,7 +135,7 @@ func (l *BrokerLifecycle) Start() {
 
 // Close stops the lifecycle (without controlled shutdown) and waits for
 // its goroutine.
-func (l *BrokerLifecycle) Close() {
+func (l *Manager) Close() {
 	l.mu.Lock()
 	cancel := l.cancel
 	l.mu.Unlock()
@@ -146,7 +147,7 @@ func (l *BrokerLifecycle) Close() {
 }
 
 // State returns the broker's lifecycle state.
-func (l *BrokerLifecycle) State() BrokerState {
+func (l *Manager) State() BrokerState {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.state
@@ -154,7 +155,7 @@ func (l *BrokerLifecycle) State() BrokerState {
 
 // BrokerEpoch returns the epoch of the current registration, -1 before
 // the first.
-func (l *BrokerLifecycle) BrokerEpoch() int64 {
+func (l *Manager) BrokerEpoch() int64 {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.epoch
@@ -162,7 +163,7 @@ func (l *BrokerLifecycle) BrokerEpoch() int64 {
 
 // Fenced reports whether the controller's last answer had this broker
 // fenced.
-func (l *BrokerLifecycle) Fenced() bool {
+func (l *Manager) Fenced() bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.fenced
@@ -170,7 +171,7 @@ func (l *BrokerLifecycle) Fenced() bool {
 
 // Changed returns a channel closed at the next change of state, epoch or
 // fencing.
-func (l *BrokerLifecycle) Changed() <-chan struct{} {
+func (l *Manager) Changed() <-chan struct{} {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.changed
@@ -178,7 +179,7 @@ func (l *BrokerLifecycle) Changed() <-chan struct{} {
 
 // WaitForState waits until the broker reaches want (or, for RUNNING, any
 // later state).
-func (l *BrokerLifecycle) WaitForState(ctx context.Context, want BrokerState) error {
+func (l *Manager) WaitForState(ctx context.Context, want BrokerState) error {
 	for {
 		ch := l.Changed()
 		s := l.State()
@@ -196,7 +197,7 @@ func (l *BrokerLifecycle) WaitForState(ctx context.Context, want BrokerState) er
 // SetReadyToUnfence tells the controller, from the next heartbeat on (sent
 // at once), that the broker no longer wants to be fenced: its logs are
 // loaded and it can serve.
-func (l *BrokerLifecycle) SetReadyToUnfence() {
+func (l *Manager) SetReadyToUnfence() {
 	l.mu.Lock()
 	l.ready = true
 	l.mu.Unlock()
@@ -206,7 +207,7 @@ func (l *BrokerLifecycle) SetReadyToUnfence() {
 // BeginControlledShutdown enters PENDING_CONTROLLED_SHUTDOWN: the next
 // heartbeats (the first at once) ask the controller to move leadership
 // away. A broker that never registered goes straight to SHUTTING_DOWN.
-func (l *BrokerLifecycle) BeginControlledShutdown() {
+func (l *Manager) BeginControlledShutdown() {
 	l.mu.Lock()
 	switch {
 	case l.state == StateShuttingDown || l.state == StatePendingControlledShutdown:
@@ -221,12 +222,12 @@ func (l *BrokerLifecycle) BeginControlledShutdown() {
 
 // ControlledShutdown begins a controlled shutdown and waits until the
 // controller says the broker may stop (SHUTTING_DOWN).
-func (l *BrokerLifecycle) ControlledShutdown(ctx context.Context) error {
+func (l *Manager) ControlledShutdown(ctx context.Context) error {
 	l.BeginControlledShutdown()
 	return l.WaitForState(ctx, StateShuttingDown)
 }
 
-func (l *BrokerLifecycle) poke() {
+func (l *Manager) poke() {
 	select {
 	case l.wake <- struct{}{}:
 	default:
@@ -234,7 +235,7 @@ func (l *BrokerLifecycle) poke() {
 }
 
 // setStateLocked changes the state and signals; callers hold mu.
-func (l *BrokerLifecycle) setStateLocked(s BrokerState) {
+func (l *Manager) setStateLocked(s BrokerState) {
 	if l.state == s {
 		return
 	}
@@ -243,12 +244,12 @@ func (l *BrokerLifecycle) setStateLocked(s BrokerState) {
 	l.signalLocked()
 }
 
-func (l *BrokerLifecycle) signalLocked() {
+func (l *Manager) signalLocked() {
 	close(l.changed)
 	l.changed = make(chan struct{})
 }
 
-func (l *BrokerLifecycle) run(ctx context.Context) {
+func (l *Manager) run(ctx context.Context) {
 	backoff := retryBackoffMin
 	for {
 		l.mu.Lock()
@@ -288,7 +289,7 @@ func (l *BrokerLifecycle) run(ctx context.Context) {
 
 // register sends one BrokerRegistration and returns when to send next:
 // 0 at once, negative to back off.
-func (l *BrokerLifecycle) register(ctx context.Context) time.Duration {
+func (l *Manager) register(ctx context.Context) time.Duration {
 	req := kmsg.NewPtrBrokerRegistrationRequest()
 	req.BrokerID, req.ClusterID, req.IncarnationID = l.cfg.BrokerID, l.cfg.ClusterID, l.cfg.IncarnationID
 	for _, e := range l.cfg.Listeners {
@@ -314,7 +315,12 @@ func (l *BrokerLifecycle) register(ctx context.Context) time.Duration {
 		return -1
 	}
 	if resp.ErrorCode != 0 {
-		l.logger.Warn(fmt.Sprintf("Broker %d registration failed: %v", l.cfg.BrokerID, kerr.ErrorForCode(resp.ErrorCode)))
+		// NOT_CONTROLLER is the answer while the quorum elects its
+		// leader (a single node's included): the next attempt goes to
+		// another controller.
+		if resp.ErrorCode != kerr.NotController.Code {
+			l.logger.Warn(fmt.Sprintf("Broker %d registration failed: %v", l.cfg.BrokerID, kerr.ErrorForCode(resp.ErrorCode)))
+		}
 		if resp.ErrorCode == kerr.DuplicateBrokerRegistration.Code {
 			return l.cfg.HeartbeatInterval
 		}
@@ -330,7 +336,7 @@ func (l *BrokerLifecycle) register(ctx context.Context) time.Duration {
 
 // heartbeat sends one BrokerHeartbeat, applies the answer to the state
 // machine, and returns when to send next: 0 at once, negative to back off.
-func (l *BrokerLifecycle) heartbeat(ctx context.Context, epoch int64) time.Duration {
+func (l *Manager) heartbeat(ctx context.Context, epoch int64) time.Duration {
 	l.mu.Lock()
 	state, ready := l.state, l.ready
 	l.mu.Unlock()
@@ -389,6 +395,10 @@ func (l *BrokerLifecycle) heartbeat(ctx context.Context, epoch int64) time.Durat
 			l.setStateLocked(StateRecovery)
 			return 0
 		}
+		// As Kafka's broker, ask again soon: the image is usually a
+		// batch behind the registration that the controller just
+		// committed.
+		return catchUpRetry
 	case StateRecovery:
 		if !resp.IsFenced {
 			l.logger.Info(fmt.Sprintf("Broker %d is unfenced at broker epoch %d", l.cfg.BrokerID, epoch))

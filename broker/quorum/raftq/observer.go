@@ -1,4 +1,4 @@
-package node
+package raftq
 
 import (
 	"context"
@@ -11,29 +11,48 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/faultline/faultline/broker/controller"
 	"github.com/faultline/faultline/broker/metadata"
 	"github.com/faultline/faultline/broker/quorum"
-	"github.com/faultline/faultline/broker/quorum/raftq"
 )
 
-// observer is the metadata quorum as a broker-only node sees it: it follows
+// Sender carries a request to the controllers over the Kafka protocol: one
+// attempt against the controller it believes leads the quorum, whose
+// answer it returns (the broker's controller channel is one).
+type Sender interface {
+	Send(ctx context.Context, req kmsg.Request) (kmsg.Response, error)
+}
+
+// ObserverConfig configures an Observer.
+type ObserverConfig struct {
+	// BrokerID is the observer's node id, its replica id in Fetch.
+	BrokerID  int32
+	ClusterID string
+	// Controllers are the controllers' listeners, asked for a snapshot
+	// when the log starts after the offset to fetch (bootstrap servers
+	// have negative ids).
+	Controllers map[int32]string
+	// Dial opens the snapshot connections; nil dials directly.
+	Dial   DialFunc
+	Logger *slog.Logger
+	// FetchWait is how long a fetch waits at the leader for new batches
+	// (default 500 ms).
+	FetchWait time.Duration
+}
+
+// Observer is the metadata quorum as a broker-only node sees it: it follows
 // __cluster_metadata-0 without a vote, fetching committed batches from the
 // quorum leader's controller listener (Fetch with its broker id as replica
-// id, as Kafka's brokers do), and learns the leader with DescribeQuorum.
-// It keeps the batches in memory; a restart fetches the log again.
-type observer struct {
-	brokerID int32
-	tr       controller.ControllerTransport
-	logger   *slog.Logger
-	// fetchWait is how long a fetch waits at the leader for new batches.
+// id, as Kafka's brokers do, served from ReadCommitted), and learns the
+// leader with DescribeQuorum. Below the leader's log start it loads the
+// newest snapshot over the controller listener (SnapshotMagic). It keeps
+// the batches in memory; a restart fetches the log again.
+type Observer struct {
+	brokerID  int32
+	tr        Sender
+	logger    *slog.Logger
 	fetchWait time.Duration
-	// addrs are the controllers' listeners, asked for a snapshot when the
-	// log starts after the offset to fetch (bootstrap servers have
-	// negative ids).
-	addrs map[int32]string
-	// dial opens the snapshot connections; nil dials directly.
-	dial DialFunc
+	addrs     map[int32]string
+	dial      DialFunc
 
 	// deliverMu orders deliveries: the fetch loop holds it while it hands
 	// batches to the subscribers, Subscribe while it replays. mu guards
@@ -53,24 +72,31 @@ type observer struct {
 	done   chan struct{}
 }
 
-var _ quorum.Quorum = (*observer)(nil)
+var _ quorum.Quorum = (*Observer)(nil)
 
-func newObserver(brokerID int32, tr controller.ControllerTransport, logger *slog.Logger) *observer {
-	return &observer{
-		brokerID: brokerID, tr: tr, logger: logger, fetchWait: 500 * time.Millisecond,
-		leader: quorum.LeaderAndEpoch{LeaderID: -1}, hw: -1, subs: map[int]func(quorum.Batch) error{},
-		changed: make(chan struct{}), done: make(chan struct{}),
+// NewObserver returns an observer that fetches nothing until Start.
+func NewObserver(cfg ObserverConfig) *Observer {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.FetchWait <= 0 {
+		cfg.FetchWait = 500 * time.Millisecond
+	}
+	return &Observer{
+		brokerID: cfg.BrokerID, logger: cfg.Logger, fetchWait: cfg.FetchWait, addrs: cfg.Controllers, dial: cfg.Dial,
+		leader: quorum.LeaderAndEpoch{LeaderID: -1}, image: metadata.NewImage(cfg.ClusterID), hw: -1,
+		subs: map[int]func(quorum.Batch) error{}, changed: make(chan struct{}), done: make(chan struct{}),
 	}
 }
 
 // Append implements quorum.Quorum: an observer never appends.
-func (o *observer) Append(context.Context, []metadata.Record) (int64, error) {
+func (o *Observer) Append(context.Context, []metadata.Record) (int64, error) {
 	return 0, quorum.ErrNotLeader
 }
 
 // Subscribe implements quorum.Quorum: the batches fetched so far, merged
 // into one, then each new one.
-func (o *observer) Subscribe(fn func(quorum.Batch) error) (func(), error) {
+func (o *Observer) Subscribe(fn func(quorum.Batch) error) (func(), error) {
 	o.deliverMu.Lock()
 	defer o.deliverMu.Unlock()
 	o.mu.Lock()
@@ -98,46 +124,41 @@ func (o *observer) Subscribe(fn func(quorum.Batch) error) (func(), error) {
 }
 
 // Leader implements quorum.Quorum: the leader the last DescribeQuorum named.
-func (o *observer) Leader() quorum.LeaderAndEpoch {
+func (o *Observer) Leader() quorum.LeaderAndEpoch {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	return o.leader
 }
 
 // Describe implements quorum.Quorum: only what an observer knows.
-func (o *observer) Describe() quorum.Description {
+func (o *Observer) Describe() quorum.Description {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	return quorum.Description{LeaderID: o.leader.LeaderID, LeaderEpoch: o.leader.Epoch, HighWatermark: o.hw}
 }
 
-// offset is the offset of the last batch applied, -1 before the first.
-func (o *observer) offset() int64 {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return o.next - 1
-}
-
-// start runs the fetch loop until close.
-func (o *observer) start() {
+// Start runs the fetch loop over tr until Close. tr's leader hint may be
+// Leader.
+func (o *Observer) Start(tr Sender) {
 	ctx, cancel := context.WithCancel(context.Background())
-	o.cancel = cancel
+	o.tr, o.cancel = tr, cancel
 	go func() {
 		defer close(o.done)
 		o.run(ctx)
 	}()
 }
 
-func (o *observer) close() {
+// Close stops the fetch loop.
+func (o *Observer) Close() {
 	if o.cancel != nil {
 		o.cancel()
 		<-o.done
 	}
 }
 
-// waitCaughtUp waits until the observer applied the high watermark of a
+// WaitCaughtUp waits until the observer applied the high watermark of a
 // fetch answer at least once.
-func (o *observer) waitCaughtUp(ctx context.Context) error {
+func (o *Observer) WaitCaughtUp(ctx context.Context) error {
 	for {
 		o.mu.Lock()
 		ok := o.hw >= 0 && o.next >= o.hw
@@ -154,7 +175,7 @@ func (o *observer) waitCaughtUp(ctx context.Context) error {
 	}
 }
 
-func (o *observer) run(ctx context.Context) {
+func (o *Observer) run(ctx context.Context) {
 	backoff := 50 * time.Millisecond
 	lastRefresh := time.Time{}
 	for ctx.Err() == nil {
@@ -185,7 +206,7 @@ func (o *observer) run(ctx context.Context) {
 }
 
 // refreshLeader asks the controllers who leads the quorum.
-func (o *observer) refreshLeader(ctx context.Context) {
+func (o *Observer) refreshLeader(ctx context.Context) {
 	req := kmsg.NewPtrDescribeQuorumRequest()
 	rt := kmsg.NewDescribeQuorumRequestTopic()
 	rt.Topic = quorum.MetadataTopic
@@ -214,7 +235,7 @@ func (o *observer) refreshLeader(ctx context.Context) {
 
 // fetch sends one Fetch to the leader (the transport's pick) and applies
 // the batches it returns.
-func (o *observer) fetch(ctx context.Context) error {
+func (o *Observer) fetch(ctx context.Context) error {
 	o.mu.Lock()
 	next := o.next
 	o.mu.Unlock()
@@ -225,7 +246,7 @@ func (o *observer) fetch(ctx context.Context) error {
 	req.MinBytes, req.MaxBytes = 1, 8<<20
 	req.SessionEpoch = -1
 	ft := kmsg.NewFetchRequestTopic()
-	ft.Topic, ft.TopicID = quorum.MetadataTopic, metadataTopicID
+	ft.Topic, ft.TopicID = quorum.MetadataTopic, quorum.MetadataTopicID
 	fp := kmsg.NewFetchRequestTopicPartition()
 	fp.Partition, fp.FetchOffset, fp.PartitionMaxBytes = 0, next, 4<<20
 	fp.CurrentLeaderEpoch, fp.LastFetchedEpoch, fp.LogStartOffset = -1, -1, -1
@@ -254,7 +275,7 @@ func (o *observer) fetch(ctx context.Context) error {
 		}
 		return fmt.Errorf("metadata fetch at offset %d: %w", next, kerr.ErrorForCode(p.ErrorCode))
 	}
-	batches, err := raftq.DecodeBatches(p.RecordBatches)
+	batches, err := DecodeBatches(p.RecordBatches)
 	if err != nil {
 		return fmt.Errorf("metadata fetch at offset %d: %w", next, err)
 	}
@@ -269,7 +290,7 @@ func (o *observer) fetch(ctx context.Context) error {
 
 // deliver hands the batches after the last one delivered to every
 // subscriber, in order, and folds them into the observer's image.
-func (o *observer) deliver(batches []quorum.Batch) {
+func (o *Observer) deliver(batches []quorum.Batch) {
 	o.deliverMu.Lock()
 	defer o.deliverMu.Unlock()
 	for _, b := range batches {
@@ -285,12 +306,10 @@ func (o *observer) deliver(batches []quorum.Batch) {
 			subs = append(subs, fn)
 		}
 		o.mu.Unlock()
-		if o.image != nil {
-			if next, err := o.image.ApplyBatch(b.LastOffset, b.Records); err == nil {
-				o.image = next
-			} else {
-				o.logger.Error(fmt.Sprintf("Applying metadata batch at offset %d failed", b.BaseOffset), "err", err)
-			}
+		if next, err := o.image.ApplyBatch(b.LastOffset, b.Records); err == nil {
+			o.image = next
+		} else {
+			o.logger.Error(fmt.Sprintf("Applying metadata batch at offset %d failed", b.BaseOffset), "err", err)
 		}
 		for _, fn := range subs {
 			if err := fn(b); err != nil {
@@ -303,7 +322,7 @@ func (o *observer) deliver(batches []quorum.Batch) {
 // loadSnapshot brings the observer to the controllers' newest snapshot when
 // their log starts after next: one batch with the records that take its
 // image to the snapshot's, then fetching goes on from the snapshot's end.
-func (o *observer) loadSnapshot(ctx context.Context, next int64) error {
+func (o *Observer) loadSnapshot(ctx context.Context, next int64) error {
 	ids := make([]int32, 0, len(o.addrs))
 	if l := o.Leader().LeaderID; l >= 0 {
 		if _, ok := o.addrs[l]; ok {
@@ -325,7 +344,7 @@ func (o *observer) loadSnapshot(ctx context.Context, next int64) error {
 		if data == nil {
 			continue
 		}
-		h, recs, err := raftq.DecodeSnapshot(data)
+		h, recs, err := DecodeSnapshot(data)
 		if err != nil {
 			lastErr = err
 			continue
@@ -333,16 +352,13 @@ func (o *observer) loadSnapshot(ctx context.Context, next int64) error {
 		if h.EndOffset <= next {
 			continue
 		}
-		if o.image == nil {
-			return errors.New("metadata snapshot: the observer keeps no image")
-		}
 		target, err := metadata.NewImage(o.image.ClusterID).ApplyBatch(h.EndOffset-1, recs)
 		if err != nil {
 			lastErr = err
 			continue
 		}
 		o.logger.Info(fmt.Sprintf("Loaded the metadata snapshot ending at offset %d from %s: the controllers' log starts after offset %d", h.EndOffset, o.addrs[id], next))
-		o.deliver([]quorum.Batch{{BaseOffset: next, LastOffset: h.EndOffset - 1, Epoch: h.Epoch(), Records: raftq.ImageDelta(o.image, target)}})
+		o.deliver([]quorum.Batch{{BaseOffset: next, LastOffset: h.EndOffset - 1, Epoch: h.Epoch(), Records: imageDelta(o.image, target)}})
 		return nil
 	}
 	if lastErr == nil {

@@ -14,8 +14,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/faultline/faultline/broker/lifecycle"
 	"github.com/faultline/faultline/broker/metadata"
-	"github.com/faultline/faultline/broker/quorum"
 )
 
 const (
@@ -23,66 +23,6 @@ const (
 	testSession   = 400 * time.Millisecond
 	testWait      = 10 * time.Second
 )
-
-// runExpiry runs c's expiry loop for the test's duration.
-func runExpiry(t *testing.T, c *Controller, interval, session time.Duration) {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_ = c.RunExpiry(ctx, interval, session)
-	}()
-	t.Cleanup(func() {
-		cancel()
-		<-done
-	})
-}
-
-// feed returns a publisher following the metadata log, as an observing
-// broker's would.
-func feed(t *testing.T, q quorum.Quorum) *metadata.Publisher {
-	t.Helper()
-	pub := metadata.NewPublisher(metadata.NewImage("cluster"))
-	cancel, err := quorum.FeedPublisher(q, pub)
-	require.NoError(t, err)
-	t.Cleanup(cancel)
-	return pub
-}
-
-func newLifecycle(t *testing.T, id int32, incarnation byte, tr ControllerTransport, pub *metadata.Publisher) *BrokerLifecycle {
-	t.Helper()
-	lc, err := NewBrokerLifecycle(LifecycleConfig{
-		BrokerID: id, ClusterID: "cluster", IncarnationID: metadata.Uuid{byte(id), incarnation}, PreviousBrokerEpoch: -1,
-		Listeners:         []metadata.Endpoint{{Name: "PLAINTEXT", Host: "localhost", Port: uint16(9090 + id)}},
-		HeartbeatInterval: testHeartbeat, MetadataOffset: func() int64 { return pub.Image().Offset }, Transport: tr,
-	})
-	require.NoError(t, err)
-	t.Cleanup(lc.Close)
-	return lc
-}
-
-func kgoTransport(t *testing.T, voters map[int32]string, leader func() quorum.LeaderAndEpoch) *KgoTransport {
-	t.Helper()
-	tr, err := NewKgoTransport(KgoTransportConfig{Voters: voters, Leader: leader, ClientID: "test", DialTimeout: time.Second})
-	require.NoError(t, err)
-	t.Cleanup(tr.Close)
-	return tr
-}
-
-func waitState(t *testing.T, lc *BrokerLifecycle, s BrokerState) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), testWait)
-	defer cancel()
-	require.NoError(t, lc.WaitForState(ctx, s))
-}
-
-func fenceRecords(log *sharedLog, id int32) int {
-	return log.count(func(r metadata.Record) bool {
-		f, ok := r.(*metadata.FenceBrokerRecord)
-		return ok && f.ID == id
-	})
-}
 
 // TestBrokerLifecycleCluster runs three brokers against an active
 // controller over TCP: registration, unfencing, seed 003's single broker
@@ -97,21 +37,21 @@ func TestBrokerLifecycleCluster(t *testing.T) {
 	pub := feed(t, log.local)
 	ctx := context.Background()
 
-	brokers := map[int32]*BrokerLifecycle{}
+	brokers := map[int32]*lifecycle.Manager{}
 	for id := int32(1); id <= 3; id++ {
 		lc := newLifecycle(t, id, 1, kgoTransport(t, map[int32]string{1: addr}, nil), pub)
-		assert.Equal(t, StateStarting, lc.State())
+		assert.Equal(t, lifecycle.StateStarting, lc.State())
 		lc.Start()
 		brokers[id] = lc
 	}
 	for id, lc := range brokers {
-		waitState(t, lc, StateRecovery)
+		waitState(t, lc, lifecycle.StateRecovery)
 		assert.True(t, c.Image().Brokers[id].Fenced, "broker %d stays fenced until it is ready", id)
 		assert.Equal(t, c.Image().Brokers[id].Epoch, lc.BrokerEpoch())
 		lc.SetReadyToUnfence()
 	}
 	for id, lc := range brokers {
-		waitState(t, lc, StateRunning)
+		waitState(t, lc, lifecycle.StateRunning)
 		assert.True(t, c.Image().Live(id), "broker %d", id)
 		assert.False(t, lc.Fenced())
 	}
@@ -134,7 +74,7 @@ func TestBrokerLifecycleCluster(t *testing.T) {
 	ap.Topics = []kmsg.AlterPartitionRequestTopic{{Topic: "orders", TopicID: im.Topic("orders").ID, Partitions: []kmsg.AlterPartitionRequestTopicPartition{rp}}}
 	actx, acancel := context.WithTimeout(ctx, testWait)
 	defer acancel()
-	raw, err := ActiveController{Transport: kgoTransport(t, map[int32]string{1: addr}, nil)}.Request(actx, ap)
+	raw, err := lifecycle.ActiveController{Transport: kgoTransport(t, map[int32]string{1: addr}, nil)}.Request(actx, ap)
 	require.NoError(t, err)
 	ar := raw.(*kmsg.AlterPartitionResponse)
 	require.Zero(t, ar.ErrorCode)
@@ -171,7 +111,7 @@ func TestBrokerLifecycleCluster(t *testing.T) {
 	for id, lc := range brokers {
 		if id != victim {
 			assert.True(t, c.Image().Live(id), "broker %d keeps its session", id)
-			assert.Equal(t, StateRunning, lc.State())
+			assert.Equal(t, lifecycle.StateRunning, lc.State())
 		}
 	}
 
@@ -202,7 +142,7 @@ func TestBrokerLifecycleCluster(t *testing.T) {
 			assert.Equal(t, metadata.NoLeader, p.Leader, "partition %d: no live ISR member, no unclean election", i)
 		}
 	}
-	assert.Equal(t, StateShuttingDown, brokers[leaving].State())
+	assert.Equal(t, lifecycle.StateShuttingDown, brokers[leaving].State())
 	// It sends nothing more, so its session expires and it is fenced once.
 	require.Eventually(t, func() bool { return fenceRecords(log, leaving) == 1 }, testWait, 5*time.Millisecond)
 	assert.True(t, c.Image().Live(staying))
@@ -211,14 +151,14 @@ func TestBrokerLifecycleCluster(t *testing.T) {
 	back := newLifecycle(t, victim, 2, kgoTransport(t, map[int32]string{1: addr}, nil), pub)
 	back.Start()
 	back.SetReadyToUnfence()
-	waitState(t, back, StateRunning)
+	waitState(t, back, lifecycle.StateRunning)
 	assert.Equal(t, metadata.Uuid{byte(victim), 2}, c.Image().Brokers[victim].IncarnationID)
 	assert.True(t, c.Image().Live(victim))
 }
 
 // faultyTransport injects faults in front of another transport.
 type faultyTransport struct {
-	next  ControllerTransport
+	next  lifecycle.ControllerTransport
 	fault func(req kmsg.Request) (kmsg.Response, error) // nil result: pass on
 	mu    sync.Mutex
 	keys  []int16 // keys passed on
@@ -281,7 +221,7 @@ func TestBrokerLifecycleFaults(t *testing.T) {
 	lc := newLifecycle(t, 1, 1, tr, pub)
 	lc.SetReadyToUnfence()
 	lc.Start()
-	waitState(t, lc, StateRunning)
+	waitState(t, lc, lifecycle.StateRunning)
 	assert.Equal(t, 1, tr.count(62), "one registration after the faults")
 	epoch := lc.BrokerEpoch()
 
@@ -290,7 +230,7 @@ func TestBrokerLifecycleFaults(t *testing.T) {
 	require.Eventually(t, func() bool { return tr.count(62) == 2 }, testWait, time.Millisecond, "registers again after STALE_BROKER_EPOCH")
 	<-changed
 	assert.Equal(t, epoch, lc.BrokerEpoch(), "the same incarnation keeps its epoch")
-	assert.Equal(t, StateRunning, lc.State())
+	assert.Equal(t, lifecycle.StateRunning, lc.State())
 
 	// A second incarnation while the first heartbeats: refused.
 	second := newLifecycle(t, 1, 2, directTransport{c}, pub)
@@ -298,7 +238,7 @@ func TestBrokerLifecycleFaults(t *testing.T) {
 	second.Start()
 	assert.Never(t, func() bool { return second.BrokerEpoch() >= 0 }, testSession/2, testHeartbeat, "DUPLICATE_BROKER_REGISTRATION while alive")
 	lc.Close()
-	waitState(t, second, StateRunning)
+	waitState(t, second, lifecycle.StateRunning)
 	assert.Greater(t, second.BrokerEpoch(), epoch)
 	assert.Equal(t, metadata.Uuid{1, 2}, c.Image().Brokers[1].IncarnationID)
 }
@@ -318,7 +258,7 @@ func TestControllerFailoverFencesNobody(t *testing.T) {
 	voters := map[int32]string{1: addr1, 2: addr2}
 	pub := feed(t, log.local)
 
-	brokers := map[int32]*BrokerLifecycle{}
+	brokers := map[int32]*lifecycle.Manager{}
 	for id := int32(1); id <= 3; id++ {
 		lc := newLifecycle(t, id, 1, kgoTransport(t, voters, log.currentLeader), pub)
 		lc.SetReadyToUnfence()
@@ -326,7 +266,7 @@ func TestControllerFailoverFencesNobody(t *testing.T) {
 		brokers[id] = lc
 	}
 	for _, lc := range brokers {
-		waitState(t, lc, StateRunning)
+		waitState(t, lc, lifecycle.StateRunning)
 	}
 	noops := log.count(isNoOp)
 	brokers[3].Close()
@@ -337,86 +277,7 @@ func TestControllerFailoverFencesNobody(t *testing.T) {
 	assert.Equal(t, 1, fenceRecords(log, 3))
 	for id := int32(1); id <= 2; id++ {
 		assert.Zero(t, fenceRecords(log, id), "broker %d kept heartbeating through the failover", id)
-		assert.Equal(t, StateRunning, brokers[id].State())
+		assert.Equal(t, lifecycle.StateRunning, brokers[id].State())
 	}
 	assert.False(t, c1.Active())
-}
-
-func createOverKafka(t *testing.T, addr string, name string) *kmsg.CreateTopicsResponse {
-	t.Helper()
-	tr := kgoTransport(t, map[int32]string{0: addr}, nil)
-	req := createReq(topic(name, 2, 1))
-	req.TimeoutMillis = int32(testWait.Milliseconds())
-	resp, err := tr.Send(context.Background(), req)
-	require.NoError(t, err)
-	return resp.(*kmsg.CreateTopicsResponse)
-}
-
-// TestForwarderThroughStandby: a client creates topics through a node whose
-// controller is standing by; its Forwarder sends them to the active
-// controller over the Kafka protocol, and decides them locally once its
-// own controller is active.
-func TestForwarderThroughStandby(t *testing.T) {
-	log := newSharedLog(t, 1)
-	c1 := newClusterController(t, 1, log.view(1), nil)
-	c2 := newClusterController(t, 2, log.view(2), nil)
-	// Broker 1 joins once and never heartbeats again: sessions must
-	// outlive the test.
-	runExpiry(t, c1, testHeartbeat, time.Hour)
-	runExpiry(t, c2, testHeartbeat, time.Hour)
-	joinBroker(t, c1, 1)
-	// Controller listeners answer for their own controller only.
-	voters := map[int32]string{1: serveKafka(t, dispatch(c1, nil)), 2: serveKafka(t, dispatch(c2, nil))}
-	// Node 2's broker listener forwards, starting with the wrong controller.
-	fwd := &Forwarder{Local: c2, Transport: kgoTransport(t, map[int32]string{2: voters[2], 1: voters[1]}, func() quorum.LeaderAndEpoch {
-		return quorum.LeaderAndEpoch{LeaderID: 2, Epoch: 1}
-	})}
-	broker2 := serveKafka(t, dispatch(c2, fwd))
-
-	assert.Equal(t, kerr.NotController.Code, c2.CreateTopics(context.Background(), createReq(topic("direct", 1, 1))).Topics[0].ErrorCode)
-	resp := createOverKafka(t, broker2, "orders")
-	require.Zero(t, resp.Topics[0].ErrorCode, kerr.ErrorForCode(resp.Topics[0].ErrorCode))
-	assert.Equal(t, int32(2), resp.Topics[0].NumPartitions)
-	require.NotNil(t, c1.Image().Topic("orders"), "created by the active controller")
-
-	pid := fwd.InitProducerID(context.Background(), kmsg.NewPtrInitProducerIDRequest())
-	assert.Zero(t, pid.ErrorCode)
-	assert.GreaterOrEqual(t, pid.ProducerID, int64(0))
-
-	// Failover to 2: the same node now decides locally.
-	log.setLeader(2, 2)
-	resp = createOverKafka(t, broker2, "events")
-	require.Zero(t, resp.Topics[0].ErrorCode, kerr.ErrorForCode(resp.Topics[0].ErrorCode))
-	assert.True(t, c2.Active())
-
-	// A broker-only node without hints tries the controllers in turn.
-	only := &Forwarder{Transport: kgoTransport(t, voters, nil)}
-	cr := only.CreateTopics(context.Background(), createReq(topic("logs", 1, 1)))
-	require.Zero(t, cr.Topics[0].ErrorCode, kerr.ErrorForCode(cr.Topics[0].ErrorCode))
-	names := c1.Image().TopicNames()
-	assert.True(t, slices.Equal([]string{"events", "logs", "orders"}, names), "%v", names)
-	dq := only.DescribeQuorum(context.Background(), describeReq(quorum.MetadataTopic, 0))
-	assert.Equal(t, int32(2), dq.Topics[0].Partitions[0].LeaderID, "DescribeQuorum is answered by the quorum leader")
-}
-
-// TestForwarderGivesUp: with no controller reachable the request fails
-// with REQUEST_TIMED_OUT within its own timeout.
-func TestForwarderGivesUp(t *testing.T) {
-	log := newSharedLog(t, 1)
-	standby := newClusterController(t, 2, log.view(2), nil)
-	runExpiry(t, standby, testHeartbeat, testSession)
-	fwd := &Forwarder{Local: standby, Transport: kgoTransport(t, map[int32]string{1: serveKafka(t, dispatch(standby, nil))}, nil)}
-	req := createReq(topic("orders", 1, 1))
-	req.TimeoutMillis = 200
-	resp := fwd.CreateTopics(context.Background(), req)
-	require.Len(t, resp.Topics, 1)
-	assert.Equal(t, kerr.NotController.Code, resp.Topics[0].ErrorCode, "the last answer was NOT_CONTROLLER")
-
-	dead := &Forwarder{Transport: kgoTransport(t, map[int32]string{1: "127.0.0.1:1"}, nil)}
-	d := kmsg.NewPtrDeleteTopicsRequest()
-	d.TimeoutMillis = 200
-	d.TopicNames = []string{"orders"}
-	dr := dead.DeleteTopics(context.Background(), d)
-	require.Len(t, dr.Topics, 1)
-	assert.Equal(t, kerr.RequestTimedOut.Code, dr.Topics[0].ErrorCode)
 }

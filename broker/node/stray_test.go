@@ -1,0 +1,64 @@
+package node
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"regexp"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/faultline/faultline/broker/quorum"
+	"github.com/faultline/faultline/broker/quorum/raftq"
+)
+
+// TestRestartBehindTheCommitKeepsNewTopicLogs: a voter killed right after
+// a topic creation restarts with a metadata log whose commit index on disk
+// is behind the records it applied (raft writes a commit-only change of
+// its hard state lazily). Its image starts without the topic; the
+// partition dir it already made is not a stray log, and survives until the
+// image caught up with the quorum, which knows the topic.
+func TestRestartBehindTheCommitKeepsNewTopicLogs(t *testing.T) {
+	nodes := startCluster(t, 3, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	admin, err := kgo.NewClient(kgo.SeedBrokers(seeds(nodes)...))
+	require.NoError(t, err)
+	defer admin.Close()
+	resp, err := kadm.NewClient(admin).CreateTopic(ctx, 1, 3, nil, "fresh")
+	require.NoError(t, err)
+	require.NoError(t, resp.Err)
+
+	victim := nodes[2]
+	dataDir := victim.props["log.dirs"]
+	partitionDir := filepath.Join(dataDir, "fresh-0")
+	require.Eventually(t, func() bool {
+		_, err := os.Stat(partitionDir)
+		return err == nil
+	}, 30*time.Second, 5*time.Millisecond, "node %d made the partition dir", victim.id)
+	victim.node.kill()
+
+	// The commit index the victim had written is behind the topic: as if
+	// it died before its next hard state write.
+	statePath := filepath.Join(dataDir, quorum.MetadataPartition.String(), raftq.QuorumStateFile)
+	state, err := os.ReadFile(statePath)
+	require.NoError(t, err)
+	behind := regexp.MustCompile(`"commitIndex":\d+`).ReplaceAll(state, []byte(`"commitIndex":0`))
+	require.NotEqual(t, string(state), string(behind))
+	require.NoError(t, os.WriteFile(statePath, behind, 0o644))
+
+	require.NoError(t, victim.start(t))
+	assert.Contains(t, victim.logs.String(), "committed up to offset 0 (index 0)", "the restart began behind the commit")
+	require.Eventually(t, func() bool {
+		_, ok := partitionState(victim, "fresh", 0)
+		return ok
+	}, 30*time.Second, 5*time.Millisecond, "the restarted node's image caught up")
+	assert.NotContains(t, victim.logs.String(), "Deleting stray log fresh-0")
+	_, err = os.Stat(partitionDir)
+	assert.NoError(t, err, "the partition dir of a topic the quorum knows survives the restart")
+}
