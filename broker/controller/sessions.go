@@ -9,14 +9,15 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/faultline/faultline/broker/config"
 	"github.com/faultline/faultline/broker/metadata"
 )
 
 // Defaults of the broker session (Kafka's broker.heartbeat.interval.ms and
 // broker.session.timeout.ms).
 const (
-	DefaultHeartbeatInterval = 2000 * time.Millisecond
-	DefaultSessionTimeout    = 9000 * time.Millisecond
+	DefaultHeartbeatInterval = config.DefaultBrokerHeartbeatIntervalMs * time.Millisecond
+	DefaultSessionTimeout    = config.DefaultBrokerSessionTimeoutMs * time.Millisecond
 )
 
 // Heartbeat is a broker's heartbeat (Kafka's BrokerHeartbeatRequest).

@@ -263,6 +263,7 @@ func (n *Node) startLogManager() error {
 		HighWatermarkCheckpointIntervalMs: cfg.ReplicaHighWatermarkCheckpointIntervalMs,
 		RecoveryPointCheckpointIntervalMs: cfg.LogFlushOffsetCheckpointIntervalMs,
 		RetentionCheckIntervalMs:          cfg.LogRetentionCheckIntervalMs,
+		ProducerIDExpirationMs:            cfg.ProducerIDExpirationMs,
 	})
 	if err != nil {
 		return err
@@ -415,6 +416,7 @@ func (n *Node) startGroupCoordinator() error {
 		GroupMaxSessionTimeoutMs:     cfg.GroupMaxSessionTimeoutMs,
 		GroupMaxSize:                 cfg.GroupMaxSize,
 		OffsetMetadataMaxBytes:       cfg.OffsetMetadataMaxBytes,
+		OffsetsCommitTimeoutMs:       cfg.OffsetsCommitTimeoutMs,
 		Logger:                       n.logger.With(ComponentKey, "GroupCoordinator"),
 	}, &offsetsLog{cfg: cfg, md: n.publisher, controller: n.forwarder, replicas: n.replicas}, n.publisher)
 	if err != nil {

@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/faultline/faultline/broker/config"
 	"github.com/faultline/faultline/broker/metadata"
 	"github.com/faultline/faultline/broker/storage"
 )
@@ -126,19 +127,19 @@ func NewFetcher(cfg FetcherConfig) (*Fetcher, error) {
 		cfg.Dialer = KgoDialer{}
 	}
 	if cfg.MaxWaitMs <= 0 {
-		cfg.MaxWaitMs = 500
+		cfg.MaxWaitMs = config.DefaultReplicaFetchWaitMaxMs
 	}
 	if cfg.MinBytes <= 0 {
 		cfg.MinBytes = 1
 	}
 	if cfg.PartitionMaxBytes <= 0 {
-		cfg.PartitionMaxBytes = 1 << 20
+		cfg.PartitionMaxBytes = config.DefaultReplicaFetchMaxBytes
 	}
 	if cfg.MaxBytes <= 0 {
-		cfg.MaxBytes = 10 << 20
+		cfg.MaxBytes = config.DefaultReplicaFetchResponseMaxBytes
 	}
 	if cfg.BackoffMs <= 0 {
-		cfg.BackoffMs = 1000
+		cfg.BackoffMs = config.DefaultReplicaFetchBackoffMs
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = cfg.Manager.logger

@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/faultline/faultline/broker/config"
 	"github.com/faultline/faultline/broker/metadata"
 	"github.com/faultline/faultline/broker/storage"
 )
@@ -115,7 +116,7 @@ func New(cfg Config) (*Manager, error) {
 		cfg.Now = time.Now
 	}
 	if cfg.ReplicaLagTimeMaxMs <= 0 {
-		cfg.ReplicaLagTimeMaxMs = 30000
+		cfg.ReplicaLagTimeMaxMs = config.DefaultReplicaLagTimeMaxMs
 	}
 	if cfg.TopicSettings == nil {
 		cfg.TopicSettings = func(map[string]string) (Settings, error) {

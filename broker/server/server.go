@@ -12,10 +12,12 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/faultline/faultline/broker/config"
 )
 
 // DefaultMaxRequestBytes is Kafka's default socket.request.max.bytes.
-const DefaultMaxRequestBytes int32 = 104857600
+const DefaultMaxRequestBytes int32 = config.DefaultSocketRequestMaxBytes
 
 // Options tunes the network layer. The zero value is usable.
 type Options struct {
