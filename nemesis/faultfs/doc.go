@@ -65,6 +65,21 @@
 // The choices are drawn from the seed, over the files in path order, so
 // the same seed and the same operations give the same bytes.
 //
+// Faults stay in force across a power loss, until heal.
+//
+// # Costs and limits
+//
+// The model holds the bytes of every unsynced write (and the durable bytes
+// an overwrite or shrinking truncation replaced) until the file's fsync or
+// a power loss, so a file that is written and never fsynced costs its
+// written bytes in memory; appends cost no read. One file's writes,
+// truncations and fsyncs run one at a time (as the model needs the bytes a
+// write replaces); changes of names and directory fsyncs take one lock for
+// the whole filesystem. The mount is served by the process that called
+// Mount: a process must not exit holding a file open on a mount it serves
+// itself (the kernel would wait on it forever), so close files before
+// Unmount.
+//
 // # Commands
 //
 // One command per line, words separated by spaces:
