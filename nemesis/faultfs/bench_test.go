@@ -1,6 +1,7 @@
 package faultfs
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -34,4 +35,22 @@ func BenchmarkAppendFsync(b *testing.B) {
 		_, mnt, _ := mounted(b)
 		run(b, mnt)
 	})
+}
+
+// BenchmarkPowerLoss times a power loss (unmount, roll back, mount again)
+// of a data dir with 16 segments holding 64 KiB of unsynced appends each.
+func BenchmarkPowerLoss(b *testing.B) {
+	f, mnt, _ := mounted(b)
+	chunk := make([]byte, 64<<10)
+	for range b.N {
+		b.StopTimer()
+		for i := range 16 {
+			writeFile(b, filepath.Join(mnt, fmt.Sprintf("%020d.log", i)), chunk, false)
+		}
+		syncDir(b, mnt)
+		b.StartTimer()
+		if err := f.PowerLoss(PowerSpec{}); err != nil {
+			b.Fatal(err)
+		}
+	}
 }

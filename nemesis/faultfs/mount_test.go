@@ -7,6 +7,8 @@ import (
 	"math/rand"
 	"os"
 	"path/filepath"
+	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -536,5 +538,44 @@ func TestMountRandomOperationsAgainstAnOracle(t *testing.T) {
 			}
 			assert.Equal(t, want, got)
 		})
+	}
+}
+
+func TestMountConcurrentWritersKeepTheirSyncedPrefix(t *testing.T) {
+	f, mnt, _ := mounted(t)
+	const writers, records = 4, 50
+	var wg sync.WaitGroup
+	for i := range writers {
+		name := filepath.Join(mnt, fmt.Sprintf("p%d.log", i))
+		writeFile(t, name, nil, true)
+		w := openFile(t, name, os.O_WRONLY|os.O_APPEND)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for r := range records {
+				if _, err := w.Write([]byte(fmt.Sprintf("%02d;", r))); err != nil {
+					t.Error(err)
+					return
+				}
+				if r < records-10 {
+					if err := w.Sync(); err != nil {
+						t.Error(err)
+						return
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	syncDir(t, mnt)
+
+	power(t, f, PowerSpec{})
+
+	var want strings.Builder
+	for r := range records - 10 {
+		fmt.Fprintf(&want, "%02d;", r)
+	}
+	for i := range writers {
+		assert.Equal(t, want.String(), string(readFile(t, filepath.Join(mnt, fmt.Sprintf("p%d.log", i)))))
 	}
 }

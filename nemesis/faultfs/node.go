@@ -52,8 +52,8 @@ var (
 
 func (n *node) fsys() *FS { return n.s.fs }
 
-// rel is the node's path relative to the root, for fault globs.
-func (n *node) rel() string { return n.Path(n.Root()) }
+// rel is the node's path relative to the root; empty for an unlinked file.
+func (n *node) rel() string { return n.Path(nil) }
 
 func (n *node) abs() string { return filepath.Join(n.fsys().backing, n.rel()) }
 
