@@ -107,7 +107,9 @@
 // The filesystem must never hold data the backing dir does not have
 // (write-through), never let a process see the volatile state after a
 // power loss (the old mount is dead, the new one shows the durable state),
-// never touch anything outside the backing and stage dirs, and never leave
+// never touch anything outside the backing and stage dirs, never mount
+// where the mount would contain its backing dir or lie inside it (Mount
+// refuses: the mount would serve itself), and never leave
 // a mount behind: Unmount always unmounts, lazily when a file is still
 // open. fallocate is refused (EOPNOTSUPP): the model does not track
 // preallocated space. RENAME_EXCHANGE is refused (EINVAL). The kernel's

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -80,6 +81,9 @@ func Mount(backingDir, mountpoint string, opts Options) (*FS, error) {
 	if err != nil {
 		return nil, fmt.Errorf("faultfs: mountpoint %s: %w", mountpoint, err)
 	}
+	if inside(mnt, backing) || inside(backing, mnt) {
+		return nil, fmt.Errorf("faultfs: mountpoint %s and backing dir %s must not contain each other (the mount would serve itself)", mnt, backing)
+	}
 	var st syscall.Stat_t
 	if err := syscall.Stat(backing, &st); err != nil || st.Mode&syscall.S_IFMT != syscall.S_IFDIR {
 		return nil, fmt.Errorf("faultfs: backing dir %s must be an existing directory", backing)
@@ -109,6 +113,12 @@ func Mount(backingDir, mountpoint string, opts Options) (*FS, error) {
 		return nil, err
 	}
 	return f, nil
+}
+
+// inside reports whether path is dir or below it.
+func inside(path, dir string) bool {
+	rel, err := filepath.Rel(dir, path)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, "../")
 }
 
 func sleep(d time.Duration) {

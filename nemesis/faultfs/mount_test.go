@@ -579,3 +579,18 @@ func TestMountConcurrentWritersKeepTheirSyncedPrefix(t *testing.T) {
 		assert.Equal(t, want.String(), string(readFile(t, filepath.Join(mnt, fmt.Sprintf("p%d.log", i)))))
 	}
 }
+
+func TestMountRefusesAMountpointOverItsBackingDir(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct{ backing, mnt string }{
+		{dir, dir},
+		{dir, filepath.Join(dir, "mnt")},
+		{filepath.Join(dir, "backing"), dir},
+	} {
+		_, err := Mount(tc.backing, tc.mnt, Options{})
+		assert.ErrorContains(t, err, "must not contain each other")
+	}
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	assert.Empty(t, entries, "nothing was created")
+}
