@@ -100,6 +100,8 @@
 // truncation does not count (sparse). slow delays the chosen operations by
 // DELAY plus a jitter drawn uniformly in [0, jitter) from the seed. heal
 // ends every eio, enospc and slow fault; the durability model goes on.
+// status lists the faults in force and the unsynced bytes a power loss
+// would drop.
 // Faults add up: two eio commands fail the union of what each names.
 //
 // # Never

@@ -305,11 +305,12 @@ func (f *FS) Heal() {
 	f.faults.Heal()
 }
 
-// Status lists the faults in force.
+// Status lists the faults in force and what a power loss would drop.
 func (f *FS) Status() string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.faults.String(f.now())
+	files, unsynced := f.model.Unsynced()
+	return fmt.Sprintf("%s\nunsynced: %d bytes written to %d files", f.faults.String(f.now()), unsynced, files)
 }
 
 // Apply carries out a command and says what it did.

@@ -323,6 +323,21 @@ func (m *Model) FsyncFailed(ino Ino) {
 	x.pending = nil
 }
 
+// Unsynced counts the files with changes no fsync made durable, and the
+// bytes of their unsynced writes.
+func (m *Model) Unsynced() (files int, bytes int64) {
+	for _, x := range m.nodes {
+		if x.dir || (len(x.pending) == 0 && x.size == x.dSize) {
+			continue
+		}
+		files++
+		for _, op := range x.pending {
+			bytes += int64(len(op.data))
+		}
+	}
+	return files, bytes
+}
+
 // TakeGarbage returns the staged inodes that no durable name refers to any
 // more: the adapter removes stage/<ino> for each.
 func (m *Model) TakeGarbage() []Ino {

@@ -226,6 +226,17 @@ func threeWrites() *Model {
 	return m
 }
 
+func TestModelCountsUnsyncedWrites(t *testing.T) {
+	m := threeWrites()
+	files, n := m.Unsynced()
+	assert.Equal(t, 1, files)
+	assert.Equal(t, int64(3000), n)
+	m.Fsync(a)
+	files, n = m.Unsynced()
+	assert.Zero(t, files)
+	assert.Zero(t, n)
+}
+
 func TestModelTornWriteIsCutAtABlockBoundaryInsideTheLastWrite(t *testing.T) {
 	for seed := range int64(20) {
 		plan := threeWrites().PowerLoss(PowerSpec{Torn: true, BlockBytes: 512, Seed: seed})
