@@ -155,6 +155,17 @@ func TestModelPowerLossPlans(t *testing.T) {
 			plan: []string{"move /d <stage>/2", "remove-all <stage>/2"},
 		},
 		{
+			name: "a rename across directories with only the new one fsynced leaves both names",
+			ops: func(m *Model) {
+				m.Learn(root, "d1", 4, true, 0)
+				m.Learn(root, "d2", 5, true, 0)
+				m.Learn(4, "f", a, false, 1)
+				m.Rename(4, "f", 5, "g")
+				m.Fsync(5)
+			},
+			plan: []string{"link /d2/g /d1/f"},
+		},
+		{
 			name: "a new hard link without a directory fsync is lost, the durable name stays",
 			ops: func(m *Model) {
 				m.Learn(root, "a", a, false, 1)
