@@ -223,7 +223,7 @@ func (n *Node) checkConfiguration() error {
 	if err := cfg.CheckDirs(); err != nil {
 		return err
 	}
-	n.previousEpoch = readPreviousBrokerEpoch(cfg)
+	n.previousEpoch = storage.PreviousBrokerEpoch(storage.OS, cfg.LogDirs)
 	clusterID, err := checkFormatted(cfg)
 	if err != nil {
 		return err

@@ -149,6 +149,30 @@ func ReadCleanShutdownMarker(data []byte) (brokerEpoch int64, err error) {
 	return m.BrokerEpoch, nil
 }
 
+// PreviousBrokerEpoch is the broker epoch a restarting broker offers as
+// PreviousBrokerEpoch in its registration: the epoch of its last clean
+// shutdown, read from the .kafka_cleanshutdown marker of every log dir. It
+// is -1 (an unclean restart) unless every dir holds a readable marker and
+// all name the same epoch, as Kafka's
+// LogManager.readBrokerEpochFromCleanShutdownFiles decides: a dir that
+// crashed may have lost its unflushed tail even if another dir shut down
+// cleanly. It must be read before Load consumes the markers.
+func PreviousBrokerEpoch(fs FS, dirs []string) int64 {
+	epoch := int64(-1)
+	for i, dir := range dirs {
+		data, err := readFile(fs, filepath.Join(dir, CleanShutdownFile))
+		if err != nil {
+			return -1
+		}
+		e, err := ReadCleanShutdownMarker(data)
+		if err != nil || (i > 0 && e != epoch) {
+			return -1
+		}
+		epoch = e
+	}
+	return epoch
+}
+
 // Load opens every partition dir of every log dir. A log dir without the
 // clean shutdown marker is recovered; the marker is deleted as soon as it is
 // seen, so a crash during loading counts as unclean. Partitions of a dir are
