@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/faultline/faultline/broker/metadata"
@@ -137,4 +138,54 @@ func TestSeedLeaderPowerLossQuickRestart(t *testing.T) {
 	for _, r := range p.Replicas {
 		s.waitReplicaValues(r, "power", acked, 30*time.Second)
 	}
+}
+
+// TestSeedLeaderDiskFailureStopsItAndMovesLeadership: the leader's disk
+// answers EIO to every write of the partition. The produce that hit it is
+// refused with KAFKA_STORAGE_ERROR (never acknowledged), the log dir goes
+// offline and the broker stops with an error naming the dir, rather than
+// serve from memory; its controlled shutdown moves the leadership to
+// another ISR member, which holds every acknowledged record and takes new
+// writes. Restarted on a healed disk, the broker recovers (its failed dir
+// has no clean-shutdown marker) and catches up.
+func TestSeedLeaderDiskFailureStopsItAndMovesLeadership(t *testing.T) {
+	s := startSeedCluster(t, nil)
+	efs := map[int32]*storage.ErrorFS{}
+	for _, id := range seedBrokers {
+		efs[id] = storage.NewErrorFS(storage.OS)
+		c := s.node(id)
+		c.fs = efs[id]
+		s.kill(id)
+		s.restart(id)
+	}
+	p, acked := s.ackedOnEveryReplica("disk")
+	leader := p.Leader
+	efs[leader].Inject(storage.Rule{Op: storage.OpWrite, Path: "disk-0"})
+
+	code, _, err := s.rawProduce(leader, "disk", -1, "refused", 5*time.Second)
+	require.NoError(t, err)
+	require.Equal(t, kerr.KafkaStorageError.Code, code, "the write that hit EIO is not acknowledged: %v", kerr.ErrorForCode(code))
+	n := s.node(leader).node
+	select {
+	case <-n.Done():
+	case <-time.After(30 * time.Second):
+		require.FailNow(t, "the broker whose only log dir failed keeps running")
+	}
+	require.Error(t, n.Err())
+	require.Contains(t, n.Err().Error(), "log dir")
+	require.Contains(t, s.node(leader).logs.String(), "is offline: stopped serving its")
+	s.node(leader).node = nil
+
+	after := s.waitPartition("disk", "a new leader", func(p metadata.Partition) bool {
+		return p.Leader >= 0 && p.Leader != leader
+	}, 30*time.Second)
+	code, _, err = s.rawProduce(after.Leader, "disk", -1, "after", 10*time.Second)
+	require.NoError(t, err)
+	require.Zero(t, code, "the new leader takes writes: %v", kerr.ErrorForCode(code))
+	want := append(slices.Clone(acked), "after")
+	s.waitReplicaValues(after.Leader, "disk", want, 30*time.Second)
+
+	efs[leader].Clear()
+	s.restart(leader)
+	s.waitReplicaValues(leader, "disk", want, 30*time.Second)
 }

@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -42,4 +43,71 @@ func TestPreviousBrokerEpochNeedsEveryDirClean(t *testing.T) {
 			assert.Equal(t, c.want, PreviousBrokerEpoch(OS, dirs))
 		})
 	}
+}
+
+// TestLogDirFailureTakesTheWholeDirOffline: an I/O error in one log takes
+// its whole dir offline (Kafka's LogDirFailureChannel): every log of the
+// dir refuses reads and writes, the manager reports the dir once, new logs
+// go to the dirs still online, and the failed dir gets no clean-shutdown
+// marker while the healthy one does.
+func TestLogDirFailureTakesTheWholeDirOffline(t *testing.T) {
+	root := t.TempDir()
+	bad, good := filepath.Join(root, "bad"), filepath.Join(root, "good")
+	efs := NewErrorFS(OS)
+	reported := make(chan string, 4)
+	m, err := NewLogManager(efs, []string{bad, good}, ManagerOptions{
+		DefaultLogConfig: testConfig(),
+		OnDirOffline:     func(dir string, _ error) { reported <- dir },
+	})
+	require.NoError(t, err)
+	_, err = m.Load()
+	require.NoError(t, err)
+	var logs []*Log
+	for p := range int32(4) {
+		l, err := m.GetOrCreateLog(TopicPartition{Topic: "t", Partition: p}, testConfig())
+		require.NoError(t, err)
+		appendN(t, l, 2, 2, 0)
+		logs = append(logs, l)
+	}
+	var inBad []*Log
+	for _, l := range logs {
+		if filepath.Dir(l.Dir()) == bad {
+			inBad = append(inBad, l)
+		}
+	}
+	require.Len(t, inBad, 2, "logs spread over both dirs")
+
+	efs.Inject(Rule{Op: OpWrite, Path: inBad[0].Dir(), Count: 1})
+	_, err = inBad[0].AppendAsLeader(BuildBatch(records(1, "x", 1), BatchOptions{}), 0, 1)
+	require.ErrorIs(t, err, ErrLogDirOffline)
+	select {
+	case dir := <-reported:
+		assert.Equal(t, bad, dir)
+	case <-time.After(5 * time.Second):
+		require.FailNow(t, "the failed dir was not reported")
+	}
+	assert.Equal(t, []string{bad}, m.OfflineDirs())
+	for _, l := range inBad {
+		assert.True(t, l.Offline(), "%s is in the failed dir", l.TopicPartition())
+		_, err := l.Read(0, 1<<20, 100, true)
+		assert.ErrorIs(t, err, ErrLogDirOffline)
+	}
+	for _, l := range logs {
+		if filepath.Dir(l.Dir()) == good {
+			assert.False(t, l.Offline())
+			_, err := l.AppendAsLeader(BuildBatch(records(1, "y", 1), BatchOptions{}), 0, 1)
+			assert.NoError(t, err, "the healthy dir serves on")
+		}
+	}
+	l, err := m.GetOrCreateLog(TopicPartition{Topic: "t", Partition: 9}, testConfig())
+	require.NoError(t, err)
+	assert.Equal(t, good, filepath.Dir(l.Dir()), "new logs go to a dir still online")
+
+	assert.Error(t, m.Shutdown(3))
+	_, err = os.Stat(filepath.Join(bad, CleanShutdownFile))
+	assert.True(t, os.IsNotExist(err), "no marker for the failed dir")
+	_, err = os.Stat(filepath.Join(good, CleanShutdownFile))
+	assert.NoError(t, err, "the healthy dir shut down cleanly")
+	assert.Equal(t, int64(-1), PreviousBrokerEpoch(OS, []string{bad, good}), "the next start is unclean")
+	assert.Len(t, reported, 0, "the dir is reported once")
 }

@@ -261,26 +261,32 @@ func TestCrashRecoveryDropsSegmentsAfterCorruption(t *testing.T) {
 	}
 }
 
+// TestAppendWriteErrorsKeepTheLogWhole: a write refused for want of space
+// (ENOSPC, whole or cut short) leaves nothing of the batch and the log
+// serves again once there is space; an I/O error (EIO) takes the log
+// offline: the log end stays where it was and every later read and write
+// fails with ErrLogDirOffline, even once the disk answers again.
 func TestAppendWriteErrorsKeepTheLogWhole(t *testing.T) {
 	efs := NewErrorFS(OS)
 	dir := t.TempDir()
 	l := openTestLog(t, efs, filepath.Join(dir, testTP.DirName()), testConfig(), true)
 	appendN(t, l, 5, 2, 0)
 
-	remove := efs.Inject(Rule{Op: OpWrite, Path: logSuffix, Count: 1})
+	remove := efs.Inject(Rule{Op: OpWrite, Path: logSuffix, Count: 1, Err: syscall.ENOSPC})
 	_, err := l.AppendAsLeader(BuildBatch(records(2, "x", 1), BatchOptions{}), 0, 1)
-	assert.True(t, errors.Is(err, syscall.EIO), "EIO surfaces: %v", err)
+	assert.True(t, errors.Is(err, syscall.ENOSPC), "ENOSPC surfaces: %v", err)
+	assert.False(t, errors.Is(err, ErrLogDirOffline), "a full disk does not take the log offline")
 	remove()
 	assert.Equal(t, int64(10), l.LogEndOffset())
 
-	remove = efs.Inject(Rule{Op: OpWrite, Path: logSuffix, Count: 1, Mode: FaultShortWrite, KeepBytes: 30})
+	remove = efs.Inject(Rule{Op: OpWrite, Path: logSuffix, Count: 1, Mode: FaultShortWrite, KeepBytes: 30, Err: syscall.ENOSPC})
 	_, err = l.AppendAsLeader(BuildBatch(records(2, "y", 1), BatchOptions{}), 0, 1)
 	assert.Error(t, err)
 	remove()
 	assert.Equal(t, int64(10), l.LogEndOffset(), "a short write is cut back")
 
 	info, err := l.AppendAsLeader(BuildBatch(records(2, "z", 1), BatchOptions{}), 0, 1)
-	require.NoError(t, err)
+	require.NoError(t, err, "space is back: the log serves again")
 	assert.Equal(t, int64(10), info.FirstOffset)
 	b, err := l.Read(0, 1<<20, 100, true)
 	require.NoError(t, err)
@@ -292,18 +298,21 @@ func TestAppendWriteErrorsKeepTheLogWhole(t *testing.T) {
 	}))
 	assert.Equal(t, 6, n)
 
-	// A short write whose cut-back also fails leaves the log refusing writes.
-	efs.Inject(Rule{Op: OpWrite, Path: logSuffix, Count: 1, Mode: FaultShortWrite, KeepBytes: 30})
-	rmTrunc := efs.Inject(Rule{Op: OpTruncate, Path: logSuffix, Count: 1})
+	remove = efs.Inject(Rule{Op: OpWrite, Path: logSuffix, Count: 1, Mode: FaultShortWrite, KeepBytes: 30})
 	_, err = l.AppendAsLeader(BuildBatch(records(2, "w", 1), BatchOptions{}), 0, 1)
-	require.Error(t, err)
-	rmTrunc()
+	assert.True(t, errors.Is(err, syscall.EIO), "EIO surfaces: %v", err)
+	assert.ErrorIs(t, err, ErrLogDirOffline)
+	remove()
+	assert.Equal(t, int64(12), l.LogEndOffset(), "the failed write is not in the log end")
 	_, err = l.AppendAsLeader(BuildBatch(records(2, "v", 1), BatchOptions{}), 0, 1)
-	assert.ErrorIs(t, err, errSegmentDamaged)
+	assert.ErrorIs(t, err, ErrLogDirOffline, "the disk answers again, but the log stays offline")
+	_, err = l.Read(0, 1<<20, 100, true)
+	assert.ErrorIs(t, err, ErrLogDirOffline, "an offline log serves no reads")
+	assert.True(t, l.Offline())
 	require.NoError(t, l.Close())
 
 	_, l2 := reopenUnclean(t, OS, dir)
-	assert.Equal(t, int64(12), l2.LogEndOffset(), "recovery drops the torn batch")
+	assert.Equal(t, int64(12), l2.LogEndOffset(), "recovery drops the part the failed write left")
 }
 
 func TestTornWriteThenCrash(t *testing.T) {
@@ -364,12 +373,13 @@ func TestPowerLossKeepsFlushedData(t *testing.T) {
 	})
 }
 
-// TestRetryAfterFailedFsyncWaitsForFsync: with flush.messages=1 an append
-// whose fsync fails is an error, but its batch is in the log and in its
-// producer's state. The producer's retry of that batch is a duplicate; it
-// must not be acknowledged with the original offsets until an fsync made
-// them durable.
-func TestRetryAfterFailedFsyncWaitsForFsync(t *testing.T) {
+// TestFailedFsyncIsNeverRetried (fsyncgate): with flush.messages=1 an
+// append whose fsync fails is an error and takes the log offline. A later
+// fsync could succeed without the pages the kernel dropped, so none is
+// tried: the producer's retry of the batch is refused with
+// ErrLogDirOffline, before and after the disk answers again, and nothing
+// is ever acknowledged as durable.
+func TestFailedFsyncIsNeverRetried(t *testing.T) {
 	efs := NewErrorFS(OS)
 	cfg := testConfig()
 	cfg.FlushIntervalMessages = 1
@@ -381,17 +391,14 @@ func TestRetryAfterFailedFsyncWaitsForFsync(t *testing.T) {
 
 	removeFault := efs.Inject(Rule{Op: OpSync, Path: logSuffix})
 	_, err := l.AppendAsLeader(batch(), 0, 1)
-	require.Error(t, err, "the fsync failed")
+	require.ErrorIs(t, err, ErrLogDirOffline, "the fsync failed")
 	require.Equal(t, int64(0), l.RecoveryPoint())
 	info, err := l.AppendAsLeader(batch(), 0, 1)
-	assert.Error(t, err, "the retry is not acknowledged while nothing is durable (got %+v)", info)
-	assert.Equal(t, int64(0), l.RecoveryPoint())
+	assert.ErrorIs(t, err, ErrLogDirOffline, "the retry is refused (got %+v)", info)
 
 	removeFault()
 	info, err = l.AppendAsLeader(batch(), 0, 1)
-	require.NoError(t, err)
-	assert.True(t, info.Duplicate)
-	assert.Equal(t, int64(0), info.FirstOffset)
-	assert.Equal(t, int64(2), l.RecoveryPoint(), "acknowledged once durable")
-	assert.Equal(t, int64(2), l.LogEndOffset(), "nothing appended twice")
+	assert.ErrorIs(t, err, ErrLogDirOffline, "the retry is refused once fsyncs work again (got %+v)", info)
+	assert.ErrorIs(t, l.Flush(), ErrLogDirOffline, "no fsync is tried again")
+	assert.Equal(t, int64(0), l.RecoveryPoint(), "nothing became durable")
 }

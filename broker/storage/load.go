@@ -22,6 +22,8 @@ type loadParams struct {
 	highWatermark  int64 // -1: not in the checkpoint
 	logger         *slog.Logger
 	now            func() time.Time
+	// dirFailed is told, once, when the log finds its disk failed.
+	dirFailed func(error)
 }
 
 // loadResult reports what loading a log did.
@@ -47,7 +49,7 @@ func openLog(fs FS, dir string, tp TopicPartition, cfg LogConfig, p loadParams) 
 	if err := fs.MkdirAll(dir, 0o755); err != nil {
 		return nil, res, fmt.Errorf("create %s: %w", dir, err)
 	}
-	l := &Log{fs: fs, dir: dir, tp: tp, cfg: cfg, logger: p.logger, now: p.now, producers: newProducerState(), dirDirty: true}
+	l := &Log{fs: fs, dir: dir, tp: tp, cfg: cfg, logger: p.logger, now: p.now, producers: newProducerState(), dirDirty: true, dirFailed: p.dirFailed}
 	nowMs := p.now().UnixMilli()
 	l.lastFlushMs = nowMs
 	bases, err := cleanupPartitionDir(fs, dir)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -272,11 +273,15 @@ func TestFailedMultiSegmentAppendLeavesNoTrace(t *testing.T) {
 		data = append(data, BuildBatch(records(2, fmt.Sprint(i), 1), BatchOptions{BaseOffset: next, PartitionLeaderEpoch: 1})...)
 		next += 2
 	}
-	efs.Inject(Rule{Op: OpWrite, Path: logSuffix, Skip: 1, Count: 1})
+	efs.Inject(Rule{Op: OpWrite, Path: logSuffix, Skip: 1, Count: 1, Err: syscall.ENOSPC})
 	require.Error(t, l.AppendAsFollower(data))
 	assert.Equal(t, int64(4), l.LogEndOffset(), "the part written before the failure is taken back")
 	require.NoError(t, l.AppendAsFollower(data))
 	assert.Equal(t, int64(24), l.LogEndOffset())
+
+	efs.Inject(Rule{Op: OpWrite, Path: logSuffix, Count: 1})
+	require.ErrorIs(t, l.AppendAsFollower(BuildBatch(records(2, "after", 1), BatchOptions{BaseOffset: 24, PartitionLeaderEpoch: 1})), ErrLogDirOffline)
+	assert.Equal(t, int64(24), l.LogEndOffset(), "an I/O error leaves the log end where it was")
 }
 
 func TestUnreadableEpochCheckpointIsRebuilt(t *testing.T) {
