@@ -402,3 +402,48 @@ func TestFailedFsyncIsNeverRetried(t *testing.T) {
 	assert.ErrorIs(t, l.Flush(), ErrLogDirOffline, "no fsync is tried again")
 	assert.Equal(t, int64(0), l.RecoveryPoint(), "nothing became durable")
 }
+
+// TestRecoveryCutsCorruptionBelowTheRecoveryPoint: a bit flip in a flushed
+// segment, below the recovery point, is found by the recovery of an
+// unclean start (Kafka trusts those segments): the log is cut at the
+// corrupt batch and later segments are deleted, so the corrupt batch is
+// never served and the replica fetches the rest again from its leader.
+func TestRecoveryCutsCorruptionBelowTheRecoveryPoint(t *testing.T) {
+	cfg := testConfig()
+	cfg.SegmentBytes = 1500
+	dir := t.TempDir()
+	m := newTestManager(t, OS, []string{dir}, nil)
+	_, err := m.Load()
+	require.NoError(t, err)
+	l, err := m.GetOrCreateLog(testTP, cfg)
+	require.NoError(t, err)
+	appendN(t, l, 60, 2, 1)
+	leo := l.LogEndOffset()
+	require.NoError(t, m.Shutdown(1))
+	require.NoError(t, os.Remove(filepath.Join(dir, CleanShutdownFile)), "as after a crash, with every segment flushed")
+	points, err := ReadOffsetCheckpoint(OS, filepath.Join(dir, RecoveryPointCheckpointFile))
+	require.NoError(t, err)
+	require.Equal(t, leo, points[testTP], "the recovery point is the log end")
+
+	logs, err := filepath.Glob(filepath.Join(dir, testTP.DirName(), "*"+logSuffix))
+	require.NoError(t, err)
+	require.GreaterOrEqual(t, len(logs), 4, "several segments")
+	flipByte(t, logs[1], BatchHeaderSize+2)
+	base, ok := parseOffsetName(filepath.Base(logs[1]), logSuffix)
+	require.True(t, ok)
+
+	m2, l2 := reopenUnclean(t, OS, dir)
+	defer func() { _ = m2.Shutdown(2) }()
+	assert.Equal(t, base, l2.LogEndOffset(), "cut at the corrupt batch")
+	assert.Equal(t, base, l2.RecoveryPoint())
+	for off := int64(0); off < l2.LogEndOffset(); {
+		b, err := l2.Read(off, 1<<30, l2.LogEndOffset(), true)
+		require.NoError(t, err)
+		require.NotEmpty(t, b)
+		require.NoError(t, ForEachBatch(b, func(h BatchHeader, batch []byte) error {
+			_, err := ValidateBatch(batch)
+			off = h.NextOffset()
+			return err
+		}), "every batch served is valid")
+	}
+}

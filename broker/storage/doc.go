@@ -27,7 +27,9 @@
 //     clean-shutdown marker), reported once through
 //     ManagerOptions.OnDirOffline; a failed fsync is never retried
 //     (fsyncgate). A write refused with ENOSPC is cut back whole and the
-//     log serves again once there is space. PreviousBrokerEpoch is the
+//     log serves again once there is space. Recovery after an unclean
+//     start also checks the flushed segments below the recovery point and
+//     cuts the log at the first corrupt batch. PreviousBrokerEpoch is the
 //     epoch a restart offers, -1 unless every dir shut down cleanly;
 //   - meta.properties reading, writing and FormatLogDir for `format`;
 //   - FS, the file-system interface all I/O goes through, with OS and

@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"encoding/binary"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -330,4 +331,41 @@ func TestTruncateToLogEndDropsEmptyEpoch(t *testing.T) {
 	l = openTestLog(t, OS, dir, testConfig(), true)
 	defer l.Close()
 	assert.Equal(t, []EpochEntry{{Epoch: 1, StartOffset: 0}}, l.EpochEntries())
+}
+
+// TestFollowerAppendValidatesEveryBatch: a follower appends nothing of a
+// fetch whose batches fail validation (CRC, sizes, magic, offsets that do
+// not continue the log), so a corrupt batch from a leader or the network
+// never becomes good data in its log.
+func TestFollowerAppendValidatesEveryBatch(t *testing.T) {
+	good := func(base int64) []byte {
+		return BuildBatch(records(2, "g", 1), BatchOptions{BaseOffset: base, PartitionLeaderEpoch: 1})
+	}
+	cases := []struct {
+		name string
+		data func() []byte
+		want error
+	}{
+		{"bit flip in a record", func() []byte { b := good(4); b[len(b)-3] ^= 0x10; return b }, ErrCorruptBatch},
+		{"bit flip in the second batch", func() []byte {
+			b := good(6)
+			b[BatchHeaderSize+1] ^= 0x01
+			return append(good(4), b...)
+		}, ErrCorruptBatch},
+		{"length shorter than a header", func() []byte { b := good(4); binary.BigEndian.PutUint32(b[8:], 10); return b }, ErrCorruptBatch},
+		{"only a torn batch", func() []byte { return good(4)[:30] }, ErrIncompleteBatch},
+		{"magic 1", func() []byte { b := good(4); b[16] = 1; return b }, ErrUnsupportedMagic},
+		{"offsets below the log end", func() []byte { return good(2) }, ErrNonMonotonicOffset},
+		{"offsets going back", func() []byte { return append(good(6), good(4)...) }, ErrNonMonotonicOffset},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			l := openTestLog(t, OS, t.TempDir(), testConfig(), true)
+			defer l.Close()
+			appendN(t, l, 2, 2, 1)
+			err := l.AppendAsFollower(c.data())
+			require.ErrorIs(t, err, c.want)
+			assert.Equal(t, int64(4), l.LogEndOffset(), "nothing appended")
+		})
+	}
 }
