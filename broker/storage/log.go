@@ -673,7 +673,12 @@ func (l *Log) syncTo(target int64, nowMs int64) error {
 
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if err != nil && failed != nil && errors.Is(err, os.ErrClosed) && (l.closed || !slices.Contains(l.segments, failed)) {
+	switch {
+	case err != nil && l.closed:
+		// Closed (or deleted) during the flush: its files are gone, not
+		// failed.
+		err = fmt.Errorf("log closed during the flush (%v): %w", err, ErrLogClosed)
+	case err != nil && failed != nil && errors.Is(err, os.ErrClosed) && !slices.Contains(l.segments, failed):
 		err = fmt.Errorf("segment %d was deleted during the flush: %w", failed.baseOffset, ErrLogClosed)
 	}
 	if errors.Is(err, ErrLogClosed) {
