@@ -412,11 +412,7 @@ func TestRecoveryCutsCorruptionBelowTheRecoveryPoint(t *testing.T) {
 	cfg := testConfig()
 	cfg.SegmentBytes = 1500
 	dir := t.TempDir()
-	m := newTestManager(t, OS, []string{dir}, nil)
-	_, err := m.Load()
-	require.NoError(t, err)
-	l, err := m.GetOrCreateLog(testTP, cfg)
-	require.NoError(t, err)
+	m, l := managedLog(t, dir, cfg)
 	appendN(t, l, 60, 2, 1)
 	leo := l.LogEndOffset()
 	require.NoError(t, m.Shutdown(1))
@@ -446,4 +442,16 @@ func TestRecoveryCutsCorruptionBelowTheRecoveryPoint(t *testing.T) {
 			return err
 		}), "every batch served is valid")
 	}
+}
+
+// managedLog loads a LogManager over dir and creates testTP's log in it
+// with cfg.
+func managedLog(t *testing.T, dir string, cfg LogConfig) (*LogManager, *Log) {
+	t.Helper()
+	m := newTestManager(t, OS, []string{dir}, nil)
+	_, err := m.Load()
+	require.NoError(t, err)
+	l, err := m.GetOrCreateLog(testTP, cfg)
+	require.NoError(t, err)
+	return m, l
 }

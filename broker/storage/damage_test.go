@@ -51,11 +51,7 @@ func TestDamagedIndexesAndCheckpointsServeTheSameLog(t *testing.T) {
 			cfg.SegmentBytes = 1500
 			cfg.IndexIntervalBytes = 100
 			dir := t.TempDir()
-			m := newTestManager(t, OS, []string{dir}, nil)
-			_, err := m.Load()
-			require.NoError(t, err)
-			l, err := m.GetOrCreateLog(testTP, cfg)
-			require.NoError(t, err)
+			m, l := managedLog(t, dir, cfg)
 			appendN(t, l, 60, 2, 1)
 			want, err := l.Read(0, 1<<30, l.LogEndOffset(), true)
 			require.NoError(t, err)
