@@ -189,3 +189,27 @@ func TestSeedLeaderDiskFailureStopsItAndMovesLeadership(t *testing.T) {
 	s.restart(leader)
 	s.waitReplicaValues(leader, "disk", want, 30*time.Second)
 }
+
+// TestSeedCorruptFollowerRepairsFromLeader: while a follower is down, a bit
+// flips in a batch in the middle of its log and its tail is torn. Its
+// recovery cuts the log at the corrupt batch (nothing corrupt is ever
+// served), and it fetches the rest again from the leader: its log ends up
+// holding every acknowledged record, and it rejoins the ISR.
+func TestSeedCorruptFollowerRepairsFromLeader(t *testing.T) {
+	s := startSeedCluster(t, nil)
+	p, acked := s.ackedOnEveryReplica("corrupt")
+	victim := without(p.Replicas, p.Leader)[0]
+	s.kill(victim)
+	segment := filepath.Join(s.node(victim).props["log.dirs"], "corrupt-0", "00000000000000000000.log")
+	data, err := os.ReadFile(segment)
+	require.NoError(t, err)
+	data[len(data)/2] ^= 0x04
+	require.NoError(t, os.WriteFile(segment, data[:len(data)-7], 0o644))
+
+	s.restart(victim)
+	require.Contains(t, s.node(victim).logs.String(), "Found invalid bytes", "recovery found the corruption")
+	s.waitReplicaValues(victim, "corrupt", acked, 30*time.Second)
+	s.waitPartition("corrupt", "the repaired follower back in the ISR", func(p metadata.Partition) bool {
+		return slices.Contains(p.ISR, victim)
+	}, 30*time.Second)
+}
