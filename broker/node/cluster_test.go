@@ -106,6 +106,9 @@ type clusterNode struct {
 	// dial, when set, carries the node's connections to its peers (a
 	// fault switch's dialer).
 	dial DialFunc
+	// fs, when set, carries the node's file operations on log.dirs (an
+	// error FS to fail its disk).
+	fs storage.FS
 }
 
 func (c *clusterNode) start(t testing.TB) error {
@@ -116,7 +119,7 @@ func (c *clusterNode) start(t testing.TB) error {
 	c.logs = &syncBuffer{}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	n, err := StartWith(ctx, cfg, slog.New(NewKafkaHandler(c.logs, slog.LevelInfo)), Options{Dial: c.dial})
+	n, err := StartWith(ctx, cfg, slog.New(NewKafkaHandler(c.logs, slog.LevelInfo)), Options{Dial: c.dial, FS: c.fs})
 	if err != nil {
 		return fmt.Errorf("node %d: %w\n%s", c.id, err, c.logs)
 	}

@@ -14,7 +14,15 @@
 // StartWith takes Options as well: Options.Dial opens every connection the
 // node makes to other nodes (raft, controller channel, replica fetchers,
 // snapshots), which is where tests put internal/faultnet's switch to cut or
-// slow the links between the nodes of an in-process cluster.
+// slow the links between the nodes of an in-process cluster; Options.FS
+// carries the file operations on log.dirs, where tests put storage's
+// ErrorFS to fail a node's disk.
+//
+// A log dir that goes offline (an I/O error or a failed fsync) stops the
+// node with an error (Err, and a non-zero exit of cmd/broker) through a
+// controlled shutdown, so the controller moves its leaderships at once;
+// the dir's partitions answer KAFKA_STORAGE_ERROR meanwhile and it gets no
+// clean-shutdown marker.
 //
 // Start runs the phases of seed 000 in order (startup in node.go reads like
 // the seed), each logging the seeds' lines, and every role goes through the

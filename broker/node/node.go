@@ -36,6 +36,7 @@ type Node struct {
 	metrics    *nodeMetrics
 	metricsSrv *metricsServer
 
+	fs        storage.FS // under log.dirs
 	logs      *storage.LogManager
 	quorum    quorum.Quorum // the raft voter or the observer
 	publisher *metadata.Publisher
@@ -118,6 +119,9 @@ type Options struct {
 	// metadata snapshots. Tests put a fault switch here (see
 	// internal/faultnet) to cut or slow the links between nodes.
 	Dial DialFunc
+	// FS, when set, carries every file operation on log.dirs (default
+	// storage.OS). Tests put storage's ErrorFS here to fail the disk.
+	FS storage.FS
 }
 
 // StartWith is Start with options.
@@ -131,6 +135,10 @@ func StartWith(ctx context.Context, cfg *config.Config, logger *slog.Logger, opt
 		log:    logger.With(ComponentKey, "KafkaServer"),
 		done:   make(chan struct{}),
 		dial:   opts.Dial,
+		fs:     opts.FS,
+	}
+	if n.fs == nil {
+		n.fs = storage.OS
 	}
 	n.epoch.Store(-1)
 	n.state.set(StateStarting)
@@ -223,7 +231,7 @@ func (n *Node) checkConfiguration() error {
 	if err := cfg.CheckDirs(); err != nil {
 		return err
 	}
-	n.previousEpoch = readPreviousBrokerEpoch(cfg)
+	n.previousEpoch = storage.PreviousBrokerEpoch(n.fs, cfg.LogDirs)
 	clusterID, err := checkFormatted(cfg)
 	if err != nil {
 		return err
@@ -255,7 +263,8 @@ func (n *Node) startLogManager() error {
 	if err != nil {
 		return err
 	}
-	lm, err := storage.NewLogManager(storage.OS, cfg.LogDirs, storage.ManagerOptions{
+	lm, err := storage.NewLogManager(n.fs, cfg.LogDirs, storage.ManagerOptions{
+		OnDirOffline:                      n.logDirFailed,
 		RecoveryThreadsPerDataDir:         int(cfg.NumRecoveryThreadsPerDataDir),
 		DefaultLogConfig:                  lc,
 		TopicConfig:                       n.metadataTopicConfig,
@@ -280,6 +289,17 @@ func (n *Node) startLogManager() error {
 	n.bgCancel = cancel
 	lm.RunBackground(bgCtx)
 	return nil
+}
+
+// logDirFailed stops the broker when one of its log dirs went offline (an
+// I/O error or a failed fsync): the dir's partitions already answer
+// KAFKA_STORAGE_ERROR, and the controlled shutdown that follows moves their
+// leaderships away at once instead of after a session timeout. A broker
+// stops on any failed dir, as Kafka's KRaft brokers do without JBOD
+// support, rather than serve what it holds in memory; it writes no
+// clean-shutdown marker in the failed dir, so its next start is unclean.
+func (n *Node) logDirFailed(dir string, cause error) {
+	n.fail(fmt.Errorf("stopping broker %d because log dir %s failed (its partitions are offline): %w", n.cfg.NodeID, dir, cause))
 }
 
 // metadataLogs returns the log manager holding __cluster_metadata-0: the

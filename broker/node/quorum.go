@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -19,7 +17,6 @@ import (
 	"github.com/faultline/faultline/broker/quorum"
 	"github.com/faultline/faultline/broker/quorum/raftq"
 	"github.com/faultline/faultline/broker/server"
-	"github.com/faultline/faultline/broker/storage"
 )
 
 // quorumVoters returns the controller quorum's voters, id -> host:port
@@ -79,22 +76,6 @@ func controllerAddrs(cfg *config.Config) map[int32]string {
 		out[int32(-1-i)] = b.String()
 	}
 	return out
-}
-
-// readPreviousBrokerEpoch reads the broker epoch of the last clean shutdown
-// from the marker of the first log dir, -1 when there is none. It must run
-// before the log manager loads (and removes) the marker.
-func readPreviousBrokerEpoch(cfg *config.Config) int64 {
-	for _, dir := range cfg.LogDirs {
-		data, err := os.ReadFile(filepath.Join(dir, storage.CleanShutdownFile))
-		if err != nil {
-			continue
-		}
-		if epoch, err := storage.ReadCleanShutdownMarker(data); err == nil {
-			return epoch
-		}
-	}
-	return -1
 }
 
 // startVoter opens this node's voter of the raft controller quorum on

@@ -33,6 +33,10 @@ func (m *Manager) Fetch(_ context.Context, topic string, partition int32, req Fe
 		res.ErrorCode = code
 		return res
 	}
+	if p.log.Offline() {
+		res.ErrorCode = kerr.KafkaStorageError.Code
+		return res
+	}
 	logStart := p.log.LogStartOffset()
 	res.LogStartOffset = logStart
 	fill := func() {

@@ -261,26 +261,32 @@ func TestCrashRecoveryDropsSegmentsAfterCorruption(t *testing.T) {
 	}
 }
 
+// TestAppendWriteErrorsKeepTheLogWhole: a write refused for want of space
+// (ENOSPC, whole or cut short) leaves nothing of the batch and the log
+// serves again once there is space; an I/O error (EIO) takes the log
+// offline: the log end stays where it was and every later read and write
+// fails with ErrLogDirOffline, even once the disk answers again.
 func TestAppendWriteErrorsKeepTheLogWhole(t *testing.T) {
 	efs := NewErrorFS(OS)
 	dir := t.TempDir()
 	l := openTestLog(t, efs, filepath.Join(dir, testTP.DirName()), testConfig(), true)
 	appendN(t, l, 5, 2, 0)
 
-	remove := efs.Inject(Rule{Op: OpWrite, Path: logSuffix, Count: 1})
+	remove := efs.Inject(Rule{Op: OpWrite, Path: logSuffix, Count: 1, Err: syscall.ENOSPC})
 	_, err := l.AppendAsLeader(BuildBatch(records(2, "x", 1), BatchOptions{}), 0, 1)
-	assert.True(t, errors.Is(err, syscall.EIO), "EIO surfaces: %v", err)
+	assert.True(t, errors.Is(err, syscall.ENOSPC), "ENOSPC surfaces: %v", err)
+	assert.False(t, errors.Is(err, ErrLogDirOffline), "a full disk does not take the log offline")
 	remove()
 	assert.Equal(t, int64(10), l.LogEndOffset())
 
-	remove = efs.Inject(Rule{Op: OpWrite, Path: logSuffix, Count: 1, Mode: FaultShortWrite, KeepBytes: 30})
+	remove = efs.Inject(Rule{Op: OpWrite, Path: logSuffix, Count: 1, Mode: FaultShortWrite, KeepBytes: 30, Err: syscall.ENOSPC})
 	_, err = l.AppendAsLeader(BuildBatch(records(2, "y", 1), BatchOptions{}), 0, 1)
 	assert.Error(t, err)
 	remove()
 	assert.Equal(t, int64(10), l.LogEndOffset(), "a short write is cut back")
 
 	info, err := l.AppendAsLeader(BuildBatch(records(2, "z", 1), BatchOptions{}), 0, 1)
-	require.NoError(t, err)
+	require.NoError(t, err, "space is back: the log serves again")
 	assert.Equal(t, int64(10), info.FirstOffset)
 	b, err := l.Read(0, 1<<20, 100, true)
 	require.NoError(t, err)
@@ -292,18 +298,21 @@ func TestAppendWriteErrorsKeepTheLogWhole(t *testing.T) {
 	}))
 	assert.Equal(t, 6, n)
 
-	// A short write whose cut-back also fails leaves the log refusing writes.
-	efs.Inject(Rule{Op: OpWrite, Path: logSuffix, Count: 1, Mode: FaultShortWrite, KeepBytes: 30})
-	rmTrunc := efs.Inject(Rule{Op: OpTruncate, Path: logSuffix, Count: 1})
+	remove = efs.Inject(Rule{Op: OpWrite, Path: logSuffix, Count: 1, Mode: FaultShortWrite, KeepBytes: 30})
 	_, err = l.AppendAsLeader(BuildBatch(records(2, "w", 1), BatchOptions{}), 0, 1)
-	require.Error(t, err)
-	rmTrunc()
+	assert.True(t, errors.Is(err, syscall.EIO), "EIO surfaces: %v", err)
+	assert.ErrorIs(t, err, ErrLogDirOffline)
+	remove()
+	assert.Equal(t, int64(12), l.LogEndOffset(), "the failed write is not in the log end")
 	_, err = l.AppendAsLeader(BuildBatch(records(2, "v", 1), BatchOptions{}), 0, 1)
-	assert.ErrorIs(t, err, errSegmentDamaged)
+	assert.ErrorIs(t, err, ErrLogDirOffline, "the disk answers again, but the log stays offline")
+	_, err = l.Read(0, 1<<20, 100, true)
+	assert.ErrorIs(t, err, ErrLogDirOffline, "an offline log serves no reads")
+	assert.True(t, l.Offline())
 	require.NoError(t, l.Close())
 
 	_, l2 := reopenUnclean(t, OS, dir)
-	assert.Equal(t, int64(12), l2.LogEndOffset(), "recovery drops the torn batch")
+	assert.Equal(t, int64(12), l2.LogEndOffset(), "recovery drops the part the failed write left")
 }
 
 func TestTornWriteThenCrash(t *testing.T) {
@@ -364,12 +373,13 @@ func TestPowerLossKeepsFlushedData(t *testing.T) {
 	})
 }
 
-// TestRetryAfterFailedFsyncWaitsForFsync: with flush.messages=1 an append
-// whose fsync fails is an error, but its batch is in the log and in its
-// producer's state. The producer's retry of that batch is a duplicate; it
-// must not be acknowledged with the original offsets until an fsync made
-// them durable.
-func TestRetryAfterFailedFsyncWaitsForFsync(t *testing.T) {
+// TestFailedFsyncIsNeverRetried (fsyncgate): with flush.messages=1 an
+// append whose fsync fails is an error and takes the log offline. A later
+// fsync could succeed without the pages the kernel dropped, so none is
+// tried: the producer's retry of the batch is refused with
+// ErrLogDirOffline, before and after the disk answers again, and nothing
+// is ever acknowledged as durable.
+func TestFailedFsyncIsNeverRetried(t *testing.T) {
 	efs := NewErrorFS(OS)
 	cfg := testConfig()
 	cfg.FlushIntervalMessages = 1
@@ -381,17 +391,67 @@ func TestRetryAfterFailedFsyncWaitsForFsync(t *testing.T) {
 
 	removeFault := efs.Inject(Rule{Op: OpSync, Path: logSuffix})
 	_, err := l.AppendAsLeader(batch(), 0, 1)
-	require.Error(t, err, "the fsync failed")
+	require.ErrorIs(t, err, ErrLogDirOffline, "the fsync failed")
 	require.Equal(t, int64(0), l.RecoveryPoint())
 	info, err := l.AppendAsLeader(batch(), 0, 1)
-	assert.Error(t, err, "the retry is not acknowledged while nothing is durable (got %+v)", info)
-	assert.Equal(t, int64(0), l.RecoveryPoint())
+	assert.ErrorIs(t, err, ErrLogDirOffline, "the retry is refused (got %+v)", info)
 
 	removeFault()
 	info, err = l.AppendAsLeader(batch(), 0, 1)
+	assert.ErrorIs(t, err, ErrLogDirOffline, "the retry is refused once fsyncs work again (got %+v)", info)
+	assert.ErrorIs(t, l.Flush(), ErrLogDirOffline, "no fsync is tried again")
+	assert.Equal(t, int64(0), l.RecoveryPoint(), "nothing became durable")
+}
+
+// TestRecoveryCutsCorruptionBelowTheRecoveryPoint: a bit flip in a flushed
+// segment, below the recovery point, is found by the recovery of an
+// unclean start (Kafka trusts those segments): the log is cut at the
+// corrupt batch and later segments are deleted, so the corrupt batch is
+// never served and the replica fetches the rest again from its leader.
+func TestRecoveryCutsCorruptionBelowTheRecoveryPoint(t *testing.T) {
+	cfg := testConfig()
+	cfg.SegmentBytes = 1500
+	dir := t.TempDir()
+	m, l := managedLog(t, dir, cfg)
+	appendN(t, l, 60, 2, 1)
+	leo := l.LogEndOffset()
+	require.NoError(t, m.Shutdown(1))
+	require.NoError(t, os.Remove(filepath.Join(dir, CleanShutdownFile)), "as after a crash, with every segment flushed")
+	points, err := ReadOffsetCheckpoint(OS, filepath.Join(dir, RecoveryPointCheckpointFile))
 	require.NoError(t, err)
-	assert.True(t, info.Duplicate)
-	assert.Equal(t, int64(0), info.FirstOffset)
-	assert.Equal(t, int64(2), l.RecoveryPoint(), "acknowledged once durable")
-	assert.Equal(t, int64(2), l.LogEndOffset(), "nothing appended twice")
+	require.Equal(t, leo, points[testTP], "the recovery point is the log end")
+
+	logs, err := filepath.Glob(filepath.Join(dir, testTP.DirName(), "*"+logSuffix))
+	require.NoError(t, err)
+	require.GreaterOrEqual(t, len(logs), 4, "several segments")
+	flipByte(t, logs[1], BatchHeaderSize+2)
+	base, ok := parseOffsetName(filepath.Base(logs[1]), logSuffix)
+	require.True(t, ok)
+
+	m2, l2 := reopenUnclean(t, OS, dir)
+	defer func() { _ = m2.Shutdown(2) }()
+	assert.Equal(t, base, l2.LogEndOffset(), "cut at the corrupt batch")
+	assert.Equal(t, base, l2.RecoveryPoint())
+	for off := int64(0); off < l2.LogEndOffset(); {
+		b, err := l2.Read(off, 1<<30, l2.LogEndOffset(), true)
+		require.NoError(t, err)
+		require.NotEmpty(t, b)
+		require.NoError(t, ForEachBatch(b, func(h BatchHeader, batch []byte) error {
+			_, err := ValidateBatch(batch)
+			off = h.NextOffset()
+			return err
+		}), "every batch served is valid")
+	}
+}
+
+// managedLog loads a LogManager over dir and creates testTP's log in it
+// with cfg.
+func managedLog(t *testing.T, dir string, cfg LogConfig) (*LogManager, *Log) {
+	t.Helper()
+	m := newTestManager(t, OS, []string{dir}, nil)
+	_, err := m.Load()
+	require.NoError(t, err)
+	l, err := m.GetOrCreateLog(testTP, cfg)
+	require.NoError(t, err)
+	return m, l
 }

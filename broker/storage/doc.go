@@ -21,6 +21,16 @@
 //     replication-offset-checkpoint, log-start-offset-checkpoint) and the
 //     marker at shutdown; its TruncateTo and TruncateFullyAndStartAt cut a
 //     follower's log and checkpoint the recovery points of its dir at once;
+//   - log dir failure (Kafka's LogDirFailureChannel): an I/O error or a
+//     failed fsync in a log takes its whole dir offline (ErrLogDirOffline
+//     for every later read and write of its logs, no new logs there, no
+//     clean-shutdown marker), reported once through
+//     ManagerOptions.OnDirOffline; a failed fsync is never retried
+//     (fsyncgate). A write refused with ENOSPC is cut back whole and the
+//     log serves again once there is space. Recovery after an unclean
+//     start also checks the flushed segments below the recovery point and
+//     cuts the log at the first corrupt batch. PreviousBrokerEpoch is the
+//     epoch a restart offers, -1 unless every dir shut down cleanly;
 //   - meta.properties reading, writing and FormatLogDir for `format`;
 //   - FS, the file-system interface all I/O goes through, with OS and
 //     ErrorFS (fault injection for tests: EIO, torn and short writes, and

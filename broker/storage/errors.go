@@ -38,6 +38,10 @@ var (
 	// ErrNonMonotonicOffset: a follower append that does not continue at the
 	// log end offset, or whose offsets do not increase.
 	ErrNonMonotonicOffset = errors.New("offsets not monotonically increasing")
+	// ErrLogDirOffline: the log's dir failed (an I/O error, or an fsync
+	// that failed and so left the durable state unknown); none of its logs
+	// is read or written again by this process (KAFKA_STORAGE_ERROR).
+	ErrLogDirOffline = errors.New("log dir offline")
 	// ErrLogClosed: the log was closed or deleted.
 	ErrLogClosed = errors.New("log closed")
 	// ErrCorruptCheckpoint: a checkpoint, snapshot or properties file that

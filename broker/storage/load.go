@@ -22,6 +22,8 @@ type loadParams struct {
 	highWatermark  int64 // -1: not in the checkpoint
 	logger         *slog.Logger
 	now            func() time.Time
+	// dirFailed is told, once, when the log finds its disk failed.
+	dirFailed func(error)
 }
 
 // loadResult reports what loading a log did.
@@ -47,7 +49,7 @@ func openLog(fs FS, dir string, tp TopicPartition, cfg LogConfig, p loadParams) 
 	if err := fs.MkdirAll(dir, 0o755); err != nil {
 		return nil, res, fmt.Errorf("create %s: %w", dir, err)
 	}
-	l := &Log{fs: fs, dir: dir, tp: tp, cfg: cfg, logger: p.logger, now: p.now, producers: newProducerState(), dirDirty: true}
+	l := &Log{fs: fs, dir: dir, tp: tp, cfg: cfg, logger: p.logger, now: p.now, producers: newProducerState(), dirDirty: true, dirFailed: p.dirFailed}
 	nowMs := p.now().UnixMilli()
 	l.lastFlushMs = nowMs
 	bases, err := cleanupPartitionDir(fs, dir)
@@ -144,10 +146,23 @@ func openLog(fs FS, dir string, tp TopicPartition, cfg LogConfig, p loadParams) 
 // recoverSegments validates every segment from the one holding the recovery
 // point to the end, truncating at the first invalid byte and deleting every
 // later segment, and reassigns leader epochs from the surviving batches.
+// The segments below the recovery point are checked too (CRC, sizes,
+// increasing offsets; Kafka trusts them): the first one holding a corrupt
+// batch is recovered the same way, so a bit flip on the disk is cut off and
+// the replica fetches the rest again from its leader instead of serving it.
 func (l *Log) recoverSegments(recoveryPoint int64) error {
 	first := l.segmentFor(recoveryPoint)
 	for i, s := range l.segments[:first] {
 		if s.needsRecovery {
+			first = i
+			break
+		}
+		whole, err := s.batchesValid()
+		if err != nil {
+			return err
+		}
+		if !whole {
+			l.logger.Warn(fmt.Sprintf("Found a corrupt batch in flushed segment %d of %s below its recovery point %d; recovering from there", s.baseOffset, l.tp, recoveryPoint))
 			first = i
 			break
 		}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"math"
 	"os"
@@ -12,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -117,11 +119,15 @@ type Log struct {
 	// truncations counts truncations, so that a background flush started
 	// before one does not move the recovery point over rewritten offsets.
 	truncations int64
-	// failed is set when the files no longer match memory; every later
-	// write fails with it.
-	failed  error
-	closed  bool
-	flushes sync.WaitGroup
+	// failed is set when the files may no longer hold what memory says
+	// (it wraps ErrLogDirOffline); every later read and write fails with
+	// it.
+	failed error
+	// dirFailed reports the failure to the log manager, which takes the
+	// log's whole dir offline.
+	dirFailed func(error)
+	closed    bool
+	flushes   sync.WaitGroup
 }
 
 // Dir is the partition directory.
@@ -227,7 +233,7 @@ func (l *Log) SegmentBaseOffsets() []int64 {
 	return out
 }
 
-func (l *Log) checkWritable() error {
+func (l *Log) checkUsable() error {
 	if l.closed {
 		return fmt.Errorf("log %s: %w", l.tp, ErrLogClosed)
 	}
@@ -237,12 +243,60 @@ func (l *Log) checkWritable() error {
 	return nil
 }
 
-// fail marks the log unusable when err says the files were damaged.
+// fail takes the log offline when err is a failure of its disk (see
+// diskFailure) and returns err, wrapping ErrLogDirOffline if so. The caller
+// holds l.mu.
 func (l *Log) fail(err error) error {
-	if errors.Is(err, errSegmentDamaged) && l.failed == nil {
-		l.failed = err
+	if !diskFailure(err) {
+		return err
 	}
-	return err
+	return l.goOffline(err)
+}
+
+// goOffline makes every later read and write of the log fail and tells the
+// log manager, which takes the log's dir offline (Kafka's
+// LogDirFailureChannel). The caller holds l.mu.
+func (l *Log) goOffline(cause error) error {
+	if l.failed == nil {
+		l.failed = fmt.Errorf("%w: %w", ErrLogDirOffline, cause)
+		if l.dirFailed != nil {
+			go l.dirFailed(l.failed)
+		}
+	}
+	return l.failed
+}
+
+// takeOffline is goOffline for a log whose dir failed elsewhere.
+func (l *Log) takeOffline(cause error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.failed == nil {
+		l.failed = fmt.Errorf("%w: %w", ErrLogDirOffline, cause)
+	}
+}
+
+// Offline reports whether the log's dir failed.
+func (l *Log) Offline() bool {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.failed != nil
+}
+
+// diskFailure reports whether err says the files may no longer hold what
+// memory says: a damaged segment, or an I/O error of the file system. A
+// full disk (ENOSPC) on a write is not one: the write is cut back whole and
+// the log serves again once there is space. A file closed under a flush by
+// a concurrent deletion is not one either.
+func diskFailure(err error) bool {
+	if errors.Is(err, errSegmentDamaged) {
+		return true
+	}
+	if errors.Is(err, syscall.ENOSPC) || errors.Is(err, os.ErrClosed) || errors.Is(err, ErrLogClosed) {
+		return false
+	}
+	var pathErr *fs.PathError
+	var errno syscall.Errno
+	return errors.As(err, &pathErr) || errors.As(err, &errno)
 }
 
 // parseForAppend validates every batch of records (whole batches, v2,
@@ -370,7 +424,7 @@ func (l *Log) checkTimestamps(headers []BatchHeader, nowMs int64) error {
 func (l *Log) appendAsLeader(records []byte, leaderEpoch int32, nowMs int64) (AppendInfo, bool, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if err := l.checkWritable(); err != nil {
+	if err := l.checkUsable(); err != nil {
 		return AppendInfo{}, false, err
 	}
 	headers, err := l.parseForAppend(records, true)
@@ -474,7 +528,7 @@ func (l *Log) AppendAsFollower(records []byte) error {
 func (l *Log) appendAsFollower(records []byte, nowMs int64) (int64, bool, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if err := l.checkWritable(); err != nil {
+	if err := l.checkUsable(); err != nil {
 		return 0, false, err
 	}
 	headers, err := l.parseForAppend(records, false)
@@ -548,7 +602,7 @@ func (l *Log) appendBatches(data []byte, headers []BatchHeader, nowMs int64) err
 		// Part of the batches went to an earlier segment: take them back
 		// so that a failed append leaves no trace.
 		if terr := l.truncateTo(startLEO); terr != nil {
-			l.failed = fmt.Errorf("append to %s: undo partial append: %w: %w", l.tp, terr, errSegmentDamaged)
+			err = l.fail(fmt.Errorf("append to %s: undo partial append: %w: %w", l.tp, terr, errSegmentDamaged))
 		}
 	}
 	return err
@@ -586,9 +640,9 @@ func (l *Log) syncTo(target int64, nowMs int64) error {
 	l.flushMu.Lock()
 	defer l.flushMu.Unlock()
 	l.mu.Lock()
-	if l.closed {
+	if err := l.checkUsable(); err != nil {
 		l.mu.Unlock()
-		return fmt.Errorf("flush %s: %w", l.tp, ErrLogClosed)
+		return fmt.Errorf("flush %s: %w", l.tp, err)
 	}
 	if l.recoveryPoint >= target && !l.dirDirty {
 		l.mu.Unlock()
@@ -619,13 +673,25 @@ func (l *Log) syncTo(target int64, nowMs int64) error {
 
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if err != nil && failed != nil && errors.Is(err, os.ErrClosed) && !slices.Contains(l.segments, failed) {
+	switch {
+	case err != nil && l.closed:
+		// Closed (or deleted) during the flush: its files are gone, not
+		// failed.
+		err = fmt.Errorf("log closed during the flush (%v): %w", err, ErrLogClosed)
+	case err != nil && failed != nil && errors.Is(err, os.ErrClosed) && !slices.Contains(l.segments, failed):
 		err = fmt.Errorf("segment %d was deleted during the flush: %w", failed.baseOffset, ErrLogClosed)
 	}
-	if err != nil {
+	if errors.Is(err, ErrLogClosed) {
 		l.unflushedMessages += count
 		l.dirDirty = l.dirDirty || syncDir
 		return fmt.Errorf("flush %s: %w", l.tp, err)
+	}
+	if err != nil {
+		// fsyncgate: after a failed fsync the kernel may have dropped the
+		// dirty pages, and a later fsync can succeed without them, so the
+		// log is never trusted again; whatever waited for this fsync gets
+		// the failure, never an acknowledgement.
+		return l.goOffline(fmt.Errorf("flush %s: %w", l.tp, err))
 	}
 	if gen == l.truncations && leo > l.recoveryPoint && leo <= l.leo() {
 		l.recoveryPoint = leo
@@ -642,7 +708,7 @@ func (l *Log) syncTo(target int64, nowMs int64) error {
 func (l *Log) Roll() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if err := l.checkWritable(); err != nil {
+	if err := l.checkUsable(); err != nil {
 		return err
 	}
 	return l.roll(l.leo(), l.now().UnixMilli(), l.producers)
@@ -668,9 +734,9 @@ func (l *Log) roll(base int64, nowMs int64, producers *producerState) error {
 	s, err := createSegment(l.fs, l.dir, base, l.cfg, nowMs)
 	if err != nil {
 		if len(l.segments) == 0 {
-			l.failed = fmt.Errorf("roll %s: %w: %w", l.tp, err, errSegmentDamaged)
+			return l.fail(fmt.Errorf("roll %s: %w: %w", l.tp, err, errSegmentDamaged))
 		}
-		return fmt.Errorf("roll %s: %w", l.tp, err)
+		return l.fail(fmt.Errorf("roll %s: %w", l.tp, err))
 	}
 	l.segments = append(l.segments, s)
 	l.dirty = true
@@ -769,10 +835,20 @@ func (l *Log) segmentFor(offset int64) int {
 // the LEO for followers). An offset below the log start or above the log end
 // fails with ErrOffsetOutOfRange; reading at the log end returns nothing.
 func (l *Log) Read(offset int64, maxBytes int32, maxOffset int64, minOneBatch bool) ([]byte, error) {
+	b, err := l.read(offset, maxBytes, maxOffset, minOneBatch)
+	if err != nil && diskFailure(err) {
+		l.mu.Lock()
+		err = l.goOffline(err)
+		l.mu.Unlock()
+	}
+	return b, err
+}
+
+func (l *Log) read(offset int64, maxBytes int32, maxOffset int64, minOneBatch bool) ([]byte, error) {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
-	if l.closed {
-		return nil, fmt.Errorf("read %s: %w", l.tp, ErrLogClosed)
+	if err := l.checkUsable(); err != nil {
+		return nil, fmt.Errorf("read %s: %w", l.tp, err)
 	}
 	leo := l.leo()
 	if offset < l.logStartOffset || offset > leo {
@@ -814,7 +890,7 @@ func (l *Log) EpochEntries() []EpochEntry {
 func (l *Log) AssignEpochStartOffset(epoch int32, startOffset int64) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if err := l.checkWritable(); err != nil {
+	if err := l.checkUsable(); err != nil {
 		return err
 	}
 	if _, err := l.epochs.assign(epoch, startOffset, true); err != nil {
@@ -897,7 +973,7 @@ func (l *Log) searchTimestamp(s *segment, from int64, ts int64) (int64, int64, i
 func (l *Log) TruncateTo(offset int64) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if err := l.checkWritable(); err != nil {
+	if err := l.checkUsable(); err != nil {
 		return err
 	}
 	if offset < 0 {
@@ -953,7 +1029,7 @@ func (l *Log) truncateTo(offset int64) error {
 func (l *Log) TruncateFullyAndStartAt(offset int64) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if err := l.checkWritable(); err != nil {
+	if err := l.checkUsable(); err != nil {
 		return err
 	}
 	if offset < 0 {
@@ -968,15 +1044,13 @@ func (l *Log) truncateFullyAndStartAt(offset int64) error {
 	l.dirDirty = true
 	for _, s := range l.segments {
 		if err := s.remove(); err != nil {
-			l.failed = fmt.Errorf("truncate %s: %w: %w", l.tp, err, errSegmentDamaged)
-			return l.failed
+			return l.fail(fmt.Errorf("truncate %s: %w: %w", l.tp, err, errSegmentDamaged))
 		}
 	}
 	l.segments = l.segments[:0]
 	s, err := createSegment(l.fs, l.dir, offset, l.cfg, l.now().UnixMilli())
 	if err != nil {
-		l.failed = fmt.Errorf("truncate %s: %w: %w", l.tp, err, errSegmentDamaged)
-		return l.failed
+		return l.fail(fmt.Errorf("truncate %s: %w: %w", l.tp, err, errSegmentDamaged))
 	}
 	l.segments = append(l.segments, s)
 	l.logStartOffset = offset
@@ -1000,7 +1074,7 @@ func (l *Log) truncateFullyAndStartAt(offset int64) error {
 func (l *Log) IncrementLogStartOffset(offset int64) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if err := l.checkWritable(); err != nil {
+	if err := l.checkUsable(); err != nil {
 		return err
 	}
 	if offset > l.highWatermark {
@@ -1028,7 +1102,7 @@ func (l *Log) IncrementLogStartOffset(offset int64) error {
 func (l *Log) DeleteOldSegments(nowMs int64) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if err := l.checkWritable(); err != nil {
+	if err := l.checkUsable(); err != nil {
 		return 0, err
 	}
 	total := 0

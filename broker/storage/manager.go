@@ -40,6 +40,10 @@ type ManagerOptions struct {
 	// ProducerIDExpirationMs mirrors producer.id.expiration.ms; expiry runs
 	// with the retention check.
 	ProducerIDExpirationMs int64
+	// OnDirOffline, when set, is called once per log dir that went offline
+	// (an I/O error or a failed fsync in one of its logs), after every log
+	// of the dir was taken offline.
+	OnDirOffline func(dir string, cause error)
 	// FlushCheckIntervalMs is how often flush.ms is checked
 	// (log.flush.scheduler.interval.ms; default 1000 here, as Kafka's
 	// Long.MAX default would never check).
@@ -70,6 +74,8 @@ type LogManager struct {
 	mu      sync.RWMutex
 	logs    map[TopicPartition]*Log
 	logDirs map[TopicPartition]string
+	// offline are the log dirs that failed (failDir).
+	offline map[string]bool
 
 	checkpointMu sync.Mutex
 	bgCancel     context.CancelFunc
@@ -126,7 +132,65 @@ func NewLogManager(fs FS, dirs []string, opts ManagerOptions) (*LogManager, erro
 		logger:  opts.Logger,
 		logs:    map[TopicPartition]*Log{},
 		logDirs: map[TopicPartition]string{},
+		offline: map[string]bool{},
 	}, nil
+}
+
+// dirFailure is what a log of dir calls when it finds its disk failed.
+func (m *LogManager) dirFailure(dir string) func(error) {
+	return func(cause error) { m.failDir(dir, cause) }
+}
+
+// checkDiskFailure takes dir offline when err is a failure of its disk
+// (creating a log there), and returns err, wrapping ErrLogDirOffline if so.
+// The caller holds m.mu.
+func (m *LogManager) checkDiskFailure(dir string, err error) error {
+	if !diskFailure(err) {
+		return err
+	}
+	err = fmt.Errorf("%w: %w", ErrLogDirOffline, err)
+	go m.failDir(dir, err)
+	return err
+}
+
+// failDir takes a log dir offline once: every log in it stops being read
+// or written (its partitions answer KAFKA_STORAGE_ERROR), no new log is
+// created there, it gets no clean-shutdown marker, and OnDirOffline is
+// told.
+func (m *LogManager) failDir(dir string, cause error) {
+	m.mu.Lock()
+	if m.offline[dir] {
+		m.mu.Unlock()
+		return
+	}
+	m.offline[dir] = true
+	var logs []*Log
+	for tp, d := range m.logDirs {
+		if d == dir {
+			logs = append(logs, m.logs[tp])
+		}
+	}
+	m.mu.Unlock()
+	for _, l := range logs {
+		l.takeOffline(cause)
+	}
+	m.logger.Error(fmt.Sprintf("Log dir %s is offline: stopped serving its %d partitions", dir, len(logs)), "err", cause)
+	if m.opts.OnDirOffline != nil {
+		m.opts.OnDirOffline(dir, cause)
+	}
+}
+
+// OfflineDirs are the log dirs that went offline, in configuration order.
+func (m *LogManager) OfflineDirs() []string {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	var out []string
+	for _, d := range m.dirs {
+		if m.offline[d] {
+			out = append(out, d)
+		}
+	}
+	return out
 }
 
 // Dirs are the absolute log dirs.
@@ -147,6 +211,30 @@ func ReadCleanShutdownMarker(data []byte) (brokerEpoch int64, err error) {
 		return -1, fmt.Errorf("%w: clean shutdown marker version %d", ErrCorruptCheckpoint, m.Version)
 	}
 	return m.BrokerEpoch, nil
+}
+
+// PreviousBrokerEpoch is the broker epoch a restarting broker offers as
+// PreviousBrokerEpoch in its registration: the epoch of its last clean
+// shutdown, read from the .kafka_cleanshutdown marker of every log dir. It
+// is -1 (an unclean restart) unless every dir holds a readable marker and
+// all name the same epoch, as Kafka's
+// LogManager.readBrokerEpochFromCleanShutdownFiles decides: a dir that
+// crashed may have lost its unflushed tail even if another dir shut down
+// cleanly. It must be read before Load consumes the markers.
+func PreviousBrokerEpoch(fs FS, dirs []string) int64 {
+	epoch := int64(-1)
+	for i, dir := range dirs {
+		data, err := readFile(fs, filepath.Join(dir, CleanShutdownFile))
+		if err != nil {
+			return -1
+		}
+		e, err := ReadCleanShutdownMarker(data)
+		if err != nil || (i > 0 && e != epoch) {
+			return -1
+		}
+		epoch = e
+	}
+	return epoch
 }
 
 // Load opens every partition dir of every log dir. A log dir without the
@@ -329,6 +417,7 @@ func (m *LogManager) loadDir(dir string, tps []TopicPartition, p dirParams) (map
 					highWatermark:  offsetOr(p.highWatermarks, tp),
 					logger:         m.logger,
 					now:            m.opts.Now,
+					dirFailed:      m.dirFailure(dir),
 				})
 				outs <- out{tp: tp, l: l, res: res, err: err}
 			}
@@ -399,11 +488,14 @@ func (m *LogManager) GetOrCreateLog(tp TopicPartition, cfg LogConfig) (*Log, err
 	for _, d := range m.logDirs {
 		counts[d]++
 	}
-	dir := m.dirs[0]
-	for _, d := range m.dirs[1:] {
-		if counts[d] < counts[dir] {
+	dir := ""
+	for _, d := range m.dirs {
+		if !m.offline[d] && (dir == "" || counts[d] < counts[dir]) {
 			dir = d
 		}
+	}
+	if dir == "" {
+		return nil, fmt.Errorf("create log %s: every log dir is offline: %w", tp, ErrLogDirOffline)
 	}
 	l, _, err := openLog(m.fs, filepath.Join(dir, tp.DirName()), tp, cfg, loadParams{
 		cleanShutdown:  true,
@@ -412,13 +504,14 @@ func (m *LogManager) GetOrCreateLog(tp TopicPartition, cfg LogConfig) (*Log, err
 		highWatermark:  -1,
 		logger:         m.logger,
 		now:            m.opts.Now,
+		dirFailed:      m.dirFailure(dir),
 	})
 	if err != nil {
-		return nil, err
+		return nil, m.checkDiskFailure(dir, err)
 	}
 	if err := m.fs.SyncDir(dir); err != nil {
 		_ = l.Close()
-		return nil, fmt.Errorf("create log %s: %w", tp, err)
+		return nil, m.checkDiskFailure(dir, fmt.Errorf("create log %s: %w", tp, err))
 	}
 	m.logs[tp] = l
 	m.logDirs[tp] = dir

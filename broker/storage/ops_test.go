@@ -1,9 +1,11 @@
 package storage
 
 import (
+	"encoding/binary"
 	"fmt"
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -272,11 +274,15 @@ func TestFailedMultiSegmentAppendLeavesNoTrace(t *testing.T) {
 		data = append(data, BuildBatch(records(2, fmt.Sprint(i), 1), BatchOptions{BaseOffset: next, PartitionLeaderEpoch: 1})...)
 		next += 2
 	}
-	efs.Inject(Rule{Op: OpWrite, Path: logSuffix, Skip: 1, Count: 1})
+	efs.Inject(Rule{Op: OpWrite, Path: logSuffix, Skip: 1, Count: 1, Err: syscall.ENOSPC})
 	require.Error(t, l.AppendAsFollower(data))
 	assert.Equal(t, int64(4), l.LogEndOffset(), "the part written before the failure is taken back")
 	require.NoError(t, l.AppendAsFollower(data))
 	assert.Equal(t, int64(24), l.LogEndOffset())
+
+	efs.Inject(Rule{Op: OpWrite, Path: logSuffix, Count: 1})
+	require.ErrorIs(t, l.AppendAsFollower(BuildBatch(records(2, "after", 1), BatchOptions{BaseOffset: 24, PartitionLeaderEpoch: 1})), ErrLogDirOffline)
+	assert.Equal(t, int64(24), l.LogEndOffset(), "an I/O error leaves the log end where it was")
 }
 
 func TestUnreadableEpochCheckpointIsRebuilt(t *testing.T) {
@@ -325,4 +331,41 @@ func TestTruncateToLogEndDropsEmptyEpoch(t *testing.T) {
 	l = openTestLog(t, OS, dir, testConfig(), true)
 	defer l.Close()
 	assert.Equal(t, []EpochEntry{{Epoch: 1, StartOffset: 0}}, l.EpochEntries())
+}
+
+// TestFollowerAppendValidatesEveryBatch: a follower appends nothing of a
+// fetch whose batches fail validation (CRC, sizes, magic, offsets that do
+// not continue the log), so a corrupt batch from a leader or the network
+// never becomes good data in its log.
+func TestFollowerAppendValidatesEveryBatch(t *testing.T) {
+	good := func(base int64) []byte {
+		return BuildBatch(records(2, "g", 1), BatchOptions{BaseOffset: base, PartitionLeaderEpoch: 1})
+	}
+	cases := []struct {
+		name string
+		data func() []byte
+		want error
+	}{
+		{"bit flip in a record", func() []byte { b := good(4); b[len(b)-3] ^= 0x10; return b }, ErrCorruptBatch},
+		{"bit flip in the second batch", func() []byte {
+			b := good(6)
+			b[BatchHeaderSize+1] ^= 0x01
+			return append(good(4), b...)
+		}, ErrCorruptBatch},
+		{"length shorter than a header", func() []byte { b := good(4); binary.BigEndian.PutUint32(b[8:], 10); return b }, ErrCorruptBatch},
+		{"only a torn batch", func() []byte { return good(4)[:30] }, ErrIncompleteBatch},
+		{"magic 1", func() []byte { b := good(4); b[16] = 1; return b }, ErrUnsupportedMagic},
+		{"offsets below the log end", func() []byte { return good(2) }, ErrNonMonotonicOffset},
+		{"offsets going back", func() []byte { return append(good(6), good(4)...) }, ErrNonMonotonicOffset},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			l := openTestLog(t, OS, t.TempDir(), testConfig(), true)
+			defer l.Close()
+			appendN(t, l, 2, 2, 1)
+			err := l.AppendAsFollower(c.data())
+			require.ErrorIs(t, err, c.want)
+			assert.Equal(t, int64(4), l.LogEndOffset(), "nothing appended")
+		})
+	}
 }

@@ -187,11 +187,7 @@ func TestSnapshotAtRollInsideAnAppendHoldsItsEarlierBatches(t *testing.T) {
 	for name, appendAll := range appends {
 		t.Run(name, func(t *testing.T) {
 			dir := t.TempDir()
-			m := newTestManager(t, OS, []string{dir}, nil)
-			_, err := m.Load()
-			require.NoError(t, err)
-			l, err := m.GetOrCreateLog(testTP, cfg)
-			require.NoError(t, err)
+			_, l := managedLog(t, dir, cfg)
 			require.NoError(t, appendAll(l))
 			require.Equal(t, []int64{0, 2}, l.SegmentBaseOffsets(), "the append rolled before its last batch")
 			require.NoError(t, l.Close()) // a crash: no snapshot at the log end

@@ -588,6 +588,28 @@ func (sc *batchScanner) fill(need int) (bool, error) {
 	return true, nil
 }
 
+// batchesValid reports whether every batch of the segment is whole and
+// valid (CRC, sizes) with increasing offsets from the segment's base.
+func (s *segment) batchesValid() (bool, error) {
+	sc := newBatchScanner(s.log, s.size)
+	defer sc.release()
+	next := s.baseOffset
+	for {
+		_, h, _, err := sc.next(true)
+		switch {
+		case errors.Is(err, io.EOF):
+			return true, nil
+		case err != nil && diskFailure(err):
+			return false, fmt.Errorf("check %s: %w", s.logPath, err)
+		case err != nil:
+			return false, nil
+		case h.BaseOffset < next:
+			return false, nil
+		}
+		next = h.NextOffset()
+	}
+}
+
 // next returns the next batch's position, header and bytes (valid until the
 // next call). With validate it checks the CRC and header consistency. It
 // returns io.EOF at a clean end, ErrIncompleteBatch for a torn tail and
