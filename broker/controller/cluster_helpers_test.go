@@ -21,6 +21,7 @@ import (
 	"github.com/faultline/faultline/broker/lifecycle"
 	"github.com/faultline/faultline/broker/metadata"
 	"github.com/faultline/faultline/broker/quorum"
+	"github.com/faultline/faultline/broker/quorum/quorumtest"
 	"github.com/faultline/faultline/broker/storage"
 )
 
@@ -122,7 +123,7 @@ func fenceRecords(log *sharedLog, id int32) int {
 // controllers, with the quorum leader switched by the test: a failover
 // without Raft. Every controller's view appends only while it leads.
 type sharedLog struct {
-	local  *quorum.Local
+	local  *quorumtest.Local
 	leader atomic.Int64 // node id << 32 | epoch
 	// failAppends makes that many appends fail as if the commit timed out.
 	failAppends atomic.Int32
@@ -137,7 +138,7 @@ func newSharedLog(t testing.TB, leader int32) *sharedLog {
 	require.NoError(t, err)
 	_, err = lm.Load()
 	require.NoError(t, err)
-	local, err := quorum.OpenLocal(quorum.LocalConfig{NodeID: leader, Logs: lm})
+	local, err := quorumtest.OpenLocal(quorumtest.LocalConfig{NodeID: leader, Logs: lm})
 	require.NoError(t, err)
 	t.Cleanup(func() {
 		_ = local.Close()

@@ -33,7 +33,7 @@ type Config struct {
 	// current quorum epoch (see Active) and answer NOT_CONTROLLER to
 	// everything while standing by, as every node's controller does
 	// (RunExpiry sets it too). Off, it decides whenever its node leads
-	// the quorum: the unit tests' single-voter quorum.Local.
+	// the quorum: the unit tests' single-voter quorumtest.Local.
 	Cluster bool
 }
 

@@ -13,12 +13,13 @@ import (
 
 	"github.com/faultline/faultline/broker/metadata"
 	"github.com/faultline/faultline/broker/quorum"
+	"github.com/faultline/faultline/broker/quorum/quorumtest"
 	"github.com/faultline/faultline/broker/storage"
 )
 
 type node struct {
 	lm  *storage.LogManager
-	q   *quorum.Local
+	q   *quorumtest.Local
 	pub *metadata.Publisher
 	c   *Controller
 }
@@ -29,7 +30,7 @@ func startNode(t *testing.T, dir string, incarnation byte) *node {
 	require.NoError(t, err)
 	_, err = lm.Load()
 	require.NoError(t, err)
-	q, err := quorum.OpenLocal(quorum.LocalConfig{NodeID: 1, Logs: lm})
+	q, err := quorumtest.OpenLocal(quorumtest.LocalConfig{NodeID: 1, Logs: lm})
 	require.NoError(t, err)
 	pub := metadata.NewPublisher(metadata.NewImage("cluster"))
 	_, err = quorum.FeedPublisher(q, pub)

@@ -13,13 +13,13 @@ import (
 
 	"github.com/faultline/faultline/broker/controller"
 	"github.com/faultline/faultline/broker/metadata"
-	"github.com/faultline/faultline/broker/quorum"
+	"github.com/faultline/faultline/broker/quorum/quorumtest"
 	"github.com/faultline/faultline/broker/storage"
 )
 
 // TestStartsOnAMetadataLogWrittenWithoutRaft: a data dir whose
 // __cluster_metadata-0 was written by a single-voter quorum without raft
-// (quorum.Local, one batch per commit with its epoch as the leader epoch,
+// (quorumtest.Local, one batch per commit with its epoch as the leader epoch,
 // no quorum-state) starts as the only voter of the raft quorum: its
 // batches become raft entries, all committed once the voter elected
 // itself, and the node serves the topics they created.
@@ -37,7 +37,7 @@ func TestStartsOnAMetadataLogWrittenWithoutRaft(t *testing.T) {
 		require.NoError(t, err)
 		_, err = lm.Load()
 		require.NoError(t, err)
-		q, err := quorum.OpenLocal(quorum.LocalConfig{NodeID: 1, Logs: lm})
+		q, err := quorumtest.OpenLocal(quorumtest.LocalConfig{NodeID: 1, Logs: lm})
 		require.NoError(t, err)
 		c, err := controller.New(controller.Config{NodeID: 1, ClusterID: testClusterID,
 			Defaults: controller.Defaults{NumPartitions: 1, ReplicationFactor: 1}, Rand: rand.New(rand.NewPCG(1, 2))}, q)

@@ -7,9 +7,9 @@
 // log and then delivers each new one, in order; Leader and Describe report
 // who leads (DescribeQuorum). FeedPublisher keeps a metadata image
 // following a Quorum. Package raftq is the quorum every controller runs
-// (go.etcd.io/raft/v3, a single node being its only voter); Local is a
-// single voter without raft on a local storage.Log, for the unit tests of
-// the controller and the replica manager (no node runs it).
+// (go.etcd.io/raft/v3, a single node being its only voter); quorumtest.Local
+// is a single voter without raft on a local storage.Log, for the unit tests
+// of the controller and the replica manager (no node runs it).
 //
 // What it must never do: report a batch as committed before it is durable,
 // deliver batches out of order or twice to one subscriber, or interpret the

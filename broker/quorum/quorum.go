@@ -84,6 +84,11 @@ type Quorum interface {
 	Describe() Description
 }
 
+// LogOpener opens or creates a partition log; *storage.LogManager is one.
+type LogOpener interface {
+	GetOrCreateLog(tp storage.TopicPartition, cfg storage.LogConfig) (*storage.Log, error)
+}
+
 // FeedPublisher subscribes a metadata publisher to the quorum: every
 // committed batch is applied to the publisher's image, which is published
 // with the quorum leader as ControllerID.

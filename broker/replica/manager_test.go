@@ -19,13 +19,14 @@ import (
 	"github.com/faultline/faultline/broker/controller"
 	"github.com/faultline/faultline/broker/metadata"
 	"github.com/faultline/faultline/broker/quorum"
+	"github.com/faultline/faultline/broker/quorum/quorumtest"
 	"github.com/faultline/faultline/broker/storage"
 )
 
 // broker is a single node wired the way the node package wires it.
 type broker struct {
 	lm    *storage.LogManager
-	q     *quorum.Local
+	q     *quorumtest.Local
 	pub   *metadata.Publisher
 	m     *Manager
 	c     *controller.Controller
@@ -52,7 +53,7 @@ func startBroker(t testing.TB, dir string, incarnation byte) *broker {
 	require.NoError(t, err)
 	_, err = lm.Load()
 	require.NoError(t, err)
-	q, err := quorum.OpenLocal(quorum.LocalConfig{NodeID: 1, Logs: lm})
+	q, err := quorumtest.OpenLocal(quorumtest.LocalConfig{NodeID: 1, Logs: lm})
 	require.NoError(t, err)
 	pub := metadata.NewPublisher(metadata.NewImage("cluster"))
 	reg := prometheus.NewRegistry()

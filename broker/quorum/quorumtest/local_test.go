@@ -1,4 +1,4 @@
-package quorum
+package quorumtest
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/faultline/faultline/broker/metadata"
+	"github.com/faultline/faultline/broker/quorum"
 	"github.com/faultline/faultline/broker/storage"
 )
 
@@ -25,10 +26,10 @@ func TestLocalAppendReplayRestart(t *testing.T) {
 	lm := openManager(t, dir)
 	q, err := OpenLocal(LocalConfig{NodeID: 1, Logs: lm})
 	require.NoError(t, err)
-	assert.Equal(t, LeaderAndEpoch{LeaderID: 1, Epoch: 1}, q.Leader())
+	assert.Equal(t, quorum.LeaderAndEpoch{LeaderID: 1, Epoch: 1}, q.Leader())
 
-	var live []Batch
-	cancel, err := q.Subscribe(func(b Batch) error { live = append(live, b); return nil })
+	var live []quorum.Batch
+	cancel, err := q.Subscribe(func(b quorum.Batch) error { live = append(live, b); return nil })
 	require.NoError(t, err)
 	assert.Empty(t, live, "nothing to replay in a new log")
 
@@ -40,7 +41,7 @@ func TestLocalAppendReplayRestart(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, int64(2), last)
 	require.Len(t, live, 2)
-	assert.Equal(t, Batch{BaseOffset: 0, LastOffset: 1, Epoch: 1, AppendTimeMs: live[0].AppendTimeMs,
+	assert.Equal(t, quorum.Batch{BaseOffset: 0, LastOffset: 1, Epoch: 1, AppendTimeMs: live[0].AppendTimeMs,
 		Records: []metadata.Record{&metadata.TopicRecord{Name: "a", TopicID: metadata.Uuid{1}}, &metadata.NoOpRecord{}}}, live[0])
 	d := q.Describe()
 	assert.Equal(t, int64(3), d.HighWatermark)
@@ -52,8 +53,8 @@ func TestLocalAppendReplayRestart(t *testing.T) {
 	assert.Len(t, live, 2, "a cancelled subscriber gets nothing more")
 
 	// A second subscriber replays everything from disk.
-	var replayed []Batch
-	_, err = q.Subscribe(func(b Batch) error { replayed = append(replayed, b); return nil })
+	var replayed []quorum.Batch
+	_, err = q.Subscribe(func(b quorum.Batch) error { replayed = append(replayed, b); return nil })
 	require.NoError(t, err)
 	require.Len(t, replayed, 1, "replay merges consecutive batches")
 	var liveRecs []metadata.Record
@@ -66,7 +67,7 @@ func TestLocalAppendReplayRestart(t *testing.T) {
 
 	require.NoError(t, q.Close())
 	_, err = q.Append(ctx, []metadata.Record{&metadata.NoOpRecord{}})
-	assert.ErrorIs(t, err, ErrClosed)
+	assert.ErrorIs(t, err, quorum.ErrClosed)
 	require.NoError(t, lm.Shutdown(0))
 
 	// Restart: same records, next epoch.
@@ -75,7 +76,7 @@ func TestLocalAppendReplayRestart(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, int32(2), q.Leader().Epoch)
 	pub := metadata.NewPublisher(metadata.NewImage("c"))
-	_, err = FeedPublisher(q, pub)
+	_, err = quorum.FeedPublisher(q, pub)
 	require.NoError(t, err)
 	im := pub.Image()
 	assert.Equal(t, int64(3), im.Offset)
@@ -95,6 +96,6 @@ func TestLocalReplayFailsOnBadRecord(t *testing.T) {
 	_, err = q.Append(context.Background(), []metadata.Record{&metadata.RemoveTopicRecord{TopicID: metadata.Uuid{1}}})
 	require.NoError(t, err, "the quorum does not interpret records")
 	pub := metadata.NewPublisher(metadata.NewImage("c"))
-	_, err = FeedPublisher(q, pub)
+	_, err = quorum.FeedPublisher(q, pub)
 	assert.ErrorIs(t, err, metadata.ErrInvalidRecord)
 }

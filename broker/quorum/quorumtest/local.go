@@ -1,4 +1,4 @@
-package quorum
+package quorumtest
 
 import (
 	"context"
@@ -8,20 +8,16 @@ import (
 	"time"
 
 	"github.com/faultline/faultline/broker/metadata"
+	"github.com/faultline/faultline/broker/quorum"
 	"github.com/faultline/faultline/broker/storage"
 )
-
-// LogOpener opens or creates a partition log; *storage.LogManager is one.
-type LogOpener interface {
-	GetOrCreateLog(tp storage.TopicPartition, cfg storage.LogConfig) (*storage.Log, error)
-}
 
 // LocalConfig configures a Local quorum.
 type LocalConfig struct {
 	NodeID int32
 	// Logs opens __cluster_metadata-0 (the LogManager of the metadata log
 	// dir).
-	Logs      LogOpener
+	Logs      quorum.LogOpener
 	LogConfig storage.LogConfig // zero: storage.DefaultLogConfig()
 	Logger    *slog.Logger
 	Now       func() time.Time
@@ -38,7 +34,7 @@ type Local struct {
 	epoch  int32
 
 	mu     sync.Mutex // serializes appends, subscriptions and delivery
-	subs   map[int]func(Batch) error
+	subs   map[int]func(quorum.Batch) error
 	order  []int
 	nextID int
 	closed bool
@@ -56,7 +52,7 @@ func OpenLocal(cfg LocalConfig) (*Local, error) {
 	if cfg.LogConfig == (storage.LogConfig{}) {
 		cfg.LogConfig = storage.DefaultLogConfig()
 	}
-	l, err := cfg.Logs.GetOrCreateLog(MetadataPartition, cfg.LogConfig)
+	l, err := cfg.Logs.GetOrCreateLog(quorum.MetadataPartition, cfg.LogConfig)
 	if err != nil {
 		return nil, fmt.Errorf("open metadata log: %w", err)
 	}
@@ -78,7 +74,7 @@ func OpenLocal(cfg LocalConfig) (*Local, error) {
 		logger: cfg.Logger,
 		now:    cfg.Now,
 		epoch:  epoch,
-		subs:   map[int]func(Batch) error{},
+		subs:   map[int]func(quorum.Batch) error{},
 	}, nil
 }
 
@@ -93,7 +89,7 @@ func (q *Local) Append(ctx context.Context, records []metadata.Record) (int64, e
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.closed {
-		return 0, ErrClosed
+		return 0, quorum.ErrClosed
 	}
 	nowMs := q.now().UnixMilli()
 	recs := make([]storage.Record, len(records))
@@ -109,7 +105,7 @@ func (q *Local) Append(ctx context.Context, records []metadata.Record) (int64, e
 		return 0, fmt.Errorf("append to metadata log: fsync: %w", err)
 	}
 	q.log.UpdateHighWatermark(info.LastOffset + 1)
-	b := Batch{BaseOffset: info.FirstOffset, LastOffset: info.LastOffset, Epoch: q.epoch, AppendTimeMs: nowMs, Records: records}
+	b := quorum.Batch{BaseOffset: info.FirstOffset, LastOffset: info.LastOffset, Epoch: q.epoch, AppendTimeMs: nowMs, Records: records}
 	for _, id := range q.order {
 		if err := q.subs[id](b); err != nil {
 			q.logger.Error("Metadata subscriber failed to apply a committed batch", "offset", b.LastOffset, "err", err)
@@ -119,11 +115,11 @@ func (q *Local) Append(ctx context.Context, records []metadata.Record) (int64, e
 }
 
 // Subscribe implements Quorum: it replays the log from disk, then adds fn.
-func (q *Local) Subscribe(fn func(Batch) error) (func(), error) {
+func (q *Local) Subscribe(fn func(quorum.Batch) error) (func(), error) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.closed {
-		return nil, ErrClosed
+		return nil, quorum.ErrClosed
 	}
 	if err := q.replay(fn); err != nil {
 		return nil, err
@@ -145,9 +141,9 @@ func (q *Local) Subscribe(fn func(Batch) error) (func(), error) {
 	}, nil
 }
 
-func (q *Local) replay(fn func(Batch) error) error {
-	m := NewMerger(fn)
-	err := ForEachStoredBatch(q.log, q.log.LogStartOffset(), q.log.LogEndOffset(), func(h storage.BatchHeader, raw []byte) error {
+func (q *Local) replay(fn func(quorum.Batch) error) error {
+	m := quorum.NewMerger(fn)
+	err := quorum.ForEachStoredBatch(q.log, q.log.LogStartOffset(), q.log.LogEndOffset(), func(h storage.BatchHeader, raw []byte) error {
 		b, err := decodeBatch(h, raw)
 		if err != nil {
 			return err
@@ -162,19 +158,19 @@ func (q *Local) replay(fn func(Batch) error) error {
 
 // decodeBatch turns one stored batch into metadata records. Control batches
 // carry no metadata and become empty batches (they still advance offsets).
-func decodeBatch(h storage.BatchHeader, raw []byte) (Batch, error) {
-	b := Batch{BaseOffset: h.BaseOffset, LastOffset: h.LastOffset(), Epoch: h.PartitionLeaderEpoch, AppendTimeMs: h.MaxTimestamp}
+func decodeBatch(h storage.BatchHeader, raw []byte) (quorum.Batch, error) {
+	b := quorum.Batch{BaseOffset: h.BaseOffset, LastOffset: h.LastOffset(), Epoch: h.PartitionLeaderEpoch, AppendTimeMs: h.MaxTimestamp}
 	if h.IsControl() {
 		return b, nil
 	}
 	recs, err := storage.DecodeRecords(raw)
 	if err != nil {
-		return Batch{}, fmt.Errorf("decode metadata batch at offset %d: %w", h.BaseOffset, err)
+		return quorum.Batch{}, fmt.Errorf("decode metadata batch at offset %d: %w", h.BaseOffset, err)
 	}
 	for _, r := range recs {
 		m, err := metadata.Decode(r.Value)
 		if err != nil {
-			return Batch{}, fmt.Errorf("metadata record at offset %d: %w", r.Offset, err)
+			return quorum.Batch{}, fmt.Errorf("metadata record at offset %d: %w", r.Offset, err)
 		}
 		b.Records = append(b.Records, m)
 	}
@@ -182,19 +178,19 @@ func decodeBatch(h storage.BatchHeader, raw []byte) (Batch, error) {
 }
 
 // Leader implements Quorum: this node, always.
-func (q *Local) Leader() LeaderAndEpoch {
-	return LeaderAndEpoch{LeaderID: q.nodeID, Epoch: q.epoch}
+func (q *Local) Leader() quorum.LeaderAndEpoch {
+	return quorum.LeaderAndEpoch{LeaderID: q.nodeID, Epoch: q.epoch}
 }
 
 // Describe implements Quorum.
-func (q *Local) Describe() Description {
+func (q *Local) Describe() quorum.Description {
 	leo := q.log.LogEndOffset()
 	now := q.now().UnixMilli()
-	return Description{
+	return quorum.Description{
 		LeaderID:      q.nodeID,
 		LeaderEpoch:   q.epoch,
 		HighWatermark: q.log.HighWatermark(),
-		Voters:        []ReplicaState{{ReplicaID: q.nodeID, LogEndOffset: leo, LastFetchTimestamp: now, LastCaughtUpTimestamp: now}},
+		Voters:        []quorum.ReplicaState{{ReplicaID: q.nodeID, LogEndOffset: leo, LastFetchTimestamp: now, LastCaughtUpTimestamp: now}},
 	}
 }
 
@@ -204,7 +200,7 @@ func (q *Local) Close() error {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	q.closed = true
-	q.subs = map[int]func(Batch) error{}
+	q.subs = map[int]func(quorum.Batch) error{}
 	q.order = nil
 	return nil
 }
