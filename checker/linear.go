@@ -446,7 +446,10 @@ func runLinear(ctx context.Context, h History, p *pairing, opts Options) Checker
 	}
 	if len(illegal) > 0 {
 		res.Valid = Invalid
-		a := AnomalyReport{Count: len(illegal), Examples: []any{}}
+		a := AnomalyReport{Count: len(illegal), Examples: []Example{}, ByKey: map[int]int{}}
+		for _, k := range illegal {
+			a.ByKey[k] = 1
+		}
 		for i, k := range illegal {
 			if len(a.Examples) >= opts.ExamplesMax {
 				break

@@ -24,6 +24,8 @@ const (
 	AnomalyPrecommittedRead    = "precommitted-read"
 	AnomalyG0                  = "G0"
 	AnomalyNonlinearizable     = "nonlinearizable"
+	// AnomalyEmptyHistory is a history with no completed send or poll.
+	AnomalyEmptyHistory = "empty-history"
 )
 
 // AllowedAnomalies returns the anomalies a test tolerates, after Jepsen's
@@ -269,10 +271,11 @@ func (q *queue) committed(pos int32) bool {
 func (q *queue) report(name string, ex Example) {
 	a := q.found[name]
 	if a == nil {
-		a = &AnomalyReport{Examples: []any{}}
+		a = &AnomalyReport{Examples: []Example{}, ByKey: map[int]int{}}
 		q.found[name] = a
 	}
 	a.Count++
+	a.ByKey[ex.Key]++
 	if len(a.Examples) < q.opts.ExamplesMax {
 		a.Examples = append(a.Examples, ex)
 	}
@@ -439,10 +442,11 @@ func (q *queue) perKey(k int) {
 	if len(unseen) > 0 {
 		a := q.found[AnomalyUnseen]
 		if a == nil {
-			a = &AnomalyReport{Examples: []any{}}
+			a = &AnomalyReport{Examples: []Example{}, ByKey: map[int]int{}}
 			q.found[AnomalyUnseen] = a
 		}
 		a.Count += len(unseen)
+		a.ByKey[k] += len(unseen)
 		if len(a.Examples) < q.opts.ExamplesMax {
 			shown := unseen[:min(len(unseen), q.opts.ExamplesMax)]
 			a.Examples = append(a.Examples, Example{

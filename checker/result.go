@@ -18,12 +18,14 @@ func (v Validity) Merge(o Validity) Validity {
 	return v
 }
 
-// AnomalyReport is one kind of anomaly: how many were found and a bounded
-// number of examples (each a JSON-encodable value naming keys, offsets,
-// values and the operations involved).
+// AnomalyReport is one kind of anomaly: how many were found, how many on
+// each key, and a bounded number of examples.
 type AnomalyReport struct {
-	Count    int   `json:"count"`
-	Examples []any `json:"examples"`
+	Count int `json:"count"`
+	// ByKey counts the anomaly per key; its values add up to Count. Every
+	// figure the report shows for a key comes from here.
+	ByKey    map[int]int `json:"by-key,omitempty"`
+	Examples []Example   `json:"examples"`
 	// Allowed marks an anomaly that the test's mode tolerates (Jepsen's
 	// allowed-error-types): it is reported but does not make the result
 	// invalid.
@@ -53,9 +55,17 @@ type Result struct {
 	Checkers  []CheckerResult          `json:"checkers"`
 	Stats     Stats                    `json:"stats"`
 	Perf      Perf                     `json:"perf"`
-	// Mode is the consumer mode the anomalies were judged in: "assign" or
-	// "subscribe"; Txn tells whether transactions were in play.
-	Mode string `json:"mode,omitempty"`
+	// Warnings name each way the history breaks Jepsen's invoke/complete
+	// discipline (a process reused after an info, a completion without an
+	// invoke, ...). Such a history is analysed all the same, as Jepsen does;
+	// the warnings say what the analysis had to assume.
+	Warnings []string `json:"warnings,omitempty"`
+	// Mode is the consumer mode the anomalies were judged in: "subscribe"
+	// when SubVia (Jepsen's sub-via: the methods consumers used, "assign"
+	// and/or "subscribe") holds subscribe, else "assign"; Txn tells whether
+	// transactions were in play.
+	Mode   string   `json:"mode,omitempty"`
+	SubVia []string `json:"sub-via,omitempty"`
 	Txn  bool   `json:"txn,omitempty"`
 	// Visualizations holds porcupine's self-contained HTML for some failing
 	// partitions, by key (at most Options.VisualizeMax). It is not part of

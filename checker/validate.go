@@ -97,6 +97,19 @@ func (h History) Validate() error {
 	return p.err()
 }
 
+// warnings lists the discipline violations one per entry, the last one
+// counting those not spelled out; nil when there are none.
+func (p *pairing) warnings() []string {
+	if p.count == 0 {
+		return nil
+	}
+	out := append([]string(nil), p.violations...)
+	if p.count > len(p.violations) {
+		out = append(out, fmt.Sprintf("and %d more violations of the invoke/complete discipline", p.count-len(p.violations)))
+	}
+	return out
+}
+
 func (p *pairing) err() error {
 	if p.count == 0 {
 		return nil

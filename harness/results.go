@@ -31,12 +31,13 @@ func (r *run) writeResults(h checker.History, res checker.Result) error {
 			return err
 		}
 	}
-	if err := reports.RenderDir(r.dir); err != nil {
+	spec := reports.SpecOf(r.t.Spec, nil)
+	in := reports.Input{Spec: spec, Result: res, History: h, Links: reports.RunLinks(r.dir, spec)}
+	in.Links.JUnit = reports.FileJUnit
+	if err := reports.WriteRun(r.dir, in); err != nil {
 		return fmt.Errorf("report: %w", err)
 	}
-	spec, _ := os.ReadFile(filepath.Join(r.dir, "test.json"))
-	s, _ := reports.ParseSpec(spec)
-	fmt.Fprintln(r.out, reports.Summary(reports.Input{Spec: s, Result: res, History: h}))
+	fmt.Fprintln(r.out, reports.Summary(in))
 	fmt.Fprintf(r.out, "report: %s\n", filepath.Join(r.dir, "report.html"))
 	return nil
 }

@@ -23,9 +23,8 @@ type analysis struct {
 	// latencies pairs each client invoke with its completion.
 	latencies []latencyPoint
 	// nemesis holds the positions of nemesis operations in h, in order.
-	nemesis   []int
-	subscribe bool
-	endNs     int64
+	nemesis []int
+	endNs   int64
 }
 
 // latencyPoint is one completed client operation.
@@ -56,9 +55,6 @@ func analyze(h checker.History) *analysis {
 		if op.Process == checker.NemesisProcess {
 			a.nemesis = append(a.nemesis, i)
 			continue
-		}
-		if op.F == "subscribe" {
-			a.subscribe = true
 		}
 		if op.Type == checker.Invoke {
 			open[op.Process] = i

@@ -3,12 +3,21 @@
 // one-screen terminal summary, and a small web server that browses a store
 // of runs (`faultline serve`).
 //
-// How to use it: build an Input from the test spec (ParseSpec reads
-// test.json), the checker's Result, the recorded History and the relative
-// links of the run's other files, then call WriteHTML, WriteJUnit or
-// Summary. RenderDir does all of that from a stored run directory
+// How to use it: build an Input from the test spec (SpecOf, from the
+// harness's testspec.Spec that test.json holds), the checker's Result, the
+// recorded History and the relative links of the run's other files
+// (RunLinks), then call WriteRun (report.html and junit.xml), WriteHTML,
+// WriteJUnit or Summary; the harness does so with the values in memory at
+// the end of a run. RenderDir does the same from a stored run directory
 // (`faultline report DIR`), reading history.jsonl through the checker's
-// codec; LoadDir gives the Input it renders. Handler serves a whole store:
+// codec and test.json through ParseSpec; LoadDir gives the Input it renders.
+//
+// Every finding comes from the checker, typed: anomaly examples are
+// checker.Example values, whether an anomaly is allowed is the checker's
+// AnomalyReport.Allowed (checker.AllowedAnomalies for one not found), the
+// consumer mode is Result.Mode, and each count shown for a key is the
+// checker's AnomalyReport.ByKey. The checker's warnings about a history
+// that breaks the invoke/complete discipline are shown as notes. Handler serves a whole store:
 // an index of runs newest first, each run's report and files.
 //
 // The page states the verdict first, in sentences derived from the

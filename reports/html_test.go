@@ -137,8 +137,8 @@ func TestWriteHTMLUnknown(t *testing.T) {
 
 func TestWriteHTMLAllowedAnomalyInSubscribeMode(t *testing.T) {
 	in := validInput()
-	in.Spec.Subscribe = true
-	in.Result.Anomalies = map[string]checker.AnomalyReport{"poll-skip": {Count: 2, Examples: []any{map[string]any{"key": 2}}}}
+	in.Result.Mode = checker.ModeSubscribe
+	in.Result.Anomalies = map[string]checker.AnomalyReport{"poll-skip": {Count: 2, Allowed: true, Examples: []checker.Example{{Key: 2}}}}
 	page := render(t, in)
 	contains(t, page, html.EscapeString("2 times a consumer skipped offsets between polls on key 2 (t0-2) (poll-skip, allowed in this mode)."))
 	contains(t, page, "allowed in this mode</span>")
@@ -197,9 +197,7 @@ func TestLargeHistoryIsDownsampledAndSaysSo(t *testing.T) {
 func TestAnomalySentenceShapes(t *testing.T) {
 	in := invalidInput()
 	a := analyze(in.History)
-	rep := checker.AnomalyReport{Count: 9, Examples: []any{
-		map[string]any{"key": 1}, map[string]any{"key": 4}, map[string]any{"key": 7}, map[string]any{"key": 9},
-	}}
+	rep := checker.AnomalyReport{Count: 9, Examples: []checker.Example{{Key: 1}, {Key: 4}, {Key: 7}, {Key: 9}}}
 	st := anomalySentence(in, a, "inconsistent-offsets", rep)
 	assert.Equal(t, "9 offsets held two or more different values on 4 or more keys (key 1 (t0-1), key 4 (t1-1), …)", st.sentence)
 	assert.Equal(t, int64(-1), st.nemesisIndex, "no operation named, no time, no fault")
@@ -237,11 +235,14 @@ func TestCheckerMarksAndModeDecideAllowed(t *testing.T) {
 	in := validInput()
 	in.Result.Mode = "subscribe"
 	in.Result.Anomalies = map[string]checker.AnomalyReport{
-		"nonmonotonic-poll": {Count: 1},
+		"nonmonotonic-poll": {Count: 1, Allowed: true},
+		"poll-skip":         {Count: 3},
 		"mystery":           {Count: 2, Allowed: true},
 	}
 	page := render(t, in)
 	contains(t, page, "1 time a consumer&#39;s poll went backwards (nonmonotonic-poll, allowed in this mode)")
+	contains(t, page, "3 times a consumer skipped offsets between polls (poll-skip)")
+	assert.NotContains(t, page, "(poll-skip, allowed in this mode)", "the checker's mark decides, not the report's catalog")
 	contains(t, page, "2 mystery anomalies (mystery, allowed in this mode)")
 	contains(t, page, "(subscribe: consumer groups, rebalances)")
 }
@@ -250,7 +251,7 @@ func TestNonlinearizableSentenceAndVisualizationLinks(t *testing.T) {
 	in := validInput()
 	in.Result.Valid = checker.Invalid
 	in.Result.Anomalies = map[string]checker.AnomalyReport{
-		"nonlinearizable": {Count: 1, Examples: []any{map[string]any{"key": 2, "result": "illegal"}}},
+		"nonlinearizable": {Count: 1, Examples: []checker.Example{{Key: 2, Result: "illegal"}}},
 	}
 	in.Result.Visualizations = map[int][]byte{2: []byte("<html></html>")}
 	page := render(t, in)
@@ -276,8 +277,8 @@ func TestSparseIndexesStillFindOperations(t *testing.T) {
 		in.History[i].Index += 1000
 	}
 	rep := in.Result.Anomalies["lost-write"]
-	for _, ex := range rep.Examples {
-		ex.(map[string]any)["writer"] = ex.(map[string]any)["writer"].(int64) + 1000
+	for i := range rep.Examples {
+		rep.Examples[i].Writer = ptr(*rep.Examples[i].Writer + 1000)
 	}
 	page := render(t, in)
 	contains(t, page, "after the nemesis killed n1 at 41.2 s")

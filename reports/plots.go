@@ -326,15 +326,16 @@ func throughputBucket(endNs int64) int64 {
 }
 
 // offsetTimelines draws, per key, the offsets acknowledged to sends and
-// the ranges returned by polls over time, and marks acknowledged offsets
-// that no poll returned: below the highest offset read they are lost,
-// above it unseen (Jepsen's definitions; the verdict comes from the
-// checker, these marks only show where to look).
+// the ranges returned by polls over time, and marks the acknowledged values
+// no ok poll returned (a value overwritten at an offset someone read is
+// marked too): red where the checker names the value a lost-write, orange
+// otherwise (unseen). The counts shown are the checker's (ByKey).
 func offsetTimelines(in Input, a *analysis, faults []checker.Window, endS float64, nxs []float64, ntitles []string) ([]keyTimeline, []string) {
 	type sendPt struct {
 		t      int64
 		offset int64
 		index  int64
+		value  int64
 	}
 	type pollBar struct {
 		t      int64
@@ -342,7 +343,11 @@ func offsetTimelines(in Input, a *analysis, faults []checker.Window, endS float6
 	}
 	sends := map[int][]sendPt{}
 	polls := map[int][]pollBar{}
-	read := map[int]map[int64]bool{}
+	type keyValue struct {
+		key   int
+		value int64
+	}
+	readValues := map[keyValue]bool{}
 	readMax := map[int]int64{}
 	for _, op := range a.h {
 		if op.Process == checker.NemesisProcess || op.Type != checker.OK {
@@ -351,23 +356,20 @@ func offsetTimelines(in Input, a *analysis, faults []checker.Window, endS float6
 		for _, m := range op.Mops {
 			switch {
 			case m.F == "send" && m.Completed && m.Offset != nil:
-				sends[m.Key] = append(sends[m.Key], sendPt{op.Time, *m.Offset, op.Index})
+				sends[m.Key] = append(sends[m.Key], sendPt{op.Time, *m.Offset, op.Index, m.Value})
 			case m.F == "poll":
 				for k, pairs := range m.Polls {
 					if len(pairs) == 0 {
 						continue
 					}
 					bar := pollBar{op.Time, pairs[0].Offset, pairs[0].Offset}
-					r := read[k]
-					if r == nil {
-						r = map[int64]bool{}
-						read[k] = r
+					if _, ok := readMax[k]; !ok {
 						readMax[k] = -1
 					}
 					for _, pr := range pairs {
 						bar.lo = min(bar.lo, pr.Offset)
 						bar.hi = max(bar.hi, pr.Offset)
-						r[pr.Offset] = true
+						readValues[keyValue{k, pr.Value}] = true
 					}
 					readMax[k] = max(readMax[k], bar.hi)
 					polls[k] = append(polls[k], bar)
@@ -385,25 +387,31 @@ func offsetTimelines(in Input, a *analysis, faults []checker.Window, endS float6
 	}
 	anomalyKeys := map[int]bool{}
 	marks := map[int][]checkerMark{}
+	lostValues := map[keyValue]bool{}
+	for _, ex := range in.Result.Anomalies[checker.AnomalyLostWrite].Examples {
+		if ex.Value != nil {
+			lostValues[keyValue{ex.Key, *ex.Value}] = true
+		}
+	}
 	for _, name := range orderedAnomalyNames(in.Result.Anomalies) {
+		for k := range in.Result.Anomalies[name].ByKey {
+			anomalyKeys[k] = true
+		}
 		for _, ex := range in.Result.Anomalies[name].Examples {
-			f := factsOf(ex)
-			for _, k := range f.keys {
-				anomalyKeys[k] = true
-			}
-			if len(f.keys) != 1 || kindOf(name).loss {
+			if !ex.HasKey() || kindOf(name).loss {
 				continue
 			}
-			t, _, ok := timesOf(a, f.ops)
+			anomalyKeys[ex.Key] = true
+			t, _, ok := timesOf(a, ex.OpIndexes())
 			if !ok {
 				t = a.endNs
 			}
 			label := name
-			if f.text != "" {
-				label += ": " + f.text
+			if ex.Text != "" {
+				label += ": " + ex.Text
 			}
-			for _, o := range f.offsets {
-				marks[f.keys[0]] = append(marks[f.keys[0]], checkerMark{t, o, label})
+			for _, o := range ex.OffsetsNamed() {
+				marks[ex.Key] = append(marks[ex.Key], checkerMark{t, o, label})
 			}
 		}
 	}
@@ -422,14 +430,12 @@ func offsetTimelines(in Input, a *analysis, faults []checker.Window, endS float6
 	}
 	for i := range keys {
 		k := keys[i].key
-		rm, hasReads := readMax[k]
 		for _, s := range sends[k] {
-			if read[k][s.offset] {
-				continue
-			}
-			if hasReads && s.offset < rm {
+			switch {
+			case readValues[keyValue{k, s.value}]:
+			case lostValues[keyValue{k, s.value}]:
 				keys[i].lost = append(keys[i].lost, s)
-			} else {
+			default:
 				keys[i].unseen = append(keys[i].unseen, s)
 			}
 		}
@@ -507,7 +513,7 @@ func offsetTimelines(in Input, a *analysis, faults []checker.Window, endS float6
 		for _, group := range []struct {
 			name, color string
 			pts         []sendPt
-		}{{"lost", colorFail, ki.lost}, {"unseen", colorInfo, ki.unseen}} {
+		}{{"lost", colorFail, ki.lost}, {"unread", colorInfo, ki.unseen}} {
 			if len(group.pts) == 0 {
 				continue
 			}
@@ -523,16 +529,18 @@ func offsetTimelines(in Input, a *analysis, faults []checker.Window, endS float6
 				mx = append(mx, float64(s.t)/1e9)
 				my = append(my, float64(s.offset))
 				if len(titles) < crossTitlesMax {
-					titles = append(titles, fmt.Sprintf("offset %d acknowledged to op %d at %s, never polled (%s)", s.offset, s.index, seconds(s.t), group.name))
+					titles = append(titles, fmt.Sprintf("send %d → offset %d acknowledged to op %d at %s, never read back (%s)", s.value, s.offset, s.index, seconds(s.t), group.name))
 				}
 			}
 			p.crosses(series+"-"+group.name, group.color, mx, my, titles)
-			p.legendEntry(series+"-"+group.name, fmt.Sprintf("never read: %s (%d)", group.name, len(group.pts)), group.color, "cross")
+			p.legendEntry(series+"-"+group.name, fmt.Sprintf("acknowledged, never read: %s (%d)", group.name, len(group.pts)), group.color, "cross")
 		}
 		rm, hasReads := readMax[k]
 		out = append(out, keyTimeline{
-			Label: label, Anchor: "key-" + strconv.Itoa(k), Lost: len(ki.lost), Unseen: len(ki.unseen),
-			SVG: p.html(), Acked: len(ss), ReadMax: rm, HasReads: hasReads,
+			Label: label, Anchor: "key-" + strconv.Itoa(k),
+			Lost:   in.Result.Anomalies[checker.AnomalyLostWrite].ByKey[k],
+			Unseen: in.Result.Anomalies[checker.AnomalyUnseen].ByKey[k],
+			SVG:    p.html(), Acked: len(ss), ReadMax: rm, HasReads: hasReads,
 		})
 	}
 	return out, notes

@@ -25,18 +25,17 @@ func Summary(in Input) string {
 	for _, s := range v.Sentences {
 		fmt.Fprintf(&b, "  - %s\n", s)
 	}
-	subscribe := subscribeMode(in, a)
 	if names := orderedAnomalyNames(in.Result.Anomalies); len(names) > 0 {
 		b.WriteString("\nanomalies:\n")
 		for _, name := range names {
 			rep := in.Result.Anomalies[name]
 			allowed := ""
-			if isAllowed(name, rep, subscribe) {
+			if isAllowed(name, rep, in.Result) {
 				allowed = " (allowed)"
 			}
 			fmt.Fprintf(&b, "  %-22s %6d%s\n", name, rep.Count, allowed)
 			if len(rep.Examples) > 0 {
-				if text := factsOf(rep.Examples[0]).text; text != "" {
+				if text := rep.Examples[0].Text; text != "" {
 					fmt.Fprintf(&b, "    e.g. %s\n", truncate(text, 110))
 				} else {
 					fmt.Fprintf(&b, "    e.g. %s\n", compactExample(rep.Examples[0], 110))

@@ -47,12 +47,13 @@ func anomalySentence(in Input, a *analysis, name string, rep checker.AnomalyRepo
 	var keys []int
 	var ops []int64
 	for _, ex := range rep.Examples {
-		f := factsOf(ex)
-		keys = append(keys, f.keys...)
-		if kind.loss && len(f.writers) > 0 {
-			ops = append(ops, f.writers...)
+		if ex.HasKey() {
+			keys = append(keys, ex.Key)
+		}
+		if senders := ex.Senders(); kind.loss && len(senders) > 0 {
+			ops = append(ops, senders...)
 		} else {
-			ops = append(ops, f.ops...)
+			ops = append(ops, ex.OpIndexes()...)
 		}
 	}
 	keys = uniqueInts(keys)
@@ -178,7 +179,6 @@ func seconds(ns int64) string {
 
 func buildVerdict(in Input, a *analysis) verdict {
 	r := in.Result
-	subscribe := subscribeMode(in, a)
 	v := verdict{Validity: r.Valid, Word: validityWord(r.Valid)}
 	var bad, allowed []string
 	for _, name := range orderedAnomalyNames(r.Anomalies) {
@@ -187,7 +187,7 @@ func buildVerdict(in Input, a *analysis) verdict {
 			continue
 		}
 		st := anomalySentence(in, a, name, rep)
-		if isAllowed(name, rep, subscribe) {
+		if isAllowed(name, rep, r) {
 			allowed = append(allowed, withDetail(st.sentence, name+", allowed in this mode", st.detail))
 			continue
 		}
