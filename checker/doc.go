@@ -74,5 +74,23 @@
 // sends were being made but none succeeded, labelled with the faults in
 // force.
 //
+// # Harness events in the history
+//
+// What the harness saw of the cluster while the run went on is recorded as
+// ops of process "harness" (HarnessProcess), each a single info op with no
+// invoke. f "leaders" (FLeaders) lists the partitions whose leader or leader
+// epoch changed in the Metadata responses the harness polled, as Leadership
+// values:
+//
+//	{"index":812,"time":52100000000,"process":"harness","type":"info","f":"leaders",
+//	 "value":[{"topic":"t6","partition":2,"leader":"n4","epoch":7}]}
+//
+// The first event names every partition of the workload's topics; later
+// ones only what changed; leader "" means the response named no leader.
+// This is what a client saw, never the broker's internals. The analyses
+// ignore these ops (they are outside the invoke/complete discipline and
+// the statistics); the report uses them to say which node led a partition
+// when a write was acknowledged and when a new leader took over.
+//
 // CheckFile(path, Options) is what `faultline check` calls.
 package checker

@@ -258,7 +258,7 @@ func partitions(h History, p *pairing, txn bool) map[int]*partition {
 	clients := map[int]map[int]int{} // key -> process -> dense client id
 	for pos := range h {
 		op := &h[pos]
-		if op.Process == NemesisProcess || !hasMops(op.F) {
+		if !op.IsClient() || !hasMops(op.F) {
 			continue
 		}
 		var inv, done *Op
@@ -365,7 +365,7 @@ func partitions(h History, p *pairing, txn bool) map[int]*partition {
 	// returned is still an observation of the log.
 	for pos := range h {
 		op := &h[pos]
-		if op.Process == NemesisProcess || op.Type == OK || op.Type == Invoke || !hasMops(op.F) {
+		if !op.IsClient() || op.Type == OK || op.Type == Invoke || !hasMops(op.F) {
 			continue
 		}
 		for _, m := range op.Mops {

@@ -33,7 +33,7 @@ func computeStats(h History, p *pairing) Stats {
 	for pos := range h {
 		op := &h[pos]
 		s.DurationNs = max(s.DurationNs, op.Time)
-		if op.Process == NemesisProcess {
+		if !op.IsClient() {
 			continue
 		}
 		procs[op.Process] = struct{}{}
@@ -112,7 +112,7 @@ func computePerf(h History, p *pairing, opts Options) Perf {
 	sendStart, sendEnd := int64(-1), int64(-1)
 	for pos := range h {
 		op := &h[pos]
-		if op.Process == NemesisProcess {
+		if !op.IsClient() {
 			continue
 		}
 		sends := op.F == FSend || op.F == FTxn && containsSend(op.Mops)
@@ -172,7 +172,7 @@ func unseenSeries(h History, bucket int64, buckets int) []int {
 	read := map[kv]int64{}  // first ok read time
 	for i := range h {
 		op := &h[i]
-		if op.Type != OK || op.Process == NemesisProcess || op.Time < 0 {
+		if op.Type != OK || !op.IsClient() || op.Time < 0 {
 			continue
 		}
 		for _, m := range op.Mops {

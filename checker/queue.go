@@ -235,7 +235,7 @@ func (q *queue) group(mops []MicroOp, sends bool) []keyVals {
 // as Jepsen treats a history cut short).
 func (q *queue) isDataCompletion(pos int) bool {
 	op := &q.h[pos]
-	return op.Process != NemesisProcess && hasMops(op.F) && (op.Type != Invoke || q.p.partner[pos] < 0)
+	return op.IsClient() && hasMops(op.F) && (op.Type != Invoke || q.p.partner[pos] < 0)
 }
 
 // typeOf is the outcome of the op ending at pos: its type, or Info for an
@@ -631,7 +631,7 @@ func (q *queue) perProcess() {
 	procs := map[int]*procState{}
 	for pos := range q.h {
 		op := &q.h[pos]
-		if op.Type == Invoke || op.Process == NemesisProcess {
+		if op.Type == Invoke || !op.IsClient() {
 			continue
 		}
 		ps := procs[op.Process]

@@ -44,6 +44,9 @@ func pair(h History) *pairing {
 		if i > 0 && op.Index <= h[i-1].Index {
 			p.violate("op %d follows op %d: indexes must increase", op.Index, h[i-1].Index)
 		}
+		if op.Process == HarnessProcess {
+			continue
+		}
 		if op.Process == NemesisProcess {
 			if op.Type == Invoke {
 				nemesis[op.F] = append(nemesis[op.F], int32(i))
