@@ -66,7 +66,7 @@ type Result struct {
 	// transactions were in play.
 	Mode   string   `json:"mode,omitempty"`
 	SubVia []string `json:"sub-via,omitempty"`
-	Txn  bool   `json:"txn,omitempty"`
+	Txn    bool     `json:"txn,omitempty"`
 	// Visualizations holds porcupine's self-contained HTML for some failing
 	// partitions, by key (at most Options.VisualizeMax). It is not part of
 	// results.json: the harness writes each as linear-<key>.html.
