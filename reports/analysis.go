@@ -97,54 +97,6 @@ func (a *analysis) completion(pos int) (int, bool) {
 	return 0, false
 }
 
-// nemesisBefore returns the last nemesis operation that is not an invoke at
-// or before t (falling back to invokes when the nemesis records only those).
-func (a *analysis) nemesisBefore(t int64) (checker.Op, bool) {
-	var best checker.Op
-	found := false
-	for _, i := range a.nemesis {
-		op := a.h[i]
-		if op.Time > t {
-			break
-		}
-		if !found || op.Type != checker.Invoke || best.Type == checker.Invoke {
-			best, found = op, true
-		}
-	}
-	return best, found
-}
-
-// nemesisAfter returns the first nemesis operation at or after t that
-// injects a fault (not a heal), preferring completions to invokes.
-func (a *analysis) nemesisAfter(t int64) (checker.Op, bool) {
-	for _, i := range a.nemesis {
-		op := a.h[i]
-		if op.Time < t || isHeal(op.F) {
-			continue
-		}
-		if op.Type == checker.Invoke {
-			if c, ok := a.nemesisCompletion(i); ok {
-				return c, true
-			}
-		}
-		return op, true
-	}
-	return checker.Op{}, false
-}
-
-func (a *analysis) nemesisCompletion(invokePos int) (checker.Op, bool) {
-	for j := invokePos + 1; j < len(a.h); j++ {
-		op := a.h[j]
-		if op.Process == checker.NemesisProcess {
-			if op.Type != checker.Invoke && op.F == a.h[invokePos].F {
-				return op, true
-			}
-			return checker.Op{}, false
-		}
-	}
-	return checker.Op{}, false
-}
-
 // isHeal tells whether a nemesis op ends a fault rather than injecting one:
 // stop-<fault> does, start-<fault> does not; other names are read by their
 // verb (heal, resume, restart, ...).

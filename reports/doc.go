@@ -23,8 +23,15 @@
 // The page states the verdict first, in sentences derived from the
 // anomalies and the nemesis operations near them ("INVALID: 3 acknowledged
 // writes were lost on key 2 (t0-2) after the nemesis killed n1 at 41.2 s"),
-// then each anomaly with its definition (Jepsen's names) and the offending
-// operations, then plots drawn as hand-written SVG: latency per function
+// then, for each partition with anomalies that are not allowed, one story
+// of a few timed steps tying them to their cause: the acknowledged write
+// the checker names ("send 26116 → offset 188 acknowledged by n2 (leader of
+// t6-2, epoch 6)"), the fault overlapping that partition's window (each
+// partition is blamed on its own fault), the leaders the harness saw
+// afterwards (its "leaders" events, never the broker's internals), the
+// write acknowledged over the same offset, and what the final reads found
+// there; then each anomaly with its definition (Jepsen's names) and the
+// offending operations, then plots drawn as hand-written SVG: latency per function
 // (log scale, colored by outcome) and throughput over time with fault
 // intervals shaded and unavailability marked, and a per-key offset timeline
 // that marks acknowledged offsets no poll returned. Porcupine's

@@ -46,6 +46,7 @@ type page struct {
 	Verdict       pageVerdict
 	Notes         []string
 	Facts         []labelValue
+	Stories       []story
 	Anomalies     []anomalySection
 	Checkers      []checkerRow
 	Catalog       []catalogRow
@@ -217,6 +218,7 @@ func buildPage(in Input, a *analysis) page {
 		p.Mode = "subscribe: consumer groups, rebalances"
 	}
 	p.Facts = facts(in, a)
+	p.Stories = buildStories(in, a)
 	for _, name := range orderedAnomalyNames(in.Result.Anomalies) {
 		rep := in.Result.Anomalies[name]
 		if rep.Count <= 0 {

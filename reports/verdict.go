@@ -79,23 +79,69 @@ func anomalySentence(in Input, a *analysis, name string, rep checker.AnomalyRepo
 	if len(a.nemesis) == 0 {
 		return st
 	}
-	var n checker.Op
-	var found bool
-	if kind.loss {
-		n, found = a.nemesisAfter(first)
-	} else {
-		n, found = a.nemesisBefore(first)
-	}
+	spans := faultSpans(a)
+	blamed := blamePerKey(a, spans, rep.Examples, kind.loss)
 	switch {
-	case found:
-		st.sentence += " after the nemesis " + describeNemesis(n) + " at " + seconds(n.Time)
-		st.nemesisIndex = n.Index
+	case len(blamed) > 0:
+		var parts []string
+		for i, b := range blamed {
+			if i == 3 {
+				parts[len(parts)-1] += " and others"
+				break
+			}
+			p := "after the nemesis " + b.fault.Text + " at " + seconds(b.fault.start)
+			if len(blamed) > 1 {
+				p = keysPhrase(in.Spec, b.keys, len(b.keys))[1:] + " " + p
+			}
+			parts = append(parts, p)
+		}
+		st.sentence += " " + strings.Join(parts, "; ")
+		st.nemesisIndex = blamed[0].fault.opIndex
 	case kind.loss:
 		st.sentence += " with no fault injected after the writes"
 	default:
 		st.sentence += " before any fault"
 	}
 	return st
+}
+
+// keysBlamed are the keys whose anomalies are laid to one fault.
+type keysBlamed struct {
+	fault *faultSpan
+	keys  []int
+}
+
+// blamePerKey lays each key's examples to the fault overlapping that key's
+// own window (see blame), and groups the keys by fault, earliest fault
+// first.
+func blamePerKey(a *analysis, spans []faultSpan, examples []checker.Example, loss bool) []keysBlamed {
+	type window struct{ first, last int64 }
+	windows := map[int]*window{}
+	for _, ex := range examples {
+		t0, t1, ok := sendTimes(a, ex)
+		if !ok || !ex.HasKey() {
+			continue
+		}
+		w := windows[ex.Key]
+		if w == nil {
+			windows[ex.Key] = &window{t0, t1}
+			continue
+		}
+		w.first, w.last = min(w.first, t0), max(w.last, t1)
+	}
+	byFault := map[*faultSpan][]int{}
+	for k, w := range windows {
+		if f := blame(spans, w.first, w.last, loss); f != nil {
+			byFault[f] = append(byFault[f], k)
+		}
+	}
+	out := make([]keysBlamed, 0, len(byFault))
+	for f, keys := range byFault {
+		sort.Ints(keys)
+		out = append(out, keysBlamed{f, keys})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].fault.start < out[j].fault.start })
+	return out
 }
 
 // withDetail joins a sentence and its parenthesized details.
@@ -131,6 +177,22 @@ func keysPhrase(spec Spec, keys []int, count int) string {
 		}
 		return fmt.Sprintf(" on %d%s keys (%s, %s, …)", len(keys), more, spec.keyLabel(keys[0]), spec.keyLabel(keys[1]))
 	}
+}
+
+// sendTimes returns the earliest and latest time of the sends an example
+// names (the writes an anomaly is about, not the reads that exposed them),
+// or of all its operations when it names no send.
+func sendTimes(a *analysis, ex checker.Example) (first, last int64, ok bool) {
+	var sends []int64
+	for _, idx := range ex.OpIndexes() {
+		if i, found := a.position(idx); found && (a.h[i].F == checker.FSend || a.h[i].F == checker.FTxn) {
+			sends = append(sends, idx)
+		}
+	}
+	if len(sends) == 0 {
+		return timesOf(a, ex.OpIndexes())
+	}
+	return timesOf(a, sends)
 }
 
 // timesOf returns the earliest and latest time of the given operations
