@@ -18,6 +18,10 @@ type anomalyKind struct {
 	// loss marks anomalies about acknowledged writes that went missing; the
 	// verdict then relates them to the fault that followed the writes.
 	loss bool
+	// overwrite marks anomalies of the log's writes (an offset written
+	// twice, a send landing out of order): like a loss, their cause may come
+	// after the first write they name.
+	overwrite bool
 }
 
 // anomalyCatalog lists every anomaly name the checker may report, in the
@@ -29,9 +33,9 @@ var anomalyCatalog = []anomalyKind{
 	{Name: checker.AnomalyUnseen, loss: true,
 		Definition: "An acknowledged send that no poll had returned by the end of the test, after the final reads. Either it was lost above the highest offset read, or reads never caught up.",
 		one:        "1 acknowledged write was never read back", many: "%d acknowledged writes were never read back"},
-	{Name: checker.AnomalyInconsistentOffsets, Definition: "One offset of a partition held two or more different values, as seen by sends and polls.",
+	{Name: checker.AnomalyInconsistentOffsets, overwrite: true, Definition: "One offset of a partition held two or more different values, as seen by sends and polls.",
 		one: "1 offset held two different values", many: "%d offsets held two or more different values"},
-	{Name: checker.AnomalyDuplicate, Definition: "One value appeared at more than one offset of a partition: a send was written twice.",
+	{Name: checker.AnomalyDuplicate, overwrite: true, Definition: "One value appeared at more than one offset of a partition: a send was written twice.",
 		one: "1 value was written at two offsets", many: "%d values were written at more than one offset"},
 	{Name: checker.AnomalyG1a, Definition: "Aborted read: a poll returned a value whose send definitely failed.",
 		one: "1 poll read a value whose send had failed", many: "%d polls read values whose sends had failed"},
@@ -47,7 +51,7 @@ var anomalyCatalog = []anomalyKind{
 		one:        "1 time a consumer's poll went backwards", many: "%d times a consumer's poll went backwards"},
 	{Name: checker.AnomalyIntNonmonotonicPoll, Definition: "Within a single poll, offsets of one partition went backwards or repeated.",
 		one: "1 poll returned offsets out of order", many: "%d polls returned offsets out of order"},
-	{Name: checker.AnomalyNonmonotonicSend, Definition: "One producer's later send to a partition was acknowledged at a lower offset than its earlier send.",
+	{Name: checker.AnomalyNonmonotonicSend, overwrite: true, Definition: "One producer's later send to a partition was acknowledged at a lower offset than its earlier send.",
 		one: "1 time a producer's later send landed at a lower offset", many: "%d times a producer's later send landed at a lower offset"},
 	{Name: checker.AnomalyIntNonmonotonicSend, Definition: "Within one transaction, a later send to a partition landed at a lower offset than an earlier one.",
 		one: "1 transaction's sends landed out of order", many: "%d transactions' sends landed out of order"},
@@ -58,7 +62,7 @@ var anomalyCatalog = []anomalyKind{
 	{Name: checker.AnomalyEmptyHistory,
 		Definition: "The history holds no completed send or poll: the test exercised nothing, so it cannot pass (Jepsen's checker finds such a history invalid too).",
 		one:        "the history holds no completed send or poll", many: "the history holds no completed send or poll"},
-	{Name: checker.AnomalyNonlinearizable, Definition: "Porcupine found no order of the operations on a partition that explains what the clients observed, treating the partition as one log (sends append, polls read a contiguous slice).",
+	{Name: checker.AnomalyNonlinearizable, overwrite: true, Definition: "Porcupine found no order of the operations on a partition that explains what the clients observed, treating the partition as one log (sends append, polls read a contiguous slice).",
 		one: "porcupine found no linearizable order of the operations", many: "porcupine found no linearizable order of the operations"},
 }
 
@@ -69,6 +73,11 @@ var anomalyByName = func() map[string]*anomalyKind {
 	}
 	return m
 }()
+
+// causeFollows tells whether the fault behind the anomaly may come after
+// the writes it names (a loss or an overwrite), rather than before the
+// read that showed it.
+func (k anomalyKind) causeFollows() bool { return k.loss || k.overwrite }
 
 // kindOf returns the catalog entry for a name, or a generic one for a name
 // the catalog does not know (a checker added after this package).

@@ -92,9 +92,10 @@ func faultSpans(a *analysis) []faultSpan {
 }
 
 // blame picks the fault a partition's anomalies are laid to: the one
-// overlapping the partition's window [first, last]; failing that, for a
-// loss the first fault after the writes (they were acknowledged and then
-// lost), for anything else the last fault begun before it was seen.
+// overlapping the partition's window [first, last]; failing that, when the
+// cause may follow the writes (a loss or an overwrite: acknowledged, then
+// lost) the first fault after them, else the last fault begun before the
+// anomaly was seen.
 func blame(spans []faultSpan, first, last int64, loss bool) *faultSpan {
 	var best *faultSpan
 	for i := range spans {
@@ -292,7 +293,7 @@ func keyStory(in Input, a *analysis, key int, counts map[string]int, spans []fau
 			}
 			for _, v := range exampleValues(ex) {
 				if s, ok := kf.sends[v]; ok && (victim == nil || s.t < victim.t) {
-					victim, loss = &s, kindOf(name).loss || name == checker.AnomalyInconsistentOffsets
+					victim, loss = &s, kindOf(name).causeFollows()
 				}
 			}
 		}

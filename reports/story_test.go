@@ -80,4 +80,6 @@ func TestEachPartitionIsBlamedOnItsOwnFault(t *testing.T) {
 	all := v.Headline + "\n" + strings.Join(v.Sentences, "\n")
 	assert.Contains(t, all, "on key 1 (t0-1) after the nemesis killed n1 at 4.0 s; on key 2 (t0-2) after the nemesis partitioned the network (n2 cut off from n1, n3) at 12.0 s",
 		"each key is blamed on the fault overlapping its own window, not the earliest")
+	assert.Contains(t, all, "2 offsets held two or more different values: on key 1 (t0-1) after the nemesis killed n1 at 4.0 s; on key 2 (t0-2) after the nemesis partitioned",
+		"an overwrite is laid to the fault that followed the first write, not to the one before it")
 }

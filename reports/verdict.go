@@ -80,22 +80,21 @@ func anomalySentence(in Input, a *analysis, name string, rep checker.AnomalyRepo
 		return st
 	}
 	spans := faultSpans(a)
-	blamed := blamePerKey(a, spans, rep.Examples, kind.loss)
+	blamed := blamePerKey(a, spans, rep.Examples, kind.causeFollows())
 	switch {
-	case len(blamed) > 0:
+	case len(blamed) == 1:
+		st.sentence += " after the nemesis " + blamed[0].fault.Text + " at " + seconds(blamed[0].fault.start)
+		st.nemesisIndex = blamed[0].fault.opIndex
+	case len(blamed) > 1:
 		var parts []string
 		for i, b := range blamed {
 			if i == 3 {
-				parts[len(parts)-1] += " and others"
+				parts = append(parts, "and on other keys after other faults")
 				break
 			}
-			p := "after the nemesis " + b.fault.Text + " at " + seconds(b.fault.start)
-			if len(blamed) > 1 {
-				p = keysPhrase(in.Spec, b.keys, len(b.keys))[1:] + " " + p
-			}
-			parts = append(parts, p)
+			parts = append(parts, keysPhrase(in.Spec, b.keys, len(b.keys))[1:]+" after the nemesis "+b.fault.Text+" at "+seconds(b.fault.start))
 		}
-		st.sentence += " " + strings.Join(parts, "; ")
+		st.sentence = kind.phrase(rep.Count) + ": " + strings.Join(parts, "; ")
 		st.nemesisIndex = blamed[0].fault.opIndex
 	case kind.loss:
 		st.sentence += " with no fault injected after the writes"
