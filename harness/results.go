@@ -27,7 +27,7 @@ func (r *run) writeResults(h checker.History, res checker.Result) error {
 	}
 	sort.Ints(keys)
 	for _, k := range keys {
-		if err := os.WriteFile(filepath.Join(r.dir, reports.LinearVisualizationFile(k)), res.Visualizations[k], 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(r.dir, reports.LinearVisualizationFile(k)), reports.PorcupinePage(res.Visualizations[k]), 0o644); err != nil {
 			return err
 		}
 	}

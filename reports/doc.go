@@ -36,7 +36,8 @@
 // intervals shaded and unavailability marked, and a per-key offset timeline
 // that marks acknowledged offsets no poll returned. Porcupine's
 // visualizations (linear-<key>.html, see LinearVisualizationFile) are
-// linked and the first is embedded. Large histories are downsampled
+// linked and the first is embedded; PorcupinePage, which the harness
+// stores them through, opens each at its first error. Large histories are downsampled
 // deterministically (time buckets keep their fastest and slowest
 // operation); fail and info points are all kept, and the page says what was
 // dropped. Styles and the one small script (legend toggling) are embedded;
