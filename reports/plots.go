@@ -6,6 +6,7 @@ import (
 	"math"
 	"sort"
 	"strconv"
+	"strings"
 
 	"github.com/faultline/faultline/checker"
 )
@@ -21,8 +22,9 @@ const (
 	failInfoPointsPerSeriesMax = 50000
 	// throughputBucketsMax bounds the throughput plot's resolution.
 	throughputBucketsMax = 150
-	// offsetKeysMax bounds how many keys get an offset timeline.
-	offsetKeysMax = 48
+	// offsetKeysMax bounds how many keys with anomalies get an offset
+	// timeline; healthy keys get a cell of the grid instead.
+	offsetKeysMax = 8
 	// sendPointsPerKeyMax and pollBarsPerKeyMax bound one key's timeline.
 	sendPointsPerKeyMax = 1500
 	pollBarsPerKeyMax   = 600
@@ -33,10 +35,20 @@ type plotSet struct {
 	Latency    []template.HTML
 	Throughput template.HTML
 	Offsets    []keyTimeline
+	// Healthy are the keys without anomalies, one grid cell each.
+	Healthy []keyCell
 	// Notes say what was downsampled or left out.
 	Notes []string
 	// OffsetNotes say which keys were left out.
 	OffsetNotes []string
+}
+
+// keyCell sums up a healthy key: every value acknowledged was read back.
+type keyCell struct {
+	Label    string
+	Acked    int
+	ReadMax  int64
+	HasReads bool
 }
 
 type keyTimeline struct {
@@ -85,7 +97,7 @@ func buildPlots(in Input, a *analysis, faults []checker.Window) plotSet {
 	}
 	if a != nil {
 		ps.Latency, ps.Notes = latencyPlots(a, faults, endS, nemesisXs, nemesisTitles)
-		ps.Offsets, ps.OffsetNotes = offsetTimelines(in, a, faults, endS, nemesisXs, nemesisTitles)
+		ps.Offsets, ps.Healthy, ps.OffsetNotes = offsetTimelines(in, a, faults, endS, nemesisXs, nemesisTitles)
 	}
 	ps.Throughput = throughputPlot(in, a, faults, endS, nemesisXs, nemesisTitles)
 	return ps
@@ -325,12 +337,14 @@ func throughputBucket(endNs int64) int64 {
 	return 36e11
 }
 
-// offsetTimelines draws, per key, the offsets acknowledged to sends and
-// the ranges returned by polls over time, and marks the acknowledged values
-// no ok poll returned (a value overwritten at an offset someone read is
-// marked too): red where the checker names the value a lost-write, orange
-// otherwise (unseen). The counts shown are the checker's (ByKey).
-func offsetTimelines(in Input, a *analysis, faults []checker.Window, endS float64, nxs []float64, ntitles []string) ([]keyTimeline, []string) {
+// offsetTimelines draws, for each key with anomalies, the offsets
+// acknowledged to sends and the ranges returned by polls over time, and
+// marks the acknowledged values the final reads did not return (a value
+// overwritten at an offset someone read is marked too): red where the
+// checker names the value a lost-write or a poll read it before it went,
+// orange for one never read (unseen). The counts shown are the checker's
+// (ByKey). Keys without anomalies are summed up as grid cells.
+func offsetTimelines(in Input, a *analysis, faults []checker.Window, endS float64, nxs []float64, ntitles []string) ([]keyTimeline, []keyCell, []string) {
 	type sendPt struct {
 		t      int64
 		offset int64
@@ -348,9 +362,18 @@ func offsetTimelines(in Input, a *analysis, faults []checker.Window, endS float6
 		value int64
 	}
 	readValues := map[keyValue]bool{}
+	finalValues := map[keyValue]bool{}
+	finalKeys := map[int]bool{}
+	finalProcs := map[int]bool{}
 	readMax := map[int]int64{}
 	for _, op := range a.h {
-		if op.Process == checker.NemesisProcess || op.Type != checker.OK {
+		if !op.IsClient() {
+			continue
+		}
+		if op.SeekToBeginning {
+			finalProcs[op.Process] = true
+		}
+		if op.Type != checker.OK {
 			continue
 		}
 		for _, m := range op.Mops {
@@ -370,6 +393,10 @@ func offsetTimelines(in Input, a *analysis, faults []checker.Window, endS float6
 						bar.lo = min(bar.lo, pr.Offset)
 						bar.hi = max(bar.hi, pr.Offset)
 						readValues[keyValue{k, pr.Value}] = true
+						if finalProcs[op.Process] {
+							finalValues[keyValue{k, pr.Value}] = true
+							finalKeys[k] = true
+						}
 					}
 					readMax[k] = max(readMax[k], bar.hi)
 					polls[k] = append(polls[k], bar)
@@ -416,8 +443,8 @@ func offsetTimelines(in Input, a *analysis, faults []checker.Window, endS float6
 		}
 	}
 	type keyInfo struct {
-		key          int
-		lost, unseen []sendPt
+		key                int
+		lost, unseen, gone []sendPt
 	}
 	var keys []keyInfo
 	for k := range sends {
@@ -431,26 +458,33 @@ func offsetTimelines(in Input, a *analysis, faults []checker.Window, endS float6
 	for i := range keys {
 		k := keys[i].key
 		for _, s := range sends[k] {
+			kv := keyValue{k, s.value}
 			switch {
-			case readValues[keyValue{k, s.value}]:
-			case lostValues[keyValue{k, s.value}]:
+			case finalValues[kv] || !finalKeys[k] && readValues[kv]:
+			case lostValues[kv]:
 				keys[i].lost = append(keys[i].lost, s)
+			case readValues[kv]:
+				keys[i].gone = append(keys[i].gone, s)
 			default:
 				keys[i].unseen = append(keys[i].unseen, s)
 			}
 		}
 	}
-	sort.Slice(keys, func(i, j int) bool {
-		ai := anomalyKeys[keys[i].key] || len(keys[i].lost)+len(keys[i].unseen) > 0
-		aj := anomalyKeys[keys[j].key] || len(keys[j].lost)+len(keys[j].unseen) > 0
-		if ai != aj {
-			return ai
+	sort.Slice(keys, func(i, j int) bool { return keys[i].key < keys[j].key })
+	var healthy []keyCell
+	var troubled []keyInfo
+	for _, ki := range keys {
+		if anomalyKeys[ki.key] || len(ki.lost)+len(ki.unseen)+len(ki.gone) > 0 {
+			troubled = append(troubled, ki)
+			continue
 		}
-		return keys[i].key < keys[j].key
-	})
+		rm, hasReads := readMax[ki.key]
+		healthy = append(healthy, keyCell{Label: in.Spec.keyLabel(ki.key), Acked: len(sends[ki.key]), ReadMax: rm, HasReads: hasReads})
+	}
+	keys = troubled
 	var notes []string
 	if len(keys) > offsetKeysMax {
-		notes = append(notes, fmt.Sprintf("Showing %d of %d keys: keys with anomalies or unread offsets first, then the lowest keys.", offsetKeysMax, len(keys)))
+		notes = append(notes, fmt.Sprintf("Showing %d of %d keys with anomalies, the lowest keys.", offsetKeysMax, len(keys)))
 		keys = keys[:offsetKeysMax]
 	}
 	var out []keyTimeline
@@ -513,7 +547,7 @@ func offsetTimelines(in Input, a *analysis, faults []checker.Window, endS float6
 		for _, group := range []struct {
 			name, color string
 			pts         []sendPt
-		}{{"lost", colorFail, ki.lost}, {"unread", colorInfo, ki.unseen}} {
+		}{{"lost", colorFail, ki.lost}, {"gone from the final reads", colorFail, ki.gone}, {"never read", colorInfo, ki.unseen}} {
 			if len(group.pts) == 0 {
 				continue
 			}
@@ -529,11 +563,12 @@ func offsetTimelines(in Input, a *analysis, faults []checker.Window, endS float6
 				mx = append(mx, float64(s.t)/1e9)
 				my = append(my, float64(s.offset))
 				if len(titles) < crossTitlesMax {
-					titles = append(titles, fmt.Sprintf("send %d → offset %d acknowledged to op %d at %s, never read back (%s)", s.value, s.offset, s.index, seconds(s.t), group.name))
+					titles = append(titles, fmt.Sprintf("send %d → offset %d acknowledged to op %d at %s, not in the final reads (%s)", s.value, s.offset, s.index, seconds(s.t), group.name))
 				}
 			}
-			p.crosses(series+"-"+group.name, group.color, mx, my, titles)
-			p.legendEntry(series+"-"+group.name, fmt.Sprintf("acknowledged, never read: %s (%d)", group.name, len(group.pts)), group.color, "cross")
+			id := series + "-" + strings.ReplaceAll(group.name, " ", "-")
+			p.crosses(id, group.color, mx, my, titles)
+			p.legendEntry(id, "acknowledged, not in the final reads: "+group.name, group.color, "cross")
 		}
 		rm, hasReads := readMax[k]
 		out = append(out, keyTimeline{
@@ -543,7 +578,7 @@ func offsetTimelines(in Input, a *analysis, faults []checker.Window, endS float6
 			SVG:    p.html(), Acked: len(ss), ReadMax: rm, HasReads: hasReads,
 		})
 	}
-	return out, notes
+	return out, healthy, notes
 }
 
 // mergePollBars merges bars into at most limit time buckets, each keeping
