@@ -253,3 +253,12 @@ func TestLinearTimeoutOnHardPartition(t *testing.T) {
 	small := LinearChecker(Options{}).Check(context.Background(), hardPartition(6))
 	assert.Equal(t, Invalid, small.Valid, "with few enough sends the search finishes and finds no order")
 }
+
+func TestStatsCountWhatWasReadBack(t *testing.T) {
+	res := Analyze(context.Background(), readTestdata(t, "valid-info-send"), Options{})
+	assert.Equal(t, res.Stats.SendsOK, res.Stats.SendsOKRead, "a valid run read back every acknowledged write")
+	assert.Equal(t, 3, res.Stats.SendsInfo, "two info sends and one never completed")
+	assert.Equal(t, 1, res.Stats.SendsInfoRead, "only value 11 landed")
+	lost := Analyze(context.Background(), readTestdata(t, "lost-write"), Options{})
+	assert.Equal(t, lost.Stats.SendsOK-1, lost.Stats.SendsOKRead, "the lost write was not read back")
+}

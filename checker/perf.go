@@ -30,6 +30,7 @@ func computeStats(h History, p *pairing) Stats {
 	}
 	read := map[kv]struct{}{}
 	procs := map[int]struct{}{}
+	var sentOK, sentInfo []kv
 	for pos := range h {
 		op := &h[pos]
 		s.DurationNs = max(s.DurationNs, op.Time)
@@ -38,6 +39,13 @@ func computeStats(h History, p *pairing) Stats {
 		}
 		procs[op.Process] = struct{}{}
 		if op.Type == Invoke {
+			if p.partner[pos] < 0 {
+				for _, m := range op.Mops {
+					if m.F == FSend {
+						sentInfo = append(sentInfo, kv{m.Key, m.Value})
+					}
+				}
+			}
 			continue
 		}
 		s.Count++
@@ -64,8 +72,12 @@ func computeStats(h History, p *pairing) Stats {
 			case FSend:
 				keys[m.Key] = struct{}{}
 				s.Sends++
-				if op.Type == OK {
+				switch op.Type {
+				case OK:
 					s.SendsOK++
+					sentOK = append(sentOK, kv{m.Key, m.Value})
+				case Info:
+					sentInfo = append(sentInfo, kv{m.Key, m.Value})
 				}
 			case FPoll:
 				s.Polls++
@@ -82,6 +94,17 @@ func computeStats(h History, p *pairing) Stats {
 	}
 	s.Keys = len(keys)
 	s.ValuesRead = len(read)
+	for _, w := range sentOK {
+		if _, ok := read[w]; ok {
+			s.SendsOKRead++
+		}
+	}
+	s.SendsInfo = len(sentInfo)
+	for _, w := range sentInfo {
+		if _, ok := read[w]; ok {
+			s.SendsInfoRead++
+		}
+	}
 	s.Processes = len(procs)
 	return s
 }

@@ -83,10 +83,17 @@ type Stats struct {
 	// SendsOK counts acknowledged send micro-ops; ValuesRead the distinct
 	// (key, value) pairs any ok poll returned; Processes the distinct client
 	// processes; DurationNs the time of the last operation.
-	SendsOK    int   `json:"sends-ok"`
-	ValuesRead int   `json:"values-read"`
-	Processes  int   `json:"processes"`
-	DurationNs int64 `json:"duration-ns"`
+	SendsOK int `json:"sends-ok"`
+	// SendsOKRead counts the acknowledged send micro-ops whose value an ok
+	// poll returned; SendsInfo the send micro-ops of indeterminate ops
+	// (info, or never completed) and SendsInfoRead those of them whose value
+	// an ok poll returned (they landed).
+	SendsOKRead   int   `json:"sends-ok-read"`
+	SendsInfo     int   `json:"sends-info"`
+	SendsInfoRead int   `json:"sends-info-read"`
+	ValuesRead    int   `json:"values-read"`
+	Processes     int   `json:"processes"`
+	DurationNs    int64 `json:"duration-ns"`
 	// InfoErrors counts the errors that left client ops indeterminate (at
 	// most 32 distinct texts; Jepsen's info-txn-causes).
 	InfoErrors map[string]int `json:"info-errors,omitempty"`

@@ -20,7 +20,10 @@
 // that breaks the invoke/complete discipline are shown as notes. Handler serves a whole store:
 // an index of runs newest first, each run's report and files.
 //
-// The page states the verdict first, in sentences derived from the
+// A valid run's page opens with what was checked: the writes acknowledged
+// and read back, the indeterminate sends that did and did not land, the
+// time under each kind of fault, availability and the longest outage
+// (the checker's Stats and Perf). The page states the verdict first, in sentences derived from the
 // anomalies and the nemesis operations near them ("INVALID: 3 acknowledged
 // writes were lost on key 2 (t0-2) after the nemesis killed n1 at 41.2 s"),
 // then, for each partition with anomalies that are not allowed, one story

@@ -47,6 +47,7 @@ type page struct {
 	Notes         []string
 	Facts         []labelValue
 	Stories       []story
+	Checked       *checkedBox
 	Anomalies     []anomalySection
 	Checkers      []checkerRow
 	Catalog       []catalogRow
@@ -219,6 +220,7 @@ func buildPage(in Input, a *analysis) page {
 	}
 	p.Facts = facts(in, a)
 	p.Stories = buildStories(in, a)
+	p.Checked = buildChecked(in)
 	for _, name := range orderedAnomalyNames(in.Result.Anomalies) {
 		rep := in.Result.Anomalies[name]
 		if rep.Count <= 0 {
