@@ -34,7 +34,8 @@
 // afterwards (its "leaders" events, never the broker's internals), the
 // write acknowledged over the same offset, and what the final reads found
 // there; then each anomaly with its definition (Jepsen's names) and the
-// offending operations, then plots drawn as hand-written SVG: latency per function
+// offending operations (values written for people: "send 26116 to key 3
+// → offset 188", "poll key 3: 187→26115, 188→31812"), then plots drawn as hand-written SVG: latency per function
 // (log scale, colored by outcome) and throughput over time with fault
 // intervals shaded and unavailability marked, and a per-key offset timeline
 // that marks acknowledged offsets no poll returned. Porcupine's

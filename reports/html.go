@@ -36,7 +36,7 @@ func mustAsset(name string) string {
 const (
 	examplesPerAnomalyMax = 5
 	exampleBytesMax       = 4000
-	opsPerAnomalyMax      = 40
+	opsPerAnomalyMax      = 12
 	valueBytesMax         = 300
 	nemesisOpsMax         = 500
 )

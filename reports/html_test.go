@@ -99,9 +99,10 @@ func TestWriteHTMLInvalidStatesVerdictAndAnomalies(t *testing.T) {
 	contains(t, page, html.EscapeString(kindOf("lost-write").Definition))
 	contains(t, page, "value 102 acknowledged at offset 2 of key 2 was never read")
 	// The lost writes' operations are listed: their invoke and completion.
-	for _, frag := range []string{`["send",2,[2,102]]`, `["send",2,[4,104]]`, `["send",2,103]`} {
+	for _, frag := range []string{"send 102 to key 2 → offset 2", "send 104 to key 2 → offset 4"} {
 		contains(t, page, html.EscapeString(frag))
 	}
+	contains(t, page, `<td class="value">send 103 to key 2</td>`)
 	contains(t, page, `<tr class="nemesis"><td class="num">13</td><td class="num">41.2 s</td>`)
 	contains(t, page, `src="porcupine/key-2.html"`)
 	contains(t, page, "3 lost</span>")
@@ -297,7 +298,7 @@ func TestFormatValueFocusesOnTheAnomaly(t *testing.T) {
 		3: pairs, 1: {{Offset: 0, Value: 7}}, 5: {{Offset: 0, Value: 8}},
 	}}}}
 	got := formatValue(op, 300, &valueFocus{keys: map[int]bool{3: true}, offsets: []int64{42}})
-	assert.Equal(t, `[["poll",{"3":[…,[39,1039],[40,1040],[41,1041],[43,1043],[44,1044],[45,1045],…],…2 other keys}]]`, got)
+	assert.Equal(t, `poll key 3: …, 39→1039, 40→1040, 41→1041, 43→1043, 44→1044, 45→1045, …; …2 other keys`, got)
 	got = formatValue(op, 300, nil)
-	assert.Equal(t, `[["poll",{"1":[[0,7]],"3":[[0,1000],[1,1001],[2,1002],[3,1003],…,[96,1096],[97,1097],[98,1098],[99,1099]],"5":[[0,8]]}]]`, got)
+	assert.Equal(t, `poll key 1: 0→7; poll key 3: 0→1000, 1→1001, 2→1002, 3→1003, …, 96→1096, 97→1097, 98→1098, 99→1099; poll key 5: 0→8`, got)
 }
