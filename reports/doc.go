@@ -38,8 +38,9 @@
 // "send 26116 to key 3 → offset 188", "poll key 3: 187→26115, 188→31812"),
 // then plots drawn as hand-written SVG: latency per function (log scale,
 // colored by outcome) and throughput over time with fault intervals shaded
-// and unavailability marked, and a per-key offset timeline that marks
-// acknowledged offsets no poll returned. Porcupine's visualizations
+// and unavailability marked, and an offset timeline for each key with
+// anomalies that marks acknowledged values the final reads did not return
+// (keys without anomalies share one compact grid). Porcupine's visualizations
 // (linear-<key>.html, see LinearVisualizationFile) are linked and the first
 // is embedded; PorcupinePage, which the harness stores them through, opens
 // each at its first error. Large histories are downsampled deterministically
