@@ -86,4 +86,5 @@ func TestDisciplineWarningsAreShown(t *testing.T) {
 	page := render(t, Input{Result: res, History: h})
 	contains(t, page, `<div class="headline">VALID: `)
 	contains(t, page, html.EscapeString("op 6: process 2 invokes again after its op 5 ended info"))
+	assert.Contains(t, Summary(Input{Result: res, History: h}), "\n  - op 6: process 2 invokes again after its op 5 ended info\n")
 }

@@ -9,7 +9,7 @@ import (
 )
 
 // Summary renders a one-screen text summary for the terminal: the verdict,
-// anomaly counts with one example each, operations by function and outcome,
+// the checker's warnings about the history, anomaly counts with one example each, operations by function and outcome,
 // latency p50/p99 and the windows in which no send succeeded.
 func Summary(in Input) string {
 	var a *analysis
@@ -24,6 +24,12 @@ func Summary(in Input) string {
 	fmt.Fprintf(&b, "%s\n", v.Headline)
 	for _, s := range v.Sentences {
 		fmt.Fprintf(&b, "  - %s\n", s)
+	}
+	if len(in.Result.Warnings) > 0 {
+		b.WriteString("\nwarnings: the history breaks the invoke/complete discipline; analysed as Jepsen's checker would:\n")
+		for _, w := range in.Result.Warnings {
+			fmt.Fprintf(&b, "  - %s\n", w)
+		}
 	}
 	if names := orderedAnomalyNames(in.Result.Anomalies); len(names) > 0 {
 		b.WriteString("\nanomalies:\n")
