@@ -25,6 +25,9 @@ type analysis struct {
 	// nemesis holds the positions of nemesis operations in h, in order.
 	nemesis []int
 	endNs   int64
+	// finalNs is when the final reads began (the first assign or subscribe
+	// seeking to the beginning), 0 when there were none.
+	finalNs int64
 }
 
 // latencyPoint is one completed client operation.
@@ -55,6 +58,12 @@ func analyze(h checker.History) *analysis {
 		if op.Process == checker.NemesisProcess {
 			a.nemesis = append(a.nemesis, i)
 			continue
+		}
+		if !op.IsClient() {
+			continue
+		}
+		if op.SeekToBeginning && a.finalNs == 0 {
+			a.finalNs = op.Time
 		}
 		if op.Type == checker.Invoke {
 			open[op.Process] = i

@@ -37,7 +37,9 @@
 // (Jepsen's names) and the offending operations (values written for people:
 // "send 26116 to key 3 → offset 188", "poll key 3: 187→26115, 188→31812"),
 // then plots drawn as hand-written SVG: latency per function (log scale,
-// colored by outcome) and throughput over time with fault intervals shaded
+// colored by outcome) and throughput over time with fault intervals
+// as bands coloured and labelled by kind (kill, pause, partition, disk),
+// the final-read phase marked,
 // and unavailability marked, and an offset timeline for each key with
 // anomalies that marks acknowledged values the final reads did not return
 // (keys without anomalies share one compact grid). Porcupine's visualizations

@@ -134,7 +134,7 @@ func errorRows(in Input, a *analysis) []errorRow {
 	}
 	if a != nil {
 		for _, op := range a.h {
-			if op.Process == checker.NemesisProcess {
+			if !op.IsClient() {
 				continue
 			}
 			switch op.Type {

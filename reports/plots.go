@@ -152,12 +152,9 @@ func latencyPlots(a *analysis, faults []checker.Window, endS float64, nxs []floa
 	var notes []string
 	for _, f := range sortedKeys(byF) {
 		p := newPlot("latency of "+f+" operations (log scale), by outcome", 280, endS, axis{min: lo, max: hi, log: true})
-		p.shadeWindows(faults, colorFault, "fault", 0.25)
+		p.faultBands(faults, finalReadsNs(a))
 		p.vlines(nxs, ntitles)
 		p.axes("time since test start (s)", "latency")
-		if len(faults) > 0 {
-			p.legendEntry("fault", "fault in force", colorFault, "band")
-		}
 		for _, t := range []checker.OpType{checker.OK, checker.Info, checker.Fail} {
 			pts := byF[f][t]
 			if len(pts) == 0 {
@@ -305,13 +302,10 @@ func throughputPlot(in Input, a *analysis, faults []checker.Window, endS float64
 		}
 	}
 	p := newPlot("throughput: completed operations per second", 260, endS, axis{min: 0, max: peak * 1.05})
-	p.shadeWindows(faults, colorFault, "fault", 0.25)
+	p.faultBands(faults, finalReadsNs(a))
 	p.vlines(nxs, ntitles)
 	p.axes(fmt.Sprintf("time since test start (s), %s buckets", seconds(bucketNs)), "completed ops/s")
 	p.underline(in.Result.Perf.Unavailable, colorUnavailable)
-	if len(faults) > 0 {
-		p.legendEntry("fault", "fault in force", colorFault, "band")
-	}
 	if len(in.Result.Perf.Unavailable) > 0 {
 		p.legendEntry("unavailable", "no send succeeded", colorUnavailable, "band")
 	}
@@ -503,12 +497,9 @@ func offsetTimelines(in Input, a *analysis, faults []checker.Window, endS float6
 		}
 		label := in.Spec.keyLabel(k)
 		p := newPlot("offsets of "+label, 190, endS, axis{min: 0, max: float64(offMax) + 1})
-		p.shadeWindows(faults, colorFault, "fault", 0.25)
+		p.faultBands(faults, finalReadsNs(a))
 		p.vlines(nxs, ntitles)
 		p.axes("time since test start (s)", "offset")
-		if len(faults) > 0 {
-			p.legendEntry("fault", "fault in force", colorFault, "band")
-		}
 		series := "k" + strconv.Itoa(k)
 		stride := 1
 		if len(ss) > sendPointsPerKeyMax {
@@ -616,6 +607,14 @@ func mergePollBars[T any](bars []T, limit int, get func(T) (int64, int64, int64)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i][0] < out[j][0] })
 	return out
+}
+
+// finalReadsNs is when the final reads began, 0 when unknown.
+func finalReadsNs(a *analysis) int64 {
+	if a == nil {
+		return 0
+	}
+	return a.finalNs
 }
 
 // faultWindows returns the checker's fault intervals, or derives them from

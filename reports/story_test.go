@@ -83,3 +83,16 @@ func TestEachPartitionIsBlamedOnItsOwnFault(t *testing.T) {
 	assert.Contains(t, all, "2 offsets held two or more different values: on key 1 (t0-1) after the nemesis killed n1 at 4.0 s; on key 2 (t0-2) after the nemesis partitioned",
 		"an overwrite is laid to the fault that followed the first write, not to the one before it")
 }
+
+func TestFaultBandsAreColouredAndLabelledByKind(t *testing.T) {
+	page := render(t, leaderLossInput(t))
+	for _, kind := range []string{"kill", "partition"} {
+		contains(t, page, `<g class="series" data-series="fault-`+kind+`">`)
+		contains(t, page, `<g class="legend" data-series="fault-`+kind+`"`)
+		contains(t, page, `fill="`+faultColor(kind)+`" fill-opacity="0.18"`)
+	}
+	assert.NotEqual(t, faultColor("kill"), faultColor("partition"))
+	contains(t, page, "<title>final reads from 19.9 s</title>")
+	contains(t, page, `<g class="legend" data-series="final-reads"`)
+	lacks(t, page, "(no error text)") // harness events are not client operations
+}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"html/template"
 	"math"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -24,6 +25,7 @@ const (
 	colorFail        = "#d1495b"
 	colorInfo        = "#e09f3e"
 	colorFault       = "#9aa5b1"
+	colorFinalReads  = "#2e7d32"
 	colorUnavailable = "#d1495b"
 	colorChecker     = "#7b2cbf"
 	crossTitlesMax   = 200
@@ -83,20 +85,6 @@ func xmlEscape(s string) string {
 	var b strings.Builder
 	template.HTMLEscape(&b, []byte(s))
 	return b.String()
-}
-
-// shadeWindows draws fault intervals as grey bands with their labels.
-func (p *svgPlot) shadeWindows(ws []checker.Window, color, class string, opacity float64) {
-	for _, w := range ws {
-		x0 := p.x.px(float64(w.Start) / 1e9)
-		x1 := p.x.px(float64(w.End) / 1e9)
-		if w.End <= w.Start {
-			x1 = x0 + 1
-		}
-		fmt.Fprintf(&p.b, `<rect class="%s" x="%s" y="%s" width="%s" height="%s" fill="%s" fill-opacity="%g"><title>%s %s–%s</title></rect>`,
-			class, f1(x0), f1(p.y.hi), f1(math.Max(x1-x0, 1)), f1(p.y.lo-p.y.hi), color, opacity,
-			xmlEscape(w.Label), seconds(w.Start), seconds(w.End))
-	}
 }
 
 // underline draws windows as a thick bar just under the plot area (used
@@ -300,5 +288,74 @@ func msLabel(ms float64) string {
 		return strconv.FormatFloat(ms*1000, 'f', -1, 64) + " µs"
 	default:
 		return strconv.FormatFloat(ms, 'g', 3, 64) + " ms"
+	}
+}
+
+// faultKindColors colours fault bands by kind; other kinds are grey.
+var faultKindColors = map[string]string{
+	"kill":      "#d9534f",
+	"pause":     "#e69a28",
+	"partition": "#3d8fd1",
+	"disk":      "#8e5bb5",
+	"power":     "#8e5bb5",
+	"shutdown":  "#5a9e6f",
+}
+
+// faultKind is the kind of a fault window, the first word of its label
+// ("kill" of `kill ["n1"]`).
+func faultKind(w checker.Window) string {
+	label := strings.TrimPrefix(w.Label, "nemesis ")
+	kind, _, _ := strings.Cut(label, " ")
+	if kind == "" {
+		return "fault"
+	}
+	return kind
+}
+
+func faultColor(kind string) string {
+	if c, ok := faultKindColors[kind]; ok {
+		return c
+	}
+	return colorFault
+}
+
+// faultBands draws the fault windows coloured by kind, each labelled with
+// its kind where it is wide enough, and the final-read phase from
+// finalNs (when positive) to the end; a legend entry per kind shown.
+func (p *svgPlot) faultBands(ws []checker.Window, finalNs int64) {
+	var kinds []string
+	byKind := map[string][]checker.Window{}
+	for _, w := range ws {
+		k := faultKind(w)
+		if _, ok := byKind[k]; !ok {
+			kinds = append(kinds, k)
+		}
+		byKind[k] = append(byKind[k], w)
+	}
+	sort.Strings(kinds)
+	for _, k := range kinds {
+		color := faultColor(k)
+		fmt.Fprintf(&p.b, `<g class="series" data-series="fault-%s">`, xmlEscape(k))
+		for _, w := range byKind[k] {
+			x0 := p.x.px(float64(w.Start) / 1e9)
+			x1 := math.Max(p.x.px(float64(w.End)/1e9), x0+1)
+			fmt.Fprintf(&p.b, `<rect x="%s" y="%s" width="%s" height="%s" fill="%s" fill-opacity="0.18"><title>%s %s–%s</title></rect>`,
+				f1(x0), f1(p.y.hi), f1(x1-x0), f1(p.y.lo-p.y.hi), color, xmlEscape(w.Label), seconds(w.Start), seconds(w.End))
+			if x1-x0 >= 6*float64(len(k)) {
+				fmt.Fprintf(&p.b, `<text x="%s" y="%s" font-size="10" fill="%s">%s</text>`, f1(x0+2), f1(p.y.hi+10), color, xmlEscape(k))
+			}
+		}
+		p.b.WriteString(`</g>`)
+	}
+	if finalNs > 0 {
+		x0 := p.x.px(float64(finalNs) / 1e9)
+		fmt.Fprintf(&p.b, `<g class="series" data-series="final-reads"><rect x="%s" y="%s" width="%s" height="%s" fill="%s" fill-opacity="0.12"><title>final reads from %s</title></rect><text x="%s" y="%s" font-size="10" fill="#555">final reads</text></g>`,
+			f1(x0), f1(p.y.hi), f1(math.Max(p.x.hi-x0, 1)), f1(p.y.lo-p.y.hi), colorFinalReads, seconds(finalNs), f1(x0+2), f1(p.y.lo-4))
+	}
+	for _, k := range kinds {
+		p.legendEntry("fault-"+k, k, faultColor(k), "band")
+	}
+	if finalNs > 0 {
+		p.legendEntry("final-reads", "final reads", colorFinalReads, "band")
 	}
 }
