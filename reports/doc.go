@@ -42,6 +42,7 @@
 // the final-read phase marked,
 // and unavailability marked, and an offset timeline for each key with
 // anomalies that marks acknowledged values the final reads did not return
+// and the leaders the harness saw on that partition
 // (keys without anomalies share one compact grid). Porcupine's visualizations
 // (linear-<key>.html, see LinearVisualizationFile) are linked and the first
 // is embedded; PorcupinePage, which the harness stores them through, opens

@@ -465,6 +465,7 @@ func offsetTimelines(in Input, a *analysis, faults []checker.Window, endS float6
 		}
 	}
 	sort.Slice(keys, func(i, j int) bool { return keys[i].key < keys[j].key })
+	leaders := leaderEvents(a)
 	var healthy []keyCell
 	var troubled []keyInfo
 	for _, ki := range keys {
@@ -501,6 +502,7 @@ func offsetTimelines(in Input, a *analysis, faults []checker.Window, endS float6
 		p.vlines(nxs, ntitles)
 		p.axes("time since test start (s)", "offset")
 		series := "k" + strconv.Itoa(k)
+		p.leaderMarks(series+"-leader", leaders[in.Spec.partitionName(k)])
 		stride := 1
 		if len(ss) > sendPointsPerKeyMax {
 			stride = (len(ss) + sendPointsPerKeyMax - 1) / sendPointsPerKeyMax

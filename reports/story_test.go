@@ -94,5 +94,7 @@ func TestFaultBandsAreColouredAndLabelledByKind(t *testing.T) {
 	assert.NotEqual(t, faultColor("kill"), faultColor("partition"))
 	contains(t, page, "<title>final reads from 19.9 s</title>")
 	contains(t, page, `<g class="legend" data-series="final-reads"`)
+	contains(t, page, "<title>leader n1, epoch 4, seen at 13.0 s</title>")
+	contains(t, page, `<g class="legend" data-series="k2-leader"`)
 	lacks(t, page, "(no error text)") // harness events are not client operations
 }

@@ -26,6 +26,7 @@ const (
 	colorInfo        = "#e09f3e"
 	colorFault       = "#9aa5b1"
 	colorFinalReads  = "#2e7d32"
+	colorLeader      = "#6d4c41"
 	colorUnavailable = "#d1495b"
 	colorChecker     = "#7b2cbf"
 	crossTitlesMax   = 200
@@ -358,4 +359,25 @@ func (p *svgPlot) faultBands(ws []checker.Window, finalNs int64) {
 	if finalNs > 0 {
 		p.legendEntry("final-reads", "final reads", colorFinalReads, "band")
 	}
+}
+
+// leaderMarks draws the leader changes the harness saw on one partition as
+// short ticks along the top of the plot, each labelled with the new leader
+// and epoch ("n3 e2"), and adds their legend entry.
+func (p *svgPlot) leaderMarks(series string, events []leaderEvent) {
+	if len(events) == 0 {
+		return
+	}
+	fmt.Fprintf(&p.b, `<g class="series" data-series="%s" font-size="9" fill="%s">`, xmlEscape(series), colorLeader)
+	for _, e := range events {
+		x := p.x.px(float64(e.t) / 1e9)
+		who := e.leader
+		if who == "" {
+			who = "none"
+		}
+		fmt.Fprintf(&p.b, `<line x1="%s" x2="%s" y1="%s" y2="%s" stroke="%s" stroke-width="2"><title>leader %s, epoch %d, seen at %s</title></line><text x="%s" y="%s">%s e%d</text>`,
+			f1(x), f1(x), f1(p.y.hi), f1(p.y.hi+8), colorLeader, xmlEscape(who), e.epoch, seconds(e.t), f1(x+2), f1(p.y.hi+18), xmlEscape(who), e.epoch)
+	}
+	p.b.WriteString(`</g>`)
+	p.legendEntry(series, "leader seen by the harness", colorLeader, "line")
 }
