@@ -70,7 +70,7 @@ func anomalySentence(in Input, a *analysis, name string, rep checker.AnomalyRepo
 	}
 	if kind.loss {
 		st.detail = "acknowledged at " + seconds(first)
-		if last != first {
+		if seconds(last) != seconds(first) {
 			st.detail = "acknowledged between " + seconds(first) + " and " + seconds(last)
 		}
 	} else {
