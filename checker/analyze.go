@@ -110,7 +110,7 @@ func (o Options) resolve(h History) Options {
 // and Perf. It never returns without a verdict. A history that breaks the
 // invoke/complete discipline is analysed all the same, as Jepsen's checker
 // does, with each violation named in Result.Warnings; a history with no
-// send or poll is invalid (AnomalyEmptyHistory), as Jepsen's is.
+// send or poll is invalid (AnomalyEmptyTransactionGraph), as Jepsen's is.
 func Analyze(ctx context.Context, h History, opts Options) Result {
 	opts = opts.resolve(h)
 	p := pair(h)
@@ -150,7 +150,7 @@ func checkNotEmpty(h History) CheckerResult {
 			return CheckerResult{Valid: Valid}
 		}
 	}
-	return CheckerResult{Valid: Invalid, Anomalies: map[string]AnomalyReport{AnomalyEmptyHistory: {
+	return CheckerResult{Valid: Invalid, Anomalies: map[string]AnomalyReport{AnomalyEmptyTransactionGraph: {
 		Count: 1,
 		Examples: []Example{{Key: -1, Text: fmt.Sprintf(
 			"the history's %d operations hold no completed send or poll: the test exercised nothing, so it cannot pass", len(h))}},

@@ -198,8 +198,8 @@ func TestEmptyHistoryIsInvalid(t *testing.T) {
 	} {
 		res := Analyze(context.Background(), h, Options{})
 		assert.Equal(t, Invalid, res.Valid, name)
-		require.Contains(t, res.Anomalies, AnomalyEmptyHistory, name)
-		assert.Contains(t, res.Anomalies[AnomalyEmptyHistory].Examples[0].Text, "no completed send or poll", name)
+		require.Contains(t, res.Anomalies, AnomalyEmptyTransactionGraph, name)
+		assert.Contains(t, res.Anomalies[AnomalyEmptyTransactionGraph].Examples[0].Text, "no completed send or poll", name)
 	}
 }
 

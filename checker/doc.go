@@ -24,8 +24,8 @@
 // them concurrently and turns a panic or timeout into unknown:
 //
 //   - "history": a history with no completed send or poll tested nothing
-//     and is invalid ("empty-history"), as Jepsen's checker finds such a
-//     history invalid.
+//     and is invalid ("empty-transaction-graph", the name Jepsen's
+//     checker reports it under, and counts against validity).
 //   - "queue": Jepsen's analyses (jepsen/tests/kafka.clj) with its names:
 //     lost-write, unseen, duplicate, inconsistent-offsets, poll-skip,
 //     int-poll-skip, nonmonotonic-poll, int-nonmonotonic-poll,

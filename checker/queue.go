@@ -24,8 +24,10 @@ const (
 	AnomalyPrecommittedRead    = "precommitted-read"
 	AnomalyG0                  = "G0"
 	AnomalyNonlinearizable     = "nonlinearizable"
-	// AnomalyEmptyHistory is a history with no completed send or poll.
-	AnomalyEmptyHistory = "empty-history"
+	// AnomalyEmptyTransactionGraph is a history with no completed send or
+	// poll (Jepsen's kafka checker reports elle's empty-transaction-graph
+	// for it, and counts it against validity).
+	AnomalyEmptyTransactionGraph = "empty-transaction-graph"
 )
 
 // AllowedAnomalies returns the anomalies a test tolerates, after Jepsen's

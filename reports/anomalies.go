@@ -59,7 +59,7 @@ var anomalyCatalog = []anomalyKind{
 		one: "1 transaction had another writer's record between its sends", many: "%d transactions had other writers' records between their sends"},
 	{Name: checker.AnomalyG0, Definition: "Write cycle: transactions whose writes are ordered differently on two partitions (write-write dependency cycle). Kafka does not prevent it; always allowed.",
 		one: "1 write-write cycle between transactions", many: "%d write-write cycles between transactions"},
-	{Name: checker.AnomalyEmptyHistory,
+	{Name: checker.AnomalyEmptyTransactionGraph,
 		Definition: "The history holds no completed send or poll: the test exercised nothing, so it cannot pass (Jepsen's checker finds such a history invalid too).",
 		one:        "the history holds no completed send or poll", many: "the history holds no completed send or poll"},
 	{Name: checker.AnomalyNonlinearizable, overwrite: true, Definition: "Porcupine found no order of the operations on a partition that explains what the clients observed, treating the partition as one log (sends append, polls read a contiguous slice).",
