@@ -82,6 +82,9 @@ func checkSVGs(t *testing.T, page string) int {
 			}
 		}
 		assert.Zero(t, depth, "SVG elements are balanced")
+		assert.Regexp(t, `<text class="x-label"[^>]*>[^<]+</text>`, s, "every plot labels its x axis")
+		assert.Regexp(t, `<text class="y-label"[^>]*>[^<]+</text>`, s, "every plot labels its y axis")
+		assert.Contains(t, s, `<g class="legend"`, "every plot has a legend")
 	}
 	return len(svgs)
 }

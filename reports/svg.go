@@ -118,8 +118,8 @@ func (p *svgPlot) axes(xLabel, yLabel string) {
 		fmt.Fprintf(&p.b, `<line x1="%s" x2="%s" y1="%s" y2="%s" stroke="#eee"/><line x1="%s" x2="%s" y1="%s" y2="%s" stroke="#333"/><text x="%s" y="%s" text-anchor="end">%s</text>`,
 			f1(p.x.lo), f1(p.x.hi), f1(y), f1(y), f1(p.x.lo-4), f1(p.x.lo), f1(y), f1(y), f1(p.x.lo-6), f1(y+4), xmlEscape(t.label))
 	}
-	fmt.Fprintf(&p.b, `<text x="%s" y="%s" text-anchor="middle">%s</text>`, f1((p.x.lo+p.x.hi)/2), f1(p.heightPx-6), xmlEscape(xLabel))
-	fmt.Fprintf(&p.b, `<text transform="translate(14 %s) rotate(-90)" text-anchor="middle">%s</text>`, f1((p.y.lo+p.y.hi)/2), xmlEscape(yLabel))
+	fmt.Fprintf(&p.b, `<text class="x-label" x="%s" y="%s" text-anchor="middle">%s</text>`, f1((p.x.lo+p.x.hi)/2), f1(p.heightPx-6), xmlEscape(xLabel))
+	fmt.Fprintf(&p.b, `<text class="y-label" transform="translate(14 %s) rotate(-90)" text-anchor="middle">%s</text>`, f1((p.y.lo+p.y.hi)/2), xmlEscape(yLabel))
 	p.b.WriteString(`</g>`)
 }
 
