@@ -18,8 +18,8 @@
 // consumer mode is Result.Mode, and each count shown for a key is the
 // checker's AnomalyReport.ByKey. The checker's warnings about a history that
 // breaks the invoke/complete discipline are shown as notes. Handler serves a
-// whole store: an index of runs newest first (test, time, nemesis, duration, verdict,
-// anomalies), each run's report and files.
+// whole store: an index of runs newest first (test, time, nemesis,
+// duration, verdict, anomalies), each run's report and files.
 //
 // A valid run's page opens with what was checked: the writes acknowledged
 // and read back, the indeterminate sends that did and did not land, the time
