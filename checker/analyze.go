@@ -3,6 +3,7 @@ package checker
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -15,8 +16,9 @@ const (
 // Options tune Analyze. The zero value is usable: every zero field takes the
 // default named in its comment.
 type Options struct {
-	// Mode is ModeAssign or ModeSubscribe; empty infers subscribe when the
-	// history holds any subscribe op. Subscribe allows poll-skip and
+	// Mode is ModeAssign or ModeSubscribe, the test's consumer mode; empty
+	// takes the methods the history's consumers used. As Jepsen's sub-via,
+	// a test whose consumers may subscribe allows poll-skip and
 	// nonmonotonic-poll (AllowedAnomalies).
 	Mode string
 	// Txn forces transactional semantics (offsets may have gaps); without
@@ -50,6 +52,7 @@ type Options struct {
 	ThroughputBucket time.Duration
 
 	subscribe, txn bool
+	subVia         []string
 }
 
 func (o Options) resolve(h History) Options {
@@ -77,16 +80,27 @@ func (o Options) resolve(h History) Options {
 	if o.ThroughputBucket <= 0 {
 		o.ThroughputBucket = time.Second
 	}
-	o.subscribe = o.Mode == ModeSubscribe
 	o.txn = o.Txn
+	used := map[string]bool{}
 	for i := range h {
-		if o.Mode == "" && h[i].F == FSubscribe {
-			o.subscribe = true
-		}
-		if h[i].F == FTxn {
+		switch h[i].F {
+		case FSubscribe, FAssign:
+			used[h[i].F] = true
+		case FTxn:
 			o.txn = true
 		}
 	}
+	switch {
+	case o.Mode != "":
+		o.subVia = []string{o.Mode}
+	case used[FAssign] && used[FSubscribe]:
+		o.subVia = []string{ModeAssign, ModeSubscribe}
+	case used[FSubscribe]:
+		o.subVia = []string{ModeSubscribe}
+	default:
+		o.subVia = []string{ModeAssign}
+	}
+	o.subscribe = slices.Contains(o.subVia, ModeSubscribe)
 	return o
 }
 
@@ -94,53 +108,65 @@ func (o Options) resolve(h History) Options {
 // Kafka analyses ("queue") and porcupine per partition ("linearizable"),
 // composed so that a panic or timeout makes a checker unknown; plus Stats
 // and Perf. It never returns without a verdict. A history that breaks the
-// invoke/complete discipline is unknown: the analyses would misread it.
+// invoke/complete discipline is analysed all the same, as Jepsen's checker
+// does, with each violation named in Result.Warnings; a history with no
+// send or poll is invalid (AnomalyEmptyTransactionGraph), as Jepsen's is.
 func Analyze(ctx context.Context, h History, opts Options) Result {
 	opts = opts.resolve(h)
 	p := pair(h)
-	var res Result
-	if err := p.err(); err != nil {
-		res = Merge(CheckerResult{Name: "history", Valid: Unknown, Error: err.Error()})
-	} else {
-		checkers := []Checker{
-			Func{CheckerName: "history", Fn: func(context.Context, History) CheckerResult {
-				return CheckerResult{Valid: Valid}
-			}},
-			Func{CheckerName: "queue", Fn: func(ctx context.Context, h History) CheckerResult {
-				return runQueue(ctx, h, p, opts)
-			}},
-		}
-		if !opts.SkipLinear {
-			checkers = append(checkers, Func{CheckerName: "linearizable", Fn: func(ctx context.Context, h History) CheckerResult {
-				return runLinear(ctx, h, p, opts)
-			}})
-		}
-		res = Compose(ctx, h, opts.Timeout, checkers...)
+	checkers := []Checker{
+		Func{CheckerName: "history", Fn: func(context.Context, History) CheckerResult {
+			return checkNotEmpty(h)
+		}},
+		Func{CheckerName: "queue", Fn: func(ctx context.Context, h History) CheckerResult {
+			return runQueue(ctx, h, p, opts)
+		}},
 	}
+	if !opts.SkipLinear {
+		checkers = append(checkers, Func{CheckerName: "linearizable", Fn: func(ctx context.Context, h History) CheckerResult {
+			return runLinear(ctx, h, p, opts)
+		}})
+	}
+	res := Compose(ctx, h, opts.Timeout, checkers...)
+	res.Warnings = p.warnings()
 	res.Mode = ModeAssign
 	if opts.subscribe {
 		res.Mode = ModeSubscribe
 	}
+	res.SubVia = opts.subVia
 	res.Txn = opts.txn
 	res.Stats = computeStats(h, p)
 	res.Perf = computePerf(h, p, opts)
 	return res
 }
 
+// checkNotEmpty is the "history" checker: a history in which no client
+// sent or polled tested nothing, so it cannot be valid (Jepsen's checker
+// finds its transaction graph empty and says invalid too).
+func checkNotEmpty(h History) CheckerResult {
+	for i := range h {
+		op := &h[i]
+		if op.Process != NemesisProcess && op.Type != Invoke && (op.F == FSend || op.F == FPoll || op.F == FTxn) {
+			return CheckerResult{Valid: Valid}
+		}
+	}
+	return CheckerResult{Valid: Invalid, Anomalies: map[string]AnomalyReport{AnomalyEmptyTransactionGraph: {
+		Count: 1,
+		Examples: []Example{{Key: -1, Text: fmt.Sprintf(
+			"the history's %d operations hold no completed send or poll: the test exercised nothing, so it cannot pass", len(h))}},
+	}}}
+}
+
 // CheckFile reads history.jsonl at path and analyzes it. A file that cannot
 // be read or decoded is an error (the CLI exits 254/255); a history that
-// decodes but breaks the discipline yields an unknown Result and the error.
-// The analysis is bounded by opts' timeouts.
+// decodes but breaks the discipline is analysed, with its violations in
+// Result.Warnings. The analysis is bounded by opts' timeouts.
 func CheckFile(path string, opts Options) (Result, error) {
 	h, err := ReadHistory(path)
-	if h == nil && err != nil {
+	if err != nil {
 		return Result{Valid: Unknown}, err
 	}
-	res := Analyze(context.Background(), h, opts)
-	if err != nil {
-		return res, fmt.Errorf("check %s: %w", path, err)
-	}
-	return res, nil
+	return Analyze(context.Background(), h, opts), nil
 }
 
 // QueueChecker returns Jepsen's Kafka analyses as a Checker named "queue".

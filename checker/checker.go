@@ -138,6 +138,7 @@ func Merge(results ...CheckerResult) Result {
 				continue
 			}
 			prev.Count += a.Count
+			prev.ByKey = addCounts(prev.ByKey, a.ByKey)
 			prev.Allowed = prev.Allowed && a.Allowed
 			room := ExamplesMax - len(prev.Examples)
 			if room > 0 {
@@ -145,6 +146,21 @@ func Merge(results ...CheckerResult) Result {
 			}
 			out.Anomalies[name] = prev
 		}
+	}
+	return out
+}
+
+// addCounts adds the per-key counts of b into a copy of a.
+func addCounts(a, b map[int]int) map[int]int {
+	if len(b) == 0 {
+		return a
+	}
+	out := make(map[int]int, len(a)+len(b))
+	for k, n := range a {
+		out[k] += n
+	}
+	for k, n := range b {
+		out[k] += n
 	}
 	return out
 }

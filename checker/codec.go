@@ -115,10 +115,13 @@ func decodeProcess(raw json.RawMessage) (int, error) {
 		if err := json.Unmarshal(raw, &s); err != nil {
 			return 0, fmt.Errorf("process: %w", err)
 		}
-		if s != "nemesis" {
-			return 0, fmt.Errorf(`process %q is neither an integer nor "nemesis"`, s)
+		switch s {
+		case "nemesis":
+			return NemesisProcess, nil
+		case "harness":
+			return HarnessProcess, nil
 		}
-		return NemesisProcess, nil
+		return 0, fmt.Errorf(`process %q is neither an integer nor "nemesis" or "harness"`, s)
 	}
 	p, err := strconv.Atoi(string(raw))
 	if err != nil || p < 0 {
@@ -140,9 +143,12 @@ func (o Op) appendJSON(b []byte) []byte {
 	b = append(b, `,"time":`...)
 	b = strconv.AppendInt(b, o.Time, 10)
 	b = append(b, `,"process":`...)
-	if o.Process == NemesisProcess {
+	switch o.Process {
+	case NemesisProcess:
 		b = append(b, `"nemesis"`...)
-	} else {
+	case HarnessProcess:
+		b = append(b, `"harness"`...)
+	default:
 		b = strconv.AppendInt(b, int64(o.Process), 10)
 	}
 	b = append(b, `,"type":`...)

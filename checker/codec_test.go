@@ -2,6 +2,7 @@ package checker
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -206,4 +207,37 @@ func FuzzAnalyze(f *testing.F) {
 		_, err := json.Marshal(res)
 		require.NoError(t, err)
 	})
+}
+
+func TestHarnessEventsRoundTripAndAreIgnored(t *testing.T) {
+	h := readTestdata(t, "lost-write")
+	event := Op{Process: HarnessProcess, Type: Info, F: FLeaders,
+		Raw: []byte(`[{"topic":"t0","partition":0,"leader":"n2","epoch":7}]`)}
+	b, err := event.MarshalJSON()
+	require.NoError(t, err)
+	assert.Contains(t, string(b), `"process":"harness"`)
+	var back Op
+	require.NoError(t, back.UnmarshalJSON(b))
+	assert.Equal(t, HarnessProcess, back.Process)
+	assert.Equal(t, []Leadership{{Topic: "t0", Partition: 0, Leader: "n2", Epoch: 7}}, back.Leaderships())
+
+	var with History
+	for i, op := range h {
+		if i == 2 {
+			with = append(with, event)
+		}
+		with = append(with, op)
+	}
+	for i := range with {
+		with[i].Index = int64(i)
+	}
+	without := Analyze(context.Background(), h, Options{})
+	res := Analyze(context.Background(), with, Options{})
+	assert.Empty(t, res.Warnings, "harness events are outside the invoke/complete discipline")
+	assert.Equal(t, without.Valid, res.Valid)
+	assert.Equal(t, without.Stats.Count, res.Stats.Count)
+	assert.Equal(t, without.Stats.Processes, res.Stats.Processes)
+	for name, a := range without.Anomalies {
+		assert.Equal(t, a.Count, res.Anomalies[name].Count, name)
+	}
 }

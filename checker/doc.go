@@ -8,19 +8,24 @@
 // # Recording and reading histories
 //
 // The harness records with a Writer (one JSON object per line, see
-// DESIGN.md "History") and the checker reads with a Reader or ReadHistory,
-// which also validates Jepsen's discipline (History.Validate): each client
-// invoke gets exactly one completion from the same process with the same f,
-// a process whose op ended info never invokes again, and invokes left
-// pending at the end count as info (their sends may have happened).
+// DESIGN.md "History") and the checker reads with a Reader or ReadHistory.
+// Jepsen's discipline (History.Validate) is that each client invoke gets
+// exactly one completion from the same process with the same f, a process
+// whose op ended info never invokes again, and invokes left pending at the
+// end count as info (their sends may have happened). A history that breaks
+// it (Jepsen's own checker tests reuse a process after an info) is analysed
+// all the same, as Jepsen's checker does: each completion is paired with the
+// process's latest invoke, a completion without one still counts for what it
+// read or wrote, and Result.Warnings names every violation.
 //
 // # Checking
 //
 // Analyze(ctx, h, Options) runs three checkers through Compose, which runs
 // them concurrently and turns a panic or timeout into unknown:
 //
-//   - "history": the discipline above; when it fails the others do not run
-//     and the result is unknown.
+//   - "history": a history with no completed send or poll tested nothing
+//     and is invalid ("empty-transaction-graph", the name Jepsen's
+//     checker reports it under, and counts against validity).
 //   - "queue": Jepsen's analyses (jepsen/tests/kafka.clj) with its names:
 //     lost-write, unseen, duplicate, inconsistent-offsets, poll-skip,
 //     int-poll-skip, nonmonotonic-poll, int-nonmonotonic-poll,
@@ -36,10 +41,11 @@
 //     porcupine's HTML in Result.Visualizations (also VisualizeKey).
 //
 // Validity merges Invalid > Unknown > Valid. As in Jepsen's
-// allowed-error-types, int-send-skip and G0 never invalidate a result, and in
-// subscribe mode (Options.Mode, or any subscribe op in the history) neither
-// do poll-skip and nonmonotonic-poll; they are still reported, with
-// AnomalyReport.Allowed set. Every other anomaly found, unseen included,
+// allowed-error-types, int-send-skip and G0 never invalidate a result, and
+// when consumers may subscribe (Jepsen's sub-via holds subscribe:
+// Options.Mode, or else the methods the history's assign and subscribe ops
+// used, in Result.SubVia) neither do poll-skip and nonmonotonic-poll; they
+// are still reported, with AnomalyReport.Allowed set. Every other anomaly found, unseen included,
 // makes the result invalid: an acknowledged value no poll returned by the
 // end of the final reads is loss as far as the test can tell. Jepsen's
 // elle-based G0/G1c cycle search is not implemented.
@@ -51,7 +57,8 @@
 // process instead); invokes never completed count as info sends.
 //
 // Each example is an Example: key, offsets, values, the op indexes involved
-// and one sentence of text.
+// and one sentence of text. AnomalyReport.ByKey counts each anomaly per
+// key, so that every figure shown for a key is the checker's.
 //
 // # Faults in the history
 //
@@ -66,6 +73,24 @@
 // Perf.Unavailable lists windows of at least Options.UnavailableMin in which
 // sends were being made but none succeeded, labelled with the faults in
 // force.
+//
+// # Harness events in the history
+//
+// What the harness saw of the cluster while the run went on is recorded as
+// ops of process "harness" (HarnessProcess), each a single info op with no
+// invoke. f "leaders" (FLeaders) lists the partitions whose leader or leader
+// epoch changed in the Metadata responses the harness polled, as Leadership
+// values:
+//
+//	{"index":812,"time":52100000000,"process":"harness","type":"info","f":"leaders",
+//	 "value":[{"topic":"t6","partition":2,"leader":"n4","epoch":7}]}
+//
+// The first event names every partition of the workload's topics; later
+// ones only what changed; leader "" means the response named no leader.
+// This is what a client saw, never the broker's internals. The analyses
+// ignore these ops (they are outside the invoke/complete discipline and
+// the statistics); the report uses them to say which node led a partition
+// when a write was acknowledged and when a new leader took over.
 //
 // CheckFile(path, Options) is what `faultline check` calls.
 package checker

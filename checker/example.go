@@ -34,3 +34,53 @@ type Example struct {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// OpIndexes lists, without repeats, the operations the example names: its
+// writer, its reader and Ops, in that order.
+func (e Example) OpIndexes() []int64 {
+	var out []int64
+	add := func(i int64) {
+		for _, o := range out {
+			if o == i {
+				return
+			}
+		}
+		out = append(out, i)
+	}
+	if e.Writer != nil {
+		add(*e.Writer)
+	}
+	if e.Reader != nil {
+		add(*e.Reader)
+	}
+	for _, o := range e.Ops {
+		add(o)
+	}
+	return out
+}
+
+// Senders lists the sends the example is about, without the reads that
+// exposed them: its writer, or else Ops for an anomaly that names only
+// sends (unseen).
+func (e Example) Senders() []int64 {
+	if e.Writer != nil {
+		return []int64{*e.Writer}
+	}
+	if e.Reader == nil {
+		return e.OpIndexes()
+	}
+	return nil
+}
+
+// OffsetsNamed lists the offsets the example names (Offset, then Offsets).
+func (e Example) OffsetsNamed() []int64 {
+	var out []int64
+	if e.Offset != nil {
+		out = append(out, *e.Offset)
+	}
+	return append(out, e.Offsets...)
+}
+
+// HasKey tells whether the example is about one key (an empty history's is
+// not).
+func (e Example) HasKey() bool { return e.Key >= 0 }

@@ -1,5 +1,7 @@
 package checker
 
+import "encoding/json"
+
 // OpType is the kind of a history entry, after Jepsen: an invoke is followed
 // by exactly one completion (ok, fail or info) from the same process.
 type OpType string
@@ -14,6 +16,44 @@ const (
 // NemesisProcess is the process number of fault operations; it is written
 // as the string "nemesis" in history.jsonl.
 const NemesisProcess = -1
+
+// HarnessProcess is the process number of what the harness observed of the
+// cluster while the run went on (harness events, e.g. FLeaders); it is
+// written as the string "harness" in history.jsonl. The analyses ignore
+// these ops; the report tells its stories with them.
+const HarnessProcess = -2
+
+// FLeaders is the f of a harness event listing partition leaders the
+// harness saw change in Metadata responses; its value is a list of
+// Leadership.
+const FLeaders = "leaders"
+
+// Leadership is one partition's leader as a Metadata response named it:
+// node name (empty when the partition had no leader) and leader epoch (-1
+// when the response carried none).
+type Leadership struct {
+	Topic     string `json:"topic"`
+	Partition int32  `json:"partition"`
+	Leader    string `json:"leader"`
+	Epoch     int32  `json:"epoch"`
+}
+
+// IsClient tells whether the op is a client's (not the nemesis's or the
+// harness's).
+func (o Op) IsClient() bool { return o.Process >= 0 }
+
+// Leaderships decodes the value of a harness FLeaders event; any other op
+// has none.
+func (o Op) Leaderships() []Leadership {
+	if o.Process != HarnessProcess || o.F != FLeaders || len(o.Raw) == 0 {
+		return nil
+	}
+	var out []Leadership
+	if json.Unmarshal(o.Raw, &out) != nil {
+		return nil
+	}
+	return out
+}
 
 // Pair is one record as a poll or a completed send reports it.
 type Pair struct {
@@ -42,7 +82,7 @@ type MicroOp struct {
 type Op struct {
 	Index   int64  // position in the history, from 0
 	Time    int64  // nanoseconds since the test started
-	Process int    // client process number, or NemesisProcess
+	Process int    // client process number, NemesisProcess or HarnessProcess
 	Type    OpType // invoke, ok, fail, info
 	F       string // send, poll, txn, assign, subscribe, crash, or a nemesis f
 	// Mops is the value of send, poll and txn operations.

@@ -100,9 +100,9 @@ func (w *Writer) Flush() error {
 	return nil
 }
 
-// ReadHistory reads and validates a history.jsonl file. A decoding error
-// names the line; a history that breaks the invoke/complete discipline is
-// returned together with an error listing the violations.
+// ReadHistory reads a history.jsonl file; a decoding error names the line.
+// The invoke/complete discipline is not enforced here (History.Validate
+// checks it; Analyze reports violations as warnings).
 func ReadHistory(path string) (History, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -112,9 +112,6 @@ func ReadHistory(path string) (History, error) {
 	h, err := NewReader(f).ReadAll()
 	if err != nil {
 		return nil, fmt.Errorf("read history %s: %w", path, err)
-	}
-	if err := h.Validate(); err != nil {
-		return h, fmt.Errorf("history %s: %w", path, err)
 	}
 	return h, nil
 }

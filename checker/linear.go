@@ -258,7 +258,7 @@ func partitions(h History, p *pairing, txn bool) map[int]*partition {
 	clients := map[int]map[int]int{} // key -> process -> dense client id
 	for pos := range h {
 		op := &h[pos]
-		if op.Process == NemesisProcess || !hasMops(op.F) {
+		if !op.IsClient() || !hasMops(op.F) {
 			continue
 		}
 		var inv, done *Op
@@ -365,7 +365,7 @@ func partitions(h History, p *pairing, txn bool) map[int]*partition {
 	// returned is still an observation of the log.
 	for pos := range h {
 		op := &h[pos]
-		if op.Process == NemesisProcess || op.Type == OK || op.Type == Invoke || !hasMops(op.F) {
+		if !op.IsClient() || op.Type == OK || op.Type == Invoke || !hasMops(op.F) {
 			continue
 		}
 		for _, m := range op.Mops {
@@ -446,7 +446,10 @@ func runLinear(ctx context.Context, h History, p *pairing, opts Options) Checker
 	}
 	if len(illegal) > 0 {
 		res.Valid = Invalid
-		a := AnomalyReport{Count: len(illegal), Examples: []any{}}
+		a := AnomalyReport{Count: len(illegal), Examples: []Example{}, ByKey: map[int]int{}}
+		for _, k := range illegal {
+			a.ByKey[k] = 1
+		}
 		for i, k := range illegal {
 			if len(a.Examples) >= opts.ExamplesMax {
 				break

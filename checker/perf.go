@@ -30,14 +30,22 @@ func computeStats(h History, p *pairing) Stats {
 	}
 	read := map[kv]struct{}{}
 	procs := map[int]struct{}{}
+	var sentOK, sentInfo []kv
 	for pos := range h {
 		op := &h[pos]
 		s.DurationNs = max(s.DurationNs, op.Time)
-		if op.Process == NemesisProcess {
+		if !op.IsClient() {
 			continue
 		}
 		procs[op.Process] = struct{}{}
 		if op.Type == Invoke {
+			if p.partner[pos] < 0 {
+				for _, m := range op.Mops {
+					if m.F == FSend {
+						sentInfo = append(sentInfo, kv{m.Key, m.Value})
+					}
+				}
+			}
 			continue
 		}
 		s.Count++
@@ -64,8 +72,12 @@ func computeStats(h History, p *pairing) Stats {
 			case FSend:
 				keys[m.Key] = struct{}{}
 				s.Sends++
-				if op.Type == OK {
+				switch op.Type {
+				case OK:
 					s.SendsOK++
+					sentOK = append(sentOK, kv{m.Key, m.Value})
+				case Info:
+					sentInfo = append(sentInfo, kv{m.Key, m.Value})
 				}
 			case FPoll:
 				s.Polls++
@@ -82,6 +94,17 @@ func computeStats(h History, p *pairing) Stats {
 	}
 	s.Keys = len(keys)
 	s.ValuesRead = len(read)
+	for _, w := range sentOK {
+		if _, ok := read[w]; ok {
+			s.SendsOKRead++
+		}
+	}
+	s.SendsInfo = len(sentInfo)
+	for _, w := range sentInfo {
+		if _, ok := read[w]; ok {
+			s.SendsInfoRead++
+		}
+	}
 	s.Processes = len(procs)
 	return s
 }
@@ -112,7 +135,7 @@ func computePerf(h History, p *pairing, opts Options) Perf {
 	sendStart, sendEnd := int64(-1), int64(-1)
 	for pos := range h {
 		op := &h[pos]
-		if op.Process == NemesisProcess {
+		if !op.IsClient() {
 			continue
 		}
 		sends := op.F == FSend || op.F == FTxn && containsSend(op.Mops)
@@ -172,7 +195,7 @@ func unseenSeries(h History, bucket int64, buckets int) []int {
 	read := map[kv]int64{}  // first ok read time
 	for i := range h {
 		op := &h[i]
-		if op.Type != OK || op.Process == NemesisProcess || op.Time < 0 {
+		if op.Type != OK || !op.IsClient() || op.Time < 0 {
 			continue
 		}
 		for _, m := range op.Mops {

@@ -24,6 +24,10 @@ const (
 	AnomalyPrecommittedRead    = "precommitted-read"
 	AnomalyG0                  = "G0"
 	AnomalyNonlinearizable     = "nonlinearizable"
+	// AnomalyEmptyTransactionGraph is a history with no completed send or
+	// poll (Jepsen's kafka checker reports elle's empty-transaction-graph
+	// for it, and counts it against validity).
+	AnomalyEmptyTransactionGraph = "empty-transaction-graph"
 )
 
 // AllowedAnomalies returns the anomalies a test tolerates, after Jepsen's
@@ -233,7 +237,7 @@ func (q *queue) group(mops []MicroOp, sends bool) []keyVals {
 // as Jepsen treats a history cut short).
 func (q *queue) isDataCompletion(pos int) bool {
 	op := &q.h[pos]
-	return op.Process != NemesisProcess && hasMops(op.F) && (op.Type != Invoke || q.p.partner[pos] < 0)
+	return op.IsClient() && hasMops(op.F) && (op.Type != Invoke || q.p.partner[pos] < 0)
 }
 
 // typeOf is the outcome of the op ending at pos: its type, or Info for an
@@ -269,10 +273,11 @@ func (q *queue) committed(pos int32) bool {
 func (q *queue) report(name string, ex Example) {
 	a := q.found[name]
 	if a == nil {
-		a = &AnomalyReport{Examples: []any{}}
+		a = &AnomalyReport{Examples: []Example{}, ByKey: map[int]int{}}
 		q.found[name] = a
 	}
 	a.Count++
+	a.ByKey[ex.Key]++
 	if len(a.Examples) < q.opts.ExamplesMax {
 		a.Examples = append(a.Examples, ex)
 	}
@@ -439,10 +444,11 @@ func (q *queue) perKey(k int) {
 	if len(unseen) > 0 {
 		a := q.found[AnomalyUnseen]
 		if a == nil {
-			a = &AnomalyReport{Examples: []any{}}
+			a = &AnomalyReport{Examples: []Example{}, ByKey: map[int]int{}}
 			q.found[AnomalyUnseen] = a
 		}
 		a.Count += len(unseen)
+		a.ByKey[k] += len(unseen)
 		if len(a.Examples) < q.opts.ExamplesMax {
 			shown := unseen[:min(len(unseen), q.opts.ExamplesMax)]
 			a.Examples = append(a.Examples, Example{
@@ -627,7 +633,7 @@ func (q *queue) perProcess() {
 	procs := map[int]*procState{}
 	for pos := range q.h {
 		op := &q.h[pos]
-		if op.Type == Invoke || op.Process == NemesisProcess {
+		if op.Type == Invoke || !op.IsClient() {
 			continue
 		}
 		ps := procs[op.Process]

@@ -18,12 +18,14 @@ func (v Validity) Merge(o Validity) Validity {
 	return v
 }
 
-// AnomalyReport is one kind of anomaly: how many were found and a bounded
-// number of examples (each a JSON-encodable value naming keys, offsets,
-// values and the operations involved).
+// AnomalyReport is one kind of anomaly: how many were found, how many on
+// each key, and a bounded number of examples.
 type AnomalyReport struct {
-	Count    int   `json:"count"`
-	Examples []any `json:"examples"`
+	Count int `json:"count"`
+	// ByKey counts the anomaly per key; its values add up to Count. Every
+	// figure the report shows for a key comes from here.
+	ByKey    map[int]int `json:"by-key,omitempty"`
+	Examples []Example   `json:"examples"`
 	// Allowed marks an anomaly that the test's mode tolerates (Jepsen's
 	// allowed-error-types): it is reported but does not make the result
 	// invalid.
@@ -53,10 +55,18 @@ type Result struct {
 	Checkers  []CheckerResult          `json:"checkers"`
 	Stats     Stats                    `json:"stats"`
 	Perf      Perf                     `json:"perf"`
-	// Mode is the consumer mode the anomalies were judged in: "assign" or
-	// "subscribe"; Txn tells whether transactions were in play.
-	Mode string `json:"mode,omitempty"`
-	Txn  bool   `json:"txn,omitempty"`
+	// Warnings name each way the history breaks Jepsen's invoke/complete
+	// discipline (a process reused after an info, a completion without an
+	// invoke, ...). Such a history is analysed all the same, as Jepsen does;
+	// the warnings say what the analysis had to assume.
+	Warnings []string `json:"warnings,omitempty"`
+	// Mode is the consumer mode the anomalies were judged in: "subscribe"
+	// when SubVia (Jepsen's sub-via: the methods consumers used, "assign"
+	// and/or "subscribe") holds subscribe, else "assign"; Txn tells whether
+	// transactions were in play.
+	Mode   string   `json:"mode,omitempty"`
+	SubVia []string `json:"sub-via,omitempty"`
+	Txn    bool     `json:"txn,omitempty"`
 	// Visualizations holds porcupine's self-contained HTML for some failing
 	// partitions, by key (at most Options.VisualizeMax). It is not part of
 	// results.json: the harness writes each as linear-<key>.html.
@@ -73,10 +83,17 @@ type Stats struct {
 	// SendsOK counts acknowledged send micro-ops; ValuesRead the distinct
 	// (key, value) pairs any ok poll returned; Processes the distinct client
 	// processes; DurationNs the time of the last operation.
-	SendsOK    int   `json:"sends-ok"`
-	ValuesRead int   `json:"values-read"`
-	Processes  int   `json:"processes"`
-	DurationNs int64 `json:"duration-ns"`
+	SendsOK int `json:"sends-ok"`
+	// SendsOKRead counts the acknowledged send micro-ops whose value an ok
+	// poll returned; SendsInfo the send micro-ops of indeterminate ops
+	// (info, or never completed) and SendsInfoRead those of them whose value
+	// an ok poll returned (they landed).
+	SendsOKRead   int   `json:"sends-ok-read"`
+	SendsInfo     int   `json:"sends-info"`
+	SendsInfoRead int   `json:"sends-info-read"`
+	ValuesRead    int   `json:"values-read"`
+	Processes     int   `json:"processes"`
+	DurationNs    int64 `json:"duration-ns"`
 	// InfoErrors counts the errors that left client ops indeterminate (at
 	// most 32 distinct texts; Jepsen's info-txn-causes).
 	InfoErrors map[string]int `json:"info-errors,omitempty"`

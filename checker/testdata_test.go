@@ -23,6 +23,9 @@ func summarize(res Result, readErr error) string {
 		fmt.Fprintf(&b, "read error: %v\n", readErr)
 	}
 	fmt.Fprintf(&b, "valid: %s\nmode: %s txn: %v\n", res.Valid, res.Mode, res.Txn)
+	for _, w := range res.Warnings {
+		fmt.Fprintf(&b, "warning: %s\n", w)
+	}
 	for _, c := range res.Checkers {
 		fmt.Fprintf(&b, "checker %s: %s", c.Name, c.Valid)
 		if c.Error != "" {
@@ -38,7 +41,7 @@ func summarize(res Result, readErr error) string {
 		}
 		fmt.Fprintf(&b, "%s: %d%s\n", name, a.Count, allowed)
 		for _, ex := range a.Examples {
-			fmt.Fprintf(&b, "  - %s\n", ex.(Example).Text)
+			fmt.Fprintf(&b, "  - %s\n", ex.Text)
 		}
 	}
 	return b.String()

@@ -44,6 +44,9 @@ func pair(h History) *pairing {
 		if i > 0 && op.Index <= h[i-1].Index {
 			p.violate("op %d follows op %d: indexes must increase", op.Index, h[i-1].Index)
 		}
+		if op.Process == HarnessProcess {
+			continue
+		}
 		if op.Process == NemesisProcess {
 			if op.Type == Invoke {
 				nemesis[op.F] = append(nemesis[op.F], int32(i))
@@ -95,6 +98,19 @@ func pair(h History) *pairing {
 func (h History) Validate() error {
 	p := pair(h)
 	return p.err()
+}
+
+// warnings lists the discipline violations one per entry, the last one
+// counting those not spelled out; nil when there are none.
+func (p *pairing) warnings() []string {
+	if p.count == 0 {
+		return nil
+	}
+	out := append([]string(nil), p.violations...)
+	if p.count > len(p.violations) {
+		out = append(out, fmt.Sprintf("and %d more violations of the invoke/complete discipline", p.count-len(p.violations)))
+	}
+	return out
 }
 
 func (p *pairing) err() error {

@@ -2,12 +2,16 @@ package harness
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/faultline/faultline/checker"
 )
 
 // waitServing waits until every broker node is listed by the cluster's
@@ -111,4 +115,80 @@ func (c *clusterView) Controller(ctx context.Context) (string, error) {
 		return n, nil
 	}
 	return "", fmt.Errorf("controller %d is not a known node", md.ControllerID)
+}
+
+// leaderPollInterval is how often the harness asks for the partition
+// leaders while a run goes on.
+const leaderPollInterval = 500 * time.Millisecond
+
+// watchLeaders records, as harness events (checker.FLeaders), the leader
+// and leader epoch that Metadata responses name for the workload's
+// partitions, each time they change, until the returned stop is called.
+// It observes the cluster only as a client does; a probe that fails is
+// skipped.
+func (r *run) watchLeaders(ctx context.Context) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	view := &clusterView{r: r}
+	go func() {
+		defer close(done)
+		known := map[topicPartition]checker.Leadership{}
+		tick := time.NewTicker(leaderPollInterval)
+		defer tick.Stop()
+		for {
+			mctx, mcancel := context.WithTimeout(ctx, 2*time.Second)
+			md, err := r.metadata(mctx, true)
+			mcancel()
+			if err == nil {
+				owns := func(topic string) bool { return r.workload != nil && r.workload.OwnsTopic(topic) }
+				if changed := leaderChanges(known, md, owns, view.name); len(changed) > 0 {
+					raw, _ := json.Marshal(changed)
+					r.rec.Record(checker.Op{Process: checker.HarnessProcess, Type: checker.Info, F: checker.FLeaders, Raw: raw})
+				}
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	return func() { cancel(); <-done }
+}
+
+type topicPartition struct {
+	topic     string
+	partition int32
+}
+
+// leaderChanges compares a Metadata response with the leaders known so far
+// (which it updates) and returns the partitions of owned topics whose
+// leader or epoch changed, sorted by topic and partition. A partition
+// whose topic or partition carries an error is left as it was known.
+func leaderChanges(known map[topicPartition]checker.Leadership, md *kmsg.MetadataResponse, owns func(string) bool, name func(int32) string) []checker.Leadership {
+	var out []checker.Leadership
+	for _, td := range md.Topics {
+		if td.Topic == nil || td.ErrorCode != 0 || !owns(*td.Topic) {
+			continue
+		}
+		for _, p := range td.Partitions {
+			if p.ErrorCode != 0 && p.ErrorCode != kerr.LeaderNotAvailable.Code {
+				continue
+			}
+			l := checker.Leadership{Topic: *td.Topic, Partition: p.Partition, Leader: name(p.Leader), Epoch: p.LeaderEpoch}
+			key := topicPartition{l.Topic, l.Partition}
+			if prev, ok := known[key]; ok && prev == l {
+				continue
+			}
+			known[key] = l
+			out = append(out, l)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Topic != out[j].Topic {
+			return out[i].Topic < out[j].Topic
+		}
+		return out[i].Partition < out[j].Partition
+	})
+	return out
 }

@@ -73,7 +73,7 @@ func (r *Recorder) flushLoop() {
 
 // Record appends op, filling in its index and time, and returns it.
 func (r *Recorder) Record(op checker.Op) checker.Op {
-	if op.Process != checker.NemesisProcess {
+	if op.IsClient() {
 		switch op.Type {
 		case checker.OK:
 			r.oks.Add(1)

@@ -27,16 +27,17 @@ func (r *run) writeResults(h checker.History, res checker.Result) error {
 	}
 	sort.Ints(keys)
 	for _, k := range keys {
-		if err := os.WriteFile(filepath.Join(r.dir, reports.LinearVisualizationFile(k)), res.Visualizations[k], 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(r.dir, reports.LinearVisualizationFile(k)), reports.PorcupinePage(res.Visualizations[k]), 0o644); err != nil {
 			return err
 		}
 	}
-	if err := reports.RenderDir(r.dir); err != nil {
+	spec := reports.SpecOf(r.t.Spec, nil)
+	in := reports.Input{Spec: spec, Result: res, History: h, Links: reports.RunLinks(r.dir, spec)}
+	in.Links.JUnit = reports.FileJUnit
+	if err := reports.WriteRun(r.dir, in); err != nil {
 		return fmt.Errorf("report: %w", err)
 	}
-	spec, _ := os.ReadFile(filepath.Join(r.dir, "test.json"))
-	s, _ := reports.ParseSpec(spec)
-	fmt.Fprintln(r.out, reports.Summary(reports.Input{Spec: s, Result: res, History: h}))
+	fmt.Fprintln(r.out, reports.Summary(in))
 	fmt.Fprintf(r.out, "report: %s\n", filepath.Join(r.dir, "report.html"))
 	return nil
 }

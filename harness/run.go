@@ -245,6 +245,8 @@ func (r *run) execute(ctx context.Context) (Outcome, error) {
 	}
 	defer wl.Close()
 	r.workload = wl
+	stopLeaders := r.watchLeaders(ctx)
+	defer stopLeaders()
 
 	// Main phase: workers and the fault schedule until the time limit.
 	r.setPhase("workload")
@@ -280,6 +282,7 @@ func (r *run) execute(ctx context.Context) (Outcome, error) {
 
 	r.setPhase("final reads")
 	r.finalReads(ctx)
+	stopLeaders()
 	if ctx.Err() != nil {
 		return Outcome{}, r.interrupted(ctx, "the final reads")
 	}

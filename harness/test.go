@@ -1,80 +1,29 @@
 package harness
 
 import (
-	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
 
 	"github.com/faultline/faultline/checker"
+	"github.com/faultline/faultline/harness/testspec"
 	"github.com/faultline/faultline/nemesis"
 	"github.com/faultline/faultline/workloads"
 )
 
 // Duration is a time.Duration written as "90s" in test.json.
-type Duration time.Duration
+type Duration = testspec.Duration
 
-// MarshalJSON writes the duration as a Go duration string.
-func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(time.Duration(d).String()) }
-
-// UnmarshalJSON reads a Go duration string.
-func (d *Duration) UnmarshalJSON(b []byte) error {
-	var s string
-	if err := json.Unmarshal(b, &s); err != nil {
-		return fmt.Errorf("duration: %w", err)
-	}
-	v, err := time.ParseDuration(s)
-	if err != nil {
-		return fmt.Errorf("duration: %w", err)
-	}
-	*d = Duration(v)
-	return nil
-}
-
-// Test is one whole test, Jepsen's test map as a plain value: what to run
-// against, which workload, which faults, for how long, with which seed. It
-// is stored as test.json; the same Test (same seed) replays the same
-// schedule and workload choices.
+// Test is one whole test (test.json's testspec.Spec, stored as the run
+// starts) plus what the harness does with it: Validate, the workload's and
+// the checker's options, its full name.
 type Test struct {
-	Name string `json:"name"`
-	// Workload is looked up in the registry Run is given.
-	Workload string       `json:"workload"`
-	Nemesis  nemesis.Spec `json:"nemesis"`
-	// NemesisInterval is the time between fault starts and stops.
-	NemesisInterval Duration `json:"nemesis-interval"`
-	Nodes           int      `json:"nodes"`
-	Topology        string   `json:"topology"`
-	TimeLimit       Duration `json:"time-limit"`
-	// Rate is the target of invocations per second over all workers (0:
-	// as fast as the workers go).
-	Rate        float64 `json:"rate"`
-	Concurrency int     `json:"concurrency"`
-	Seed        int64   `json:"seed"`
-	// BrokerConfig overrides server.properties keys on every node.
-	BrokerConfig map[string]string `json:"broker-config"`
-	// Client options.
-	Acks               workloads.Acks `json:"acks"`
-	Idempotent         bool           `json:"idempotent"`
-	ReplicationFactor  int            `json:"replication-factor"`
-	PartitionsPerTopic int            `json:"partitions-per-topic"`
-	Subscribe          bool           `json:"subscribe"`
-	// Runtime is "docker" or "process".
-	Runtime string `json:"runtime"`
-	// Store is the directory runs are written under.
-	Store string `json:"store"`
-	// RecoveryTimeout bounds waiting for the cluster after healing;
-	// FinalTimeout bounds the final reads.
-	RecoveryTimeout Duration `json:"recovery-timeout"`
-	FinalTimeout    Duration `json:"final-timeout"`
-	// BrokerBinary and AgentBinary are the executables to run (static for
-	// Docker).
-	BrokerBinary string `json:"broker-binary"`
-	AgentBinary  string `json:"agent-binary"`
+	testspec.Spec
 }
 
 // DefaultTest returns the defaults `faultline test` documents.
 func DefaultTest() Test {
-	return Test{
+	return Test{testspec.Spec{
 		Workload:           "queue",
 		Nemesis:            nemesis.Spec{{Kind: nemesis.KindNone}},
 		NemesisInterval:    Duration(15 * time.Second),
@@ -93,7 +42,7 @@ func DefaultTest() Test {
 		FinalTimeout:       Duration(60 * time.Second),
 		BrokerBinary:       "bin/broker",
 		AgentBinary:        "bin/faultline",
-	}
+	}}
 }
 
 // Validate checks a test before anything is started, its workload against

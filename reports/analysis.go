@@ -23,9 +23,11 @@ type analysis struct {
 	// latencies pairs each client invoke with its completion.
 	latencies []latencyPoint
 	// nemesis holds the positions of nemesis operations in h, in order.
-	nemesis   []int
-	subscribe bool
-	endNs     int64
+	nemesis []int
+	endNs   int64
+	// finalNs is when the final reads began (the first assign or subscribe
+	// seeking to the beginning), 0 when there were none.
+	finalNs int64
 }
 
 // latencyPoint is one completed client operation.
@@ -57,8 +59,11 @@ func analyze(h checker.History) *analysis {
 			a.nemesis = append(a.nemesis, i)
 			continue
 		}
-		if op.F == "subscribe" {
-			a.subscribe = true
+		if !op.IsClient() {
+			continue
+		}
+		if op.SeekToBeginning && a.finalNs == 0 {
+			a.finalNs = op.Time
 		}
 		if op.Type == checker.Invoke {
 			open[op.Process] = i
@@ -99,54 +104,6 @@ func (a *analysis) completion(pos int) (int, bool) {
 		return int(p), true
 	}
 	return 0, false
-}
-
-// nemesisBefore returns the last nemesis operation that is not an invoke at
-// or before t (falling back to invokes when the nemesis records only those).
-func (a *analysis) nemesisBefore(t int64) (checker.Op, bool) {
-	var best checker.Op
-	found := false
-	for _, i := range a.nemesis {
-		op := a.h[i]
-		if op.Time > t {
-			break
-		}
-		if !found || op.Type != checker.Invoke || best.Type == checker.Invoke {
-			best, found = op, true
-		}
-	}
-	return best, found
-}
-
-// nemesisAfter returns the first nemesis operation at or after t that
-// injects a fault (not a heal), preferring completions to invokes.
-func (a *analysis) nemesisAfter(t int64) (checker.Op, bool) {
-	for _, i := range a.nemesis {
-		op := a.h[i]
-		if op.Time < t || isHeal(op.F) {
-			continue
-		}
-		if op.Type == checker.Invoke {
-			if c, ok := a.nemesisCompletion(i); ok {
-				return c, true
-			}
-		}
-		return op, true
-	}
-	return checker.Op{}, false
-}
-
-func (a *analysis) nemesisCompletion(invokePos int) (checker.Op, bool) {
-	for j := invokePos + 1; j < len(a.h); j++ {
-		op := a.h[j]
-		if op.Process == checker.NemesisProcess {
-			if op.Type != checker.Invoke && op.F == a.h[invokePos].F {
-				return op, true
-			}
-			return checker.Op{}, false
-		}
-	}
-	return checker.Op{}, false
 }
 
 // isHeal tells whether a nemesis op ends a fault rather than injecting one:
@@ -351,35 +308,33 @@ const (
 	pairsAtEachEnd     = 4
 )
 
-// formatValue renders an operation's value in history.jsonl's notation,
-// cut at maxLen bytes; focus (may be nil) elides what an anomaly is not
-// about, marking each cut with "…".
+// formatValue renders an operation's value for people, cut at maxLen
+// bytes: "send 102 to key 2 → offset 2", "poll key 3: 39→1039, 40→1040, …"
+// (offset → value); focus (may be nil) elides what an anomaly is not about,
+// marking each cut with "…".
 func formatValue(op checker.Op, maxLen int, focus *valueFocus) string {
 	var b strings.Builder
 	switch {
 	case op.Mops != nil:
-		b.WriteByte('[')
 		for i, m := range op.Mops {
 			if i > 0 {
-				b.WriteByte(',')
+				b.WriteString("; ")
 			}
 			writeMop(&b, m, focus)
 			if b.Len() > maxLen {
 				break
 			}
 		}
-		b.WriteByte(']')
 	case op.Keys != nil:
-		b.WriteByte('[')
+		b.WriteString("keys ")
 		for i, k := range op.Keys {
 			if i > 0 {
-				b.WriteByte(',')
+				b.WriteString(", ")
 			}
 			b.WriteString(strconv.Itoa(k))
 		}
-		b.WriteByte(']')
 		if op.SeekToBeginning {
-			b.WriteString(" seek-to-beginning")
+			b.WriteString(", from the beginning")
 		}
 	case len(op.Raw) > 0:
 		b.WriteString(rawSummary(op.Raw))
@@ -390,29 +345,23 @@ func formatValue(op checker.Op, maxLen int, focus *valueFocus) string {
 func writeMop(b *strings.Builder, m checker.MicroOp, focus *valueFocus) {
 	switch m.F {
 	case "send":
-		b.WriteString(`["send",`)
-		b.WriteString(strconv.Itoa(m.Key))
-		b.WriteByte(',')
+		b.WriteString("send " + strconv.FormatInt(m.Value, 10) + " to key " + strconv.Itoa(m.Key))
 		if m.Completed {
-			b.WriteByte('[')
 			if m.Offset != nil {
-				b.WriteString(strconv.FormatInt(*m.Offset, 10))
+				b.WriteString(" → offset " + strconv.FormatInt(*m.Offset, 10))
 			} else {
-				b.WriteString("null")
+				b.WriteString(" → offset unknown")
 			}
-			b.WriteByte(',')
-			b.WriteString(strconv.FormatInt(m.Value, 10))
-			b.WriteByte(']')
-		} else {
-			b.WriteString(strconv.FormatInt(m.Value, 10))
 		}
-		b.WriteByte(']')
 	case "poll":
 		if m.Polls == nil {
-			b.WriteString(`["poll"]`)
+			b.WriteString("poll")
 			return
 		}
-		b.WriteString(`["poll",{`)
+		if len(m.Polls) == 0 {
+			b.WriteString("poll: nothing")
+			return
+		}
 		keys := make([]int, 0, len(m.Polls))
 		for k := range m.Polls {
 			keys = append(keys, k)
@@ -425,29 +374,29 @@ func writeMop(b *strings.Builder, m checker.MicroOp, focus *valueFocus) {
 				continue
 			}
 			if written > 0 {
-				b.WriteByte(',')
+				b.WriteString("; ")
 			}
 			written++
-			b.WriteString(`"` + strconv.Itoa(k) + `":[`)
+			b.WriteString("poll key " + strconv.Itoa(k) + ": ")
 			writePairs(b, m.Polls[k], focus)
-			b.WriteByte(']')
 			if b.Len() > 4096 {
 				break
 			}
 		}
 		if hidden > 0 {
 			if written > 0 {
-				b.WriteByte(',')
+				b.WriteString("; ")
+			} else {
+				b.WriteString("poll ")
 			}
 			b.WriteString("…" + plural(hidden, "other key"))
 		}
-		b.WriteString("}]")
 	default:
-		b.WriteString(`["` + m.F + `"]`)
+		b.WriteString(m.F)
 	}
 }
 
-// writePairs writes [offset,value] pairs; a long list keeps only the pairs
+// writePairs writes "offset→value" pairs; a long list keeps only the pairs
 // near the focus offsets, or its two ends, and marks each gap with "…".
 func writePairs(b *strings.Builder, pairs []checker.Pair, focus *valueFocus) {
 	keep := func(int) bool { return true }
@@ -472,18 +421,18 @@ func writePairs(b *strings.Builder, pairs []checker.Pair, focus *valueFocus) {
 			continue
 		}
 		if !first {
-			b.WriteByte(',')
+			b.WriteString(", ")
 		}
 		if gap {
-			b.WriteString("…,")
+			b.WriteString("…, ")
 			gap = false
 		}
 		first = false
-		b.WriteString("[" + strconv.FormatInt(p.Offset, 10) + "," + strconv.FormatInt(p.Value, 10) + "]")
+		b.WriteString(strconv.FormatInt(p.Offset, 10) + "→" + strconv.FormatInt(p.Value, 10))
 	}
 	if gap {
 		if !first {
-			b.WriteByte(',')
+			b.WriteString(", ")
 		}
 		b.WriteString("…")
 	}

@@ -15,76 +15,55 @@ type anomalyKind struct {
 	// one and many phrase a count of this anomaly as the start of a
 	// sentence; many has one %d verb.
 	one, many string
-	// allowedAlways and allowedSubscribe say when Jepsen tolerates it.
-	allowedAlways, allowedSubscribe bool
 	// loss marks anomalies about acknowledged writes that went missing; the
 	// verdict then relates them to the fault that followed the writes.
 	loss bool
+	// overwrite marks anomalies of the log's writes (an offset written
+	// twice, a send landing out of order): like a loss, their cause may come
+	// after the first write they name.
+	overwrite bool
 }
 
 // anomalyCatalog lists every anomaly name the checker may report, in the
 // order the report presents them (the worst first).
 var anomalyCatalog = []anomalyKind{
-	{Name: "lost-write", loss: true,
+	{Name: checker.AnomalyLostWrite, loss: true,
 		Definition: "An acknowledged send sits below the highest offset any poll read on its partition, yet no poll ever returned it: the log lost a committed record.",
 		one:        "1 acknowledged write was lost", many: "%d acknowledged writes were lost"},
-	{Name: "unseen", loss: true,
+	{Name: checker.AnomalyUnseen, loss: true,
 		Definition: "An acknowledged send that no poll had returned by the end of the test, after the final reads. Either it was lost above the highest offset read, or reads never caught up.",
 		one:        "1 acknowledged write was never read back", many: "%d acknowledged writes were never read back"},
-	{Name: "inconsistent-offsets",
-		Definition: "One offset of a partition held two or more different values, as seen by sends and polls.",
-		one:        "1 offset held two different values", many: "%d offsets held two or more different values"},
-	{Name: "duplicate",
-		Definition: "One value appeared at more than one offset of a partition: a send was written twice.",
-		one:        "1 value was written at two offsets", many: "%d values were written at more than one offset"},
-	{Name: "G1a",
-		Definition: "Aborted read: a poll returned a value whose send definitely failed.",
-		one:        "1 poll read a value whose send had failed", many: "%d polls read values whose sends had failed"},
-	{Name: "precommitted-read",
-		Definition: "A transaction read its own write before committing, under read_committed isolation.",
-		one:        "1 transaction read its own uncommitted write", many: "%d transactions read their own uncommitted writes"},
-	{Name: "poll-skip", allowedSubscribe: true,
+	{Name: checker.AnomalyInconsistentOffsets, overwrite: true, Definition: "One offset of a partition held two or more different values, as seen by sends and polls.",
+		one: "1 offset held two different values", many: "%d offsets held two or more different values"},
+	{Name: checker.AnomalyDuplicate, overwrite: true, Definition: "One value appeared at more than one offset of a partition: a send was written twice.",
+		one: "1 value was written at two offsets", many: "%d values were written at more than one offset"},
+	{Name: checker.AnomalyG1a, Definition: "Aborted read: a poll returned a value whose send definitely failed.",
+		one: "1 poll read a value whose send had failed", many: "%d polls read values whose sends had failed"},
+	{Name: checker.AnomalyPrecommittedRead, Definition: "A transaction read its own write before committing, under read_committed isolation.",
+		one: "1 transaction read its own uncommitted write", many: "%d transactions read their own uncommitted writes"},
+	{Name: checker.AnomalyPollSkip,
 		Definition: "A consumer's next poll on a partition started after the offset following the last one it read: offsets were skipped between two polls. Legal across consumer-group rebalances.",
 		one:        "1 time a consumer skipped offsets between polls", many: "%d times a consumer skipped offsets between polls"},
-	{Name: "int-poll-skip",
-		Definition: "Within a single poll, the records of one partition jumped over offsets that exist.",
-		one:        "1 poll skipped offsets inside its own result", many: "%d polls skipped offsets inside their own results"},
-	{Name: "nonmonotonic-poll", allowedSubscribe: true,
+	{Name: checker.AnomalyIntPollSkip, Definition: "Within a single poll, the records of one partition jumped over offsets that exist.",
+		one: "1 poll skipped offsets inside its own result", many: "%d polls skipped offsets inside their own results"},
+	{Name: checker.AnomalyNonmonotonicPoll,
 		Definition: "A consumer's next poll on a partition went backwards or repeated an offset it had already read. Legal across consumer-group rebalances.",
 		one:        "1 time a consumer's poll went backwards", many: "%d times a consumer's poll went backwards"},
-	{Name: "int-nonmonotonic-poll",
-		Definition: "Within a single poll, offsets of one partition went backwards or repeated.",
-		one:        "1 poll returned offsets out of order", many: "%d polls returned offsets out of order"},
-	{Name: "nonmonotonic-send",
-		Definition: "One producer's later send to a partition was acknowledged at a lower offset than its earlier send.",
-		one:        "1 time a producer's later send landed at a lower offset", many: "%d times a producer's later send landed at a lower offset"},
-	{Name: "int-nonmonotonic-send",
-		Definition: "Within one transaction, a later send to a partition landed at a lower offset than an earlier one.",
-		one:        "1 transaction's sends landed out of order", many: "%d transactions' sends landed out of order"},
-	{Name: "int-send-skip", allowedAlways: true,
-		Definition: "Another writer's record landed between two sends of one transaction to the same partition. Normal in Kafka, always allowed.",
-		one:        "1 transaction had another writer's record between its sends", many: "%d transactions had other writers' records between their sends"},
-	{Name: "G0", allowedAlways: true,
-		Definition: "Write cycle: transactions whose writes are ordered differently on two partitions (write-write dependency cycle). Kafka does not prevent it; always allowed.",
-		one:        "1 write-write cycle between transactions", many: "%d write-write cycles between transactions"},
-	{Name: "G0-process", allowedAlways: true,
-		Definition: "A write cycle that also involves the order of one process's operations.",
-		one:        "1 write cycle including process order", many: "%d write cycles including process order"},
-	{Name: "G0-realtime", allowedAlways: true,
-		Definition: "A write cycle that also involves real-time order between operations.",
-		one:        "1 write cycle including real-time order", many: "%d write cycles including real-time order"},
-	{Name: "G1c",
-		Definition: "Circular information flow: a cycle of write-write and write-read dependencies between transactions.",
-		one:        "1 write-read dependency cycle between transactions", many: "%d write-read dependency cycles between transactions"},
-	{Name: "G1c-process",
-		Definition: "A G1c cycle that also involves the order of one process's operations.",
-		one:        "1 G1c cycle including process order", many: "%d G1c cycles including process order"},
-	{Name: "G1c-realtime",
-		Definition: "A G1c cycle that also involves real-time order between operations.",
-		one:        "1 G1c cycle including real-time order", many: "%d G1c cycles including real-time order"},
-	{Name: "nonlinearizable",
-		Definition: "Porcupine found no order of the operations on a partition that explains what the clients observed, treating the partition as one log (sends append, polls read a contiguous slice).",
-		one:        "porcupine found no linearizable order of the operations", many: "porcupine found no linearizable order of the operations"},
+	{Name: checker.AnomalyIntNonmonotonicPoll, Definition: "Within a single poll, offsets of one partition went backwards or repeated.",
+		one: "1 poll returned offsets out of order", many: "%d polls returned offsets out of order"},
+	{Name: checker.AnomalyNonmonotonicSend, overwrite: true, Definition: "One producer's later send to a partition was acknowledged at a lower offset than its earlier send.",
+		one: "1 time a producer's later send landed at a lower offset", many: "%d times a producer's later send landed at a lower offset"},
+	{Name: checker.AnomalyIntNonmonotonicSend, Definition: "Within one transaction, a later send to a partition landed at a lower offset than an earlier one.",
+		one: "1 transaction's sends landed out of order", many: "%d transactions' sends landed out of order"},
+	{Name: checker.AnomalyIntSendSkip, Definition: "Another writer's record landed between two sends of one transaction to the same partition. Normal in Kafka, always allowed.",
+		one: "1 transaction had another writer's record between its sends", many: "%d transactions had other writers' records between their sends"},
+	{Name: checker.AnomalyG0, Definition: "Write cycle: transactions whose writes are ordered differently on two partitions (write-write dependency cycle). Kafka does not prevent it; always allowed.",
+		one: "1 write-write cycle between transactions", many: "%d write-write cycles between transactions"},
+	{Name: checker.AnomalyEmptyTransactionGraph,
+		Definition: "The history holds no completed send or poll: the test exercised nothing, so it cannot pass (Jepsen's checker finds such a history invalid too).",
+		one:        "the history holds no completed send or poll", many: "the history holds no completed send or poll"},
+	{Name: checker.AnomalyNonlinearizable, overwrite: true, Definition: "Porcupine found no order of the operations on a partition that explains what the clients observed, treating the partition as one log (sends append, polls read a contiguous slice).",
+		one: "porcupine found no linearizable order of the operations", many: "porcupine found no linearizable order of the operations"},
 }
 
 var anomalyByName = func() map[string]*anomalyKind {
@@ -94,6 +73,11 @@ var anomalyByName = func() map[string]*anomalyKind {
 	}
 	return m
 }()
+
+// causeFollows tells whether the fault behind the anomaly may come after
+// the writes it names (a loss or an overwrite), rather than before the
+// read that showed it.
+func (k anomalyKind) causeFollows() bool { return k.loss || k.overwrite }
 
 // kindOf returns the catalog entry for a name, or a generic one for a name
 // the catalog does not know (a checker added after this package).
@@ -108,33 +92,18 @@ func kindOf(name string) anomalyKind {
 	}
 }
 
-// allowed says whether Jepsen tolerates the anomaly in this mode.
-func (k anomalyKind) allowed(subscribe bool) bool {
-	return k.allowedAlways || (subscribe && k.allowedSubscribe)
+// isAllowed says whether an anomaly is tolerated in the run's mode: the
+// checker's mark on a reported anomaly, and for one not reported the
+// checker's table of allowed anomalies (checker.AllowedAnomalies).
+func isAllowed(name string, rep checker.AnomalyReport, r checker.Result) bool {
+	if rep.Count > 0 {
+		return rep.Allowed
+	}
+	return checker.AllowedAnomalies(subscribeMode(r))[name]
 }
 
-// isAllowed says whether a reported anomaly is tolerated: the checker's
-// own mark (AnomalyReport.Allowed) decides, and results written before the
-// checker marked anomalies fall back on the catalog.
-func isAllowed(name string, rep checker.AnomalyReport, subscribe bool) bool {
-	return rep.Allowed || kindOf(name).allowed(subscribe)
-}
-
-// subscribeMode tells whether consumers used subscribe (consumer groups):
-// from the checker's Result.Mode, the spec, or a subscribe op in the
-// history.
-func subscribeMode(in Input, a *analysis) bool {
-	if in.Result.Mode != "" {
-		return in.Result.Mode == "subscribe"
-	}
-	if in.Spec.Subscribe {
-		return true
-	}
-	if a != nil {
-		return a.subscribe
-	}
-	return historyHasSubscribe(in.History)
-}
+// subscribeMode tells whether the checker judged the run in subscribe mode.
+func subscribeMode(r checker.Result) bool { return r.Mode == checker.ModeSubscribe }
 
 // phrase states a count of the anomaly; a kind whose phrase holds no
 // count (nonlinearizable, counted in partitions) is followed by its keys.

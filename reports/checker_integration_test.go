@@ -61,3 +61,30 @@ func TestLostWriteTestdataSentence(t *testing.T) {
 	s := Summary(Input{Result: res, History: h})
 	assert.Contains(t, s, "INVALID: 1 acknowledged write was lost on key 0 (lost-write; acknowledged at 4.0 µs)")
 }
+
+func TestBadgesCountWhatTheCheckerCounts(t *testing.T) {
+	h, err := checker.ReadHistory(filepath.Join("..", "checker", "testdata", "lost-write.jsonl"))
+	require.NoError(t, err)
+	res := checker.Analyze(context.Background(), h, checker.Options{})
+	require.Equal(t, 1, res.Anomalies[checker.AnomalyLostWrite].ByKey[0])
+	require.Equal(t, 1, res.Anomalies[checker.AnomalyUnseen].ByKey[0])
+	page := render(t, Input{Result: res, History: h})
+	contains(t, page, `<span class="badge forbidden">1 lost</span>`)
+	contains(t, page, `<span class="badge unknown">1 unseen</span>`)
+	contains(t, page, "send 11 → offset 1 acknowledged to op 3")
+
+	// The badge follows the checker even where the history alone would
+	// count otherwise.
+	res.Anomalies[checker.AnomalyUnseen] = checker.AnomalyReport{Count: 7, ByKey: map[int]int{0: 7}}
+	contains(t, render(t, Input{Result: res, History: h}), `<span class="badge unknown">7 unseen</span>`)
+}
+
+func TestDisciplineWarningsAreShown(t *testing.T) {
+	h, err := checker.ReadHistory(filepath.Join("..", "checker", "testdata", "valid-discipline-warnings.jsonl"))
+	require.NoError(t, err)
+	res := checker.Analyze(context.Background(), h, checker.Options{})
+	page := render(t, Input{Result: res, History: h})
+	contains(t, page, `<div class="headline">VALID: `)
+	contains(t, page, html.EscapeString("op 6: process 2 invokes again after its op 5 ended info"))
+	assert.Contains(t, Summary(Input{Result: res, History: h}), "\n  - op 6: process 2 invokes again after its op 5 ended info\n")
+}

@@ -107,17 +107,17 @@ func invalidInput() Input {
 	reader := b.poll(2, 2, 50000, 20,
 		checker.Pair{Offset: 0, Value: 100}, checker.Pair{Offset: 1, Value: 101},
 		checker.Pair{Offset: 5, Value: 105}, checker.Pair{Offset: 6, Value: 105})
-	var lostExamples []any
+	var lostExamples []checker.Example
 	for i, w := range writers {
-		lostExamples = append(lostExamples, map[string]any{
-			"key": 2, "value": 102 + i, "offset": 2 + i, "writer": w,
-			"text": fmt.Sprintf("value %d acknowledged at offset %d of key 2 was never read", 102+i, 2+i),
+		lostExamples = append(lostExamples, checker.Example{
+			Key: 2, Value: ptr(int64(102 + i)), Offset: ptr(int64(2 + i)), Writer: ptr(w),
+			Text: fmt.Sprintf("value %d acknowledged at offset %d of key 2 was never read", 102+i, 2+i),
 		})
 	}
-	dup := map[string]any{"key": 2, "value": 105, "offsets": []int{5, 6}, "ops": []int64{reader}, "text": "value 105 at offsets 5 and 6"}
+	dup := checker.Example{Key: 2, Value: ptr(int64(105)), Offsets: []int64{5, 6}, Ops: []int64{reader}, Text: "value 105 at offsets 5 and 6"}
 	anomalies := map[string]checker.AnomalyReport{
-		"lost-write": {Count: 3, Examples: lostExamples},
-		"duplicate":  {Count: 1, Examples: []any{dup}},
+		"lost-write": {Count: 3, ByKey: map[int]int{2: 3}, Examples: lostExamples},
+		"duplicate":  {Count: 1, ByKey: map[int]int{2: 1}, Examples: []checker.Example{dup}},
 	}
 	return Input{
 		Spec:    testSpec("queue-kill-acks1"),
@@ -193,3 +193,5 @@ func syntheticHistory(n, keys int) checker.History {
 	}
 	return b.h
 }
+
+func ptr[T any](v T) *T { return &v }

@@ -36,7 +36,7 @@ func mustAsset(name string) string {
 const (
 	examplesPerAnomalyMax = 5
 	exampleBytesMax       = 4000
-	opsPerAnomalyMax      = 40
+	opsPerAnomalyMax      = 12
 	valueBytesMax         = 300
 	nemesisOpsMax         = 500
 )
@@ -46,6 +46,8 @@ type page struct {
 	Verdict       pageVerdict
 	Notes         []string
 	Facts         []labelValue
+	Stories       []story
+	Checked       *checkedBox
 	Anomalies     []anomalySection
 	Checkers      []checkerRow
 	Catalog       []catalogRow
@@ -132,7 +134,7 @@ func errorRows(in Input, a *analysis) []errorRow {
 	}
 	if a != nil {
 		for _, op := range a.h {
-			if op.Process == checker.NemesisProcess {
+			if !op.IsClient() {
 				continue
 			}
 			switch op.Type {
@@ -199,13 +201,13 @@ func visualizationLinks(in Input) []Link {
 }
 
 func buildPage(in Input, a *analysis) page {
-	subscribe := subscribeMode(in, a)
+	subscribe := subscribeMode(in.Result)
 	v := buildVerdict(in, a)
 	p := page{
 		Title:   in.Spec.Name,
 		Verdict: pageVerdict{verdict: v, Class: strings.ToLower(v.Word)},
 		Links:   in.Links,
-		Notes:   in.Notes,
+		Notes:   append(append([]string(nil), in.Notes...), warningNotes(in.Result)...),
 		Mode:    "assign",
 		CSS:     template.CSS(reportCSS), //nolint:gosec // our own embedded stylesheet
 		JS:      template.JS(reportJS),   //nolint:gosec // our own embedded script
@@ -217,12 +219,14 @@ func buildPage(in Input, a *analysis) page {
 		p.Mode = "subscribe: consumer groups, rebalances"
 	}
 	p.Facts = facts(in, a)
+	p.Stories = buildStories(in, a)
+	p.Checked = buildChecked(in)
 	for _, name := range orderedAnomalyNames(in.Result.Anomalies) {
 		rep := in.Result.Anomalies[name]
 		if rep.Count <= 0 {
 			continue
 		}
-		p.Anomalies = append(p.Anomalies, anomalySectionOf(in, a, name, rep, subscribe))
+		p.Anomalies = append(p.Anomalies, anomalySectionOf(in, a, name, rep))
 	}
 	for _, c := range in.Result.Checkers {
 		p.Checkers = append(p.Checkers, checkerRow{
@@ -233,7 +237,7 @@ func buildPage(in Input, a *analysis) page {
 	for _, k := range anomalyCatalog {
 		p.Catalog = append(p.Catalog, catalogRow{
 			Name: k.Name, Anchor: "anomaly-" + k.Name, Definition: k.Definition,
-			Allowed: isAllowed(k.Name, in.Result.Anomalies[k.Name], subscribe), Count: in.Result.Anomalies[k.Name].Count,
+			Allowed: isAllowed(k.Name, in.Result.Anomalies[k.Name], in.Result), Count: in.Result.Anomalies[k.Name].Count,
 		})
 	}
 	for _, name := range orderedAnomalyNames(in.Result.Anomalies) {
@@ -281,6 +285,15 @@ func buildPage(in Input, a *analysis) page {
 		}
 	}
 	return p
+}
+
+// warningNotes states the checker's warnings about the history.
+func warningNotes(r checker.Result) []string {
+	out := make([]string, 0, len(r.Warnings))
+	for _, w := range r.Warnings {
+		out = append(out, "The history breaks Jepsen's invoke/complete discipline, and was analysed as Jepsen's checker would: "+w+".")
+	}
+	return out
 }
 
 func facts(in Input, a *analysis) []labelValue {
@@ -341,29 +354,28 @@ func facts(in Input, a *analysis) []labelValue {
 	return out
 }
 
-func anomalySectionOf(in Input, a *analysis, name string, rep checker.AnomalyReport, subscribe bool) anomalySection {
+func anomalySectionOf(in Input, a *analysis, name string, rep checker.AnomalyReport) anomalySection {
 	k := kindOf(name)
 	st := anomalySentence(in, a, name, rep)
 	s := anomalySection{
 		Name: name, Anchor: "anomaly-" + name, Definition: k.Definition,
 		Sentence: capitalizeAll([]string{withDetail(st.sentence, st.detail)})[0],
-		Count:    rep.Count, Allowed: isAllowed(name, rep, subscribe), ExamplesTotal: len(rep.Examples),
+		Count:    rep.Count, Allowed: isAllowed(name, rep, in.Result), ExamplesTotal: len(rep.Examples),
 	}
 	var ops []int64
 	focus := &valueFocus{keys: map[int]bool{}}
 	for i, ex := range rep.Examples {
-		f := factsOf(ex)
-		for _, k := range f.keys {
-			focus.keys[k] = true
+		if ex.HasKey() {
+			focus.keys[ex.Key] = true
 		}
-		focus.offsets = append(focus.offsets, f.offsets...)
+		focus.offsets = append(focus.offsets, ex.OffsetsNamed()...)
 		if i < examplesPerAnomalyMax {
 			s.Examples = append(s.Examples, exampleJSON(ex, exampleBytesMax))
-			if f.text != "" {
-				s.Texts = append(s.Texts, f.text)
+			if ex.Text != "" {
+				s.Texts = append(s.Texts, ex.Text)
 			}
 		}
-		ops = append(ops, f.ops...)
+		ops = append(ops, ex.OpIndexes()...)
 	}
 	if len(focus.keys) == 0 {
 		focus.keys = nil

@@ -82,6 +82,9 @@ func checkSVGs(t *testing.T, page string) int {
 			}
 		}
 		assert.Zero(t, depth, "SVG elements are balanced")
+		assert.Regexp(t, `<text class="x-label"[^>]*>[^<]+</text>`, s, "every plot labels its x axis")
+		assert.Regexp(t, `<text class="y-label"[^>]*>[^<]+</text>`, s, "every plot labels its y axis")
+		assert.Contains(t, s, `<g class="legend"`, "every plot has a legend")
 	}
 	return len(svgs)
 }
@@ -99,15 +102,17 @@ func TestWriteHTMLInvalidStatesVerdictAndAnomalies(t *testing.T) {
 	contains(t, page, html.EscapeString(kindOf("lost-write").Definition))
 	contains(t, page, "value 102 acknowledged at offset 2 of key 2 was never read")
 	// The lost writes' operations are listed: their invoke and completion.
-	for _, frag := range []string{`["send",2,[2,102]]`, `["send",2,[4,104]]`, `["send",2,103]`} {
+	for _, frag := range []string{"send 102 to key 2 → offset 2", "send 104 to key 2 → offset 4"} {
 		contains(t, page, html.EscapeString(frag))
 	}
+	contains(t, page, `<td class="value">send 103 to key 2</td>`)
 	contains(t, page, `<tr class="nemesis"><td class="num">13</td><td class="num">41.2 s</td>`)
 	contains(t, page, `src="porcupine/key-2.html"`)
 	contains(t, page, "3 lost</span>")
 	contains(t, page, "named by the checker (2)")
 	contains(t, page, "<title>duplicate: value 105 at offsets 5 and 6</title>")
-	contains(t, page, "never read: lost (3)")
+	contains(t, page, "acknowledged, not in the final reads: lost")
+	assert.Equal(t, 3, strings.Count(page, "not in the final reads (lost)"), "one cross per lost value")
 	assert.GreaterOrEqual(t, checkSVGs(t, page), 4, "latency per f, throughput, offsets")
 	for _, external := range []string{`src="http`, `href="http`, `src="//`, `href="//`, "@import", "url(http"} {
 		lacks(t, page, external)
@@ -137,8 +142,8 @@ func TestWriteHTMLUnknown(t *testing.T) {
 
 func TestWriteHTMLAllowedAnomalyInSubscribeMode(t *testing.T) {
 	in := validInput()
-	in.Spec.Subscribe = true
-	in.Result.Anomalies = map[string]checker.AnomalyReport{"poll-skip": {Count: 2, Examples: []any{map[string]any{"key": 2}}}}
+	in.Result.Mode = checker.ModeSubscribe
+	in.Result.Anomalies = map[string]checker.AnomalyReport{"poll-skip": {Count: 2, Allowed: true, Examples: []checker.Example{{Key: 2}}}}
 	page := render(t, in)
 	contains(t, page, html.EscapeString("2 times a consumer skipped offsets between polls on key 2 (t0-2) (poll-skip, allowed in this mode)."))
 	contains(t, page, "allowed in this mode</span>")
@@ -197,9 +202,7 @@ func TestLargeHistoryIsDownsampledAndSaysSo(t *testing.T) {
 func TestAnomalySentenceShapes(t *testing.T) {
 	in := invalidInput()
 	a := analyze(in.History)
-	rep := checker.AnomalyReport{Count: 9, Examples: []any{
-		map[string]any{"key": 1}, map[string]any{"key": 4}, map[string]any{"key": 7}, map[string]any{"key": 9},
-	}}
+	rep := checker.AnomalyReport{Count: 9, Examples: []checker.Example{{Key: 1}, {Key: 4}, {Key: 7}, {Key: 9}}}
 	st := anomalySentence(in, a, "inconsistent-offsets", rep)
 	assert.Equal(t, "9 offsets held two or more different values on 4 or more keys (key 1 (t0-1), key 4 (t1-1), …)", st.sentence)
 	assert.Equal(t, int64(-1), st.nemesisIndex, "no operation named, no time, no fault")
@@ -237,11 +240,14 @@ func TestCheckerMarksAndModeDecideAllowed(t *testing.T) {
 	in := validInput()
 	in.Result.Mode = "subscribe"
 	in.Result.Anomalies = map[string]checker.AnomalyReport{
-		"nonmonotonic-poll": {Count: 1},
+		"nonmonotonic-poll": {Count: 1, Allowed: true},
+		"poll-skip":         {Count: 3},
 		"mystery":           {Count: 2, Allowed: true},
 	}
 	page := render(t, in)
 	contains(t, page, "1 time a consumer&#39;s poll went backwards (nonmonotonic-poll, allowed in this mode)")
+	contains(t, page, "3 times a consumer skipped offsets between polls (poll-skip)")
+	assert.NotContains(t, page, "(poll-skip, allowed in this mode)", "the checker's mark decides, not the report's catalog")
 	contains(t, page, "2 mystery anomalies (mystery, allowed in this mode)")
 	contains(t, page, "(subscribe: consumer groups, rebalances)")
 }
@@ -250,7 +256,7 @@ func TestNonlinearizableSentenceAndVisualizationLinks(t *testing.T) {
 	in := validInput()
 	in.Result.Valid = checker.Invalid
 	in.Result.Anomalies = map[string]checker.AnomalyReport{
-		"nonlinearizable": {Count: 1, Examples: []any{map[string]any{"key": 2, "result": "illegal"}}},
+		"nonlinearizable": {Count: 1, Examples: []checker.Example{{Key: 2, Result: "illegal"}}},
 	}
 	in.Result.Visualizations = map[int][]byte{2: []byte("<html></html>")}
 	page := render(t, in)
@@ -276,8 +282,8 @@ func TestSparseIndexesStillFindOperations(t *testing.T) {
 		in.History[i].Index += 1000
 	}
 	rep := in.Result.Anomalies["lost-write"]
-	for _, ex := range rep.Examples {
-		ex.(map[string]any)["writer"] = ex.(map[string]any)["writer"].(int64) + 1000
+	for i := range rep.Examples {
+		rep.Examples[i].Writer = ptr(*rep.Examples[i].Writer + 1000)
 	}
 	page := render(t, in)
 	contains(t, page, "after the nemesis killed n1 at 41.2 s")
@@ -295,7 +301,7 @@ func TestFormatValueFocusesOnTheAnomaly(t *testing.T) {
 		3: pairs, 1: {{Offset: 0, Value: 7}}, 5: {{Offset: 0, Value: 8}},
 	}}}}
 	got := formatValue(op, 300, &valueFocus{keys: map[int]bool{3: true}, offsets: []int64{42}})
-	assert.Equal(t, `[["poll",{"3":[…,[39,1039],[40,1040],[41,1041],[43,1043],[44,1044],[45,1045],…],…2 other keys}]]`, got)
+	assert.Equal(t, `poll key 3: …, 39→1039, 40→1040, 41→1041, 43→1043, 44→1044, 45→1045, …; …2 other keys`, got)
 	got = formatValue(op, 300, nil)
-	assert.Equal(t, `[["poll",{"1":[[0,7]],"3":[[0,1000],[1,1001],[2,1002],[3,1003],…,[96,1096],[97,1097],[98,1098],[99,1099]],"5":[[0,8]]}]]`, got)
+	assert.Equal(t, `poll key 1: 0→7; poll key 3: 0→1000, 1→1001, 2→1002, 3→1003, …, 96→1096, 97→1097, 98→1098, 99→1099; poll key 5: 0→8`, got)
 }

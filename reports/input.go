@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/faultline/faultline/checker"
+	"github.com/faultline/faultline/harness/testspec"
 	"github.com/faultline/faultline/nemesis"
 )
 
@@ -68,8 +69,28 @@ type Links struct {
 	Porcupine []Link
 }
 
-// ParseSpec reads test.json. It is tolerant of how the harness names its
-// fields (time-limit, time_limit and TimeLimit are the same field) and of
+// SpecOf is the report's view of a test as the harness stores it in
+// test.json; raw is the file's object, shown verbatim (nil to derive it from
+// t).
+func SpecOf(t testspec.Spec, raw map[string]any) Spec {
+	if raw == nil {
+		b, _ := json.Marshal(t)
+		_ = json.Unmarshal(b, &raw)
+	}
+	s := Spec{
+		Name: t.Name, Workload: t.Workload, Nemesis: t.Nemesis, Seed: t.Seed,
+		TimeLimit: time.Duration(t.TimeLimit), BrokerConfig: t.BrokerConfig,
+		Subscribe: t.Subscribe, PartitionsPerTopic: t.PartitionsPerTopic, Raw: raw,
+	}
+	for i := 1; i <= t.Nodes && i <= 1000; i++ {
+		s.Nodes = append(s.Nodes, "n"+strconv.Itoa(i))
+	}
+	return s
+}
+
+// ParseSpec reads test.json: as the harness writes it (testspec.Spec, read
+// through SpecOf), or else a spec of another tool's making. For those it is
+// tolerant of how fields are named (time-limit, time_limit and TimeLimit are the same field) and of
 // their shapes: nemesis as "kill,partition" or a list (read with the
 // --nemesis grammar, nemesis.Spec), nodes as a count or a
 // list of names, broker config as an object or a list of "k=v", the time
@@ -79,6 +100,9 @@ func ParseSpec(data []byte) (Spec, error) {
 	var raw map[string]any
 	if err := json.Unmarshal(data, &raw); err != nil {
 		return Spec{}, fmt.Errorf("parse test spec: %w", err)
+	}
+	if t, err := testspec.Decode(data); err == nil {
+		return SpecOf(t, raw), nil
 	}
 	fields := make(map[string]any, len(raw))
 	for k, v := range raw {

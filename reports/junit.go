@@ -85,14 +85,13 @@ func WriteJUnit(w io.Writer, in Input) error {
 	if len(checkers) == 0 {
 		checkers = []checker.CheckerResult{{Name: "faultline", Valid: in.Result.Valid, Anomalies: in.Result.Anomalies}}
 	}
-	subscribe := subscribeMode(in, nil)
 	for _, c := range checkers {
 		tc := junitCase{Name: c.Name, ClassName: "faultline." + name, TimeS: "0"}
 		switch c.Valid {
 		case checker.Valid:
 		case checker.Invalid:
 			tc.Failure = &junitProblem{
-				Message: failureMessage(c, subscribe),
+				Message: failureMessage(c, in.Result),
 				Type:    "invalid",
 				Text:    anomalyDetail(c.Anomalies),
 			}
@@ -123,22 +122,13 @@ func WriteJUnit(w io.Writer, in Input) error {
 	return nil
 }
 
-func historyHasSubscribe(h checker.History) bool {
-	for _, op := range h {
-		if op.F == "subscribe" {
-			return true
-		}
-	}
-	return false
-}
-
 // failureMessage summarizes an invalid checker in one line:
 // "invalid: lost-write 3, duplicate 1".
-func failureMessage(c checker.CheckerResult, subscribe bool) string {
+func failureMessage(c checker.CheckerResult, r checker.Result) string {
 	var parts []string
 	for _, name := range orderedAnomalyNames(c.Anomalies) {
 		rep := c.Anomalies[name]
-		if rep.Count <= 0 || isAllowed(name, rep, subscribe) {
+		if rep.Count <= 0 || isAllowed(name, rep, r) {
 			continue
 		}
 		parts = append(parts, kindOf(name).phrase(rep.Count)+" ("+name+")")

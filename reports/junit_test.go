@@ -91,10 +91,10 @@ func TestJUnitValidAndWithoutCheckers(t *testing.T) {
 
 func TestJUnitAllowedAnomaliesDoNotFailTheMessage(t *testing.T) {
 	in := validInput()
-	in.Spec.Subscribe = true
+	in.Result.Mode = checker.ModeSubscribe
 	in.Result.Valid = checker.Invalid
 	in.Result.Checkers = []checker.CheckerResult{{Name: "queue", Valid: checker.Invalid, Anomalies: map[string]checker.AnomalyReport{
-		"poll-skip": {Count: 1}, "unseen": {Count: 2},
+		"poll-skip": {Count: 1, Allowed: true}, "unseen": {Count: 2},
 	}}}
 	j := junitOf(t, in)
 	require.NotNil(t, j.Suites[0].Cases[0].Failure)

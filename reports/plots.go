@@ -6,6 +6,7 @@ import (
 	"math"
 	"sort"
 	"strconv"
+	"strings"
 
 	"github.com/faultline/faultline/checker"
 )
@@ -21,8 +22,9 @@ const (
 	failInfoPointsPerSeriesMax = 50000
 	// throughputBucketsMax bounds the throughput plot's resolution.
 	throughputBucketsMax = 150
-	// offsetKeysMax bounds how many keys get an offset timeline.
-	offsetKeysMax = 48
+	// offsetKeysMax bounds how many keys with anomalies get an offset
+	// timeline; healthy keys get a cell of the grid instead.
+	offsetKeysMax = 8
 	// sendPointsPerKeyMax and pollBarsPerKeyMax bound one key's timeline.
 	sendPointsPerKeyMax = 1500
 	pollBarsPerKeyMax   = 600
@@ -33,10 +35,20 @@ type plotSet struct {
 	Latency    []template.HTML
 	Throughput template.HTML
 	Offsets    []keyTimeline
+	// Healthy are the keys without anomalies, one grid cell each.
+	Healthy []keyCell
 	// Notes say what was downsampled or left out.
 	Notes []string
 	// OffsetNotes say which keys were left out.
 	OffsetNotes []string
+}
+
+// keyCell sums up a healthy key: every value acknowledged was read back.
+type keyCell struct {
+	Label    string
+	Acked    int
+	ReadMax  int64
+	HasReads bool
 }
 
 type keyTimeline struct {
@@ -85,7 +97,7 @@ func buildPlots(in Input, a *analysis, faults []checker.Window) plotSet {
 	}
 	if a != nil {
 		ps.Latency, ps.Notes = latencyPlots(a, faults, endS, nemesisXs, nemesisTitles)
-		ps.Offsets, ps.OffsetNotes = offsetTimelines(in, a, faults, endS, nemesisXs, nemesisTitles)
+		ps.Offsets, ps.Healthy, ps.OffsetNotes = offsetTimelines(in, a, faults, endS, nemesisXs, nemesisTitles)
 	}
 	ps.Throughput = throughputPlot(in, a, faults, endS, nemesisXs, nemesisTitles)
 	return ps
@@ -140,12 +152,9 @@ func latencyPlots(a *analysis, faults []checker.Window, endS float64, nxs []floa
 	var notes []string
 	for _, f := range sortedKeys(byF) {
 		p := newPlot("latency of "+f+" operations (log scale), by outcome", 280, endS, axis{min: lo, max: hi, log: true})
-		p.shadeWindows(faults, colorFault, "fault", 0.25)
+		p.faultBands(faults, finalReadsNs(a))
 		p.vlines(nxs, ntitles)
 		p.axes("time since test start (s)", "latency")
-		if len(faults) > 0 {
-			p.legendEntry("fault", "fault in force", colorFault, "band")
-		}
 		for _, t := range []checker.OpType{checker.OK, checker.Info, checker.Fail} {
 			pts := byF[f][t]
 			if len(pts) == 0 {
@@ -293,13 +302,10 @@ func throughputPlot(in Input, a *analysis, faults []checker.Window, endS float64
 		}
 	}
 	p := newPlot("throughput: completed operations per second", 260, endS, axis{min: 0, max: peak * 1.05})
-	p.shadeWindows(faults, colorFault, "fault", 0.25)
+	p.faultBands(faults, finalReadsNs(a))
 	p.vlines(nxs, ntitles)
 	p.axes(fmt.Sprintf("time since test start (s), %s buckets", seconds(bucketNs)), "completed ops/s")
 	p.underline(in.Result.Perf.Unavailable, colorUnavailable)
-	if len(faults) > 0 {
-		p.legendEntry("fault", "fault in force", colorFault, "band")
-	}
 	if len(in.Result.Perf.Unavailable) > 0 {
 		p.legendEntry("unavailable", "no send succeeded", colorUnavailable, "band")
 	}
@@ -325,16 +331,19 @@ func throughputBucket(endNs int64) int64 {
 	return 36e11
 }
 
-// offsetTimelines draws, per key, the offsets acknowledged to sends and
-// the ranges returned by polls over time, and marks acknowledged offsets
-// that no poll returned: below the highest offset read they are lost,
-// above it unseen (Jepsen's definitions; the verdict comes from the
-// checker, these marks only show where to look).
-func offsetTimelines(in Input, a *analysis, faults []checker.Window, endS float64, nxs []float64, ntitles []string) ([]keyTimeline, []string) {
+// offsetTimelines draws, for each key with anomalies, the offsets
+// acknowledged to sends and the ranges returned by polls over time, and
+// marks the acknowledged values the final reads did not return (a value
+// overwritten at an offset someone read is marked too): red where the
+// checker names the value a lost-write or a poll read it before it went,
+// orange for one never read (unseen). The counts shown are the checker's
+// (ByKey). Keys without anomalies are summed up as grid cells.
+func offsetTimelines(in Input, a *analysis, faults []checker.Window, endS float64, nxs []float64, ntitles []string) ([]keyTimeline, []keyCell, []string) {
 	type sendPt struct {
 		t      int64
 		offset int64
 		index  int64
+		value  int64
 	}
 	type pollBar struct {
 		t      int64
@@ -342,32 +351,46 @@ func offsetTimelines(in Input, a *analysis, faults []checker.Window, endS float6
 	}
 	sends := map[int][]sendPt{}
 	polls := map[int][]pollBar{}
-	read := map[int]map[int64]bool{}
+	type keyValue struct {
+		key   int
+		value int64
+	}
+	readValues := map[keyValue]bool{}
+	finalValues := map[keyValue]bool{}
+	finalKeys := map[int]bool{}
+	finalProcs := map[int]bool{}
 	readMax := map[int]int64{}
 	for _, op := range a.h {
-		if op.Process == checker.NemesisProcess || op.Type != checker.OK {
+		if !op.IsClient() {
+			continue
+		}
+		if op.SeekToBeginning {
+			finalProcs[op.Process] = true
+		}
+		if op.Type != checker.OK {
 			continue
 		}
 		for _, m := range op.Mops {
 			switch {
 			case m.F == "send" && m.Completed && m.Offset != nil:
-				sends[m.Key] = append(sends[m.Key], sendPt{op.Time, *m.Offset, op.Index})
+				sends[m.Key] = append(sends[m.Key], sendPt{op.Time, *m.Offset, op.Index, m.Value})
 			case m.F == "poll":
 				for k, pairs := range m.Polls {
 					if len(pairs) == 0 {
 						continue
 					}
 					bar := pollBar{op.Time, pairs[0].Offset, pairs[0].Offset}
-					r := read[k]
-					if r == nil {
-						r = map[int64]bool{}
-						read[k] = r
+					if _, ok := readMax[k]; !ok {
 						readMax[k] = -1
 					}
 					for _, pr := range pairs {
 						bar.lo = min(bar.lo, pr.Offset)
 						bar.hi = max(bar.hi, pr.Offset)
-						r[pr.Offset] = true
+						readValues[keyValue{k, pr.Value}] = true
+						if finalProcs[op.Process] {
+							finalValues[keyValue{k, pr.Value}] = true
+							finalKeys[k] = true
+						}
 					}
 					readMax[k] = max(readMax[k], bar.hi)
 					polls[k] = append(polls[k], bar)
@@ -385,31 +408,37 @@ func offsetTimelines(in Input, a *analysis, faults []checker.Window, endS float6
 	}
 	anomalyKeys := map[int]bool{}
 	marks := map[int][]checkerMark{}
+	lostValues := map[keyValue]bool{}
+	for _, ex := range in.Result.Anomalies[checker.AnomalyLostWrite].Examples {
+		if ex.Value != nil {
+			lostValues[keyValue{ex.Key, *ex.Value}] = true
+		}
+	}
 	for _, name := range orderedAnomalyNames(in.Result.Anomalies) {
+		for k := range in.Result.Anomalies[name].ByKey {
+			anomalyKeys[k] = true
+		}
 		for _, ex := range in.Result.Anomalies[name].Examples {
-			f := factsOf(ex)
-			for _, k := range f.keys {
-				anomalyKeys[k] = true
-			}
-			if len(f.keys) != 1 || kindOf(name).loss {
+			if !ex.HasKey() || kindOf(name).loss {
 				continue
 			}
-			t, _, ok := timesOf(a, f.ops)
+			anomalyKeys[ex.Key] = true
+			t, _, ok := timesOf(a, ex.OpIndexes())
 			if !ok {
 				t = a.endNs
 			}
 			label := name
-			if f.text != "" {
-				label += ": " + f.text
+			if ex.Text != "" {
+				label += ": " + ex.Text
 			}
-			for _, o := range f.offsets {
-				marks[f.keys[0]] = append(marks[f.keys[0]], checkerMark{t, o, label})
+			for _, o := range ex.OffsetsNamed() {
+				marks[ex.Key] = append(marks[ex.Key], checkerMark{t, o, label})
 			}
 		}
 	}
 	type keyInfo struct {
-		key          int
-		lost, unseen []sendPt
+		key                int
+		lost, unseen, gone []sendPt
 	}
 	var keys []keyInfo
 	for k := range sends {
@@ -422,29 +451,35 @@ func offsetTimelines(in Input, a *analysis, faults []checker.Window, endS float6
 	}
 	for i := range keys {
 		k := keys[i].key
-		rm, hasReads := readMax[k]
 		for _, s := range sends[k] {
-			if read[k][s.offset] {
-				continue
-			}
-			if hasReads && s.offset < rm {
+			kv := keyValue{k, s.value}
+			switch {
+			case finalValues[kv] || !finalKeys[k] && readValues[kv]:
+			case lostValues[kv]:
 				keys[i].lost = append(keys[i].lost, s)
-			} else {
+			case readValues[kv]:
+				keys[i].gone = append(keys[i].gone, s)
+			default:
 				keys[i].unseen = append(keys[i].unseen, s)
 			}
 		}
 	}
-	sort.Slice(keys, func(i, j int) bool {
-		ai := anomalyKeys[keys[i].key] || len(keys[i].lost)+len(keys[i].unseen) > 0
-		aj := anomalyKeys[keys[j].key] || len(keys[j].lost)+len(keys[j].unseen) > 0
-		if ai != aj {
-			return ai
+	sort.Slice(keys, func(i, j int) bool { return keys[i].key < keys[j].key })
+	leaders := leaderEvents(a)
+	var healthy []keyCell
+	var troubled []keyInfo
+	for _, ki := range keys {
+		if anomalyKeys[ki.key] || len(ki.lost)+len(ki.unseen)+len(ki.gone) > 0 {
+			troubled = append(troubled, ki)
+			continue
 		}
-		return keys[i].key < keys[j].key
-	})
+		rm, hasReads := readMax[ki.key]
+		healthy = append(healthy, keyCell{Label: in.Spec.keyLabel(ki.key), Acked: len(sends[ki.key]), ReadMax: rm, HasReads: hasReads})
+	}
+	keys = troubled
 	var notes []string
 	if len(keys) > offsetKeysMax {
-		notes = append(notes, fmt.Sprintf("Showing %d of %d keys: keys with anomalies or unread offsets first, then the lowest keys.", offsetKeysMax, len(keys)))
+		notes = append(notes, fmt.Sprintf("Showing %d of %d keys with anomalies, the lowest keys.", offsetKeysMax, len(keys)))
 		keys = keys[:offsetKeysMax]
 	}
 	var out []keyTimeline
@@ -463,13 +498,11 @@ func offsetTimelines(in Input, a *analysis, faults []checker.Window, endS float6
 		}
 		label := in.Spec.keyLabel(k)
 		p := newPlot("offsets of "+label, 190, endS, axis{min: 0, max: float64(offMax) + 1})
-		p.shadeWindows(faults, colorFault, "fault", 0.25)
+		p.faultBands(faults, finalReadsNs(a))
 		p.vlines(nxs, ntitles)
 		p.axes("time since test start (s)", "offset")
-		if len(faults) > 0 {
-			p.legendEntry("fault", "fault in force", colorFault, "band")
-		}
 		series := "k" + strconv.Itoa(k)
+		p.leaderMarks(series+"-leader", leaders[in.Spec.partitionName(k)])
 		stride := 1
 		if len(ss) > sendPointsPerKeyMax {
 			stride = (len(ss) + sendPointsPerKeyMax - 1) / sendPointsPerKeyMax
@@ -507,7 +540,7 @@ func offsetTimelines(in Input, a *analysis, faults []checker.Window, endS float6
 		for _, group := range []struct {
 			name, color string
 			pts         []sendPt
-		}{{"lost", colorFail, ki.lost}, {"unseen", colorInfo, ki.unseen}} {
+		}{{"lost", colorFail, ki.lost}, {"gone from the final reads", colorFail, ki.gone}, {"never read", colorInfo, ki.unseen}} {
 			if len(group.pts) == 0 {
 				continue
 			}
@@ -523,19 +556,22 @@ func offsetTimelines(in Input, a *analysis, faults []checker.Window, endS float6
 				mx = append(mx, float64(s.t)/1e9)
 				my = append(my, float64(s.offset))
 				if len(titles) < crossTitlesMax {
-					titles = append(titles, fmt.Sprintf("offset %d acknowledged to op %d at %s, never polled (%s)", s.offset, s.index, seconds(s.t), group.name))
+					titles = append(titles, fmt.Sprintf("send %d → offset %d acknowledged to op %d at %s, not in the final reads (%s)", s.value, s.offset, s.index, seconds(s.t), group.name))
 				}
 			}
-			p.crosses(series+"-"+group.name, group.color, mx, my, titles)
-			p.legendEntry(series+"-"+group.name, fmt.Sprintf("never read: %s (%d)", group.name, len(group.pts)), group.color, "cross")
+			id := series + "-" + strings.ReplaceAll(group.name, " ", "-")
+			p.crosses(id, group.color, mx, my, titles)
+			p.legendEntry(id, "acknowledged, not in the final reads: "+group.name, group.color, "cross")
 		}
 		rm, hasReads := readMax[k]
 		out = append(out, keyTimeline{
-			Label: label, Anchor: "key-" + strconv.Itoa(k), Lost: len(ki.lost), Unseen: len(ki.unseen),
-			SVG: p.html(), Acked: len(ss), ReadMax: rm, HasReads: hasReads,
+			Label: label, Anchor: "key-" + strconv.Itoa(k),
+			Lost:   in.Result.Anomalies[checker.AnomalyLostWrite].ByKey[k],
+			Unseen: in.Result.Anomalies[checker.AnomalyUnseen].ByKey[k],
+			SVG:    p.html(), Acked: len(ss), ReadMax: rm, HasReads: hasReads,
 		})
 	}
-	return out, notes
+	return out, healthy, notes
 }
 
 // mergePollBars merges bars into at most limit time buckets, each keeping
@@ -573,6 +609,14 @@ func mergePollBars[T any](bars []T, limit int, get func(T) (int64, int64, int64)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i][0] < out[j][0] })
 	return out
+}
+
+// finalReadsNs is when the final reads began, 0 when unknown.
+func finalReadsNs(a *analysis) int64 {
+	if a == nil {
+		return 0
+	}
+	return a.finalNs
 }
 
 // faultWindows returns the checker's fault intervals, or derives them from

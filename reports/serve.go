@@ -139,6 +139,9 @@ type runEntry struct {
 	Verdict, Class    string
 	Anomalies         string
 	Problem           string
+	// Nemesis names the faults of the run's test.json; Duration is how long
+	// the run's history lasted.
+	Nemesis, Duration string
 }
 
 func (s *storeServer) index(w http.ResponseWriter, fsys fs.FS) {
@@ -202,10 +205,18 @@ func listRuns(fsys fs.FS) ([]runEntry, bool) {
 					e.Verdict = validityWord(res.Valid)
 					e.Class = res.Valid.String()
 					e.Anomalies = anomalyCounts(res.Anomalies)
+					if res.Stats.DurationNs > 0 {
+						e.Duration = seconds(res.Stats.DurationNs)
+					}
 				}
 			}
 			if err != nil {
 				e.Verdict, e.Class, e.Problem = "?", "unknown", err.Error()
+			}
+			if data, err := fs.ReadFile(fsys, path.Join(dir, FileSpec)); err == nil {
+				if spec, err := ParseSpec(data); err == nil {
+					e.Nemesis = strings.Join(spec.Nemesis.Names(), ", ")
+				}
 			}
 			runs = append(runs, e)
 		}
@@ -248,9 +259,9 @@ var indexTemplate = template.Must(template.New("index").Parse(`<!DOCTYPE html>
 <p>{{len .Runs}} runs: {{index .Counts "valid"}} valid, {{index .Counts "invalid"}} invalid, {{index .Counts "unknown"}} unknown.{{if .Latest}} <a href="runs/latest/">Latest run</a>.{{end}}</p>
 <p class="muted">Store {{.Store}} — newest first. <a href="runs/">Browse files</a>.</p>
 <table>
-<tr><th>test</th><th>time</th><th>verdict</th><th>anomalies</th></tr>
-{{range .Runs}}<tr><td><a href="{{.Href}}">{{.Test}}</a></td><td>{{.When}}<br><span class="muted">{{.Stamp}}</span></td><td><span class="badge {{.Class}}">{{.Verdict}}</span></td><td>{{.Anomalies}}{{.Problem}}</td></tr>
-{{else}}<tr><td colspan="4">No runs yet: a run is a directory &lt;test&gt;/&lt;time&gt;/ holding results.json.</td></tr>
+<tr><th>test</th><th>time</th><th>nemesis</th><th>duration</th><th>verdict</th><th>anomalies</th></tr>
+{{range .Runs}}<tr><td><a href="{{.Href}}">{{.Test}}</a></td><td>{{.When}}<br><span class="muted">{{.Stamp}}</span></td><td>{{.Nemesis}}</td><td class="num">{{.Duration}}</td><td><span class="badge {{.Class}}">{{.Verdict}}</span></td><td>{{.Anomalies}}{{.Problem}}</td></tr>
+{{else}}<tr><td colspan="6">No runs yet: a run is a directory &lt;test&gt;/&lt;time&gt;/ holding results.json.</td></tr>
 {{end}}
 </table>
 {{if .Truncated}}<p class="muted">Only the newest runs are listed.</p>{{end}}

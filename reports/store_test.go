@@ -141,7 +141,9 @@ func serve(t *testing.T, h http.Handler, target string) *httptest.ResponseRecord
 
 func TestHandlerListsRunsNewestFirstAndServesReports(t *testing.T) {
 	store := t.TempDir()
-	old := writeRun(t, store, "queue-kill", "20261129T150000Z", invalidInput(), true)
+	killed := invalidInput()
+	killed.Result.Stats.DurationNs = 61_500_000_000
+	old := writeRun(t, store, "queue-kill", "20261129T150000Z", killed, true)
 	require.NoError(t, RenderDir(old))
 	writeRun(t, store, "queue-none", "20261129T160000Z", validInput(), true)
 	require.NoError(t, os.Symlink(filepath.Join("queue-none", "20261129T160000Z"), filepath.Join(store, "latest")))
@@ -166,6 +168,7 @@ func TestHandlerListsRunsNewestFirstAndServesReports(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(broken, FileResults), []byte("{"), 0o644))
 	body = serve(t, h, "/").Body.String()
 	assert.Contains(t, body, `<span class="badge unknown">?</span></td><td>unexpected EOF</td>`)
+	assert.Contains(t, body, `<td>kill, partition</td><td class="num">61.5 s</td>`, "the nemesis and duration of each run")
 	assert.Equal(t, http.StatusInternalServerError, serve(t, h, "/runs/queue-broken/20261129T140000Z/").Code)
 
 	rec = serve(t, h, "/runs/queue-kill/20261129T150000Z/")

@@ -9,7 +9,7 @@ import (
 )
 
 // Summary renders a one-screen text summary for the terminal: the verdict,
-// anomaly counts with one example each, operations by function and outcome,
+// the checker's warnings about the history, anomaly counts with one example each, operations by function and outcome,
 // latency p50/p99 and the windows in which no send succeeded.
 func Summary(in Input) string {
 	var a *analysis
@@ -25,18 +25,23 @@ func Summary(in Input) string {
 	for _, s := range v.Sentences {
 		fmt.Fprintf(&b, "  - %s\n", s)
 	}
-	subscribe := subscribeMode(in, a)
+	if len(in.Result.Warnings) > 0 {
+		b.WriteString("\nwarnings: the history breaks the invoke/complete discipline; analysed as Jepsen's checker would:\n")
+		for _, w := range in.Result.Warnings {
+			fmt.Fprintf(&b, "  - %s\n", w)
+		}
+	}
 	if names := orderedAnomalyNames(in.Result.Anomalies); len(names) > 0 {
 		b.WriteString("\nanomalies:\n")
 		for _, name := range names {
 			rep := in.Result.Anomalies[name]
 			allowed := ""
-			if isAllowed(name, rep, subscribe) {
+			if isAllowed(name, rep, in.Result) {
 				allowed = " (allowed)"
 			}
 			fmt.Fprintf(&b, "  %-22s %6d%s\n", name, rep.Count, allowed)
 			if len(rep.Examples) > 0 {
-				if text := factsOf(rep.Examples[0]).text; text != "" {
+				if text := rep.Examples[0].Text; text != "" {
 					fmt.Fprintf(&b, "    e.g. %s\n", truncate(text, 110))
 				} else {
 					fmt.Fprintf(&b, "    e.g. %s\n", compactExample(rep.Examples[0], 110))

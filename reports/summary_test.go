@@ -31,8 +31,8 @@ func TestSummaryValidAndUnknown(t *testing.T) {
 	assert.Contains(t, s, "checker linearizable: unknown: porcupine timed out")
 
 	in := unknownInput()
-	in.Result.Anomalies = map[string]checker.AnomalyReport{"duplicate": {Count: 2, Examples: []any{map[string]any{"key": 1, "offsets": []int{3, 4}}}}}
-	assert.Contains(t, Summary(in), `    e.g. {"key":1,"offsets":[3,4]}`)
+	in.Result.Anomalies = map[string]checker.AnomalyReport{"duplicate": {Count: 2, Examples: []checker.Example{{Key: 1, Offsets: []int64{3, 4}}}}}
+	assert.Contains(t, Summary(in), `    e.g. {"key":1,"offsets":[3,4],"text":""}`)
 }
 
 func TestErrorsOfFailedAndIndeterminateOps(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"html/template"
 	"math"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -24,6 +25,8 @@ const (
 	colorFail        = "#d1495b"
 	colorInfo        = "#e09f3e"
 	colorFault       = "#9aa5b1"
+	colorFinalReads  = "#2e7d32"
+	colorLeader      = "#6d4c41"
 	colorUnavailable = "#d1495b"
 	colorChecker     = "#7b2cbf"
 	crossTitlesMax   = 200
@@ -85,20 +88,6 @@ func xmlEscape(s string) string {
 	return b.String()
 }
 
-// shadeWindows draws fault intervals as grey bands with their labels.
-func (p *svgPlot) shadeWindows(ws []checker.Window, color, class string, opacity float64) {
-	for _, w := range ws {
-		x0 := p.x.px(float64(w.Start) / 1e9)
-		x1 := p.x.px(float64(w.End) / 1e9)
-		if w.End <= w.Start {
-			x1 = x0 + 1
-		}
-		fmt.Fprintf(&p.b, `<rect class="%s" x="%s" y="%s" width="%s" height="%s" fill="%s" fill-opacity="%g"><title>%s %s–%s</title></rect>`,
-			class, f1(x0), f1(p.y.hi), f1(math.Max(x1-x0, 1)), f1(p.y.lo-p.y.hi), color, opacity,
-			xmlEscape(w.Label), seconds(w.Start), seconds(w.End))
-	}
-}
-
 // underline draws windows as a thick bar just under the plot area (used
 // for unavailability).
 func (p *svgPlot) underline(ws []checker.Window, color string) {
@@ -129,8 +118,8 @@ func (p *svgPlot) axes(xLabel, yLabel string) {
 		fmt.Fprintf(&p.b, `<line x1="%s" x2="%s" y1="%s" y2="%s" stroke="#eee"/><line x1="%s" x2="%s" y1="%s" y2="%s" stroke="#333"/><text x="%s" y="%s" text-anchor="end">%s</text>`,
 			f1(p.x.lo), f1(p.x.hi), f1(y), f1(y), f1(p.x.lo-4), f1(p.x.lo), f1(y), f1(y), f1(p.x.lo-6), f1(y+4), xmlEscape(t.label))
 	}
-	fmt.Fprintf(&p.b, `<text x="%s" y="%s" text-anchor="middle">%s</text>`, f1((p.x.lo+p.x.hi)/2), f1(p.heightPx-6), xmlEscape(xLabel))
-	fmt.Fprintf(&p.b, `<text transform="translate(14 %s) rotate(-90)" text-anchor="middle">%s</text>`, f1((p.y.lo+p.y.hi)/2), xmlEscape(yLabel))
+	fmt.Fprintf(&p.b, `<text class="x-label" x="%s" y="%s" text-anchor="middle">%s</text>`, f1((p.x.lo+p.x.hi)/2), f1(p.heightPx-6), xmlEscape(xLabel))
+	fmt.Fprintf(&p.b, `<text class="y-label" transform="translate(14 %s) rotate(-90)" text-anchor="middle">%s</text>`, f1((p.y.lo+p.y.hi)/2), xmlEscape(yLabel))
 	p.b.WriteString(`</g>`)
 }
 
@@ -301,4 +290,94 @@ func msLabel(ms float64) string {
 	default:
 		return strconv.FormatFloat(ms, 'g', 3, 64) + " ms"
 	}
+}
+
+// faultKindColors colours fault bands by kind; other kinds are grey.
+var faultKindColors = map[string]string{
+	"kill":      "#d9534f",
+	"pause":     "#e69a28",
+	"partition": "#3d8fd1",
+	"disk":      "#8e5bb5",
+	"power":     "#8e5bb5",
+	"shutdown":  "#5a9e6f",
+}
+
+// faultKind is the kind of a fault window, the first word of its label
+// ("kill" of `kill ["n1"]`).
+func faultKind(w checker.Window) string {
+	label := strings.TrimPrefix(w.Label, "nemesis ")
+	kind, _, _ := strings.Cut(label, " ")
+	if kind == "" {
+		return "fault"
+	}
+	return kind
+}
+
+func faultColor(kind string) string {
+	if c, ok := faultKindColors[kind]; ok {
+		return c
+	}
+	return colorFault
+}
+
+// faultBands draws the fault windows coloured by kind, each labelled with
+// its kind where it is wide enough, and the final-read phase from
+// finalNs (when positive) to the end; a legend entry per kind shown.
+func (p *svgPlot) faultBands(ws []checker.Window, finalNs int64) {
+	var kinds []string
+	byKind := map[string][]checker.Window{}
+	for _, w := range ws {
+		k := faultKind(w)
+		if _, ok := byKind[k]; !ok {
+			kinds = append(kinds, k)
+		}
+		byKind[k] = append(byKind[k], w)
+	}
+	sort.Strings(kinds)
+	for _, k := range kinds {
+		color := faultColor(k)
+		fmt.Fprintf(&p.b, `<g class="series" data-series="fault-%s">`, xmlEscape(k))
+		for _, w := range byKind[k] {
+			x0 := p.x.px(float64(w.Start) / 1e9)
+			x1 := math.Max(p.x.px(float64(w.End)/1e9), x0+1)
+			fmt.Fprintf(&p.b, `<rect x="%s" y="%s" width="%s" height="%s" fill="%s" fill-opacity="0.18"><title>%s %s–%s</title></rect>`,
+				f1(x0), f1(p.y.hi), f1(x1-x0), f1(p.y.lo-p.y.hi), color, xmlEscape(w.Label), seconds(w.Start), seconds(w.End))
+			if x1-x0 >= 6*float64(len(k)) {
+				fmt.Fprintf(&p.b, `<text x="%s" y="%s" font-size="10" fill="%s">%s</text>`, f1(x0+2), f1(p.y.hi+10), color, xmlEscape(k))
+			}
+		}
+		p.b.WriteString(`</g>`)
+	}
+	if finalNs > 0 {
+		x0 := p.x.px(float64(finalNs) / 1e9)
+		fmt.Fprintf(&p.b, `<g class="series" data-series="final-reads"><rect x="%s" y="%s" width="%s" height="%s" fill="%s" fill-opacity="0.12"><title>final reads from %s</title></rect><text x="%s" y="%s" font-size="10" fill="#555">final reads</text></g>`,
+			f1(x0), f1(p.y.hi), f1(math.Max(p.x.hi-x0, 1)), f1(p.y.lo-p.y.hi), colorFinalReads, seconds(finalNs), f1(x0+2), f1(p.y.lo-4))
+	}
+	for _, k := range kinds {
+		p.legendEntry("fault-"+k, k, faultColor(k), "band")
+	}
+	if finalNs > 0 {
+		p.legendEntry("final-reads", "final reads", colorFinalReads, "band")
+	}
+}
+
+// leaderMarks draws the leader changes the harness saw on one partition as
+// short ticks along the top of the plot, each labelled with the new leader
+// and epoch ("n3 e2"), and adds their legend entry.
+func (p *svgPlot) leaderMarks(series string, events []leaderEvent) {
+	if len(events) == 0 {
+		return
+	}
+	fmt.Fprintf(&p.b, `<g class="series" data-series="%s" font-size="9" fill="%s">`, xmlEscape(series), colorLeader)
+	for _, e := range events {
+		x := p.x.px(float64(e.t) / 1e9)
+		who := e.leader
+		if who == "" {
+			who = "none"
+		}
+		fmt.Fprintf(&p.b, `<line x1="%s" x2="%s" y1="%s" y2="%s" stroke="%s" stroke-width="2"><title>leader %s, epoch %d, seen at %s</title></line><text x="%s" y="%s">%s e%d</text>`,
+			f1(x), f1(x), f1(p.y.hi), f1(p.y.hi+8), colorLeader, xmlEscape(who), e.epoch, seconds(e.t), f1(x+2), f1(p.y.hi+18), xmlEscape(who), e.epoch)
+	}
+	p.b.WriteString(`</g>`)
+	p.legendEntry(series, "leader seen by the harness", colorLeader, "line")
 }

@@ -47,12 +47,13 @@ func anomalySentence(in Input, a *analysis, name string, rep checker.AnomalyRepo
 	var keys []int
 	var ops []int64
 	for _, ex := range rep.Examples {
-		f := factsOf(ex)
-		keys = append(keys, f.keys...)
-		if kind.loss && len(f.writers) > 0 {
-			ops = append(ops, f.writers...)
+		if ex.HasKey() {
+			keys = append(keys, ex.Key)
+		}
+		if senders := ex.Senders(); kind.loss && len(senders) > 0 {
+			ops = append(ops, senders...)
 		} else {
-			ops = append(ops, f.ops...)
+			ops = append(ops, ex.OpIndexes()...)
 		}
 	}
 	keys = uniqueInts(keys)
@@ -69,7 +70,7 @@ func anomalySentence(in Input, a *analysis, name string, rep checker.AnomalyRepo
 	}
 	if kind.loss {
 		st.detail = "acknowledged at " + seconds(first)
-		if last != first {
+		if seconds(last) != seconds(first) {
 			st.detail = "acknowledged between " + seconds(first) + " and " + seconds(last)
 		}
 	} else {
@@ -78,23 +79,68 @@ func anomalySentence(in Input, a *analysis, name string, rep checker.AnomalyRepo
 	if len(a.nemesis) == 0 {
 		return st
 	}
-	var n checker.Op
-	var found bool
-	if kind.loss {
-		n, found = a.nemesisAfter(first)
-	} else {
-		n, found = a.nemesisBefore(first)
-	}
+	spans := faultSpans(a)
+	blamed := blamePerKey(a, spans, rep.Examples, kind.causeFollows())
 	switch {
-	case found:
-		st.sentence += " after the nemesis " + describeNemesis(n) + " at " + seconds(n.Time)
-		st.nemesisIndex = n.Index
+	case len(blamed) == 1:
+		st.sentence += " after the nemesis " + blamed[0].fault.Text + " at " + seconds(blamed[0].fault.start)
+		st.nemesisIndex = blamed[0].fault.opIndex
+	case len(blamed) > 1:
+		var parts []string
+		for i, b := range blamed {
+			if i == 3 {
+				parts = append(parts, "and on other keys after other faults")
+				break
+			}
+			parts = append(parts, keysPhrase(in.Spec, b.keys, len(b.keys))[1:]+" after the nemesis "+b.fault.Text+" at "+seconds(b.fault.start))
+		}
+		st.sentence = kind.phrase(rep.Count) + ": " + strings.Join(parts, "; ")
+		st.nemesisIndex = blamed[0].fault.opIndex
 	case kind.loss:
 		st.sentence += " with no fault injected after the writes"
 	default:
 		st.sentence += " before any fault"
 	}
 	return st
+}
+
+// keysBlamed are the keys whose anomalies are laid to one fault.
+type keysBlamed struct {
+	fault *faultSpan
+	keys  []int
+}
+
+// blamePerKey lays each key's examples to the fault overlapping that key's
+// own window (see blame), and groups the keys by fault, earliest fault
+// first.
+func blamePerKey(a *analysis, spans []faultSpan, examples []checker.Example, loss bool) []keysBlamed {
+	type window struct{ first, last int64 }
+	windows := map[int]*window{}
+	for _, ex := range examples {
+		t0, t1, ok := sendTimes(a, ex)
+		if !ok || !ex.HasKey() {
+			continue
+		}
+		w := windows[ex.Key]
+		if w == nil {
+			windows[ex.Key] = &window{t0, t1}
+			continue
+		}
+		w.first, w.last = min(w.first, t0), max(w.last, t1)
+	}
+	byFault := map[*faultSpan][]int{}
+	for k, w := range windows {
+		if f := blame(spans, w.first, w.last, loss); f != nil {
+			byFault[f] = append(byFault[f], k)
+		}
+	}
+	out := make([]keysBlamed, 0, len(byFault))
+	for f, keys := range byFault {
+		sort.Ints(keys)
+		out = append(out, keysBlamed{f, keys})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].fault.start < out[j].fault.start })
+	return out
 }
 
 // withDetail joins a sentence and its parenthesized details.
@@ -130,6 +176,22 @@ func keysPhrase(spec Spec, keys []int, count int) string {
 		}
 		return fmt.Sprintf(" on %d%s keys (%s, %s, …)", len(keys), more, spec.keyLabel(keys[0]), spec.keyLabel(keys[1]))
 	}
+}
+
+// sendTimes returns the earliest and latest time of the sends an example
+// names (the writes an anomaly is about, not the reads that exposed them),
+// or of all its operations when it names no send.
+func sendTimes(a *analysis, ex checker.Example) (first, last int64, ok bool) {
+	var sends []int64
+	for _, idx := range ex.OpIndexes() {
+		if i, found := a.position(idx); found && (a.h[i].F == checker.FSend || a.h[i].F == checker.FTxn) {
+			sends = append(sends, idx)
+		}
+	}
+	if len(sends) == 0 {
+		return timesOf(a, ex.OpIndexes())
+	}
+	return timesOf(a, sends)
 }
 
 // timesOf returns the earliest and latest time of the given operations
@@ -178,7 +240,6 @@ func seconds(ns int64) string {
 
 func buildVerdict(in Input, a *analysis) verdict {
 	r := in.Result
-	subscribe := subscribeMode(in, a)
 	v := verdict{Validity: r.Valid, Word: validityWord(r.Valid)}
 	var bad, allowed []string
 	for _, name := range orderedAnomalyNames(r.Anomalies) {
@@ -187,7 +248,7 @@ func buildVerdict(in Input, a *analysis) verdict {
 			continue
 		}
 		st := anomalySentence(in, a, name, rep)
-		if isAllowed(name, rep, subscribe) {
+		if isAllowed(name, rep, r) {
 			allowed = append(allowed, withDetail(st.sentence, name+", allowed in this mode", st.detail))
 			continue
 		}

@@ -1,0 +1,100 @@
+package reports
+
+import (
+	"context"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/faultline/faultline/checker"
+)
+
+// leaderLossInput is checker/testdata/leader-loss-two-faults: on t0-1 a
+// write acknowledged by n1 is overwritten after n1 is killed at 4.0 s and
+// n3 leads; on t0-2 one acknowledged by n2 is overwritten after n2 is cut
+// off at 12.0 s and n1 leads.
+func leaderLossInput(t *testing.T) Input {
+	t.Helper()
+	h, err := checker.ReadHistory(filepath.Join("..", "checker", "testdata", "leader-loss-two-faults.jsonl"))
+	require.NoError(t, err)
+	res := checker.Analyze(context.Background(), h, checker.Options{})
+	require.Equal(t, checker.Invalid, res.Valid)
+	return Input{Spec: Spec{Name: "leader-loss", PartitionsPerTopic: 4}, Result: res, History: h}
+}
+
+var tagPattern = regexp.MustCompile(`<[^>]*>`)
+
+// storySteps returns the text of each step of the story with the given
+// anchor, parsed out of the page.
+func storySteps(t *testing.T, page, anchor string) []string {
+	t.Helper()
+	start := strings.Index(page, `<section class="story" id="`+anchor+`">`)
+	require.GreaterOrEqual(t, start, 0, "story %s on the page", anchor)
+	end := strings.Index(page[start:], "</section>")
+	require.Greater(t, end, 0)
+	body := page[start : start+end]
+	var out []string
+	for _, li := range regexp.MustCompile(`(?s)<li>(.*?)</li>`).FindAllStringSubmatch(body, -1) {
+		out = append(out, unescape(tagPattern.ReplaceAllString(li[1], "")))
+	}
+	return out
+}
+
+func unescape(s string) string {
+	return strings.NewReplacer("&#39;", "'", "&amp;", "&", "&lt;", "<", "&gt;", ">", "&#34;", `"`).Replace(s)
+}
+
+func TestStoryOfALeaderLoss(t *testing.T) {
+	in := leaderLossInput(t)
+	page := render(t, in)
+	parseLoose(t, page)
+	steps := storySteps(t, page, "story-2")
+	assert.Equal(t, []string{
+		"11.0 s send 202 → offset 1 acknowledged by n2 (leader of t0-2, epoch 3) (op 15)",
+		"12.0 s the nemesis partitioned the network (n2 cut off from n1, n3)",
+		"13.0 s n1 became leader of t0-2, epoch 4 (seen by the harness)",
+		"14.0 s send 203 → offset 1 acknowledged by n1 (op 20): the same offset again",
+		"16.0 s the nemesis healed the network partition",
+		"20.2 s final read (op 26, up to offset 1): offset 1 holds 203; 202 is gone",
+		"the checker counts on t0-2: 1 lost-write, 1 unseen, 1 inconsistent-offsets, 1 nonlinearizable",
+	}, steps)
+	assert.True(t, len(steps) >= 4 && len(steps) <= storyStepsMax)
+}
+
+func TestEachPartitionIsBlamedOnItsOwnFault(t *testing.T) {
+	in := leaderLossInput(t)
+	page := render(t, in)
+	one := storySteps(t, page, "story-1")
+	require.GreaterOrEqual(t, len(one), 4)
+	assert.Equal(t, "3.0 s send 102 → offset 1 acknowledged by n1 (leader of t0-1, epoch 1) (op 4)", one[0])
+	assert.Equal(t, "4.0 s the nemesis killed n1", one[1])
+	assert.Equal(t, "5.0 s n3 became leader of t0-1, epoch 2 (seen by the harness)", one[2])
+	for _, s := range one {
+		assert.NotContains(t, s, "partitioned", "t0-1's story is not about t0-2's fault")
+	}
+	v := buildVerdict(in, analyze(in.History))
+	all := v.Headline + "\n" + strings.Join(v.Sentences, "\n")
+	assert.Contains(t, all, "on key 1 (t0-1) after the nemesis killed n1 at 4.0 s; on key 2 (t0-2) after the nemesis partitioned the network (n2 cut off from n1, n3) at 12.0 s",
+		"each key is blamed on the fault overlapping its own window, not the earliest")
+	assert.Contains(t, all, "2 offsets held two or more different values: on key 1 (t0-1) after the nemesis killed n1 at 4.0 s; on key 2 (t0-2) after the nemesis partitioned",
+		"an overwrite is laid to the fault that followed the first write, not to the one before it")
+}
+
+func TestFaultBandsAreColouredAndLabelledByKind(t *testing.T) {
+	page := render(t, leaderLossInput(t))
+	for _, kind := range []string{"kill", "partition"} {
+		contains(t, page, `<g class="series" data-series="fault-`+kind+`">`)
+		contains(t, page, `<g class="legend" data-series="fault-`+kind+`"`)
+		contains(t, page, `fill="`+faultColor(kind)+`" fill-opacity="0.18"`)
+	}
+	assert.NotEqual(t, faultColor("kill"), faultColor("partition"))
+	contains(t, page, "<title>final reads from 19.9 s</title>")
+	contains(t, page, `<g class="legend" data-series="final-reads"`)
+	contains(t, page, "<title>leader n1, epoch 4, seen at 13.0 s</title>")
+	contains(t, page, `<g class="legend" data-series="k2-leader"`)
+	lacks(t, page, "(no error text)") // harness events are not client operations
+}
