@@ -44,7 +44,8 @@ vet:
 	$(GO) vet ./...
 
 # What the tests need beyond Go: the foreign Kafka clients of internal/compat
-# (kcat, kafka-python, confluent-kafka-python) from Debian's packages, as root
+# (kcat, kafka-python, confluent-kafka-python) and chromium for the reports'
+# browser test, from Debian's packages, as root
 # or through sudo -n. Does nothing when they are there; never fails the build
 # (internal/compat says what is missing).
 deps:

@@ -2,17 +2,20 @@
 # Installs what `make test` needs beyond Go: the Kafka clients faultline did
 # not write, which internal/compat checks the broker against — kcat
 # (librdkafka), kafka-python with its compression codecs and
-# confluent-kafka-python, all from Debian's packages. Idempotent: it does
+# confluent-kafka-python, all from Debian's packages — and Debian's chromium,
+# in which the reports tests render a run's page headless and fail on any
+# script error (they skip, saying so, where it is missing). Idempotent: it does
 # nothing when they are present. Needs root or password-less sudo; when it
 # cannot install, it says so and exits 0, and internal/compat then skips
 # those tests with the command to run (or, with CI=true, fails them).
 set -uo pipefail
 
-packages=(kcat python3-kafka python3-confluent-kafka python3-lz4 python3-snappy python3-zstandard)
+packages=(kcat python3-kafka python3-confluent-kafka python3-lz4 python3-snappy python3-zstandard chromium)
 
 present() {
 	{ command -v kcat >/dev/null 2>&1 || command -v kafkacat >/dev/null 2>&1; } &&
-		/usr/bin/python3 -c 'import kafka, confluent_kafka, lz4, snappy, zstandard' >/dev/null 2>&1
+		/usr/bin/python3 -c 'import kafka, confluent_kafka, lz4, snappy, zstandard' >/dev/null 2>&1 &&
+		command -v chromium >/dev/null 2>&1
 }
 
 if present; then
