@@ -2,12 +2,8 @@ package agent_test
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"net/netip"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -23,34 +19,12 @@ import (
 // disk fault asked for, cuts its power, and reads the node's volume: the
 // fsynced data is there, the unsynced tail and file are not.
 func TestPowerLossInsideAContainer(t *testing.T) {
-	runID := fmt.Sprintf("fldisk%d", time.Now().UnixNano()%1_000_000_000)
-	d, err := harness.NewDocker(context.Background(), runID)
-	if errors.Is(err, harness.ErrNoDocker) {
-		t.Skipf("skipping: no Docker daemon reachable: %v", err)
-	}
-	require.NoError(t, err)
-	defer d.Close()
 	if _, err := os.Stat("/dev/fuse"); err != nil {
-		t.Skipf("skipping: the Docker host has no /dev/fuse: %v", err)
+		t.Skipf("skipping: no /dev/fuse on this host: %v", err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
-	defer cancel()
-	t.Cleanup(func() { _ = d.Teardown(context.Background()) })
-
-	files := map[string][]byte{
-		"Dockerfile": []byte("FROM scratch\nCOPY node /node\nCOPY faultline /faultline\nVOLUME [\"/data\"]\nENTRYPOINT [\"/node\"]\n"),
-	}
-	for name, pkg := range map[string]string{"node": "./testdata/agentnode", "faultline": "../../cmd/faultline"} {
-		bin := filepath.Join(t.TempDir(), name)
-		build := exec.Command("go", "build", "-o", bin, pkg)
-		build.Env = append(os.Environ(), "CGO_ENABLED=0")
-		out, err := build.CombinedOutput()
-		require.NoError(t, err, string(out))
-		files[name], err = os.ReadFile(bin)
-		require.NoError(t, err)
-	}
-	tag, _, err := d.BuildImage(ctx, files)
-	require.NoError(t, err)
+	d, ctx, runID := dockerForTest(t, "fldisk", 4*time.Minute)
+	tag := buildImage(ctx, t, d, "FROM scratch\nCOPY node /node\nCOPY faultline /faultline\nVOLUME [\"/data\"]\nENTRYPOINT [\"/node\"]\n",
+		map[string]string{"node": "./testdata/agentnode", "faultline": "../../cmd/faultline"})
 	net, err := d.CreateNetwork(ctx, runID+"-net", netip.Prefix{})
 	require.NoError(t, err)
 	volume := runID + "-n1-data"
