@@ -88,7 +88,7 @@ var Suites = map[string]func(base Test) []Case{
 				{Kind: nemesis.KindPower, Mode: nemesis.TargetAll},
 			}, perMessage), Expect: checker.Valid, Why: "every message fsynced before it is acknowledged: power losses of one node, a minority and all lose nothing"},
 			{Test: mk("durable-power-then-leader", nemesis.Spec{
-				{Kind: nemesis.KindPower, Mode: nemesis.TargetOne}, {Kind: nemesis.KindKill, Mode: nemesis.TargetLeaders},
+				{Kind: nemesis.KindPower, Mode: nemesis.PowerThenLeader},
 			}, nil), Expect: checker.Valid, Why: "default flush, min ISR 2: a replica that lost its unflushed tail must not lead before it caught up (KIP-966)"},
 			{Test: mk("durable-disk", nemesis.Spec{
 				{Kind: nemesis.KindDiskError, Mode: nemesis.TargetOne}, {Kind: nemesis.KindDiskFull, Mode: nemesis.TargetOne},

@@ -43,6 +43,12 @@ func PowerCommand(rng *rand.Rand) string {
 	return fmt.Sprintf("%s seed=%d", variants[rng.IntN(len(variants))], rng.Uint64()>>1)
 }
 
+// PowerThenLeader is the power mode of KIP-966's case: one node's power
+// is cut and it starts again at once, having lost its unflushed tail, and
+// then a partition leader other than it is killed, before the restarted
+// node can have caught up. It is chosen only when named.
+const PowerThenLeader = "follower-then-leader"
+
 // Power cuts the power of its targets (a kill that also loses the page
 // cache) and starts them again when it stops.
 type Power struct {
@@ -62,6 +68,9 @@ func (p *Power) Start(ctx context.Context, rng *rand.Rand) (any, error) {
 	if p.Disk == nil {
 		return DiskTargets{Mode: mode}, errNoDisk
 	}
+	if mode == PowerThenLeader {
+		return p.followerThenLeader(ctx, rng)
+	}
 	targets, err := chooseTargets(ctx, p.Cluster, mode, rng)
 	if err != nil {
 		return DiskTargets{Mode: mode}, err
@@ -77,6 +86,41 @@ func (p *Power) Start(ctx context.Context, rng *rand.Rand) (any, error) {
 		}
 	}
 	return DiskTargets{Mode: mode, Nodes: targets, Did: did}, errors.Join(errs...)
+}
+
+func (p *Power) followerThenLeader(ctx context.Context, rng *rand.Rand) (any, error) {
+	out := DiskTargets{Mode: PowerThenLeader, Did: map[string]string{}}
+	leaders, err := p.Cluster.Leaders(ctx)
+	if err != nil {
+		return out, fmt.Errorf("find partition leaders: %w", err)
+	}
+	if len(leaders) == 0 {
+		return out, errors.New("no partition has a leader")
+	}
+	leader := leaders[rng.IntN(len(leaders))]
+	var others []string
+	for _, n := range p.Cluster.Nodes() {
+		if n != leader {
+			others = append(others, n)
+		}
+	}
+	if len(others) == 0 {
+		return out, errors.New("follower-then-leader needs two nodes")
+	}
+	follower := others[rng.IntN(len(others))]
+	out.Nodes = []string{follower, leader}
+	line := PowerCommand(rng)
+	out.Did[follower] = line + ", started again at once"
+	if err := p.Disk.PowerLoss(ctx, follower, line); err != nil {
+		return out, err
+	}
+	if err := p.Runtime.Start(ctx, follower); err != nil {
+		p.down = append(p.down, follower)
+		return out, err
+	}
+	out.Did[leader] = "killed (leader)"
+	p.down = append(p.down, leader)
+	return out, p.Runtime.Kill(ctx, leader)
 }
 
 // Stop starts every node whose power it cut.

@@ -40,7 +40,7 @@ func TestParseSpecReadsDiskFaults(t *testing.T) {
 	assert.True(t, s.OnFaultFS())
 	assert.False(t, Spec{{Kind: KindCorrupt}, {Kind: KindKill}}.OnFaultFS(), "corruption is done to a stopped node's volume, without the mount")
 	for spec, want := range map[string]string{
-		"power:halves":    `power: unknown mode "halves" (known: one, minority, majority, leaders, controller, all)`,
+		"power:halves":    `power: unknown mode "halves" (known: one, minority, majority, leaders, controller, all, follower-then-leader)`,
 		"disk-error:disk": `disk-error: unknown mode "disk"`,
 		"corrupt:":        `corrupt: empty mode in "corrupt:"`,
 		"disk-fast":       `unknown nemesis "disk-fast"`,
@@ -81,6 +81,29 @@ func TestDiskFaultsStartAndHeal(t *testing.T) {
 	assert.Regexp(t, `^kill n\d$`, calls[16])
 	assert.Regexp(t, `^corrupt n\d \d+$`, calls[17])
 	assert.Equal(t, "start"+strings.TrimPrefix(calls[16], "kill"), calls[18], "the corrupted node starts again")
+}
+
+// TestPowerFollowerThenLeader: KIP-966's case, a node restarted at once
+// after its power loss and then a leader other than it killed.
+func TestPowerFollowerThenLeader(t *testing.T) {
+	w := diskWorld{newWorld(3)}
+	w.leader = []string{"n1"}
+	f := Spec{{Kind: KindPower, Mode: PowerThenLeader}}.Faults(w, w)[0]
+	v, err := f.Start(context.Background(), rand.New(rand.NewPCG(4, 1)))
+	require.NoError(t, err)
+	got := v.(DiskTargets)
+	require.Len(t, got.Nodes, 2)
+	follower := got.Nodes[0]
+	assert.NotEqual(t, "n1", follower)
+	assert.Equal(t, "n1", got.Nodes[1])
+	require.Len(t, w.calls, 3)
+	assert.Regexp(t, `^power `+follower+` power`, w.calls[0])
+	assert.Equal(t, []string{"start " + follower, "kill n1"}, w.calls[1:])
+	_, err = f.Stop(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, "start n1", w.calls[3], "only the killed leader is still down")
+	_, err = ParseSpec("kill:follower-then-leader")
+	assert.ErrorContains(t, err, `kill: unknown mode "follower-then-leader"`)
 }
 
 // TestDiskFaultsNeedADiskRuntime: without a runtime that has disks the

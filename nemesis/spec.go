@@ -52,7 +52,9 @@ func (f FaultSpec) String() string {
 // modes returns the modes a kind may be pinned to.
 func (k Kind) modes() []string {
 	switch k {
-	case KindKill, KindPause, KindPower, KindDiskError, KindDiskFull, KindDiskSlow, KindCorrupt:
+	case KindPower:
+		return append(append([]string(nil), explicitProcessTargetModes...), PowerThenLeader)
+	case KindKill, KindPause, KindDiskError, KindDiskFull, KindDiskSlow, KindCorrupt:
 		return explicitProcessTargetModes
 	case KindPartition:
 		return PartitionModes
