@@ -10,7 +10,7 @@ BENCHCOUNT ?= 6
 JEPSEN_RUNTIME ?= docker
 JEPSEN_TIME   ?= 90s
 
-.PHONY: all build deps test test-short bench fuzz image test-jepsen test-jepsen-single vet clean
+.PHONY: all build deps test test-short bench fuzz image test-jepsen test-jepsen-single test-jepsen-disk vet clean
 
 all: build
 
@@ -34,6 +34,11 @@ image: build
 # expected. Needs a Docker daemon.
 test-jepsen: build
 	$(BIN)/faultline suite --suite gating --runtime $(JEPSEN_RUNTIME) --time-limit $(JEPSEN_TIME)
+
+# Disk faults on 5-node Docker clusters, each node on the fault filesystem:
+# power losses, EIO, a full disk, slow fsyncs and corruption while down.
+test-jepsen-disk: build
+	$(BIN)/faultline suite --suite disk --time-limit $(JEPSEN_TIME)
 
 # One node, no faults and kill -9: a smoke test of the whole pipeline that
 # needs no Docker (process runtime).

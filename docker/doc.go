@@ -8,7 +8,8 @@
 // How to use it: put Dockerfile into a build context next to files named
 // broker and faultline. The image's entrypoint is /broker; /faultline is
 // the in-node fault agent (`/faultline agent ...`); /data is the data
-// volume.
+// volume, or, with disk faults, the fault filesystem the agent mounts over
+// the volume at /disk.
 //
 // What it must never do: pull a base image, or hold code: it is data the
 // harness reads.

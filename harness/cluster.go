@@ -36,6 +36,11 @@ type Cluster struct {
 	// (CAP_NET_ADMIN in Docker); without it nodes get no added capability
 	// and partitions are refused.
 	NetworkFaults bool
+	// DiskFaults puts each node's data dir on the fault filesystem (the
+	// node's agent mounts it before the broker starts) and grants the
+	// nodes what it needs (CAP_SYS_ADMIN and /dev/fuse in Docker); without
+	// it nothing is mounted and power and disk faults are refused.
+	DiskFaults bool
 }
 
 // Validate checks the shape of the cluster.

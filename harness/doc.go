@@ -31,11 +31,16 @@
 // rebuilt), creates a private bridge network with pinned addresses where
 // nodes are n1..nK, gives each node a named data volume that outlives its
 // container (a killed node restarts on its own data), signals, pauses, runs
-// the in-node fault agent for partitions, and labels everything it creates
+// the in-node fault agent for partitions, runs each node under the agent on
+// the fault filesystem when a power or disk fault is named (the volume at
+// /disk, the mount at /data; PowerLoss, DiskFault, HealDisk) and corrupts a
+// stopped node's data in a one-shot container (Corrupt), and labels
+// everything it creates
 // with the run and its owner process, so that it is removed at the end,
 // after Ctrl-C, and, for a harness that died, at the next start. Process
 // (process.go) runs brokers as child processes on 127.0.0.x and refuses
-// partitions (ErrUnsupported) rather than touching the host's firewall.
+// partitions (ErrUnsupported) rather than touching the host's firewall;
+// disk faults need Docker (Test.Validate refuses them on processes).
 //
 // What it must never do: import broker/... (a broker is reached only
 // through the Kafka protocol and the runtime, so any Kafka-compatible image

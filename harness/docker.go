@@ -251,7 +251,9 @@ type NodeSpec struct {
 	Image   string
 	Network string
 	Cmd     []string // arguments to the image's entrypoint
-	Env     []string
+	// Entrypoint replaces the image's entrypoint (optional).
+	Entrypoint []string
+	Env        []string
 	// Files are written into the container before it starts (path ->
 	// content), e.g. /etc/faultline/server.properties.
 	Files map[string][]byte
@@ -297,11 +299,12 @@ func (d *Docker) CreateNode(ctx context.Context, spec NodeSpec) error {
 	_, err := d.cli.ContainerCreate(ctx, client.ContainerCreateOptions{
 		Name: d.containerName(spec.Name),
 		Config: &container.Config{
-			Image:    spec.Image,
-			Hostname: spec.Name,
-			Cmd:      spec.Cmd,
-			Env:      spec.Env,
-			Labels:   d.labels(),
+			Image:      spec.Image,
+			Hostname:   spec.Name,
+			Cmd:        spec.Cmd,
+			Entrypoint: spec.Entrypoint,
+			Env:        spec.Env,
+			Labels:     d.labels(),
 		},
 		HostConfig: hc,
 		NetworkingConfig: &network.NetworkingConfig{EndpointsConfig: map[string]*network.EndpointSettings{
@@ -368,6 +371,23 @@ func (d *Docker) Start(ctx context.Context, node string) error {
 func (d *Docker) Signal(ctx context.Context, node, signal string) error {
 	if _, err := d.cli.ContainerKill(ctx, d.containerName(node), client.ContainerKillOptions{Signal: signal}); err != nil {
 		return fmt.Errorf("signal %s %s: %w", signal, node, err)
+	}
+	return nil
+}
+
+// Freeze pauses every process of the node's container (the cgroup
+// freezer), as a paused machine.
+func (d *Docker) Freeze(ctx context.Context, node string) error {
+	if _, err := d.cli.ContainerPause(ctx, d.containerName(node), client.ContainerPauseOptions{}); err != nil {
+		return fmt.Errorf("pause %s: %w", node, err)
+	}
+	return nil
+}
+
+// Thaw unpauses what Freeze paused.
+func (d *Docker) Thaw(ctx context.Context, node string) error {
+	if _, err := d.cli.ContainerUnpause(ctx, d.containerName(node), client.ContainerUnpauseOptions{}); err != nil {
+		return fmt.Errorf("unpause %s: %w", node, err)
 	}
 	return nil
 }

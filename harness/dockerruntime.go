@@ -8,8 +8,10 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/faultline/faultline/docker"
@@ -18,6 +20,13 @@ import (
 const (
 	nodeDataDir   = "/data"
 	nodePropsPath = "/etc/faultline/server.properties"
+	// With disk faults the node's volume is mounted at nodeDiskDir and
+	// the fault filesystem at nodeDataDir serves nodeBackingDir, on the
+	// volume (the filesystem's stage dir must be on the same filesystem
+	// as its backing dir): the broker's log dirs are on the mount.
+	nodeDiskDir    = "/disk"
+	nodeBackingDir = nodeDiskDir + "/data"
+	agentPath      = "/faultline"
 )
 
 // DockerRuntime runs each node in its own container on a private bridge
@@ -38,6 +47,8 @@ type DockerRuntime struct {
 	network string
 	subnet  netip.Prefix
 	nodes   []string
+
+	corruptions atomic.Int64 // names the one-shot containers of Corrupt
 
 	logMu     sync.Mutex
 	followers map[string]chan struct{} // node -> closed when its latest follower ends
@@ -118,10 +129,20 @@ func (r *DockerRuntime) Setup(ctx context.Context, c Cluster) ([]Node, error) {
 		format := spec
 		format.Name, format.IP = name+"-format", netip.Addr{}
 		format.Cmd = []string{"format", "-t", c.ClusterID, "-c", nodePropsPath}
+		serve := []string{"serve", "-c", nodePropsPath}
+		if c.DiskFaults {
+			// The volume holds the backing dir; the format container
+			// writes there directly, the node through its agent's mount.
+			spec.DataDir, spec.Fuse = nodeDiskDir, true
+			format.DataDir, format.Fuse = nodeDiskDir, false
+			format.Files = map[string][]byte{nodePropsPath: []byte(c.Properties(id, host, "0.0.0.0", nodeBackingDir))}
+			spec.Entrypoint = []string{agentPath}
+			serve = append([]string{"agent", "run", "--backing", nodeBackingDir, "--mount", nodeDataDir, "--", "/broker"}, serve...)
+		}
 		if out, err := r.d.RunOnce(ctx, format); err != nil {
 			return nil, fmt.Errorf("format %s: %w\n%s", name, err, out)
 		}
-		spec.Cmd = []string{"serve", "-c", nodePropsPath}
+		spec.Cmd = serve
 		if err := r.d.CreateNode(ctx, spec); err != nil {
 			return nil, err
 		}
@@ -202,14 +223,104 @@ func (r *DockerRuntime) Start(ctx context.Context, node string) error {
 	return nil
 }
 
-// Pause sends SIGSTOP to the broker.
+// Pause sends SIGSTOP to the broker; a node on the fault filesystem is
+// frozen whole (its broker runs under the agent, which serves the mount).
 func (r *DockerRuntime) Pause(ctx context.Context, node string) error {
+	if r.cluster.DiskFaults {
+		return r.d.Freeze(ctx, node)
+	}
 	return r.d.Signal(ctx, node, "STOP")
 }
 
-// Resume sends SIGCONT to the broker.
+// Resume sends SIGCONT to the broker (or thaws a frozen node).
 func (r *DockerRuntime) Resume(ctx context.Context, node string) error {
+	if r.cluster.DiskFaults {
+		return r.d.Thaw(ctx, node)
+	}
 	return r.d.Signal(ctx, node, "CONT")
+}
+
+// errNoFaultFS refuses a disk command to nodes started without the fault
+// filesystem.
+func (r *DockerRuntime) errNoFaultFS(node string) error {
+	return fmt.Errorf("disk fault on %s: %w: the nodes were started without the fault filesystem (name a power or disk fault in --nemesis)", node, ErrUnsupported)
+}
+
+// agentDisk passes a fault filesystem command to the node's agent.
+func (r *DockerRuntime) agentDisk(ctx context.Context, node, line string) (string, error) {
+	if !r.cluster.DiskFaults {
+		return "", r.errNoFaultFS(node)
+	}
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	return r.d.Exec(ctx, node, append([]string{agentPath, "agent", "disk"}, strings.Fields(line)...))
+}
+
+// PowerLoss has the node's agent kill the broker and drop what its fault
+// filesystem holds unsynced (line: a faultfs power command), and waits
+// until the node is down. The agent ends the container after it answered,
+// so an exec cut short by the container's end still counts when the node
+// is down.
+func (r *DockerRuntime) PowerLoss(ctx context.Context, node, line string) error {
+	_, err := r.agentDisk(ctx, node, line)
+	if err != nil && !r.stopped(ctx, node) {
+		return err
+	}
+	return r.d.Wait(ctx, node)
+}
+
+func (r *DockerRuntime) stopped(ctx context.Context, node string) bool {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	return r.d.Wait(ctx, node) == nil
+}
+
+// DiskFault passes an eio, enospc or slow command to the node's fault
+// filesystem.
+func (r *DockerRuntime) DiskFault(ctx context.Context, node, line string) error {
+	_, err := r.agentDisk(ctx, node, line)
+	return err
+}
+
+// HealDisk ends the node's disk faults, or starts the node when it went
+// down meanwhile (a broker that stops when its log dir fails): a new
+// mount starts with no fault.
+func (r *DockerRuntime) HealDisk(ctx context.Context, node string) error {
+	running, err := r.d.Running(ctx, node)
+	if err != nil {
+		return err
+	}
+	if !running {
+		return r.Start(ctx, node)
+	}
+	_, err = r.agentDisk(ctx, node, "heal")
+	if err != nil && !r.stopped(ctx, node) {
+		return err
+	}
+	if running, _ := r.d.Running(ctx, node); !running {
+		return r.Start(ctx, node)
+	}
+	return nil
+}
+
+// Corrupt damages a stopped node's log dir in a one-shot container on its
+// volume (`faultline agent corrupt`) and returns what it did.
+func (r *DockerRuntime) Corrupt(ctx context.Context, node string, seed uint64) (string, error) {
+	var id int
+	if _, err := fmt.Sscanf(node, "n%d", &id); err != nil {
+		return "", fmt.Errorf("corrupt %s: unknown node", node)
+	}
+	logDir := nodeDiskDir + "/kafka"
+	if r.cluster.DiskFaults {
+		logDir = nodeBackingDir + "/kafka"
+	}
+	spec := NodeSpec{
+		Name: fmt.Sprintf("%s-corrupt-%d", node, r.corruptions.Add(1)), Image: r.image, Network: r.network,
+		DataDir: nodeDiskDir, Volume: r.d.runID + "-" + node + "-data", Entrypoint: []string{agentPath},
+		Cmd: []string{"agent", "corrupt", "--dir", logDir, "--seed", strconv.FormatUint(seed, 10)},
+	}
+	out, err := r.d.RunOnce(ctx, spec)
+	return strings.TrimSpace(out), err
 }
 
 // Isolate asks the node's fault agent to drop packets from the named nodes

@@ -211,6 +211,7 @@ func (r *run) execute(ctx context.Context) (Outcome, error) {
 	cluster := Cluster{
 		Nodes: t.Nodes, Topology: t.Topology, ClusterID: newClusterID(), BrokerConfig: t.BrokerConfig,
 		BrokerBinary: t.BrokerBinary, AgentBinary: t.AgentBinary, NetworkFaults: t.networkFaults(),
+		DiskFaults: t.Nemesis.OnFaultFS(),
 	}
 	nodes, err := r.rt.Setup(ctx, cluster)
 	r.nodes = nodes

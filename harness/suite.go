@@ -67,6 +67,35 @@ var Suites = map[string]func(base Test) []Case{
 			{Test: lossy, Expect: checker.Invalid, Why: "acks=1 + leader kills and zombie leaders lose acknowledged writes (seed 003): the checker must find it"},
 		}
 	},
+	// disk runs the durability configuration on the fault filesystem
+	// (`make test-jepsen-disk`): power losses, disk errors and corruption.
+	"disk": func(base Test) []Case {
+		mk := func(name string, spec nemesis.Spec, extra map[string]string) Test {
+			t := durable(base)
+			t.Name, t.Nemesis = name, spec
+			t.TimeLimit = Duration(min(time.Duration(base.TimeLimit), 120*time.Second))
+			for k, v := range extra {
+				t.BrokerConfig[k] = v
+			}
+			return t
+		}
+		perMessage := map[string]string{"log.flush.interval.messages": "1"}
+		return []Case{
+			{Test: mk("power-all-default-flush", nemesis.Spec{{Kind: nemesis.KindPower, Mode: nemesis.TargetAll}}, nil),
+				Expect: checker.Invalid, Why: "default flush policy: a power loss of every replica at once loses acknowledged writes (Kafka's trade-off): the checker must find it"},
+			{Test: mk("durable-power", nemesis.Spec{
+				{Kind: nemesis.KindPower, Mode: nemesis.TargetOne}, {Kind: nemesis.KindPower, Mode: nemesis.TargetMinority},
+				{Kind: nemesis.KindPower, Mode: nemesis.TargetAll},
+			}, perMessage), Expect: checker.Valid, Why: "every message fsynced before it is acknowledged: power losses of one node, a minority and all lose nothing"},
+			{Test: mk("durable-power-then-leader", nemesis.Spec{
+				{Kind: nemesis.KindPower, Mode: nemesis.PowerThenLeader},
+			}, nil), Expect: checker.Valid, Why: "default flush, min ISR 2: a replica that lost its unflushed tail must not lead before it caught up (KIP-966)"},
+			{Test: mk("durable-disk", nemesis.Spec{
+				{Kind: nemesis.KindDiskError, Mode: nemesis.TargetOne}, {Kind: nemesis.KindDiskFull, Mode: nemesis.TargetOne},
+				{Kind: nemesis.KindDiskSlow, Mode: nemesis.TargetOne}, {Kind: nemesis.KindCorrupt, Mode: nemesis.TargetOne},
+			}, nil), Expect: checker.Valid, Why: "EIO, a full disk, slow fsyncs and corruption while down, one node at a time, lose nothing"},
+		}
+	},
 	// single runs against one node (the process runtime works everywhere):
 	// a smoke test of the whole pipeline.
 	"single": func(base Test) []Case {

@@ -84,6 +84,9 @@ func (t Test) Validate(reg workloads.Registry) error {
 	if err := t.Nemesis.Validate(); err != nil {
 		problems = append(problems, "--nemesis: "+err.Error())
 	}
+	if t.Runtime == "process" && t.diskFaults() {
+		problems = append(problems, "--nemesis: power, disk and corrupt faults need --runtime docker")
+	}
 	if time.Duration(t.NemesisInterval) <= 0 {
 		problems = append(problems, "--nemesis-interval: must be positive")
 	}
@@ -96,6 +99,12 @@ func (t Test) Validate(reg workloads.Registry) error {
 // networkFaults reports whether the nemesis list names partitions, the one
 // fault that needs extra capabilities in the nodes.
 func (t Test) networkFaults() bool { return t.Nemesis.Has(nemesis.KindPartition) }
+
+// diskFaults reports whether the nemesis list names a fault on the nodes'
+// disks (the fault filesystem or corruption of a stopped node's data).
+func (t Test) diskFaults() bool {
+	return t.Nemesis.OnFaultFS() || t.Nemesis.Has(nemesis.KindCorrupt)
+}
 
 // WorkloadOptions are the workload's settings for a cluster reached at
 // seeds.

@@ -11,7 +11,14 @@
 // kill:all; restart on the same data when it stops), pause
 // (SIGSTOP/SIGCONT, same targets), partition (one node
 // isolated, random halves, majorities ring, the active controller isolated;
-// node-to-node traffic only, never clients), none.
+// node-to-node traffic only, never clients), none; and the disk faults,
+// with kill's targets, made real by a runtime that is also a Disk: power
+// (the broker killed and its fault filesystem's unsynced writes dropped,
+// torn or reordered as the seed draws; restart when it stops), disk-error
+// (EIO on fsync and/or write), disk-full (ENOSPC at the current size),
+// disk-slow (latency), each healed when it stops, and corrupt (kill, then
+// damage the stopped node's data; restart when it stops). Each records
+// what it did to each node (DiskTargets).
 //
 // The --nemesis grammar is read in one place, ParseSpec: a comma-separated
 // list of KIND or KIND:MODE, parsed into a Spec of typed entries that the

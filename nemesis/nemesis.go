@@ -150,15 +150,9 @@ func (k *Kill) Start(ctx context.Context, rng *rand.Rand) (any, error) {
 
 // Stop restarts every node it killed.
 func (k *Kill) Stop(ctx context.Context) (any, error) {
-	var errs []error
 	started := k.killed
 	k.killed = nil
-	for _, n := range started {
-		if err := k.Runtime.Start(ctx, n); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	return Targets{Nodes: started}, errors.Join(errs...)
+	return Targets{Nodes: started}, startAll(ctx, k.Runtime, started)
 }
 
 // Pause SIGSTOPs its targets (a zombie that wakes up after it was

@@ -17,10 +17,21 @@ const (
 	KindKill      Kind = "kill"
 	KindPause     Kind = "pause"
 	KindPartition Kind = "partition"
+	KindPower     Kind = "power"
+	KindDiskError Kind = "disk-error"
+	KindDiskFull  Kind = "disk-full"
+	KindDiskSlow  Kind = "disk-slow"
+	KindCorrupt   Kind = "corrupt"
 )
 
 // kinds lists every kind, in the order error messages name them.
-var kinds = []Kind{KindNone, KindKill, KindPause, KindPartition}
+var kinds = []Kind{KindNone, KindKill, KindPause, KindPartition, KindPower, KindDiskError, KindDiskFull, KindDiskSlow, KindCorrupt}
+
+// OnFaultFS reports whether the kind needs the fault filesystem under the
+// nodes (and so CAP_SYS_ADMIN and /dev/fuse in them).
+func (k Kind) OnFaultFS() bool {
+	return k == KindPower || k == KindDiskError || k == KindDiskFull || k == KindDiskSlow
+}
 
 // FaultSpec is one entry of a --nemesis list: a kind of fault and, when
 // given, the one mode it is pinned to (kill:leaders); without a mode the
@@ -41,7 +52,9 @@ func (f FaultSpec) String() string {
 // modes returns the modes a kind may be pinned to.
 func (k Kind) modes() []string {
 	switch k {
-	case KindKill, KindPause:
+	case KindPower:
+		return append(append([]string(nil), explicitProcessTargetModes...), PowerThenLeader)
+	case KindKill, KindPause, KindDiskError, KindDiskFull, KindDiskSlow, KindCorrupt:
 		return explicitProcessTargetModes
 	case KindPartition:
 		return PartitionModes
@@ -77,8 +90,9 @@ func (f FaultSpec) validate() error {
 type Spec []FaultSpec
 
 // ParseSpec reads a comma-separated --nemesis list: entries KIND or
-// KIND:MODE, with kinds none, kill, pause, partition; kill and pause take
-// the modes one, minority, majority, leaders, controller, all; partition
+// KIND:MODE, with kinds none, kill, pause, partition, power, disk-error,
+// disk-full, disk-slow, corrupt; all but partition and none take the modes
+// one, minority, majority, leaders, controller, all; partition
 // takes one, halves, majorities-ring, controller; none takes none. The
 // error names the entry that is wrong.
 func ParseSpec(list string) (Spec, error) {
@@ -136,8 +150,16 @@ func (s Spec) Injected() Spec {
 	return slices.DeleteFunc(slices.Clone(s), func(f FaultSpec) bool { return f.Kind == KindNone })
 }
 
+// OnFaultFS reports whether any entry needs the fault filesystem.
+func (s Spec) OnFaultFS() bool {
+	return slices.ContainsFunc(s, func(f FaultSpec) bool { return f.Kind.OnFaultFS() })
+}
+
 // Faults builds the faults of the list, made real by rt and aimed with c.
+// The disk faults need rt to be a Disk as well; without it they fail when
+// they start.
 func (s Spec) Faults(rt Runtime, c Cluster) []Fault {
+	disk, _ := rt.(Disk)
 	faults := make([]Fault, 0, len(s))
 	for _, f := range s {
 		var modes []string
@@ -151,6 +173,12 @@ func (s Spec) Faults(rt Runtime, c Cluster) []Fault {
 			faults = append(faults, &Pause{Runtime: rt, Cluster: c, Modes: modes})
 		case KindPartition:
 			faults = append(faults, &Partition{Runtime: rt, Cluster: c, Modes: modes})
+		case KindPower:
+			faults = append(faults, &Power{Runtime: rt, Disk: disk, Cluster: c, Modes: modes})
+		case KindDiskError, KindDiskFull, KindDiskSlow:
+			faults = append(faults, &DiskFault{Kind: f.Kind, Disk: disk, Cluster: c, Modes: modes})
+		case KindCorrupt:
+			faults = append(faults, &Corrupt{Runtime: rt, Disk: disk, Cluster: c, Modes: modes})
 		default:
 			faults = append(faults, Noop{})
 		}

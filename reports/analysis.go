@@ -133,8 +133,12 @@ func describeNemesis(op checker.Op) string {
 	// The nemesis names its ops start-<fault> and stop-<fault>.
 	if fault, ok := strings.CutPrefix(f, "stop-"); ok {
 		switch {
-		case strings.Contains(fault, "kill"):
+		case strings.Contains(fault, "kill") || fault == "corrupt":
 			verb = "restarted"
+		case fault == "power":
+			verb = "restored the power of"
+		case strings.HasPrefix(fault, "disk-"):
+			verb = "ended the disk fault on"
 		case strings.Contains(fault, "pause"):
 			verb = "resumed"
 		case strings.Contains(fault, "partition"):
@@ -154,6 +158,16 @@ func describeNemesis(op checker.Op) string {
 	switch {
 	case strings.Contains(f, "kill"):
 		verb = "killed"
+	case f == "power":
+		verb = "cut the power of"
+	case f == "disk-error":
+		verb = "failed writes and fsyncs with EIO on"
+	case f == "disk-full":
+		verb = "filled the disk of"
+	case f == "disk-slow":
+		verb = "slowed the disk of"
+	case f == "corrupt":
+		verb = "killed and corrupted the data of"
 	case strings.Contains(f, "unpause") || strings.Contains(f, "resume") || strings.Contains(f, "cont"):
 		verb = "resumed"
 	case strings.Contains(f, "pause") || strings.Contains(f, "stop-process"):

@@ -230,6 +230,14 @@ func TestDescribeNemesis(t *testing.T) {
 		{op("bump-clock", `5`), `ran "bump-clock" on 5`, false},
 		{op("start-kill", `{"mode":"leaders","nodes":["n1","n3"]}`), "killed n1, n3 (leaders)", false},
 		{op("stop-kill", `{"mode":"","nodes":["n1"]}`), "restarted n1", true},
+		{op("start-power", `{"mode":"all","nodes":["n1","n2"],"did":{"n1":"power seed=1","n2":"power torn seed=2"}}`), "cut the power of n1, n2 (all)", false},
+		{op("stop-power", `{"nodes":["n1"]}`), "restored the power of n1", true},
+		{op("start-disk-error", `{"mode":"one","nodes":["n2"]}`), "failed writes and fsyncs with EIO on n2 (one)", false},
+		{op("start-disk-full", `{"nodes":["n2"]}`), "filled the disk of n2", false},
+		{op("start-disk-slow", `{"nodes":["n2"]}`), "slowed the disk of n2", false},
+		{op("stop-disk-slow", `{"nodes":["n2"]}`), "ended the disk fault on n2", true},
+		{op("start-corrupt", `{"nodes":["n3"]}`), "killed and corrupted the data of n3", false},
+		{op("stop-corrupt", `{"nodes":["n3"]}`), "restarted n3", true},
 	} {
 		assert.Equal(t, c.want, describeNemesis(c.op), c.op.F)
 		assert.Equal(t, c.heal, isHeal(c.op.F), c.op.F)

@@ -20,6 +20,7 @@ import (
 	"github.com/faultline/faultline/harness"
 	"github.com/faultline/faultline/nemesis"
 	"github.com/faultline/faultline/nemesis/agent"
+	"github.com/faultline/faultline/nemesis/faultfs"
 	"github.com/faultline/faultline/reports"
 	"github.com/faultline/faultline/workloads"
 	"github.com/faultline/faultline/workloads/queue"
@@ -33,7 +34,8 @@ Usage:
   faultline check  HISTORY.jsonl    re-check a stored history
   faultline report RUN_DIR          re-render report.html and junit.xml of a stored run
   faultline serve  [--store DIR] [--addr HOST:PORT]   browse the store in a web browser
-  faultline agent  drop IP[,IP...] | heal | status | dial HOST:PORT   the in-node fault agent (inside node containers)
+  faultline agent  drop IP[,IP...] | heal | status | dial HOST:PORT | run | disk CMD | corrupt
+                   the in-node fault agent (inside node containers)
 
 Exit codes (as Jepsen's): 0 valid, 1 anomalies found, 2 unknown, 254 bad arguments, 255 internal error.
 Run 'faultline <command> --help' for a command's flags.
@@ -377,7 +379,7 @@ func cmdServe(args []string, stdout, stderr io.Writer) int {
 
 func cmdAgent(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 || args[0] == "--help" || args[0] == "-h" {
-		fmt.Fprintln(stderr, "usage: faultline agent drop IP[,IP...] | heal | status | dial HOST:PORT\nRuns inside a node container (needs CAP_NET_ADMIN): drops packets from the given IPv4 sources, heals, lists what is dropped, or probes whether HOST:PORT accepts a TCP connection (exit 0 yes, 1 no).")
+		fmt.Fprint(stderr, agentUsage)
 		if len(args) == 0 {
 			return harness.ExitBadArgs
 		}
@@ -421,6 +423,21 @@ func cmdAgent(args []string, stdout, stderr io.Writer) int {
 		}
 		conn.Close()
 		fmt.Fprintf(stdout, "connected %s\n", args[1])
+	case "run":
+		return cmdAgentRun(args[1:], stderr)
+	case "disk":
+		if len(args) < 2 {
+			fmt.Fprintln(stderr, "faultline agent disk: want a fault filesystem command (power, eio, enospc, slow, heal, status)")
+			return harness.ExitBadArgs
+		}
+		out, err := agent.Send(agent.SocketPath, "disk "+strings.Join(args[1:], " "))
+		fmt.Fprint(stdout, out)
+		if err != nil {
+			fmt.Fprintf(stderr, "faultline agent disk: %v\n", err)
+			return harness.ExitInternal
+		}
+	case "corrupt":
+		return cmdAgentCorrupt(args[1:], stdout, stderr)
 	case "status":
 		addrs, err := agent.Dropped()
 		if err != nil {
@@ -434,5 +451,82 @@ func cmdAgent(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "faultline agent: unknown command %q\n", args[0])
 		return harness.ExitBadArgs
 	}
+	return 0
+}
+
+const agentUsage = `usage: faultline agent COMMAND (runs inside a node container)
+  drop IP[,IP...]   drop packets from these IPv4 sources (needs CAP_NET_ADMIN)
+  heal              remove every drop rule
+  status            list the dropped sources
+  dial HOST:PORT    exit 0 when a TCP connection opens within 2 s, 1 when not
+  run --backing DIR --mount DIR -- BROKER ARGS...
+                    mount the fault filesystem at --mount over --backing (needs
+                    CAP_SYS_ADMIN and /dev/fuse), run the broker on it and take
+                    disk commands until the broker ends
+  disk CMD...       pass a fault filesystem command to the running agent:
+                    power [torn] [reorder] [block=N] [seed=N] (kills the broker
+                    and drops the unsynced writes; the node goes down), eio,
+                    enospc, slow, heal, status
+  corrupt --dir DIR --seed N
+                    corrupt a stopped node's data dir as the seed decides and
+                    print what was done (JSON)
+`
+
+func cmdAgentRun(args []string, stderr io.Writer) int {
+	fs := flag.NewFlagSet("agent run", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	backing := fs.String("backing", "", "the backing dir (on the node's volume)")
+	mount := fs.String("mount", "", "where the broker's data dir is mounted")
+	if err := fs.Parse(args); err != nil {
+		return harness.ExitBadArgs
+	}
+	if *backing == "" || *mount == "" || fs.NArg() == 0 {
+		fmt.Fprintln(stderr, "faultline agent run: want --backing DIR --mount DIR -- BROKER ARGS...")
+		return harness.ExitBadArgs
+	}
+	for _, dir := range []string{*backing, *mount} {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			fmt.Fprintf(stderr, "faultline agent run: %v\n", err)
+			return harness.ExitInternal
+		}
+	}
+	disk, err := faultfs.Mount(*backing, *mount, faultfs.Options{})
+	if err != nil {
+		fmt.Fprintf(stderr, "faultline agent run: mount the fault filesystem: %v\n", err)
+		return harness.ExitInternal
+	}
+	return agent.Run(context.Background(), disk, agent.RunOptions{Argv: fs.Args()}, stderr)
+}
+
+func cmdAgentCorrupt(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("agent corrupt", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	dir := fs.String("dir", "", "the stopped node's log dir")
+	seed := fs.Uint64("seed", 0, "decides what is corrupted")
+	if err := fs.Parse(args); err != nil {
+		return harness.ExitBadArgs
+	}
+	if *dir == "" {
+		fmt.Fprintln(stderr, "faultline agent corrupt: want --dir DIR")
+		return harness.ExitBadArgs
+	}
+	files, err := agent.ListFiles(*dir)
+	if err != nil {
+		fmt.Fprintf(stderr, "faultline agent corrupt: %v\n", err)
+		return harness.ExitInternal
+	}
+	c, err := agent.PlanCorruption(*seed, files)
+	if err == nil {
+		err = agent.ApplyCorruption(*dir, c)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "faultline agent corrupt: %v\n", err)
+		return harness.ExitInternal
+	}
+	out, _ := json.Marshal(struct {
+		agent.Corruption
+		Did string `json:"did"`
+	}{c, c.String()})
+	fmt.Fprintf(stdout, "%s\n", out)
 	return 0
 }

@@ -22,29 +22,8 @@ import (
 // node containers (the only place the agent may run) and checks the effect
 // on TCP connections in both directions.
 func TestPartitionInsideContainers(t *testing.T) {
-	runID := fmt.Sprintf("flagent%d", time.Now().UnixNano()%1_000_000_000)
-	d, err := harness.NewDocker(context.Background(), runID)
-	if errors.Is(err, harness.ErrNoDocker) {
-		t.Skipf("skipping: no Docker daemon reachable: %v", err)
-	}
-	require.NoError(t, err)
-	defer d.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	t.Cleanup(func() { _ = d.Teardown(context.Background()) })
-
-	bin := filepath.Join(t.TempDir(), "node")
-	build := exec.Command("go", "build", "-o", bin, "./testdata/agentnode")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	out, err := build.CombinedOutput()
-	require.NoError(t, err, string(out))
-	node, err := os.ReadFile(bin)
-	require.NoError(t, err)
-	tag, _, err := d.BuildImage(ctx, map[string][]byte{
-		"Dockerfile": []byte("FROM scratch\nCOPY node /node\nENTRYPOINT [\"/node\"]\n"),
-		"node":       node,
-	})
-	require.NoError(t, err)
+	d, ctx, runID := dockerForTest(t, "flagent", 3*time.Minute)
+	tag := buildImage(ctx, t, d, "FROM scratch\nCOPY node /node\nENTRYPOINT [\"/node\"]\n", map[string]string{"node": "./testdata/agentnode"})
 	net, err := d.CreateNetwork(ctx, runID+"-net", netip.Prefix{})
 	require.NoError(t, err)
 	for _, n := range []string{"n1", "n2", "n3"} {
@@ -75,4 +54,38 @@ func TestPartitionInsideContainers(t *testing.T) {
 	count, err = d.Exec(ctx, "n1", []string{"/node", "dropped"})
 	require.NoError(t, err)
 	assert.Equal(t, "0", strings.TrimSpace(count))
+}
+
+// dockerForTest connects to the daemon (skipping the test without one),
+// and removes what the test created when it ends.
+func dockerForTest(t *testing.T, prefix string, limit time.Duration) (*harness.Docker, context.Context, string) {
+	t.Helper()
+	runID := fmt.Sprintf("%s%d", prefix, time.Now().UnixNano()%1_000_000_000)
+	d, err := harness.NewDocker(context.Background(), runID)
+	if errors.Is(err, harness.ErrNoDocker) {
+		t.Skipf("skipping: no Docker daemon reachable: %v", err)
+	}
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
+	t.Cleanup(func() { _ = d.Teardown(context.Background()); d.Close(); cancel() })
+	return d, ctx, runID
+}
+
+// buildImage builds the static binaries of pkgs (file name -> package)
+// into an image with dockerfile and returns its tag.
+func buildImage(ctx context.Context, t *testing.T, d *harness.Docker, dockerfile string, pkgs map[string]string) string {
+	t.Helper()
+	files := map[string][]byte{"Dockerfile": []byte(dockerfile)}
+	for name, pkg := range pkgs {
+		bin := filepath.Join(t.TempDir(), name)
+		build := exec.Command("go", "build", "-o", bin, pkg)
+		build.Env = append(os.Environ(), "CGO_ENABLED=0")
+		out, err := build.CombinedOutput()
+		require.NoError(t, err, string(out))
+		files[name], err = os.ReadFile(bin)
+		require.NoError(t, err)
+	}
+	tag, _, err := d.BuildImage(ctx, files)
+	require.NoError(t, err)
+	return tag
 }

@@ -6,6 +6,16 @@
 // no iptables binary. `faultline agent dial HOST:PORT` probes reachability
 // (tests use it to prove a partition holds and heals).
 //
+// With a disk fault asked for, the agent is the node's entrypoint
+// (`faultline agent run --backing /disk/data --mount /data -- /broker
+// serve ...`): it mounts the fault filesystem, runs the broker on it as its
+// child for the node's life and takes commands on SocketPath (Supervisor;
+// `faultline agent disk CMD` sends them): faultfs commands, where a power
+// loss first kills the broker and then ends the node. `faultline agent
+// corrupt` damages a stopped node's log dir as a seed decides
+// (PlanCorruption, a pure function of the seed and the dir's listing;
+// ApplyCorruption does it).
+//
 // The agent must never act outside its own namespace, and Heal must always
 // leave the namespace as it found it.
 package agent

@@ -1,5 +1,7 @@
 // agentnode is a stand-in node for the agent's Docker test: it listens on
-// :7000 and offers "dial host:port", "drop host...", "heal" and "dropped".
+// :7000 and offers "dial host:port", "drop host...", "heal" and "dropped";
+// for the disk test, "write DIR" (a broker-like writer: synced and unsynced
+// data, then it runs until killed) and "cat FILE".
 package main
 
 import (
@@ -7,6 +9,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/faultline/faultline/nemesis/agent"
@@ -59,6 +62,20 @@ func main() {
 		if err := agent.Heal(); err != nil {
 			fail(err)
 		}
+	case "write":
+		if err := write(os.Args[2]); err != nil {
+			fail(err)
+		}
+		fmt.Println("written")
+		for {
+			time.Sleep(time.Hour)
+		}
+	case "cat":
+		b, err := os.ReadFile(os.Args[2])
+		if err != nil {
+			fail(err)
+		}
+		fmt.Print(string(b))
 	case "dropped":
 		addrs, err := agent.Dropped()
 		if err != nil {
@@ -66,4 +83,37 @@ func main() {
 		}
 		fmt.Println(len(addrs))
 	}
+}
+
+// write makes DIR/synced hold "durable" (file and directory fsynced), then
+// appends "tail" to it and creates DIR/unsynced, neither fsynced. On a
+// restart it writes nothing.
+func write(dir string) error {
+	synced := filepath.Join(dir, "synced")
+	if _, err := os.Stat(synced); err == nil {
+		return nil
+	}
+	f, err := os.Create(synced)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if _, err := f.WriteString("durable"); err != nil {
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		return err
+	}
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return err
+	}
+	if _, err := f.WriteString("tail"); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, "unsynced"), []byte("volatile"), 0o644)
 }

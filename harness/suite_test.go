@@ -1,0 +1,36 @@
+package harness
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/faultline/faultline/checker"
+)
+
+func TestDiskSuiteRunsValidTestsOnTheFaultFilesystem(t *testing.T) {
+	base := DefaultTest()
+	base.TimeLimit = Duration(10 * time.Minute)
+	cases := Suites["disk"](base)
+	require.Len(t, cases, 4)
+	names := map[string]checker.Validity{}
+	for _, c := range cases {
+		names[c.Test.Name] = c.Expect
+		require.NoError(t, c.Test.Validate(testWorkloads), c.Test.Name)
+		assert.LessOrEqual(t, time.Duration(c.Test.TimeLimit), 120*time.Second, c.Test.Name)
+		assert.True(t, c.Test.diskFaults(), c.Test.Name)
+		assert.Equal(t, "2", c.Test.BrokerConfig["min.insync.replicas"], c.Test.Name)
+	}
+	assert.Equal(t, map[string]checker.Validity{
+		"power-all-default-flush": checker.Invalid, "durable-power": checker.Valid,
+		"durable-power-then-leader": checker.Valid, "durable-disk": checker.Valid,
+	}, names)
+	assert.Equal(t, "1", cases[1].Test.BrokerConfig["log.flush.interval.messages"])
+	assert.Empty(t, cases[0].Test.BrokerConfig["log.flush.interval.messages"], "the default flush policy")
+
+	process := cases[3].Test
+	process.Runtime = "process"
+	assert.ErrorContains(t, process.Validate(testWorkloads), "need --runtime docker")
+}

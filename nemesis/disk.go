@@ -1,0 +1,254 @@
+package nemesis
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"time"
+)
+
+// Disk is what the disk faults need from the runtime besides Runtime
+// (harness.DockerRuntime has both): the commands of a node's fault
+// filesystem, through its agent, and the data of a stopped node.
+type Disk interface {
+	// PowerLoss cuts the node's power: its broker is killed and its fault
+	// filesystem drops what no fsync made durable (line is a faultfs
+	// power command); the node stays down until Start.
+	PowerLoss(ctx context.Context, node, line string) error
+	// DiskFault passes a faultfs command (eio, enospc, slow) to the node.
+	DiskFault(ctx context.Context, node, line string) error
+	// HealDisk ends the node's disk faults, and starts the node again
+	// when it stopped meanwhile (a broker whose only log dir failed stops).
+	HealDisk(ctx context.Context, node string) error
+	// Corrupt damages the data of a stopped node as seed decides and says
+	// what it did.
+	Corrupt(ctx context.Context, node string, seed uint64) (string, error)
+}
+
+var errNoDisk = errors.New("the runtime has no disk faults (use --runtime docker)")
+
+// DiskTargets records a disk fault's mode, nodes and what it did to each.
+type DiskTargets struct {
+	Mode  string            `json:"mode,omitempty"`
+	Nodes []string          `json:"nodes"`
+	Did   map[string]string `json:"did,omitempty"`
+}
+
+// PowerCommand draws a power loss from rng: every unsynced write dropped,
+// or the last one torn at a block boundary, or a random subset of them
+// persisted, or both; seeded so that the run replays.
+func PowerCommand(rng *rand.Rand) string {
+	variants := []string{"power", "power torn", "power reorder", "power torn reorder"}
+	return fmt.Sprintf("%s seed=%d", variants[rng.IntN(len(variants))], rng.Uint64()>>1)
+}
+
+// PowerThenLeader is the power mode of KIP-966's case: one node's power
+// is cut and it starts again at once, having lost its unflushed tail, and
+// then a partition leader other than it is killed, before the restarted
+// node can have caught up. It is chosen only when named.
+const PowerThenLeader = "follower-then-leader"
+
+// Power cuts the power of its targets (a kill that also loses the page
+// cache) and starts them again when it stops.
+type Power struct {
+	Runtime Runtime
+	Disk    Disk
+	Cluster Cluster
+	Modes   []string
+	down    []string
+}
+
+// Name is "power".
+func (p *Power) Name() string { return string(KindPower) }
+
+// Start cuts the chosen nodes' power.
+func (p *Power) Start(ctx context.Context, rng *rand.Rand) (any, error) {
+	mode := pick(rng, p.Modes, ProcessTargetModes)
+	if p.Disk == nil {
+		return DiskTargets{Mode: mode}, errNoDisk
+	}
+	if mode == PowerThenLeader {
+		return p.followerThenLeader(ctx, rng)
+	}
+	targets, err := chooseTargets(ctx, p.Cluster, mode, rng)
+	if err != nil {
+		return DiskTargets{Mode: mode}, err
+	}
+	did := map[string]string{}
+	var errs []error
+	for _, n := range targets {
+		line := PowerCommand(rng)
+		did[n] = line
+		p.down = append(p.down, n)
+		if err := p.Disk.PowerLoss(ctx, n, line); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return DiskTargets{Mode: mode, Nodes: targets, Did: did}, errors.Join(errs...)
+}
+
+func (p *Power) followerThenLeader(ctx context.Context, rng *rand.Rand) (any, error) {
+	out := DiskTargets{Mode: PowerThenLeader, Did: map[string]string{}}
+	leaders, err := p.Cluster.Leaders(ctx)
+	if err != nil {
+		return out, fmt.Errorf("find partition leaders: %w", err)
+	}
+	if len(leaders) == 0 {
+		return out, errors.New("no partition has a leader")
+	}
+	leader := leaders[rng.IntN(len(leaders))]
+	var others []string
+	for _, n := range p.Cluster.Nodes() {
+		if n != leader {
+			others = append(others, n)
+		}
+	}
+	if len(others) == 0 {
+		return out, errors.New("follower-then-leader needs two nodes")
+	}
+	follower := others[rng.IntN(len(others))]
+	out.Nodes = []string{follower, leader}
+	line := PowerCommand(rng)
+	out.Did[follower] = line + ", started again at once"
+	if err := p.Disk.PowerLoss(ctx, follower, line); err != nil {
+		return out, err
+	}
+	if err := p.Runtime.Start(ctx, follower); err != nil {
+		p.down = append(p.down, follower)
+		return out, err
+	}
+	out.Did[leader] = "killed (leader)"
+	p.down = append(p.down, leader)
+	return out, p.Runtime.Kill(ctx, leader)
+}
+
+// Stop starts every node whose power it cut.
+func (p *Power) Stop(ctx context.Context) (any, error) {
+	started := p.down
+	p.down = nil
+	return Targets{Nodes: started}, startAll(ctx, p.Runtime, started)
+}
+
+func startAll(ctx context.Context, rt Runtime, nodes []string) error {
+	var errs []error
+	for _, n := range nodes {
+		if err := rt.Start(ctx, n); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// DiskFault makes its targets' disks fail writes and fsyncs with EIO
+// (disk-error), run out of space at their current size (disk-full) or
+// slow writes and fsyncs down (disk-slow), until it stops.
+type DiskFault struct {
+	Kind    Kind
+	Disk    Disk
+	Cluster Cluster
+	Modes   []string
+	faulty  []string
+}
+
+// Name is the kind: disk-error, disk-full or disk-slow.
+func (d *DiskFault) Name() string { return string(d.Kind) }
+
+// DiskCommand draws the faultfs command of a disk fault kind from rng.
+func DiskCommand(k Kind, rng *rand.Rand) string {
+	ops := []string{"fsync", "write", "all"}
+	switch k {
+	case KindDiskError:
+		return "eio " + ops[rng.IntN(len(ops))]
+	case KindDiskFull:
+		return "enospc bytes=0"
+	case KindDiskSlow:
+		delay := time.Duration(5+rng.IntN(95)) * time.Millisecond
+		return fmt.Sprintf("slow %s %s jitter=%s seed=%d", ops[rng.IntN(len(ops))], delay, delay/2, rng.Uint64()>>1)
+	}
+	return ""
+}
+
+// Start applies the fault to the chosen nodes.
+func (d *DiskFault) Start(ctx context.Context, rng *rand.Rand) (any, error) {
+	mode := pick(rng, d.Modes, ProcessTargetModes)
+	if d.Disk == nil {
+		return DiskTargets{Mode: mode}, errNoDisk
+	}
+	targets, err := chooseTargets(ctx, d.Cluster, mode, rng)
+	if err != nil {
+		return DiskTargets{Mode: mode}, err
+	}
+	line := DiskCommand(d.Kind, rng)
+	did := map[string]string{}
+	var errs []error
+	for _, n := range targets {
+		did[n] = line
+		d.faulty = append(d.faulty, n)
+		if err := d.Disk.DiskFault(ctx, n, line); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return DiskTargets{Mode: mode, Nodes: targets, Did: did}, errors.Join(errs...)
+}
+
+// Stop heals every disk it made faulty (and starts a node that stopped).
+func (d *DiskFault) Stop(ctx context.Context) (any, error) {
+	healed := d.faulty
+	d.faulty = nil
+	var errs []error
+	for _, n := range healed {
+		if err := d.Disk.HealDisk(ctx, n); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return Targets{Nodes: healed}, errors.Join(errs...)
+}
+
+// Corrupt kills its targets and corrupts their data while they are down
+// (a torn segment tail, a flipped bit in a batch, a damaged index, a
+// deleted checkpoint), and starts them again when it stops.
+type Corrupt struct {
+	Runtime Runtime
+	Disk    Disk
+	Cluster Cluster
+	Modes   []string
+	down    []string
+}
+
+// Name is "corrupt".
+func (c *Corrupt) Name() string { return string(KindCorrupt) }
+
+// Start kills the chosen nodes and corrupts their data.
+func (c *Corrupt) Start(ctx context.Context, rng *rand.Rand) (any, error) {
+	mode := pick(rng, c.Modes, ProcessTargetModes)
+	if c.Disk == nil {
+		return DiskTargets{Mode: mode}, errNoDisk
+	}
+	targets, err := chooseTargets(ctx, c.Cluster, mode, rng)
+	if err != nil {
+		return DiskTargets{Mode: mode}, err
+	}
+	did := map[string]string{}
+	var errs []error
+	for _, n := range targets {
+		c.down = append(c.down, n)
+		if err := c.Runtime.Kill(ctx, n); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		what, err := c.Disk.Corrupt(ctx, n, rng.Uint64())
+		did[n] = what
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return DiskTargets{Mode: mode, Nodes: targets, Did: did}, errors.Join(errs...)
+}
+
+// Stop starts every node it corrupted.
+func (c *Corrupt) Stop(ctx context.Context) (any, error) {
+	started := c.down
+	c.down = nil
+	return Targets{Nodes: started}, startAll(ctx, c.Runtime, started)
+}
