@@ -273,6 +273,7 @@ func (n *Node) startLogManager() error {
 		RecoveryPointCheckpointIntervalMs: cfg.LogFlushOffsetCheckpointIntervalMs,
 		RetentionCheckIntervalMs:          cfg.LogRetentionCheckIntervalMs,
 		ProducerIDExpirationMs:            cfg.ProducerIDExpirationMs,
+		Unsafe:                            storageUnsafe(cfg),
 	})
 	if err != nil {
 		return err
