@@ -364,11 +364,9 @@ func (l *Log) AppendAsLeader(records []byte, leaderEpoch int32, nowMs int64) (Ap
 		return info, err
 	}
 	if l.unsafe.AckBeforeFsync {
-		l.flushes.Add(1)
-		go func() {
-			defer l.flushes.Done()
-			_ = l.syncTo(info.LastOffset+1, nowMs)
-		}()
+		// The fsync's failure still takes the log offline; a log closed
+		// meanwhile fails it with ErrLogClosed.
+		go func() { _ = l.syncTo(info.LastOffset+1, nowMs) }()
 		return info, nil
 	}
 	return info, l.syncTo(info.LastOffset+1, nowMs)
