@@ -110,6 +110,7 @@ var Suites = map[string]func(base Test) []Case{
 			{Test: kill, Expect: checker.Valid, Why: "one node killed and restarted, every message fsynced"},
 		}
 	},
+	"planted": plantedSuite, // every planted bug caught, and valid without it (suite_planted.go)
 }
 
 // SuiteRow is one line of the suite's table.

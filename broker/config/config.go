@@ -288,10 +288,13 @@ type Config struct {
 	// MetricsAddress is faultline.metrics.address, host:port of the
 	// Prometheus /metrics endpoint. Default: empty (disabled).
 	MetricsAddress string
-	// Unsafe holds every unsafe.* key (booleans): deliberately unsafe
-	// switches for planted bugs. Never warned about; the caller logs them
-	// at startup. Never nil.
+	// Unsafe holds every unsafe.* switch the input set (see
+	// UnsafeSwitches): deliberately unsafe switches for planted bugs. A
+	// switch is true only with UnsafeEnable; the caller logs each at
+	// startup (UnsafeWarnings). Never nil.
 	Unsafe map[string]bool
+	// UnsafeEnable is unsafe.enable: without it no unsafe switch loads.
+	UnsafeEnable bool
 
 	// values holds each known key's effective value as Entries reports it;
 	// set marks the keys the input gave.

@@ -286,10 +286,32 @@ func TestBootstrapServersInsteadOfVoters(t *testing.T) {
 }
 
 func TestUnsafeKeys(t *testing.T) {
-	c, warnings := mustFromMap(t, with(combined(), map[string]string{"unsafe.ack-before-replicate": "true", "unsafe.skip-fsync": "False"}))
+	c, warnings := mustFromMap(t, with(combined(), map[string]string{"unsafe.enable": "true", "unsafe.ack.before.isr": "true", "unsafe.ack.before.fsync": "False"}))
 	assert.Empty(t, warnings, "unsafe keys are never warned about")
-	assert.Equal(t, map[string]bool{"unsafe.ack-before-replicate": true, "unsafe.skip-fsync": false}, c.Unsafe)
-	assert.Equal(t, []string{"unsafe.ack-before-replicate"}, c.EnabledUnsafe())
+	assert.True(t, c.UnsafeEnable)
+	assert.Equal(t, map[string]bool{"unsafe.ack.before.isr": true, "unsafe.ack.before.fsync": false}, c.Unsafe)
+	assert.Equal(t, []string{"unsafe.ack.before.isr"}, c.EnabledUnsafe())
+	require.Len(t, c.UnsafeWarnings(), 1)
+	assert.Contains(t, c.UnsafeWarnings()[0], "unsafe.ack.before.isr=true")
+}
+
+func TestUnsafeSwitchesNeedUnsafeEnable(t *testing.T) {
+	for _, k := range UnsafeSwitches() {
+		_, _, err := FromMap(with(combined(), map[string]string{k: "true"}))
+		require.Error(t, err, k)
+		problems := Problems(err)
+		require.Len(t, problems, 1, "one line naming the key")
+		assert.True(t, strings.HasPrefix(problems[0], k+": refused"), problems[0])
+		assert.Contains(t, problems[0], "unsafe.enable=true")
+
+		c, _ := mustFromMap(t, with(combined(), map[string]string{k: "false"}))
+		assert.Empty(t, c.EnabledUnsafe(), "%s=false needs no unsafe.enable", k)
+		assert.NotEmpty(t, UnsafeBug(k))
+	}
+	assert.Len(t, UnsafeSwitches(), 12)
+	c, _ := mustFromMap(t, combined())
+	assert.False(t, c.UnsafeEnable)
+	assert.Empty(t, c.EnabledUnsafe(), "no switch is on by default")
 }
 
 func TestWarnings(t *testing.T) {
@@ -395,7 +417,9 @@ func TestProblems(t *testing.T) {
 		{"unknown role", combined, map[string]string{"process.roles": "broker,zookeeper"}, []string{`process.roles: must be a comma-separated list of broker, controller, got "broker,zookeeper"`}},
 		{"duplicate role", combined, map[string]string{"process.roles": "broker, broker"}, []string{`process.roles: lists broker twice, got "broker, broker"`}},
 		{"bad cleanup policy", combined, map[string]string{"log.cleanup.policy": "delete,shred"}, []string{`log.cleanup.policy: must be a comma-separated list of delete, compact, got "delete,shred"`}},
-		{"unsafe not boolean", combined, map[string]string{"unsafe.skip-fsync": "1"}, []string{`unsafe.skip-fsync: must be true or false, got "1"`}},
+		{"unsafe not boolean", combined, map[string]string{"unsafe.enable": "true", "unsafe.ack.before.fsync": "1"}, []string{`unsafe.ack.before.fsync: must be true or false, got "1"`}},
+		{"unsafe.enable not boolean", combined, map[string]string{"unsafe.enable": "yes"}, []string{`unsafe.enable: must be true or false, got "yes"`}},
+		{"unknown unsafe switch", combined, map[string]string{"unsafe.enable": "true", "unsafe.skip-fsync": "true"}, []string{"unsafe.skip-fsync: unknown unsafe switch; the switches are " + strings.Join(UnsafeSwitches(), ", ")}},
 		{"bad metrics address", combined, map[string]string{"faultline.metrics.address": "9404"}, []string{`faultline.metrics.address: must be host:port (e.g. :9404 or 127.0.0.1:9404), or empty to disable, got "9404"`}},
 		{"bad double", combined, map[string]string{"log.cleaner.min.cleanable.ratio": "half"}, []string{`log.cleaner.min.cleanable.ratio: must be a number, got "half"`}},
 
@@ -555,7 +579,7 @@ func TestProblems(t *testing.T) {
 }
 
 func TestEntries(t *testing.T) {
-	c, _ := mustFromMap(t, with(combined(), map[string]string{"log.retention.hours": "1", "unsafe.skip-fsync": "true"}))
+	c, _ := mustFromMap(t, with(combined(), map[string]string{"log.retention.hours": "1", "unsafe.enable": "true", "unsafe.ack.before.fsync": "true"}))
 	entries := c.Entries()
 	byName := map[string]Entry{}
 	for _, e := range entries {
@@ -579,7 +603,7 @@ func TestEntries(t *testing.T) {
 		byName["listener.security.protocol.map"])
 	assert.Equal(t, Entry{Name: "log.flush.interval.ms", Value: "9223372036854775807", IsDefault: true, ReadOnly: true}, byName["log.flush.interval.ms"])
 	assert.Equal(t, Entry{Name: "broker.rack", Value: "", IsDefault: true, ReadOnly: true}, byName["broker.rack"])
-	assert.Equal(t, Entry{Name: "unsafe.skip-fsync", Value: "true", ReadOnly: true}, entries[len(entries)-1])
+	assert.Equal(t, Entry{Name: "unsafe.ack.before.fsync", Value: "true", ReadOnly: true}, entries[len(entries)-1])
 }
 
 func TestDocListsEveryKey(t *testing.T) {
@@ -617,11 +641,11 @@ func TestDocStatesEachDefault(t *testing.T) {
 }
 
 func TestLoadWithOverrides(t *testing.T) {
-	c, warnings, err := LoadWithOverrides("testdata/server.properties", map[string]string{"num.partitions": "6", "unsafe.skip-fsync": "true"})
+	c, warnings, err := LoadWithOverrides("testdata/server.properties", map[string]string{"num.partitions": "6", "unsafe.enable": "true", "unsafe.idempotence.off": "true"})
 	require.NoError(t, err)
 	assert.Empty(t, warnings)
 	assert.Equal(t, int32(6), c.NumPartitions)
-	assert.Equal(t, []string{"unsafe.skip-fsync"}, c.EnabledUnsafe())
+	assert.Equal(t, []string{"unsafe.idempotence.off"}, c.EnabledUnsafe())
 
 	_, _, err = LoadWithOverrides("testdata/server.properties", map[string]string{"node.id": "7"})
 	assert.Equal(t, []string{

@@ -215,8 +215,11 @@
 // faultline's own keys:
 //
 //	faultline.metrics.address  host:port of the Prometheus /metrics endpoint; empty (default) disables it
-//	unsafe.*                   true/false switches that plant known replication bugs; off unless set,
-//	                           never warned about, collected in Config.Unsafe
+//	unsafe.enable              false; must be true for any unsafe.* switch below to load
+//	unsafe.*                   true/false switches that plant known replication bugs (UnsafeSwitches);
+//	                           off unless set, refused without unsafe.enable=true, an unknown one is
+//	                           refused; never warned about here: the node logs a WARN per switch
+//	                           (UnsafeWarnings); collected in Config.Unsafe
 //
 // # Topic-level keys
 //

@@ -104,24 +104,19 @@ func (l *loader) parseOthers() {
 		}
 	}
 	sort.Strings(names)
+	var unsafeKeys []string
 	for _, k := range names {
 		v := strings.TrimSpace(l.raw[k])
 		switch {
 		case strings.HasPrefix(k, unsafePrefix):
-			switch strings.ToLower(v) {
-			case "true":
-				l.c.Unsafe[k] = true
-			case "false":
-				l.c.Unsafe[k] = false
-			default:
-				l.problemf(k, "must be true or false, got %q", v)
-			}
+			unsafeKeys = append(unsafeKeys, k)
 		case k == "":
 			l.warnings = append(l.warnings, fmt.Sprintf("a line sets an empty key (value %q); ignored", v))
 		default:
 			l.warnings = append(l.warnings, unknownKeyWarning(k))
 		}
 	}
+	l.parseUnsafe(unsafeKeys)
 }
 
 // unknownKeyWarning explains why k is ignored: a likely typo of a known key

@@ -35,6 +35,9 @@ type Config struct {
 	// (RunExpiry sets it too). Off, it decides whenever its node leads
 	// the quorum: the unit tests' single-voter quorumtest.Local.
 	Cluster bool
+	// Unsafe are the planted bugs of the controller's decisions; the zero
+	// value is the safe controller.
+	Unsafe Unsafe
 }
 
 // Controller is the active controller: it decides with a ClusterState and
@@ -131,7 +134,7 @@ func (c *Controller) Close() {
 }
 
 func (c *Controller) state() *ClusterState {
-	return &ClusterState{Image: c.Image(), Defaults: c.cfg.Defaults, ValidateConfig: c.cfg.ValidateConfig, Rand: c.cfg.Rand}
+	return &ClusterState{Image: c.Image(), Defaults: c.cfg.Defaults, ValidateConfig: c.cfg.ValidateConfig, Rand: c.cfg.Rand, Unsafe: c.cfg.Unsafe}
 }
 
 // commit appends records and waits until the controller's image holds them.

@@ -58,4 +58,7 @@
 //
 // What it must never do: append a record it has not applied to its own image
 // first, or answer a client before the records of the answer are committed.
+// Config.Unsafe plants election bugs on purpose (broker/config's unsafe.*
+// switches, for the harness's planted suite); its zero value, the only one
+// a real deployment has, plants none.
 package controller

@@ -78,7 +78,10 @@ func (s *ClusterState) electLeaderless(im *metadata.Image) []metadata.Record {
 // when nobody qualifies.
 func (s *ClusterState) elect(im *metadata.Image, t *metadata.Topic, replicas, isr []int32, exclude int32) (int32, []int32) {
 	for _, r := range replicas {
-		if r != exclude && im.Live(r) && slices.Contains(isr, r) {
+		if r != exclude && im.Live(r) && (slices.Contains(isr, r) || s.Unsafe.ElectAnyReplica) {
+			if !slices.Contains(isr, r) {
+				return r, []int32{r}
+			}
 			return r, isr
 		}
 	}

@@ -57,7 +57,7 @@ func (s *ClusterState) RegisterBroker(reg BrokerRegistration) (int64, Result, er
 	if err != nil {
 		return 0, Result{}, fmt.Errorf("register broker %d: %w", reg.BrokerID, err)
 	}
-	if known {
+	if known && !s.Unsafe.UncleanRestartKeepsISR {
 		recs = append(recs, s.removeFromPartitions(next, reg.BrokerID)...)
 	}
 	next, err = im.ApplyBatch(im.Offset, recs)

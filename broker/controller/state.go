@@ -40,6 +40,8 @@ type ClusterState struct {
 	Defaults       Defaults
 	ValidateConfig ConfigValidator // nil accepts every config
 	Rand           *rand.Rand      // topic ids and placement offsets
+	// Unsafe are the planted bugs of the decisions (zero: none).
+	Unsafe Unsafe
 }
 
 // Result is the outcome of a decision: the records to append (possibly none)

@@ -82,6 +82,7 @@ func (n *Node) startReplicaManager() error {
 		ReplicaLagTimeMaxMs: cfg.ReplicaLagTimeMaxMs,
 		Registerer:          n.metrics.registry,
 		Logger:              n.logger.With(ComponentKey, "ReplicaManager"),
+		Unsafe:              replicaUnsafe(cfg),
 	})
 	if err != nil {
 		return err

@@ -45,11 +45,11 @@ func scrape(t *testing.T, n *Node) string {
 
 func TestStartupPhasesLogAndMetrics(t *testing.T) {
 	dir := t.TempDir()
-	n, logs := startNodeLogs(t, map[string]string{"log.dirs": filepath.Join(dir, "data"), "unsafe.test.switch": "true"})
+	n, logs := startNodeLogs(t, map[string]string{"log.dirs": filepath.Join(dir, "data"), "unsafe.enable": "true", "unsafe.recovery.skip.crc": "true"})
 	assert.Equal(t, StateRunning, n.State())
 	assertInOrder(t, logs.String(),
 		"INFO Starting Kafka version",
-		"WARN Unsafe switches in effect (planted bugs, never for real data): unsafe.test.switch=true",
+		"WARN UNSAFE SWITCH unsafe.recovery.skip.crc=true IN EFFECT (planted bug, never for real data): recovery after an unclean shutdown does not check batch CRCs",
 		"Loading logs from log dirs [",
 		"Loaded metadata log up to offset",
 		"Registered broker 1 with controller quorum",

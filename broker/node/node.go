@@ -218,8 +218,8 @@ func (n *Node) checkConfiguration() error {
 	n.log.Info(fmt.Sprintf("Starting Kafka version %s (faultline broker)", VersionString()))
 	n.logger.Info(fmt.Sprintf("Loaded configuration: broker ID %d, process.roles=%s, log.dirs=%v",
 		cfg.NodeID, strings.Join(cfg.ProcessRoles, ","), cfg.LogDirs), ComponentKey, "KafkaConfig")
-	if unsafe := cfg.EnabledUnsafe(); len(unsafe) > 0 {
-		n.log.Warn(fmt.Sprintf("Unsafe switches in effect (planted bugs, never for real data): %s", strings.Join(unsafe, "=true, ")+"=true"))
+	for _, w := range cfg.UnsafeWarnings() {
+		n.log.Warn(w)
 	}
 	if cfg.IsController() {
 		voters, err := quorumVoters(cfg)
@@ -273,6 +273,7 @@ func (n *Node) startLogManager() error {
 		RecoveryPointCheckpointIntervalMs: cfg.LogFlushOffsetCheckpointIntervalMs,
 		RetentionCheckIntervalMs:          cfg.LogRetentionCheckIntervalMs,
 		ProducerIDExpirationMs:            cfg.ProducerIDExpirationMs,
+		Unsafe:                            storageUnsafe(cfg),
 	})
 	if err != nil {
 		return err

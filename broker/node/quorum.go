@@ -272,6 +272,7 @@ func (n *Node) controllerConfig() controller.Config {
 		ValidateConfig: validateTopicConfig,
 		Logger:         n.logger.With(ComponentKey, "QuorumController"),
 		Cluster:        true,
+		Unsafe:         controllerUnsafe(cfg),
 	}
 }
 

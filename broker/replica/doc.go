@@ -39,4 +39,7 @@
 // watermark passed it, let consumers read past the high watermark, append
 // without the leader epoch of the image that made this broker leader, or
 // panic on client bytes (the storage layer validates every batch).
+// Config.Unsafe breaks some of these rules on purpose (broker/config's
+// unsafe.* switches, for the harness's planted suite); its zero value, the
+// only one a real deployment has, breaks none.
 package replica

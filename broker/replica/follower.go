@@ -36,7 +36,7 @@ func (m *Manager) FollowerPosition(topic string, partition int32) (FetchPosition
 		return FetchPosition{}, false
 	}
 	last, ok := p.log.LatestEpoch()
-	if !ok {
+	if !ok || m.cfg.Unsafe.SkipDivergenceTruncation {
 		last = -1
 	}
 	return FetchPosition{
@@ -65,7 +65,7 @@ func (m *Manager) ApplyFetchResponse(topic string, partition int32, leaderEpoch 
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if (p.state != OnlineFetchingReplica && p.state != TruncatingLog) || p.leaderEpoch != leaderEpoch {
+	if (p.state != OnlineFetchingReplica && p.state != TruncatingLog) || (p.leaderEpoch != leaderEpoch && !m.cfg.Unsafe.SkipEpochFencing) {
 		return fmt.Errorf("apply fetch of %s at leader epoch %d (now %s at %d): %w", p.tp, leaderEpoch, p.state, p.leaderEpoch, ErrNotFollower)
 	}
 	leo := p.log.LogEndOffset()

@@ -53,6 +53,9 @@ type Config struct {
 	Registerer prometheus.Registerer
 	Logger     *slog.Logger
 	Now        func() time.Time
+	// Unsafe are the planted bugs of this broker's replication; the zero
+	// value is the safe broker.
+	Unsafe Unsafe
 }
 
 // Manager holds the partitions of this broker. It follows the metadata image
@@ -408,6 +411,7 @@ func (m *Manager) becomeLeader(p *partition, pt metadata.Partition, nowMs int64)
 		}
 	}
 	st := NewLeaderState(m.cfg.NodeID, pt.LeaderEpoch, pt.PartitionEpoch, pt.Replicas, pt.ISR, p.settings.MinInsyncReplicas, leo, p.log.HighWatermark(), nowMs)
+	st.HWFromLeaderLEO = m.cfg.Unsafe.HWFromLeaderLEO
 	p.log.UpdateHighWatermark(st.HW)
 	m.transition(p, OnlineReplica)
 	p.leader, p.leaderEpoch = pt.Leader, pt.LeaderEpoch

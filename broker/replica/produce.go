@@ -72,7 +72,7 @@ func (m *Manager) Produce(ctx context.Context, topic string, partition int32, re
 	res.BaseOffset = info.FirstOffset
 	res.LogAppendTime = info.LogAppendTime
 	res.LogStartOffset = p.log.LogStartOffset()
-	if acks != -1 {
+	if acks != -1 || m.cfg.Unsafe.AckBeforeISR {
 		return res
 	}
 	res.ErrorCode, res.ErrorMessage = m.awaitHW(ctx, p, st, info.LastOffset)
@@ -114,7 +114,11 @@ func (m *Manager) AppendInternal(ctx context.Context, topic string, partition in
 		return -1, fmt.Errorf("append to %s-%d: no records", topic, partition)
 	}
 	batch := storage.BuildBatch(records, storage.BatchOptions{})
-	res := m.Produce(ctx, topic, partition, batch, -1)
+	acks := int16(-1)
+	if m.cfg.Unsafe.OffsetsUnreplicated {
+		acks = 1
+	}
+	res := m.Produce(ctx, topic, partition, batch, acks)
 	if res.ErrorCode != 0 {
 		return -1, fmt.Errorf("append to %s-%d: %w: %s", topic, partition, kerr.ErrorForCode(res.ErrorCode), res.ErrorMessage)
 	}

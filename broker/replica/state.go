@@ -102,6 +102,9 @@ type State struct {
 	// controller may have committed it already, so the high watermark
 	// counts its members too (the maximal ISR of KIP-497).
 	PendingISR []int32
+	// HWFromLeaderLEO is the planted bug unsafe.hw.from.leader.leo (see
+	// Unsafe): the high watermark follows the leader's LEO alone.
+	HWFromLeaderLEO bool
 }
 
 // NewLeaderState is the state of a replica that just became leader: its LEO
@@ -186,7 +189,7 @@ func (s *State) maybeAdvanceHW() bool {
 	}
 	hw := s.LeaderLEO
 	for _, r := range s.MaximalISR() {
-		if l := s.leo(r); l < hw {
+		if l := s.leo(r); l < hw && !s.HWFromLeaderLEO {
 			hw = l
 		}
 	}

@@ -57,7 +57,7 @@ func BenchmarkRecoveryScan(b *testing.B) {
 	b.SetBytes(s.size)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		cut, err := s.recover(nil)
+		cut, err := s.recover(true, nil)
 		if err != nil || cut != 0 {
 			b.Fatal(cut, err)
 		}

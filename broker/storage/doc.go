@@ -50,4 +50,8 @@
 // package only keeps the log consistent); panic on bytes read from disk or
 // received from a client; fsync on the append path unless flush.messages
 // asks for it (Kafka leaves durability to replication and the OS).
+//
+// ManagerOptions.Unsafe plants durability bugs on purpose (broker/config's
+// unsafe.* switches, for the harness's planted suite); its zero value, the
+// only one a real deployment has, plants none.
 package storage

@@ -24,6 +24,7 @@ type loadParams struct {
 	now            func() time.Time
 	// dirFailed is told, once, when the log finds its disk failed.
 	dirFailed func(error)
+	unsafe    Unsafe
 }
 
 // loadResult reports what loading a log did.
@@ -49,7 +50,7 @@ func openLog(fs FS, dir string, tp TopicPartition, cfg LogConfig, p loadParams) 
 	if err := fs.MkdirAll(dir, 0o755); err != nil {
 		return nil, res, fmt.Errorf("create %s: %w", dir, err)
 	}
-	l := &Log{fs: fs, dir: dir, tp: tp, cfg: cfg, logger: p.logger, now: p.now, producers: newProducerState(), dirDirty: true, dirFailed: p.dirFailed}
+	l := &Log{fs: fs, dir: dir, tp: tp, cfg: cfg, logger: p.logger, now: p.now, producers: newProducerState(), dirDirty: true, dirFailed: p.dirFailed, unsafe: p.unsafe}
 	nowMs := p.now().UnixMilli()
 	l.lastFlushMs = nowMs
 	bases, err := cleanupPartitionDir(fs, dir)
@@ -78,7 +79,7 @@ func openLog(fs FS, dir string, tp TopicPartition, cfg LogConfig, p loadParams) 
 		s.needsRecovery = needsRecovery
 		if needsRecovery && p.cleanShutdown {
 			p.logger.Info(fmt.Sprintf("Rebuilding indexes of segment %d of %s", base, tp))
-			if _, err := s.recover(nil); err != nil {
+			if _, err := s.recover(true, nil); err != nil {
 				_ = s.close()
 				return fail(err)
 			}
@@ -151,13 +152,14 @@ func openLog(fs FS, dir string, tp TopicPartition, cfg LogConfig, p loadParams) 
 // batch is recovered the same way, so a bit flip on the disk is cut off and
 // the replica fetches the rest again from its leader instead of serving it.
 func (l *Log) recoverSegments(recoveryPoint int64) error {
+	verifyCRC := !l.unsafe.RecoverySkipCRC
 	first := l.segmentFor(recoveryPoint)
 	for i, s := range l.segments[:first] {
 		if s.needsRecovery {
 			first = i
 			break
 		}
-		whole, err := s.batchesValid()
+		whole, err := s.batchesValid(verifyCRC)
 		if err != nil {
 			return err
 		}
@@ -178,7 +180,7 @@ func (l *Log) recoverSegments(recoveryPoint int64) error {
 			return l.dropSegmentsFrom(i)
 		}
 		l.logger.Info(fmt.Sprintf("Recovering unflushed segment %d of %s", s.baseOffset, l.tp))
-		cut, err := s.recover(func(h BatchHeader) {
+		cut, err := s.recover(verifyCRC, func(h BatchHeader) {
 			if h.PartitionLeaderEpoch >= 0 {
 				if e, ok := l.epochs.latest(); !ok || e.Epoch < h.PartitionLeaderEpoch {
 					_, _ = l.epochs.assign(h.PartitionLeaderEpoch, h.BaseOffset, false)

@@ -126,8 +126,10 @@ type Log struct {
 	// dirFailed reports the failure to the log manager, which takes the
 	// log's whole dir offline.
 	dirFailed func(error)
-	closed    bool
-	flushes   sync.WaitGroup
+	// unsafe are the planted bugs this log runs with (zero: none).
+	unsafe  Unsafe
+	closed  bool
+	flushes sync.WaitGroup
 }
 
 // Dir is the partition directory.
@@ -303,10 +305,13 @@ func diskFailure(err error) bool {
 // CRC, sizes) and returns their headers.
 func (l *Log) parseForAppend(records []byte, leader bool) ([]BatchHeader, error) {
 	var headers []BatchHeader
-	err := ForEachBatch(records, func(_ BatchHeader, batch []byte) error {
-		h, err := ValidateBatch(batch)
-		if err != nil {
-			return err
+	err := ForEachBatch(records, func(parsed BatchHeader, batch []byte) error {
+		h := parsed
+		if leader || !l.unsafe.FollowerSkipValidation {
+			var err error
+			if h, err = ValidateBatch(batch); err != nil {
+				return err
+			}
 		}
 		if l.cfg.MaxMessageBytes > 0 && h.Size() > int(l.cfg.MaxMessageBytes) && leader {
 			return fmt.Errorf("%w: batch of %d bytes, max.message.bytes %d", ErrRecordTooLarge, h.Size(), l.cfg.MaxMessageBytes)
@@ -357,6 +362,12 @@ func (l *Log) AppendAsLeader(records []byte, leaderEpoch int32, nowMs int64) (Ap
 	info, flush, err := l.appendAsLeader(records, leaderEpoch, nowMs)
 	if err != nil || !flush {
 		return info, err
+	}
+	if l.unsafe.AckBeforeFsync {
+		// The fsync's failure still takes the log offline; a log closed
+		// meanwhile fails it with ErrLogClosed.
+		go func() { _ = l.syncTo(info.LastOffset+1, nowMs) }()
+		return info, nil
 	}
 	return info, l.syncTo(info.LastOffset+1, nowMs)
 }
@@ -451,7 +462,7 @@ func (l *Log) appendAsLeader(records []byte, leaderEpoch int32, nowMs int64) (Ap
 		if err != nil {
 			return AppendInfo{}, false, fmt.Errorf("append to %s: %w", l.tp, err)
 		}
-		if isDup {
+		if isDup && !l.unsafe.IdempotenceOff {
 			// The original append may have been answered with a failed
 			// fsync: under flush.messages the retry is answered only once
 			// the log is durable up to the batch's end.
@@ -686,7 +697,7 @@ func (l *Log) syncTo(target int64, nowMs int64) error {
 		l.dirDirty = l.dirDirty || syncDir
 		return fmt.Errorf("flush %s: %w", l.tp, err)
 	}
-	if err != nil {
+	if err != nil && !l.unsafe.IgnoreFsyncError {
 		// fsyncgate: after a failed fsync the kernel may have dropped the
 		// dirty pages, and a later fsync can succeed without them, so the
 		// log is never trusted again; whatever waited for this fsync gets

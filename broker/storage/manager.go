@@ -48,6 +48,9 @@ type ManagerOptions struct {
 	// (log.flush.scheduler.interval.ms; default 1000 here, as Kafka's
 	// Long.MAX default would never check).
 	FlushCheckIntervalMs int64
+	// Unsafe are the planted bugs every log runs with; the zero value is
+	// the safe broker.
+	Unsafe Unsafe
 }
 
 // LoadStats summarises a Load.
@@ -418,6 +421,7 @@ func (m *LogManager) loadDir(dir string, tps []TopicPartition, p dirParams) (map
 					logger:         m.logger,
 					now:            m.opts.Now,
 					dirFailed:      m.dirFailure(dir),
+					unsafe:         m.opts.Unsafe,
 				})
 				outs <- out{tp: tp, l: l, res: res, err: err}
 			}
@@ -502,6 +506,7 @@ func (m *LogManager) GetOrCreateLog(tp TopicPartition, cfg LogConfig) (*Log, err
 		recoveryPoint:  -1,
 		logStartOffset: -1,
 		highWatermark:  -1,
+		unsafe:         m.opts.Unsafe,
 		logger:         m.logger,
 		now:            m.opts.Now,
 		dirFailed:      m.dirFailure(dir),

@@ -419,10 +419,11 @@ func (s *segment) truncateTo(offset int64) (int64, error) {
 }
 
 // recover rescans the whole segment, validating every batch (size, magic,
-// CRC-32C, offsets inside the segment and increasing), rebuilds both
-// indexes, and truncates the file at the first invalid byte. onBatch sees
-// every valid batch in order. It returns the number of bytes cut.
-func (s *segment) recover(onBatch func(h BatchHeader)) (int64, error) {
+// CRC-32C unless verifyCRC is false, offsets inside the segment and
+// increasing), rebuilds both indexes, and truncates the file at the first
+// invalid byte. onBatch sees every valid batch in order. It returns the
+// number of bytes cut.
+func (s *segment) recover(verifyCRC bool, onBatch func(h BatchHeader)) (int64, error) {
 	s.idx.offsets = s.idx.offsets[:0]
 	s.idx.times = s.idx.times[:0]
 	s.nextOffset = s.baseOffset
@@ -434,7 +435,7 @@ func (s *segment) recover(onBatch func(h BatchHeader)) (int64, error) {
 	defer sc.release()
 	valid := int64(0)
 	for {
-		pos, h, _, err := sc.next(true)
+		pos, h, _, err := sc.next(verifyCRC)
 		if err != nil {
 			if errors.Is(err, io.EOF) {
 				break
@@ -590,12 +591,12 @@ func (sc *batchScanner) fill(need int) (bool, error) {
 
 // batchesValid reports whether every batch of the segment is whole and
 // valid (CRC, sizes) with increasing offsets from the segment's base.
-func (s *segment) batchesValid() (bool, error) {
+func (s *segment) batchesValid(verifyCRC bool) (bool, error) {
 	sc := newBatchScanner(s.log, s.size)
 	defer sc.release()
 	next := s.baseOffset
 	for {
-		_, h, _, err := sc.next(true)
+		_, h, _, err := sc.next(verifyCRC)
 		switch {
 		case errors.Is(err, io.EOF):
 			return true, nil

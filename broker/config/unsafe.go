@@ -1,0 +1,107 @@
+package config
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// UnsafeEnableKey must be true for any unsafe.* switch to be accepted: a
+// switch set without it is refused at load.
+const UnsafeEnableKey = "unsafe.enable"
+
+// The unsafe.* switches. Each plants one real class of replication or
+// durability bug by changing one decision of the broker; the harness's
+// planted suite proves its checker catches each. Off by default, never in
+// a default config.
+const (
+	UnsafeAckBeforeISR             = "unsafe.ack.before.isr"
+	UnsafeHWFromLeaderLEO          = "unsafe.hw.from.leader.leo"
+	UnsafeElectAnyReplica          = "unsafe.elect.any.replica"
+	UnsafeSkipDivergenceTruncation = "unsafe.skip.divergence.truncation"
+	UnsafeSkipEpochFencing         = "unsafe.skip.epoch.fencing"
+	UnsafeRecoverySkipCRC          = "unsafe.recovery.skip.crc"
+	UnsafeIdempotenceOff           = "unsafe.idempotence.off"
+	UnsafeAckBeforeFsync           = "unsafe.ack.before.fsync"
+	UnsafeOffsetsUnreplicated      = "unsafe.offsets.unreplicated"
+	UnsafeIgnoreFsyncError         = "unsafe.ignore.fsync.error"
+	UnsafeUncleanRestartKeepsISR   = "unsafe.unclean.restart.keeps.isr"
+	UnsafeFollowerSkipValidation   = "unsafe.follower.skip.validation"
+)
+
+// unsafeBugs says, per switch, the bug it plants (for the startup WARN).
+var unsafeBugs = map[string]string{
+	UnsafeAckBeforeISR:             "acks=all is answered after the leader's append, before the ISR has the write",
+	UnsafeHWFromLeaderLEO:          "the high watermark follows the leader's log end alone, not the ISR's",
+	UnsafeElectAnyReplica:          "any live replica may be elected leader, ignoring the ISR and unclean.leader.election.enable",
+	UnsafeSkipDivergenceTruncation: "a rejoining follower never asks where its log diverged, so it keeps a divergent tail",
+	UnsafeSkipEpochFencing:         "a follower applies fetch answers of a leader epoch it no longer follows",
+	UnsafeRecoverySkipCRC:          "recovery after an unclean shutdown does not check batch CRCs",
+	UnsafeIdempotenceOff:           "idempotent producers' retries are appended again instead of deduplicated",
+	UnsafeAckBeforeFsync:           "appends are acknowledged before the fsync that flush.messages promises",
+	UnsafeOffsetsUnreplicated:      "consumer offset commits are acknowledged once written on the coordinator, before replication",
+	UnsafeIgnoreFsyncError:         "a failed fsync is ignored and the data acknowledged as durable",
+	UnsafeUncleanRestartKeepsISR:   "a broker that re-registers after a restart stays in its old ISRs",
+	UnsafeFollowerSkipValidation:   "followers append the leader's batches without checking their CRCs",
+}
+
+// UnsafeSwitches lists every unsafe.* switch, sorted.
+func UnsafeSwitches() []string {
+	out := make([]string, 0, len(unsafeBugs))
+	for k := range unsafeBugs {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// UnsafeBug describes the bug an unsafe.* switch plants ("" for an unknown
+// key).
+func UnsafeBug(key string) string { return unsafeBugs[key] }
+
+// parseUnsafe checks the unsafe.* keys: unsafe.enable and the known
+// switches, booleans; a switch set to true only with unsafe.enable=true.
+func (l *loader) parseUnsafe(keys []string) {
+	enable := false
+	if v, ok := l.raw[UnsafeEnableKey]; ok {
+		switch strings.ToLower(strings.TrimSpace(v)) {
+		case "true":
+			enable = true
+		case "false":
+		default:
+			l.problemf(UnsafeEnableKey, "must be true or false, got %q", strings.TrimSpace(v))
+		}
+	}
+	l.c.UnsafeEnable = enable
+	for _, k := range keys {
+		if k == UnsafeEnableKey {
+			continue
+		}
+		v := strings.TrimSpace(l.raw[k])
+		if _, known := unsafeBugs[k]; !known {
+			l.problemf(k, "unknown unsafe switch; the switches are %s", strings.Join(UnsafeSwitches(), ", "))
+			continue
+		}
+		switch strings.ToLower(v) {
+		case "true":
+			if !enable {
+				l.problemf(k, "refused: a planted bug (%s) needs %s=true as well; never set it for real data", unsafeBugs[k], UnsafeEnableKey)
+				continue
+			}
+			l.c.Unsafe[k] = true
+		case "false":
+			l.c.Unsafe[k] = false
+		default:
+			l.problemf(k, "must be true or false, got %q", v)
+		}
+	}
+}
+
+// UnsafeWarnings are the startup WARN lines, one per switch in effect.
+func (c *Config) UnsafeWarnings() []string {
+	var out []string
+	for _, k := range c.EnabledUnsafe() {
+		out = append(out, fmt.Sprintf("UNSAFE SWITCH %s=true IN EFFECT (planted bug, never for real data): %s", k, unsafeBugs[k]))
+	}
+	return out
+}

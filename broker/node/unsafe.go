@@ -1,0 +1,38 @@
+package node
+
+import (
+	"github.com/faultline/faultline/broker/config"
+	"github.com/faultline/faultline/broker/controller"
+	"github.com/faultline/faultline/broker/replica"
+	"github.com/faultline/faultline/broker/storage"
+)
+
+// The planted bugs of each layer, from the unsafe.* switches of cfg (all
+// false unless unsafe.enable=true let them load).
+
+func storageUnsafe(cfg *config.Config) storage.Unsafe {
+	return storage.Unsafe{
+		RecoverySkipCRC:        cfg.Unsafe[config.UnsafeRecoverySkipCRC],
+		IdempotenceOff:         cfg.Unsafe[config.UnsafeIdempotenceOff],
+		AckBeforeFsync:         cfg.Unsafe[config.UnsafeAckBeforeFsync],
+		IgnoreFsyncError:       cfg.Unsafe[config.UnsafeIgnoreFsyncError],
+		FollowerSkipValidation: cfg.Unsafe[config.UnsafeFollowerSkipValidation],
+	}
+}
+
+func replicaUnsafe(cfg *config.Config) replica.Unsafe {
+	return replica.Unsafe{
+		AckBeforeISR:             cfg.Unsafe[config.UnsafeAckBeforeISR],
+		HWFromLeaderLEO:          cfg.Unsafe[config.UnsafeHWFromLeaderLEO],
+		SkipDivergenceTruncation: cfg.Unsafe[config.UnsafeSkipDivergenceTruncation],
+		SkipEpochFencing:         cfg.Unsafe[config.UnsafeSkipEpochFencing],
+		OffsetsUnreplicated:      cfg.Unsafe[config.UnsafeOffsetsUnreplicated],
+	}
+}
+
+func controllerUnsafe(cfg *config.Config) controller.Unsafe {
+	return controller.Unsafe{
+		ElectAnyReplica:        cfg.Unsafe[config.UnsafeElectAnyReplica],
+		UncleanRestartKeepsISR: cfg.Unsafe[config.UnsafeUncleanRestartKeepsISR],
+	}
+}

@@ -1,0 +1,156 @@
+package replica
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/faultline/faultline/broker/metadata"
+	"github.com/faultline/faultline/broker/storage"
+)
+
+// unsafeManager is broker id's replica manager with planted bugs u, on a
+// fresh log dir, min.insync.replicas 1.
+func unsafeManager(t *testing.T, id int32, u Unsafe) (*Manager, *storage.LogManager) {
+	t.Helper()
+	lm, err := storage.NewLogManager(storage.OS, []string{t.TempDir()}, storage.ManagerOptions{})
+	require.NoError(t, err)
+	_, err = lm.Load()
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = lm.Shutdown(0) })
+	m, err := New(Config{NodeID: id, Logs: lm, TopicSettings: settingsFromConfigs, Unsafe: u})
+	require.NoError(t, err)
+	return m, lm
+}
+
+// partitionImage is an image of brokers 1 and 2 with "topic"-0 on both,
+// led by leader at leaderEpoch with isr.
+func partitionImage(leader, leaderEpoch int32, isr ...int32) *metadata.Image {
+	im := metadata.NewImage("cluster")
+	for _, id := range []int32{1, 2} {
+		im.Brokers[id] = metadata.Broker{ID: id, Epoch: 1, Host: "127.0.0.1", Port: 1}
+	}
+	tp := &metadata.Topic{Name: "topic", ID: metadata.Uuid{1}, Partitions: []metadata.Partition{{
+		Partition: 0, Replicas: []int32{1, 2}, ISR: isr, Leader: leader, LeaderEpoch: leaderEpoch}}}
+	im.Topics["topic"], im.TopicsByID[tp.ID] = tp, tp
+	return im
+}
+
+// shortCtx gives an acks=all write time to be replicated, which it never is.
+func shortCtx(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// TestUnsafeAckBeforeISR: with follower 2 in the ISR and never fetching,
+// an acks=all produce times out; with unsafe.ack.before.isr it is answered
+// at once.
+func TestUnsafeAckBeforeISR(t *testing.T) {
+	for _, early := range []bool{false, true} {
+		m, _ := unsafeManager(t, 1, Unsafe{AckBeforeISR: early})
+		m.ApplyImage(nil, partitionImage(1, 0, 1, 2))
+		res := m.Produce(shortCtx(t), "topic", 0, batch("a"), -1)
+		if !early {
+			assert.Equal(t, kerr.RequestTimedOut.Code, res.ErrorCode, "acks=all waits for the follower")
+			continue
+		}
+		assert.Equal(t, int16(0), res.ErrorCode, "unsafe: acknowledged before the follower fetched")
+		assert.Equal(t, int64(0), m.HighWatermark("topic", 0), "the follower does not have it")
+	}
+}
+
+// TestUnsafeHWFromLeaderLEO: the high watermark stays at what the lagging
+// ISR member fetched; with unsafe.hw.from.leader.leo it is the leader's LEO.
+func TestUnsafeHWFromLeaderLEO(t *testing.T) {
+	for _, planted := range []bool{false, true} {
+		m, _ := unsafeManager(t, 1, Unsafe{HWFromLeaderLEO: planted})
+		m.ApplyImage(nil, partitionImage(1, 0, 1, 2))
+		require.Equal(t, int16(0), m.Produce(context.Background(), "topic", 0, batch("a", "b"), 1).ErrorCode)
+		res := m.Fetch(context.Background(), "topic", 0, FetchPartition{ReplicaID: 2, ReplicaEpoch: -1, CurrentLeaderEpoch: 0,
+			FetchOffset: 1, LastFetchedEpoch: -1, LogStartOffset: 0, MaxBytes: 1 << 20})
+		require.Equal(t, int16(0), res.ErrorCode)
+		if !planted {
+			assert.Equal(t, int64(1), m.HighWatermark("topic", 0), "the ISR member holds offset 0 only")
+			continue
+		}
+		assert.Equal(t, int64(2), m.HighWatermark("topic", 0), "unsafe: the leader's LEO, past the lagging ISR member")
+	}
+}
+
+// TestUnsafeOffsetsUnreplicated: the broker's own write (a consumer offset
+// commit) waits for the ISR; with unsafe.offsets.unreplicated it is
+// acknowledged before follower 2 has it.
+func TestUnsafeOffsetsUnreplicated(t *testing.T) {
+	for _, planted := range []bool{false, true} {
+		m, _ := unsafeManager(t, 1, Unsafe{OffsetsUnreplicated: planted})
+		m.ApplyImage(nil, partitionImage(1, 0, 1, 2))
+		last, err := m.AppendInternal(shortCtx(t), "topic", 0, values("offset-commit"))
+		if !planted {
+			assert.ErrorIs(t, err, kerr.RequestTimedOut, "the commit waits for the follower")
+			continue
+		}
+		require.NoError(t, err, "unsafe: acknowledged before replication")
+		assert.Equal(t, int64(0), last)
+		assert.Equal(t, int64(0), m.HighWatermark("topic", 0))
+	}
+}
+
+// TestUnsafeSkipDivergenceTruncation: broker 1 led epoch 0 and kept a write
+// ("lost") that broker 2, leading epoch 1, never had. Rejoining as
+// follower, broker 1 learns where its log diverged and truncates it; with
+// unsafe.skip.divergence.truncation it keeps the divergent record and
+// appends the leader's next ones after it.
+func TestUnsafeSkipDivergenceTruncation(t *testing.T) {
+	ctx := context.Background()
+	for _, planted := range []bool{false, true} {
+		old, oldLogs := unsafeManager(t, 1, Unsafe{SkipDivergenceTruncation: planted})
+		leader, leaderLogs := unsafeManager(t, 2, Unsafe{})
+		epoch0 := partitionImage(1, 0, 1, 2)
+		old.ApplyImage(nil, epoch0)
+		leader.ApplyImage(nil, epoch0)
+		require.Equal(t, int16(0), old.Produce(ctx, "topic", 0, batch("a", "b"), 1).ErrorCode)
+		require.NoError(t, fetchOnce(t, leader, old, 2, "topic"))
+		require.Equal(t, int16(0), old.Produce(ctx, "topic", 0, batch("lost"), 1).ErrorCode)
+
+		epoch1 := partitionImage(2, 1, 2)
+		leader.ApplyImage(epoch0, epoch1)
+		old.ApplyImage(epoch0, epoch1)
+		for _, v := range []string{"n1", "n2"} {
+			require.Equal(t, int16(0), leader.Produce(ctx, "topic", 0, batch(v), 1).ErrorCode)
+		}
+		for range 3 {
+			_ = fetchOnce(t, old, leader, 1, "topic")
+		}
+		if !planted {
+			assert.Equal(t, logValues(t, leaderLogs, "topic"), logValues(t, oldLogs, "topic"), "the follower's log is the leader's")
+			continue
+		}
+		assert.Equal(t, map[int64]string{0: "a", 1: "b", 2: "n1", 3: "n2"}, logValues(t, leaderLogs, "topic"))
+		assert.Equal(t, map[int64]string{0: "a", 1: "b", 2: "lost", 3: "n2"}, logValues(t, oldLogs, "topic"),
+			"unsafe: offset 2 holds another value on the follower")
+	}
+}
+
+// TestUnsafeSkipEpochFencing: broker 2 follows broker 1 at leader epoch 3;
+// the answer to a fetch it made at epoch 2 (from the deposed leader) is
+// dropped; with unsafe.skip.epoch.fencing its records are appended.
+func TestUnsafeSkipEpochFencing(t *testing.T) {
+	for _, planted := range []bool{false, true} {
+		f, logs := unsafeManager(t, 2, Unsafe{SkipEpochFencing: planted})
+		f.ApplyImage(nil, partitionImage(1, 3, 1, 2))
+		require.Equal(t, OnlineFetchingReplica, f.State("topic", 0))
+		err := f.ApplyFetchResponse("topic", 0, 2, LeaderData{HighWatermark: 1, LogStartOffset: 0, Records: batch("zombie")})
+		if !planted {
+			assert.ErrorIs(t, err, ErrNotFollower)
+			assert.Empty(t, logValues(t, logs, "topic"))
+			continue
+		}
+		require.NoError(t, err)
+		assert.Equal(t, map[int64]string{0: "zombie"}, logValues(t, logs, "topic"), "unsafe: the deposed leader's record is in the log")
+	}
+}

@@ -1,0 +1,28 @@
+package storage
+
+// Unsafe holds the storage layer's planted bugs, broker/config's unsafe.*
+// switches: deliberately unsafe decisions the harness's planted suite must
+// catch. The zero value is the broker users run; each field changes one
+// decision and nothing else.
+type Unsafe struct {
+	// RecoverySkipCRC (unsafe.recovery.skip.crc): recovery after an
+	// unclean shutdown scans batches without checking their CRC
+	// (Log.recoverSegments), so a bit flip survives it.
+	RecoverySkipCRC bool
+	// IdempotenceOff (unsafe.idempotence.off): a batch that repeats one of
+	// its producer's last five is appended again instead of answered with
+	// the original offsets (Log.appendAsLeader).
+	IdempotenceOff bool
+	// AckBeforeFsync (unsafe.ack.before.fsync): an append that
+	// flush.messages asks to fsync returns before the fsync, which runs in
+	// the background (Log.AppendAsLeader).
+	AckBeforeFsync bool
+	// IgnoreFsyncError (unsafe.ignore.fsync.error): a failed fsync is
+	// treated as a successful one, and the recovery point moves over what
+	// it failed to make durable (Log.syncTo).
+	IgnoreFsyncError bool
+	// FollowerSkipValidation (unsafe.follower.skip.validation): a follower
+	// appends the leader's batches after reading their headers, without
+	// checking their CRC (Log.parseForAppend).
+	FollowerSkipValidation bool
+}

@@ -1,0 +1,142 @@
+package storage
+
+import (
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// openUnsafeLog opens testTP's log in dir with planted bugs u, as after a
+// clean or an unclean shutdown (recovery point 0).
+func openUnsafeLog(t *testing.T, fs FS, dir string, cfg LogConfig, clean bool, u Unsafe) *Log {
+	t.Helper()
+	l, _, err := openLog(fs, filepath.Join(dir, testTP.DirName()), testTP, cfg, loadParams{
+		cleanShutdown: clean, recoveryPoint: -1, logStartOffset: -1, highWatermark: -1, unsafe: u,
+	})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = l.Close() })
+	return l
+}
+
+// TestUnsafeRecoverySkipCRC: a bit flip in a batch after the recovery point
+// cuts the log there on recovery; with unsafe.recovery.skip.crc the corrupt
+// batch survives recovery and is served.
+func TestUnsafeRecoverySkipCRC(t *testing.T) {
+	for _, skip := range []bool{false, true} {
+		dir := t.TempDir()
+		batches := writtenLog(t, OS, dir, testConfig(), 20)
+		flipByte(t, activeLogPath(t, dir), batchStart(batches, 12)+BatchHeaderSize+2)
+		corrupt, err := ParseBatchHeader(batches[12])
+		require.NoError(t, err)
+		last, err := ParseBatchHeader(batches[19])
+		require.NoError(t, err)
+
+		l := openUnsafeLog(t, OS, dir, testConfig(), false, Unsafe{RecoverySkipCRC: skip})
+		if !skip {
+			assert.Equal(t, corrupt.BaseOffset, l.LogEndOffset(), "recovery cuts the log at the corrupt batch")
+			continue
+		}
+		assert.Equal(t, last.NextOffset(), l.LogEndOffset(), "unsafe: the corrupt batch and all after it survive recovery")
+		b, err := l.Read(corrupt.BaseOffset, 1<<20, l.LogEndOffset(), true)
+		require.NoError(t, err)
+		_, err = ValidateBatch(b[:len(batches[12])])
+		assert.ErrorIs(t, err, ErrCorruptBatch, "unsafe: the log serves the corrupt batch")
+	}
+}
+
+// TestUnsafeIdempotenceOff: a retry of an idempotent batch is answered with
+// the original offsets; with unsafe.idempotence.off it is appended again.
+func TestUnsafeIdempotenceOff(t *testing.T) {
+	for _, off := range []bool{false, true} {
+		l := openUnsafeLog(t, OS, t.TempDir(), testConfig(), true, Unsafe{IdempotenceOff: off})
+		first, err := l.AppendAsLeader(idemBatch(9, 0, 0, 2), 0, 1)
+		require.NoError(t, err)
+		retry, err := l.AppendAsLeader(idemBatch(9, 0, 0, 2), 0, 1)
+		require.NoError(t, err)
+		if !off {
+			assert.True(t, retry.Duplicate)
+			assert.Equal(t, first.FirstOffset, retry.FirstOffset)
+			assert.Equal(t, int64(2), l.LogEndOffset(), "the retry is not appended")
+			continue
+		}
+		assert.False(t, retry.Duplicate)
+		assert.Equal(t, int64(2), retry.FirstOffset, "unsafe: the retry gets new offsets")
+		assert.Equal(t, int64(4), l.LogEndOffset(), "unsafe: the batch is in the log twice")
+	}
+}
+
+// TestUnsafeAckBeforeFsync: under flush.messages=1 an append returns only
+// after its fsync, so a failing fsync fails the append and nothing that a
+// power loss drops is acknowledged; with unsafe.ack.before.fsync the append
+// is acknowledged before the fsync, and the power loss drops it.
+func TestUnsafeAckBeforeFsync(t *testing.T) {
+	for _, early := range []bool{false, true} {
+		efs := NewErrorFS(OS)
+		cfg := testConfig()
+		cfg.FlushIntervalMessages = 1
+		dir := t.TempDir()
+		l := openUnsafeLog(t, efs, dir, cfg, true, Unsafe{AckBeforeFsync: early})
+		_, err := l.AppendAsLeader(BuildBatch(records(1, "durable", 1), BatchOptions{}), 0, 1)
+		require.NoError(t, err)
+		require.NoError(t, l.Flush())
+		efs.Inject(Rule{Op: OpSync, Path: logSuffix})
+		_, err = l.AppendAsLeader(BuildBatch(records(1, "acked", 1), BatchOptions{}), 0, 1)
+		if !early {
+			assert.ErrorIs(t, err, ErrLogDirOffline, "the append waits for its fsync, which failed")
+			continue
+		}
+		assert.NoError(t, err, "unsafe: acknowledged before the fsync")
+		_ = l.Close()
+		efs.Clear()
+		require.NoError(t, efs.Crash())
+		l2 := openUnsafeLog(t, efs, dir, cfg, false, Unsafe{})
+		assert.Equal(t, int64(1), l2.LogEndOffset(), "unsafe: the power loss dropped an acknowledged record")
+	}
+}
+
+// TestUnsafeIgnoreFsyncError: a failed fsync takes the log offline and
+// fails the append; with unsafe.ignore.fsync.error the append is
+// acknowledged, the recovery point passes it, and a power loss drops it.
+func TestUnsafeIgnoreFsyncError(t *testing.T) {
+	for _, ignore := range []bool{false, true} {
+		efs := NewErrorFS(OS)
+		cfg := testConfig()
+		cfg.FlushIntervalMessages = 1
+		dir := t.TempDir()
+		l := openUnsafeLog(t, efs, dir, cfg, true, Unsafe{IgnoreFsyncError: ignore})
+		efs.Inject(Rule{Op: OpSync, Path: logSuffix})
+		_, err := l.AppendAsLeader(BuildBatch(records(1, "acked", 1), BatchOptions{}), 0, 1)
+		if !ignore {
+			assert.ErrorIs(t, err, ErrLogDirOffline)
+			assert.Equal(t, int64(0), l.RecoveryPoint())
+			continue
+		}
+		require.NoError(t, err, "unsafe: the failed fsync is ignored")
+		assert.Equal(t, int64(1), l.RecoveryPoint(), "unsafe: the record counts as durable")
+		_ = l.Close()
+		efs.Clear()
+		require.NoError(t, efs.Crash())
+		l2 := openUnsafeLog(t, efs, dir, cfg, false, Unsafe{})
+		assert.Equal(t, int64(0), l2.LogEndOffset(), "unsafe: the power loss dropped an acknowledged record")
+	}
+}
+
+// TestUnsafeFollowerSkipValidation: a follower refuses a batch whose CRC
+// does not match; with unsafe.follower.skip.validation it appends it.
+func TestUnsafeFollowerSkipValidation(t *testing.T) {
+	for _, skip := range []bool{false, true} {
+		l := openUnsafeLog(t, OS, t.TempDir(), testConfig(), true, Unsafe{FollowerSkipValidation: skip})
+		b := BuildBatch(records(3, "leader", 1), BatchOptions{})
+		b[len(b)-1] ^= 0x10
+		err := l.AppendAsFollower(b)
+		if !skip {
+			assert.ErrorIs(t, err, ErrCorruptBatch)
+			assert.Equal(t, int64(0), l.LogEndOffset())
+			continue
+		}
+		require.NoError(t, err, "unsafe: the corrupt batch is appended")
+		assert.Equal(t, int64(3), l.LogEndOffset())
+	}
+}
