@@ -35,8 +35,10 @@ func durable(t Test) Test {
 // Suites are the named suites `faultline suite` runs.
 var Suites = map[string]func(base Test) []Case{
 	// gating is `make test-jepsen`: the durability configuration under
-	// every fault class, each expected valid, and acks=1 under leader
-	// kills, expected to lose acknowledged writes.
+	// every fault class (the disk suite's cases included), each expected
+	// valid, acks=1 under leader kills and the default flush policy under
+	// a power loss of every node, each expected to lose acknowledged
+	// writes.
 	"gating": func(base Test) []Case {
 		mk := func(name string, kinds ...nemesis.Kind) Test {
 			t := durable(base)
@@ -59,43 +61,17 @@ var Suites = map[string]func(base Test) []Case{
 		lossy.NemesisInterval = Duration(min(time.Duration(base.NemesisInterval), 8*time.Second))
 		lossy.Acks, lossy.Idempotent, lossy.ReplicationFactor = workloads.AcksLeader, false, 3
 		lossy.BrokerConfig = map[string]string{"min.insync.replicas": "1", "unclean.leader.election.enable": "true"}
-		return []Case{
+		return append([]Case{
 			{Test: mk("durable-none", nemesis.KindNone), Expect: checker.Valid, Why: "no faults: the baseline"},
 			{Test: mk("durable-kill", nemesis.KindKill), Expect: checker.Valid, Why: "kill -9 of nodes, leaders, controller"},
 			{Test: mk("durable-partition", nemesis.KindPartition), Expect: checker.Valid, Why: "network partitions between nodes"},
 			{Test: mk("durable-kill-partition", nemesis.KindKill, nemesis.KindPartition), Expect: checker.Valid, Why: "kills and partitions together"},
 			{Test: lossy, Expect: checker.Invalid, Why: "acks=1 + leader kills and zombie leaders lose acknowledged writes (seed 003): the checker must find it"},
-		}
+		}, diskCases(base)...)
 	},
 	// disk runs the durability configuration on the fault filesystem
 	// (`make test-jepsen-disk`): power losses, disk errors and corruption.
-	"disk": func(base Test) []Case {
-		mk := func(name string, spec nemesis.Spec, extra map[string]string) Test {
-			t := durable(base)
-			t.Name, t.Nemesis = name, spec
-			t.TimeLimit = Duration(min(time.Duration(base.TimeLimit), 120*time.Second))
-			for k, v := range extra {
-				t.BrokerConfig[k] = v
-			}
-			return t
-		}
-		perMessage := map[string]string{"log.flush.interval.messages": "1"}
-		return []Case{
-			{Test: mk("power-all-default-flush", nemesis.Spec{{Kind: nemesis.KindPower, Mode: nemesis.TargetAll}}, nil),
-				Expect: checker.Invalid, Why: "default flush policy: a power loss of every replica at once loses acknowledged writes (Kafka's trade-off): the checker must find it"},
-			{Test: mk("durable-power", nemesis.Spec{
-				{Kind: nemesis.KindPower, Mode: nemesis.TargetOne}, {Kind: nemesis.KindPower, Mode: nemesis.TargetMinority},
-				{Kind: nemesis.KindPower, Mode: nemesis.TargetAll},
-			}, perMessage), Expect: checker.Valid, Why: "every message fsynced before it is acknowledged: power losses of one node, a minority and all lose nothing"},
-			{Test: mk("durable-power-then-leader", nemesis.Spec{
-				{Kind: nemesis.KindPower, Mode: nemesis.PowerThenLeader},
-			}, nil), Expect: checker.Valid, Why: "default flush, min ISR 2: a replica that lost its unflushed tail must not lead before it caught up (KIP-966)"},
-			{Test: mk("durable-disk", nemesis.Spec{
-				{Kind: nemesis.KindDiskError, Mode: nemesis.TargetOne}, {Kind: nemesis.KindDiskFull, Mode: nemesis.TargetOne},
-				{Kind: nemesis.KindDiskSlow, Mode: nemesis.TargetOne}, {Kind: nemesis.KindCorrupt, Mode: nemesis.TargetOne},
-			}, nil), Expect: checker.Valid, Why: "EIO, a full disk, slow fsyncs and corruption while down, one node at a time, lose nothing"},
-		}
-	},
+	"disk": diskCases,
 	// single runs against one node (the process runtime works everywhere):
 	// a smoke test of the whole pipeline.
 	"single": func(base Test) []Case {
@@ -161,4 +137,35 @@ func RunSuite(ctx context.Context, cases []Case, reg workloads.Registry, out io.
 func firstLine(s string) string {
 	line, _, _ := strings.Cut(s, "\n")
 	return line
+}
+
+// diskCases are the disk suite: the durability configuration on the fault
+// filesystem under power losses, disk errors and corruption, and the default
+// flush policy under a power loss of every node, expected to lose writes.
+func diskCases(base Test) []Case {
+	mk := func(name string, spec nemesis.Spec, extra map[string]string) Test {
+		t := durable(base)
+		t.Name, t.Nemesis = name, spec
+		t.TimeLimit = Duration(min(time.Duration(base.TimeLimit), 120*time.Second))
+		for k, v := range extra {
+			t.BrokerConfig[k] = v
+		}
+		return t
+	}
+	perMessage := map[string]string{"log.flush.interval.messages": "1"}
+	return []Case{
+		{Test: mk("power-all-default-flush", nemesis.Spec{{Kind: nemesis.KindPower, Mode: nemesis.TargetAll}}, nil),
+			Expect: checker.Invalid, Why: "default flush policy: a power loss of every replica at once loses acknowledged writes (Kafka's trade-off): the checker must find it"},
+		{Test: mk("durable-power", nemesis.Spec{
+			{Kind: nemesis.KindPower, Mode: nemesis.TargetOne}, {Kind: nemesis.KindPower, Mode: nemesis.TargetMinority},
+			{Kind: nemesis.KindPower, Mode: nemesis.TargetAll},
+		}, perMessage), Expect: checker.Valid, Why: "every message fsynced before it is acknowledged: power losses of one node, a minority and all lose nothing"},
+		{Test: mk("durable-power-then-leader", nemesis.Spec{
+			{Kind: nemesis.KindPower, Mode: nemesis.PowerThenLeader},
+		}, nil), Expect: checker.Valid, Why: "default flush, min ISR 2: a replica that lost its unflushed tail must not lead before it caught up (KIP-966)"},
+		{Test: mk("durable-disk", nemesis.Spec{
+			{Kind: nemesis.KindDiskError, Mode: nemesis.TargetOne}, {Kind: nemesis.KindDiskFull, Mode: nemesis.TargetOne},
+			{Kind: nemesis.KindDiskSlow, Mode: nemesis.TargetOne}, {Kind: nemesis.KindCorrupt, Mode: nemesis.TargetOne},
+		}, nil), Expect: checker.Valid, Why: "EIO, a full disk, slow fsyncs and corruption while down, one node at a time, lose nothing"},
+	}
 }
