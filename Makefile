@@ -30,7 +30,9 @@ image: build
 # kill+partition with acks=all, min.insync.replicas=2, RF=3, unclean
 # election off (expected valid), and acks=1 with leader kills and zombie
 # leaders cut off from the other nodes (expected to
-# find loss). Prints a table; fails when any test comes out other than
+# find loss), then the disk suite's cases (power-all-default-flush expected
+# to find loss; durable-power, durable-power-then-leader, durable-disk
+# expected valid). Prints a table; fails when any test comes out other than
 # expected. Needs a Docker daemon.
 test-jepsen: build
 	$(BIN)/faultline suite --suite gating --runtime $(JEPSEN_RUNTIME) --time-limit $(JEPSEN_TIME)

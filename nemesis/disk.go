@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"sync"
 	"time"
 )
 
@@ -75,16 +76,25 @@ func (p *Power) Start(ctx context.Context, rng *rand.Rand) (any, error) {
 	if err != nil {
 		return DiskTargets{Mode: mode}, err
 	}
+	// The commands are drawn in order (a seed replays them); the power
+	// goes off on every target at the same moment, as in a rack's power
+	// loss, so no node flushes or hands over leadership while the others
+	// are already down.
 	did := map[string]string{}
-	var errs []error
 	for _, n := range targets {
-		line := PowerCommand(rng)
-		did[n] = line
+		did[n] = PowerCommand(rng)
 		p.down = append(p.down, n)
-		if err := p.Disk.PowerLoss(ctx, n, line); err != nil {
-			errs = append(errs, err)
-		}
 	}
+	errs := make([]error, len(targets))
+	var wg sync.WaitGroup
+	for i, n := range targets {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = p.Disk.PowerLoss(ctx, n, did[n])
+		}()
+	}
+	wg.Wait()
 	return DiskTargets{Mode: mode, Nodes: targets, Did: did}, errors.Join(errs...)
 }
 
