@@ -11,6 +11,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/faultline/faultline/internal/testutil"
 )
 
 // TestPageRendersWithoutScriptErrorsInChromium opens the failing testdata
@@ -43,7 +45,7 @@ func chromium(t *testing.T) string {
 			return p
 		}
 	}
-	t.Skip("headless Chromium not found (apt-get install chromium): the page's scripts are not run in a browser")
+	testutil.Missing(t, "headless Chromium not found: the page's scripts are not run in a browser; install it with `make deps` (or `sudo apt-get install -y chromium`)")
 	return ""
 }
 

@@ -4,16 +4,16 @@
 # (librdkafka), kafka-python with its compression codecs and
 # confluent-kafka-python, all from Debian's packages — and Debian's chromium,
 # in which the reports tests render a run's page headless and fail on any
-# script error (they skip, saying so, where it is missing). Idempotent: it does
+# script error (skipped where it is missing, failed in CI). Idempotent: it does
 # nothing when they are present. Needs root or password-less sudo; when it
 # cannot install, it says so and exits 0, and internal/compat then skips
 # those tests with the command to run (or, with CI=true, fails them).
 set -uo pipefail
 
 packages=(kcat python3-kafka python3-confluent-kafka python3-lz4 python3-snappy python3-zstandard)
-# Optional: the reports tests skip without it. Installed on its own, so a
-# failure here never costs internal/compat its clients.
-optional=(chromium)
+# Installed on its own, so a failure here never costs internal/compat its
+# clients.
+separate=(chromium)
 
 present() {
 	{ command -v kcat >/dev/null 2>&1 || command -v kafkacat >/dev/null 2>&1; } &&
@@ -37,11 +37,11 @@ if [ "$(id -u)" -ne 0 ]; then
 	sudo="sudo -n"
 fi
 export DEBIAN_FRONTEND=noninteractive
-echo "make deps: installing ${packages[*]} ${optional[*]}" >&2
+echo "make deps: installing ${packages[*]} ${separate[*]}" >&2
 if ! { $sudo apt-get update -qq && $sudo apt-get install -y -qq --no-install-recommends "${packages[@]}"; }; then
 	echo "make deps: could not install ${packages[*]}; internal/compat will say which client is missing" >&2
 fi
-if ! command -v chromium >/dev/null 2>&1 && ! $sudo apt-get install -y -qq --no-install-recommends "${optional[@]}"; then
-	echo "make deps: could not install ${optional[*]}; the reports' browser tests will skip" >&2
+if ! command -v chromium >/dev/null 2>&1 && ! $sudo apt-get install -y -qq --no-install-recommends "${separate[@]}"; then
+	echo "make deps: could not install ${separate[*]}; the reports' browser tests will skip (or fail in CI)" >&2
 fi
 exit 0
