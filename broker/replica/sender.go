@@ -11,15 +11,6 @@ import (
 	"github.com/faultline/faultline/broker/metadata"
 )
 
-// ISRSenderFunc adapts a function to ISRSender; the node wraps its
-// in-process controller with it.
-type ISRSenderFunc func(ctx context.Context, change ISRChange) (ISRResult, error)
-
-// AlterPartition implements ISRSender.
-func (f ISRSenderFunc) AlterPartition(ctx context.Context, change ISRChange) (ISRResult, error) {
-	return f(ctx, change)
-}
-
 // KafkaISRSender sends AlterPartition (API 56) to the active controller
 // over the Kafka protocol.
 type KafkaISRSender struct {

@@ -121,8 +121,3 @@ func samePartition(a, b metadata.Partition) bool {
 	return a.Partition == b.Partition && a.Leader == b.Leader && a.LeaderEpoch == b.LeaderEpoch &&
 		a.PartitionEpoch == b.PartitionEpoch && slices.Equal(a.Replicas, b.Replicas) && slices.Equal(a.ISR, b.ISR)
 }
-
-// ImageDelta returns the records that take image from to image to (see
-// imageDelta): an observer that fell behind a snapshot applies them to its
-// image to reach the snapshot's.
-func ImageDelta(from, to *metadata.Image) []metadata.Record { return imageDelta(from, to) }
