@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"sort"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -87,6 +88,54 @@ var Suites = map[string]func(base Test) []Case{
 		}
 	},
 	"planted": plantedSuite, // every planted bug caught, and valid without it (suite_planted.go)
+}
+
+// SuiteNames lists the suites in name order.
+func SuiteNames() []string {
+	names := make([]string, 0, len(Suites))
+	for n := range Suites {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// SelectCases keeps the cases whose test name matches one of the
+// comma-separated patterns in only (an exact name, or a prefix ending in
+// "*"); an empty only keeps every case. A pattern that matches no case is
+// an error naming the suite's tests, so a typo never runs an empty suite.
+func SelectCases(cases []Case, only string) ([]Case, error) {
+	if strings.TrimSpace(only) == "" {
+		return cases, nil
+	}
+	var out []Case
+	keep := map[int]bool{}
+	for _, pat := range strings.Split(only, ",") {
+		pat = strings.TrimSpace(pat)
+		if pat == "" {
+			continue
+		}
+		matched := false
+		for i, c := range cases {
+			n := c.Test.Name
+			if n == pat || (strings.HasSuffix(pat, "*") && strings.HasPrefix(n, strings.TrimSuffix(pat, "*"))) {
+				matched, keep[i] = true, true
+			}
+		}
+		if !matched {
+			names := make([]string, len(cases))
+			for i, c := range cases {
+				names[i] = c.Test.Name
+			}
+			return nil, fmt.Errorf("--only %q matches no test of the suite (its tests: %s)", pat, strings.Join(names, ", "))
+		}
+	}
+	for i, c := range cases {
+		if keep[i] {
+			out = append(out, c)
+		}
+	}
+	return out, nil
 }
 
 // SuiteRow is one line of the suite's table.

@@ -34,3 +34,19 @@ func TestDiskSuiteRunsValidTestsOnTheFaultFilesystem(t *testing.T) {
 	process.Runtime = "process"
 	assert.ErrorContains(t, process.Validate(testWorkloads), "need --runtime docker")
 }
+
+func TestSelectCasesByNameAndPrefix(t *testing.T) {
+	cases := Suites["gating"](DefaultTest())
+	got, err := SelectCases(cases, "durable-none, power*")
+	require.NoError(t, err)
+	var names []string
+	for _, c := range got {
+		names = append(names, c.Test.Name)
+	}
+	require.Equal(t, []string{"durable-none", "power-all-default-flush"}, names)
+	all, err := SelectCases(cases, "")
+	require.NoError(t, err)
+	require.Len(t, all, len(cases))
+	_, err = SelectCases(cases, "durable-nne")
+	require.ErrorContains(t, err, "matches no test")
+}

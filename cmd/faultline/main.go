@@ -227,7 +227,8 @@ func cmdSuite(args []string, stdout, stderr io.Writer) int {
 	base := harness.DefaultTest()
 	fs := flag.NewFlagSet("suite", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	name := fs.String("suite", "gating", "suite to run: gating (5 nodes, durability config under none/kill/partition/kill+partition, expected valid; acks=1 with leader kills and zombie leaders, expected invalid) or single (one node: none and kill)")
+	name := fs.String("suite", "gating", "suite to run: "+strings.Join(harness.SuiteNames(), ", ")+" (gating: what `make test-jepsen` runs; disk: power losses, disk errors, corruption; planted: each planted bug caught and valid without it; single: one node, none and kill)")
+	only := fs.String("only", "", "comma-separated test names (or name prefixes ending in *) of the suite to run; default all")
 	limit := fs.Duration("time-limit", 90*time.Second, "time limit of each test")
 	interval := time.Duration(base.NemesisInterval)
 	fs.DurationVar(&interval, "nemesis-interval", interval, "time between starting and stopping faults")
@@ -239,7 +240,7 @@ func cmdSuite(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&base.BrokerBinary, "broker-binary", base.BrokerBinary, "broker executable")
 	fs.StringVar(&base.AgentBinary, "agent-binary", base.AgentBinary, "faultline executable for the in-node agent")
 	fs.Usage = func() {
-		fmt.Fprint(stderr, `usage: faultline suite [--suite gating|single] [flags]
+		fmt.Fprint(stderr, `usage: faultline suite [--suite NAME] [--only TEST,...] [flags]
 Runs every test of a suite and prints a table of expected and found
 verdicts. Exit: 0 when every test came out as expected, 1 when one did not,
 254 bad arguments.
@@ -256,11 +257,15 @@ Flags:
 	}
 	mk, ok := harness.Suites[*name]
 	if !ok {
-		fmt.Fprintf(stderr, "faultline suite: unknown suite %q (known: gating, single)\n", *name)
+		fmt.Fprintf(stderr, "faultline suite: unknown suite %q (known: %s)\n", *name, strings.Join(harness.SuiteNames(), ", "))
 		return harness.ExitBadArgs
 	}
 	base.TimeLimit, base.NemesisInterval = harness.Duration(*limit), harness.Duration(interval)
-	cases := mk(base)
+	cases, err := harness.SelectCases(mk(base), *only)
+	if err != nil {
+		fmt.Fprintf(stderr, "faultline suite: %v\n", err)
+		return harness.ExitBadArgs
+	}
 	for _, c := range cases {
 		if err := c.Test.Validate(workloadRegistry); err != nil {
 			fmt.Fprintf(stderr, "faultline suite: %s: %v\n", c.Test.FullName(), err)
