@@ -38,6 +38,18 @@ type Config struct {
 	// Unsafe are the planted bugs of the controller's decisions; the zero
 	// value is the safe controller.
 	Unsafe Unsafe
+	// VoterEndpoints are the voters' controller listeners as configured
+	// (controller.quorum.voters), listed in DescribeQuorum v2's Nodes so a
+	// tool that reached a follower can find the quorum leader.
+	VoterEndpoints []VoterEndpoint
+}
+
+// VoterEndpoint is a voter's controller listener.
+type VoterEndpoint struct {
+	NodeID   int32
+	Listener string
+	Host     string
+	Port     int32
 }
 
 // Controller is the active controller: it decides with a ClusterState and

@@ -16,7 +16,16 @@ import (
 // with the leader this node knows. Other partitions are
 // UNKNOWN_TOPIC_OR_PARTITION.
 func (c *Controller) HandleDescribeQuorum(_ context.Context, req *kmsg.DescribeQuorumRequest) *kmsg.DescribeQuorumResponse {
-	return DescribeQuorumResponse(c.cfg.NodeID, c.q, req)
+	resp := DescribeQuorumResponse(c.cfg.NodeID, c.q, req)
+	for _, v := range c.cfg.VoterEndpoints {
+		n := kmsg.NewDescribeQuorumResponseNode()
+		n.NodeID = v.NodeID
+		l := kmsg.NewDescribeQuorumResponseNodeListener()
+		l.Name, l.Host, l.Port = v.Listener, v.Host, uint16(v.Port)
+		n.Listeners = append(n.Listeners, l)
+		resp.Nodes = append(resp.Nodes, n)
+	}
+	return resp
 }
 
 // DescribeQuorumResponse builds the DescribeQuorum answer of node self from

@@ -465,6 +465,7 @@ func (n *Node) startNetwork() error {
 		Configs:          configSource{cfg: cfg, md: n.publisher},
 		MaxRequestBytes:  cfg.SocketRequestMaxBytes,
 		ClientContext:    group.WithClient,
+		LogDirs:          n.logs,
 	}
 	idle := time.Duration(cfg.ConnectionsMaxIdleMs) * time.Millisecond
 	if cfg.ConnectionsMaxIdleMs < 0 {

@@ -273,7 +273,21 @@ func (n *Node) controllerConfig() controller.Config {
 		Logger:         n.logger.With(ComponentKey, "QuorumController"),
 		Cluster:        true,
 		Unsafe:         controllerUnsafe(cfg),
+		VoterEndpoints: voterEndpoints(cfg),
 	}
+}
+
+// voterEndpoints are the configured voters' controller listeners.
+func voterEndpoints(cfg *config.Config) []controller.VoterEndpoint {
+	name := ""
+	if len(cfg.ControllerListenerNames) > 0 {
+		name = cfg.ControllerListenerNames[0]
+	}
+	var out []controller.VoterEndpoint
+	for _, v := range cfg.ControllerQuorumVoters {
+		out = append(out, controller.VoterEndpoint{NodeID: v.ID, Listener: name, Host: v.Host, Port: int32(v.Port)})
+	}
+	return out
 }
 
 // expiryTick is how often the active controller looks for expired broker

@@ -8,6 +8,7 @@ import (
 
 	"github.com/faultline/faultline/broker/metadata"
 	"github.com/faultline/faultline/broker/replica"
+	"github.com/faultline/faultline/broker/storage"
 )
 
 // Backend is everything the request handlers need from the rest of the
@@ -39,6 +40,38 @@ type Backend struct {
 	// and heartbeats, AlterPartition, DescribeQuorum) on a controller
 	// listener; nil on a listener that does not serve them.
 	ControllerAPIs ControllerAPIs
+	// LogDirs describes this broker's log dirs (DescribeLogDirs);
+	// *storage.LogManager is it.
+	LogDirs LogDirs
+}
+
+// LogDirs lists the broker's log dirs with their partitions.
+type LogDirs interface {
+	DescribeDirs() []storage.DirDescription
+}
+
+// QuorumDescriber answers DescribeQuorum; a broker's Controller (the
+// forwarder) implements it by forwarding the request to the quorum leader.
+type QuorumDescriber interface {
+	DescribeQuorum(ctx context.Context, req *kmsg.DescribeQuorumRequest) *kmsg.DescribeQuorumResponse
+}
+
+type describeQuorumFunc func(ctx context.Context, req *kmsg.DescribeQuorumRequest) *kmsg.DescribeQuorumResponse
+
+func (f describeQuorumFunc) DescribeQuorum(ctx context.Context, req *kmsg.DescribeQuorumRequest) *kmsg.DescribeQuorumResponse {
+	return f(ctx, req)
+}
+
+// quorumDescriber is who serves DescribeQuorum here: the controller's own
+// RPCs on a controller listener, else a forwarding Controller, else nobody.
+func (b *Backend) quorumDescriber() QuorumDescriber {
+	if b.ControllerAPIs != nil {
+		return describeQuorumFunc(b.ControllerAPIs.HandleDescribeQuorum)
+	}
+	if q, ok := b.Controller.(QuorumDescriber); ok {
+		return q
+	}
+	return nil
 }
 
 // ControllerAPIs is the active controller's side of the KRaft RPCs

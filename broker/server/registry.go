@@ -25,6 +25,11 @@ const (
 	needGroups
 	needControllerAPIs
 	needConfigs
+	// needQuorum: DescribeQuorum, served by ControllerAPIs on a controller
+	// listener or forwarded by a Controller that is a QuorumDescriber on a
+	// broker listener (as Kafka's brokers forward it to the controllers).
+	needQuorum
+	needLogDirs
 )
 
 // handlerFunc serves one decoded request. It returns the response (its
@@ -75,7 +80,9 @@ func available(b *Backend) map[int16]*api {
 			a.needs&needReplicas != 0 && b.Replicas == nil ||
 			a.needs&needGroups != 0 && b.Groups == nil ||
 			a.needs&needControllerAPIs != 0 && b.ControllerAPIs == nil ||
-			a.needs&needConfigs != 0 && b.Configs == nil {
+			a.needs&needConfigs != 0 && b.Configs == nil ||
+			a.needs&needQuorum != 0 && b.quorumDescriber() == nil ||
+			a.needs&needLogDirs != 0 && b.LogDirs == nil {
 			continue
 		}
 		out[k] = a

@@ -40,7 +40,12 @@ func commands() []command {
 	return []command{
 		{"format", "Format the log dirs and metadata dir of a node (like kafka-storage.sh format)", runFormat},
 		{"serve", "Run a broker node until SIGTERM or SIGINT", runServe},
-		{"quorum", "Describe the controller quorum: `quorum describe --status -c server.properties` (like kafka-metadata-quorum.sh)", runQuorum},
+		{"quorum", "Describe the controller quorum: `quorum describe --status --bootstrap-server HOST:PORT` (like kafka-metadata-quorum.sh)", runQuorum},
+		{"topics", "List, describe, create and delete topics (like kafka-topics.sh)", runTopics},
+		{"consumer-groups", "List consumer groups and describe their offsets and lag (like kafka-consumer-groups.sh)", runConsumerGroups},
+		{"api-versions", "Print every broker's API version ranges (like kafka-broker-api-versions.sh)", runAPIVersions},
+		{"log-dirs", "Describe each broker's log dirs: partition sizes, offline dirs (like kafka-log-dirs.sh)", runLogDirs},
+		{"dump-log", "Print the batches of a segment or the entries of an index, offline, naming corruption (like kafka-dump-log.sh)", runDumpLog},
 		{"random-uuid", "Print a new random cluster id (like kafka-storage.sh random-uuid)", runRandomUUID},
 		{"version", "Print the broker version", runVersion},
 	}
@@ -77,9 +82,9 @@ func usage(w io.Writer) {
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "Commands:")
 	for _, c := range commands() {
-		fmt.Fprintf(w, "  %-12s %s\n", c.name, c.summary)
+		fmt.Fprintf(w, "  %-16s %s\n", c.name, c.summary)
 	}
-	fmt.Fprintln(w, "  help         Show this help, or `broker help <command>` for a command's flags")
+	fmt.Fprintln(w, "  help             Show this help, or `broker help <command>` for a command's flags")
 }
 
 // flags is a FlagSet whose usage lists each flag once with its aliases

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/faultline/faultline/broker/config"
@@ -18,33 +20,38 @@ import (
 	"github.com/faultline/faultline/broker/quorum"
 )
 
-// runQuorum is `broker quorum describe --status|--replication -c FILE`, as
-// kafka-metadata-quorum.sh describe: it asks the controllers named by the
-// node's configuration (controller.quorum.voters or
-// controller.quorum.bootstrap.servers) for the quorum's state with
-// DescribeQuorum, sent to the quorum leader.
+// runQuorum is `broker quorum describe --status|--replication`, as
+// kafka-metadata-quorum.sh describe: DescribeQuorum sent through a broker
+// (--bootstrap-server, which forwards it to the quorum leader), straight to
+// the controllers (--bootstrap-controller), or to the controllers a node's
+// configuration names (-c: its controller.quorum.voters or
+// controller.quorum.bootstrap.servers).
 func runQuorum(args []string, stdout, stderr io.Writer) int {
+	const synopsis = "quorum describe (--status | --replication) (--bootstrap-server HOST:PORT | --bootstrap-controller HOST:PORT | -c server.properties) [--timeout DURATION]"
 	if len(args) == 0 || args[0] != "describe" {
 		if len(args) > 0 && (args[0] == "--help" || args[0] == "-h" || args[0] == "-help") {
-			fmt.Fprintln(stdout, "Usage: broker quorum describe (--status | --replication) -c server.properties")
+			fmt.Fprintln(stdout, "Usage: broker "+synopsis)
 			return exitOK
 		}
-		fmt.Fprintln(stderr, "Usage: broker quorum describe (--status | --replication) -c server.properties")
+		fmt.Fprintln(stderr, "Usage: broker "+synopsis)
 		return exitUsage
 	}
-	fs := flagSet("quorum describe", "quorum describe (--status | --replication) -c server.properties [--timeout DURATION]", stderr)
-	var configPath string
+	fs := flagSet("quorum describe", synopsis, stderr)
+	var configPath, bootServer, bootController, commandConfig string
 	var status, replication bool
 	timeout := "10s"
-	fs.stringVar(&configPath, "FILE", "a node's server.properties: its controller.quorum.voters (or controller.quorum.bootstrap.servers) name the controllers to ask (required)", "c", "config")
+	fs.stringVar(&bootServer, "HOST:PORT[,...]", "a broker to send DescribeQuorum to; it forwards the request to the quorum leader", "bootstrap-server")
+	fs.stringVar(&bootController, "HOST:PORT[,...]", "a controller to ask directly (its controller listener)", "bootstrap-controller")
+	fs.stringVar(&configPath, "FILE", "a node's server.properties: its controller.quorum.voters (or controller.quorum.bootstrap.servers) name the controllers to ask", "c", "config")
+	fs.stringVar(&commandConfig, "FILE", "client properties, as Kafka's tool takes them; accepted and ignored (with a warning) until the broker has security", "command-config")
 	fs.boolVar(&status, "print the quorum's leader, epoch, high watermark, follower lag, voters and observers", "status")
 	fs.boolVar(&replication, "print each voter's and observer's log end offset, lag and last fetch", "replication")
 	fs.stringVar(&timeout, "DURATION", "how long to look for the quorum leader (default 10s)", "timeout")
 	if code := parse(fs, args[1:], stdout); code >= 0 {
 		return code
 	}
-	if configPath == "" || status == replication {
-		fmt.Fprintln(stderr, "broker quorum describe: give -c server.properties and exactly one of --status or --replication")
+	if countTrue(configPath != "", bootServer != "", bootController != "") != 1 || status == replication {
+		fmt.Fprintln(stderr, "broker quorum describe: give one of --bootstrap-server, --bootstrap-controller or -c, and exactly one of --status or --replication")
 		return exitUsage
 	}
 	wait, err := time.ParseDuration(timeout)
@@ -52,17 +59,49 @@ func runQuorum(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "broker quorum describe: --timeout %q: want a positive duration such as 10s\n", timeout)
 		return exitUsage
 	}
-	cfg, _, err := loadConfig(configPath, nil)
-	if err != nil {
-		reportConfigError(stderr, "quorum describe", err)
-		return exitError
+	if commandConfig != "" {
+		fmt.Fprintf(stderr, "broker quorum describe: warning: --command-config %s ignored: the broker has no security settings yet\n", commandConfig)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), wait)
-	defer cancel()
-	p, err := describeQuorum(ctx, cfg)
-	if err != nil {
-		fmt.Fprintf(stderr, "broker quorum describe: %v\n", err)
-		return exitError
+	var p *kmsg.DescribeQuorumResponseTopicPartition
+	switch {
+	case bootServer != "":
+		o := adminOpts{bootstrap: bootServer, timeout: timeout}
+		s, code := o.connect("quorum describe", stderr)
+		if code >= 0 {
+			return code
+		}
+		defer s.Close()
+		resp, err := describeQuorumRequest().RequestWith(s.ctx, s.kgo)
+		if err != nil {
+			fmt.Fprintf(stderr, "broker quorum describe: DescribeQuorum through %s: %v\n", bootServer, oneLine(err))
+			return exitError
+		}
+		if p, err = quorumPartition(resp); err != nil {
+			fmt.Fprintf(stderr, "broker quorum describe: %v\n", err)
+			return exitError
+		}
+	default:
+		var voters map[int32]string
+		var bootstrap []string
+		if bootController != "" {
+			if bootstrap, err = splitHostPorts(bootController); err != nil {
+				fmt.Fprintf(stderr, "broker quorum describe: --bootstrap-controller: %v\n", err)
+				return exitUsage
+			}
+		} else {
+			cfg, _, err := loadConfig(configPath, nil)
+			if err != nil {
+				reportConfigError(stderr, "quorum describe", err)
+				return exitError
+			}
+			voters, bootstrap = controllerAddrs(cfg)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), wait)
+		defer cancel()
+		if p, err = describeQuorum(ctx, voters, bootstrap); err != nil {
+			fmt.Fprintf(stderr, "broker quorum describe: %v\n", err)
+			return exitError
+		}
 	}
 	if status {
 		printQuorumStatus(stdout, p, time.Now())
@@ -72,8 +111,8 @@ func runQuorum(args []string, stdout, stderr io.Writer) int {
 	return exitOK
 }
 
-// describeQuorum sends DescribeQuorum until the quorum leader answers.
-func describeQuorum(ctx context.Context, cfg *config.Config) (*kmsg.DescribeQuorumResponseTopicPartition, error) {
+// controllerAddrs are the controllers a node's configuration names.
+func controllerAddrs(cfg *config.Config) (map[int32]string, []string) {
 	voters := map[int32]string{}
 	for _, v := range cfg.ControllerQuorumVoters {
 		voters[v.ID] = net.JoinHostPort(v.Host, strconv.Itoa(int(v.Port)))
@@ -82,11 +121,10 @@ func describeQuorum(ctx context.Context, cfg *config.Config) (*kmsg.DescribeQuor
 	for _, b := range cfg.ControllerQuorumBootstrapServers {
 		bootstrap = append(bootstrap, b.String())
 	}
-	tr, err := lifecycle.NewKgoTransport(lifecycle.KgoTransportConfig{Voters: voters, Bootstrap: bootstrap, ClientID: "broker-quorum-describe", DialTimeout: 2 * time.Second})
-	if err != nil {
-		return nil, err
-	}
-	defer tr.Close()
+	return voters, bootstrap
+}
+
+func describeQuorumRequest() *kmsg.DescribeQuorumRequest {
 	req := kmsg.NewPtrDescribeQuorumRequest()
 	rt := kmsg.NewDescribeQuorumRequestTopic()
 	rt.Topic = quorum.MetadataTopic
@@ -94,7 +132,23 @@ func describeQuorum(ctx context.Context, cfg *config.Config) (*kmsg.DescribeQuor
 	rp.Partition = quorum.MetadataPartition.Partition
 	rt.Partitions = append(rt.Partitions, rp)
 	req.Topics = append(req.Topics, rt)
-	raw, err := lifecycle.SendToActive(ctx, tr, req)
+	return req
+}
+
+// describeQuorum sends DescribeQuorum to the controllers until the quorum
+// leader answers. Given only bootstrap controllers (no voter ids), a
+// follower's answer names the leader, and the leader's listener when the
+// follower knows it (DescribeQuorum v2 Nodes): the leader is asked next.
+func describeQuorum(ctx context.Context, voters map[int32]string, bootstrap []string) (*kmsg.DescribeQuorumResponseTopicPartition, error) {
+	if len(voters) == 0 {
+		return describeQuorumVia(ctx, bootstrap)
+	}
+	tr, err := lifecycle.NewKgoTransport(lifecycle.KgoTransportConfig{Voters: voters, Bootstrap: bootstrap, ClientID: "broker-quorum-describe", DialTimeout: 2 * time.Second})
+	if err != nil {
+		return nil, err
+	}
+	defer tr.Close()
+	raw, err := lifecycle.SendToActive(ctx, tr, describeQuorumRequest())
 	if err != nil {
 		return nil, fmt.Errorf("no controller of %s answered as quorum leader: %w", strings.Join(addrs(voters, bootstrap), ","), err)
 	}
@@ -102,6 +156,87 @@ func describeQuorum(ctx context.Context, cfg *config.Config) (*kmsg.DescribeQuor
 	if !ok {
 		return nil, fmt.Errorf("unexpected answer %T", raw)
 	}
+	return quorumPartition(resp)
+}
+
+// describeQuorumVia asks each bootstrap controller once, then the leader a
+// follower named.
+func describeQuorumVia(ctx context.Context, bootstrap []string) (*kmsg.DescribeQuorumResponseTopicPartition, error) {
+	asked := map[string]bool{}
+	queue := append([]string(nil), bootstrap...)
+	var lastErr error
+	for len(queue) > 0 && len(asked) < len(bootstrap)+3 {
+		addr := queue[0]
+		queue = queue[1:]
+		if asked[addr] {
+			continue
+		}
+		asked[addr] = true
+		resp, err := askController(ctx, addr)
+		if err != nil {
+			lastErr = fmt.Errorf("controller %s: %w", addr, err)
+			continue
+		}
+		p, err := quorumPartition(resp)
+		if err == nil {
+			return p, nil
+		}
+		lastErr = fmt.Errorf("controller %s: %w", addr, err)
+		if errors.Is(err, kerr.NotLeaderForPartition) {
+			if leader, ok := leaderEndpoint(resp); ok {
+				queue = append([]string{leader}, queue...)
+			} else {
+				lastErr = fmt.Errorf("%w (controller %d leads the quorum; give its controller listener)", lastErr, leaderOf(resp))
+			}
+		}
+	}
+	if lastErr == nil {
+		lastErr = errors.New("no controller given")
+	}
+	return nil, fmt.Errorf("no controller of %s answered as quorum leader: %w", strings.Join(bootstrap, ","), lastErr)
+}
+
+func askController(ctx context.Context, addr string) (*kmsg.DescribeQuorumResponse, error) {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ClientID("broker-quorum-describe"), kgo.DialTimeout(2*time.Second), kgo.RequestRetries(1))
+	if err != nil {
+		return nil, err
+	}
+	defer cl.Close()
+	raw, err := cl.SeedBrokers()[0].Request(ctx, describeQuorumRequest())
+	if err != nil {
+		return nil, err
+	}
+	resp, ok := raw.(*kmsg.DescribeQuorumResponse)
+	if !ok {
+		return nil, fmt.Errorf("unexpected answer %T", raw)
+	}
+	return resp, nil
+}
+
+// leaderEndpoint is the quorum leader's listener as a follower's answer
+// lists it (DescribeQuorum v2 Nodes).
+func leaderEndpoint(resp *kmsg.DescribeQuorumResponse) (string, bool) {
+	id := leaderOf(resp)
+	for _, n := range resp.Nodes {
+		if n.NodeID == id && len(n.Listeners) > 0 {
+			l := n.Listeners[0]
+			return net.JoinHostPort(l.Host, strconv.Itoa(int(l.Port))), true
+		}
+	}
+	return "", false
+}
+
+func leaderOf(resp *kmsg.DescribeQuorumResponse) int32 {
+	for _, t := range resp.Topics {
+		for _, p := range t.Partitions {
+			return p.LeaderID
+		}
+	}
+	return -1
+}
+
+// quorumPartition is the metadata partition's part of the answer.
+func quorumPartition(resp *kmsg.DescribeQuorumResponse) (*kmsg.DescribeQuorumResponseTopicPartition, error) {
 	if resp.ErrorCode != 0 {
 		return nil, fmt.Errorf("DescribeQuorum: %w", kerr.ErrorForCode(resp.ErrorCode))
 	}
