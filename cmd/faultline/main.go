@@ -113,7 +113,7 @@ func parseTest(args []string, stderr io.Writer) (harness.Test, int) {
 	t := harness.DefaultTest()
 	fs := flag.NewFlagSet("test", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	var nemesisList, replay string
+	var nemesisList, replay, schedule string
 	acks := t.Acks.Int()
 	limit := time.Duration(t.TimeLimit)
 	interval := time.Duration(t.NemesisInterval)
@@ -142,7 +142,8 @@ func parseTest(args []string, stderr io.Writer) (harness.Test, int) {
 	fs.DurationVar(&final, "final-timeout", final, "bound on the final reads (every key read from the beginning up to the highest offset known for it)")
 	fs.StringVar(&t.BrokerBinary, "broker-binary", t.BrokerBinary, "broker executable (static, for docker)")
 	fs.StringVar(&t.AgentBinary, "agent-binary", t.AgentBinary, "faultline executable used as the in-node agent (docker)")
-	fs.StringVar(&replay, "replay", "", "test.json of an earlier run: run it again with the same spec and seed (other flags are ignored; default none)")
+	fs.StringVar(&replay, "replay", "", "a stored run (its directory or its test.json): run it again with the same spec, seed and fault schedule, each fault at the same time on the same nodes, from its schedule.json (other flags are ignored; default none)")
+	fs.StringVar(&schedule, "schedule", "", "schedule.json of a stored run: execute these fault events (times, targets) instead of drawing a schedule from the seed; --nemesis must name their kinds (default none)")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, `usage: faultline test [flags]
 Starts a cluster, runs the workload under the faults, heals, waits for
@@ -173,15 +174,14 @@ Flags:
 		t.Seed = time.Now().UnixNano() % 1_000_000_007
 	}
 	if replay != "" {
-		b, err := os.ReadFile(replay)
-		if err != nil {
+		var exact bool
+		var err error
+		if t, exact, err = harness.LoadReplay(replay); err != nil {
 			fmt.Fprintf(stderr, "faultline test: --replay: %v\n", err)
 			return t, harness.ExitBadArgs
 		}
-		t = harness.DefaultTest()
-		if err := json.Unmarshal(b, &t); err != nil {
-			fmt.Fprintf(stderr, "faultline test: --replay %s: %v\n", replay, err)
-			return t, harness.ExitBadArgs
+		if !exact {
+			fmt.Fprintf(stderr, "faultline test: --replay %s: the run has no %s (stored before schedules were recorded): the schedule is drawn from seed %d again\n", replay, harness.FileSchedule, t.Seed)
 		}
 	} else {
 		spec, err := nemesis.ParseSpec(nemesisList)
@@ -201,6 +201,12 @@ Flags:
 		}
 		if t.ReplicationFactor > t.Nodes {
 			t.ReplicationFactor = t.Nodes
+		}
+		if schedule != "" {
+			if t.Schedule, err = harness.ReadSchedule(schedule); err != nil {
+				fmt.Fprintf(stderr, "faultline test: --schedule: %v\n", err)
+				return t, harness.ExitBadArgs
+			}
 		}
 	}
 	if err := t.Validate(workloadRegistry); err != nil {
