@@ -28,6 +28,11 @@ func (r *run) schedule() nemesis.Runner {
 }
 
 func writeSchedule(dir string, events []nemesis.Event) error {
+	return writeScheduleTo(filepath.Join(dir, FileSchedule), events)
+}
+
+// writeScheduleTo writes events as a schedule.json at path.
+func writeScheduleTo(path string, events []nemesis.Event) error {
 	if events == nil {
 		events = []nemesis.Event{}
 	}
@@ -35,7 +40,7 @@ func writeSchedule(dir string, events []nemesis.Event) error {
 	if err != nil {
 		return err
 	}
-	return os.WriteFile(filepath.Join(dir, FileSchedule), append(b, '\n'), 0o644)
+	return os.WriteFile(path, append(b, '\n'), 0o644)
 }
 
 // ReadSchedule reads a schedule.json and checks it.

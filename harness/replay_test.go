@@ -1,7 +1,9 @@
 package harness
 
 import (
+	"context"
 	"encoding/json"
+	"io"
 	"os"
 	"path/filepath"
 	"testing"
@@ -10,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/faultline/faultline/checker"
 	"github.com/faultline/faultline/nemesis"
 	"github.com/faultline/faultline/workloads"
 	"github.com/faultline/faultline/workloads/queue"
@@ -59,4 +62,25 @@ func TestValidateRefusesAScheduleTheNemesisListDoesNotCover(t *testing.T) {
 	err := tt.Validate(workloads.Registry{"queue": queue.New})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "does not name")
+}
+
+func TestShrinkRefusesWhatItCannotShrink(t *testing.T) {
+	reg := workloads.Registry{"queue": queue.New}
+	old, _ := storedRun(t, nil)
+	_, err := Shrink(context.Background(), old, ShrinkOptions{}, reg, io.Discard)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "no schedule.json")
+
+	dir, _ := storedRun(t, []nemesis.Event{})
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "results.json"), []byte(`{"valid":true,"anomalies":{}}`), 0o644))
+	_, err = Shrink(context.Background(), dir, ShrinkOptions{}, reg, io.Discard)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "only an invalid run can be shrunk")
+}
+
+func TestAnomalyClassesSkipAllowedOnes(t *testing.T) {
+	res := checker.Result{Anomalies: map[string]checker.AnomalyReport{
+		"lost-write": {Count: 2}, "poll-skip": {Count: 1, Allowed: true}, "duplicate": {Count: 1},
+	}}
+	assert.Equal(t, []string{"duplicate", "lost-write"}, anomalyClasses(res))
 }

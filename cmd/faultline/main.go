@@ -31,6 +31,8 @@ const usage = `faultline: prove that a Kafka-compatible broker keeps its durabil
 Usage:
   faultline test   [flags]          run a test: cluster, workload, faults, check, report
   faultline suite  [--suite gating|single] [flags]   run a suite of tests with expected verdicts (make test-jepsen)
+  faultline shrink RUN_DIR [--runs-per-candidate 2] [--budget 30m]
+                   shrink an invalid run to its smallest reproduction (fewer faults, shorter time limit)
   faultline check  HISTORY.jsonl    re-check a stored history
   faultline report RUN_DIR          re-render report.html and junit.xml of a stored run
   faultline serve  [--store DIR] [--addr HOST:PORT]   browse the store in a web browser
@@ -55,6 +57,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return cmdTest(args[1:], stdout, stderr)
 	case "suite":
 		return cmdSuite(args[1:], stdout, stderr)
+	case "shrink":
+		return cmdShrink(args[1:], stdout, stderr)
 	case "check":
 		return cmdCheck(args[1:], stdout, stderr)
 	case "report":
@@ -285,6 +289,54 @@ Flags:
 		return harness.ExitInvalid
 	}
 	fmt.Fprintln(stdout, "suite passed: every test came out as expected")
+	return 0
+}
+
+func cmdShrink(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("shrink", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var opts harness.ShrinkOptions
+	fs.IntVar(&opts.RunsPerCandidate, "runs-per-candidate", 2, "runs of each candidate; it reproduces when any run is invalid with one of the original's anomaly classes")
+	fs.DurationVar(&opts.Budget, "budget", 30*time.Minute, "bound on the whole search's wall time")
+	fs.IntVar(&opts.MaxCandidates, "max-candidates", 30, "bound on the candidates tried")
+	fs.Usage = func() {
+		fmt.Fprint(stderr, `usage: faultline shrink [flags] RUN_DIR
+Shrinks an invalid stored run (its directory or its test.json; it must have
+the schedule.json every run now writes) to its smallest reproduction: delta
+debugging over its fault events (a fault's start and stop are kept or
+dropped together; no faults at all is tried first), then a shorter time
+limit. Each candidate is an exact replay (same seed, the kept faults at
+their recorded times on their recorded nodes) under <test>-shrink in the
+store. Prints the smallest reproduction as a command line and writes
+RUN_DIR/shrink.json (every candidate and what its runs found) and
+RUN_DIR/shrink-schedule.json (the smallest schedule).
+Exit: 0 when it ran (whether or not it shrank), 254 bad arguments (not a
+run, a valid run, no schedule.json), 255 interrupted.
+
+Flags:
+`)
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return harness.ExitBadArgs
+	}
+	if fs.NArg() != 1 {
+		fs.Usage()
+		return harness.ExitBadArgs
+	}
+	ctx, stop := interruptible()
+	defer stop()
+	rep, err := harness.Shrink(ctx, fs.Arg(0), opts, workloadRegistry, stdout)
+	if err != nil {
+		fmt.Fprintf(stderr, "faultline shrink: %v\n", err)
+		if rep.Run != "" {
+			return harness.ExitInternal
+		}
+		return harness.ExitBadArgs
+	}
 	return 0
 }
 
