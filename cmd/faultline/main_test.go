@@ -146,7 +146,7 @@ func TestAcksZeroIsSentAsAcksZero(t *testing.T) {
 // TestEveryCommandHasHelp: `faultline <command> --help` prints the
 // command's usage and exits 0.
 func TestEveryCommandHasHelp(t *testing.T) {
-	for _, cmd := range []string{"test", "suite", "shrink", "check", "report", "serve", "agent"} {
+	for _, cmd := range []string{"test", "suite", "matrix", "shrink", "check", "report", "serve", "agent"} {
 		for _, flag := range []string{"--help", "-h"} {
 			var out, errOut bytes.Buffer
 			assert.Equal(t, 0, run([]string{cmd, flag}, &out, &errOut), "%s %s", cmd, flag)
