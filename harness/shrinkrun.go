@@ -141,13 +141,14 @@ func Shrink(ctx context.Context, dir string, opts ShrinkOptions, reg workloads.R
 			}
 			o, err := Run(ctx, t, reg, io.Discard)
 			rep.Runs++
+			fmt.Fprintf(out, "shrink:   run %s\n", o.Dir)
 			att.Runs = append(att.Runs, o.Dir)
 			if err != nil {
 				att.Found = append(att.Found, "error: "+firstLine(err.Error()))
 				continue
 			}
 			found := anomalyClasses(o.Result)
-			att.Found = append(att.Found, fmt.Sprintf("%s %s", o.Result.Valid, strings.Join(found, ",")))
+			att.Found = append(att.Found, strings.TrimSpace(fmt.Sprintf("%s %s", o.Result.Valid, strings.Join(found, ","))))
 			if o.Result.Valid == checker.Invalid && slices.ContainsFunc(found, func(a string) bool { return slices.Contains(classes, a) }) {
 				att.Reproduced = true
 				bestRun[fmt.Sprint(c.Faults, c.TimeLimit)] = o.Dir
