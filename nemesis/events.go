@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"sort"
 	"strings"
@@ -33,6 +34,12 @@ const (
 // whose packets; Commands holds the fault filesystem command each node got
 // (power, disk-*) and Seeds what corrupt damaged each node with. A stop
 // names the ID of its start and nothing else is needed to undo it.
+//
+// A generator that times its faults ahead but lets targets be chosen when
+// each starts (by asking the cluster, as Schedule does) sets Resolve on the
+// start and leaves Targets empty: Fixed then starts it as the fault of
+// Kind pinned to Mode (any mode when empty) with its seeded rng. The
+// EventLog of the run records what was resolved, so its replay is exact.
 type Event struct {
 	At       time.Duration     `json:"-"`
 	Op       string            `json:"op"`
@@ -43,6 +50,7 @@ type Event struct {
 	Grudge   Grudge            `json:"grudge,omitempty"`
 	Commands map[string]string `json:"commands,omitempty"`
 	Seeds    map[string]uint64 `json:"seeds,omitempty"`
+	Resolve  bool              `json:"resolve,omitempty"`
 }
 
 type eventJSON Event
@@ -95,6 +103,11 @@ func ValidateEvents(events []Event) error {
 				return fmt.Errorf("event %d: fault %d started twice", i, e.ID)
 			}
 			started[e.ID] = e.Kind
+			if e.Resolve {
+				if err := (FaultSpec{Kind: e.Kind, Mode: e.Mode}).validate(); err != nil {
+					return fmt.Errorf("event %d: %w", i, err)
+				}
+			}
 		case OpStop:
 			k, ok := started[e.ID]
 			if !ok || k != e.Kind {
@@ -287,10 +300,12 @@ func (c *Corrupt) StartOn(ctx context.Context, e Event) (any, error) {
 // are recorded as Schedule records them.
 type Fixed struct {
 	Events []Event
-	// New builds a fault of a kind (Spec{{Kind: k}}.Faults gives one); a
+	// New builds a fault of an entry (NewFault gives Spec.Faults' one); a
 	// fresh one per started event, so overlapping faults of a kind keep
 	// apart what each must undo.
-	New func(Kind) Fault
+	New func(FaultSpec) Fault
+	// Seed seeds the choices of events with Resolve set.
+	Seed int64
 	// StopTimeout bounds each start and stop (default a minute).
 	StopTimeout time.Duration
 	// Sleep waits for d or until ctx ends (default a timer); Since is the
@@ -318,6 +333,7 @@ func (s *Fixed) Run(ctx context.Context, record Recorder) {
 		f  Fault
 	}
 	var active []running
+	rng := rand.New(rand.NewPCG(uint64(s.Seed), 0x6669786564))
 	step := func(name string, fn func(context.Context) (any, error)) {
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stopTimeout)
 		defer cancel()
@@ -332,7 +348,13 @@ func (s *Fixed) Run(ctx context.Context, record Recorder) {
 		}
 		switch e.Op {
 		case OpStart:
-			f := s.New(e.Kind)
+			if e.Resolve {
+				f := s.New(FaultSpec{Kind: e.Kind, Mode: e.Mode})
+				active = append(active, running{e.ID, f})
+				step("start-"+f.Name(), func(c context.Context) (any, error) { return f.Start(c, rng) })
+				continue
+			}
+			f := s.New(FaultSpec{Kind: e.Kind})
 			active = append(active, running{e.ID, f})
 			step("start-"+f.Name(), func(c context.Context) (any, error) {
 				aimed, ok := f.(Aimed)
@@ -356,8 +378,8 @@ func (s *Fixed) Run(ctx context.Context, record Recorder) {
 	}
 }
 
-// NewFault builds one fault of kind k, as Spec.Faults would: the New of a
-// Fixed schedule.
-func NewFault(rt Runtime, c Cluster) func(Kind) Fault {
-	return func(k Kind) Fault { return Spec{{Kind: k}}.Faults(rt, c)[0] }
+// NewFault builds the fault of one entry, as Spec.Faults would: the New
+// of a Fixed schedule.
+func NewFault(rt Runtime, c Cluster) func(FaultSpec) Fault {
+	return func(f FaultSpec) Fault { return Spec{f}.Faults(rt, c)[0] }
 }

@@ -114,6 +114,7 @@ func TestValidateEventsRefusesBrokenSchedules(t *testing.T) {
 		"out of order":       {start, {At: 0, Op: OpStop, ID: 1, Kind: KindKill}},
 		"started twice":      {start, start},
 		"bad op":             {{Op: "begin", ID: 1, Kind: KindKill}},
+		"bad resolved mode":  {{Op: OpStart, ID: 1, Kind: KindPartition, Mode: "leaders", Resolve: true}},
 	} {
 		assert.Error(t, ValidateEvents(events), name)
 	}
@@ -128,4 +129,35 @@ func withoutIDs(events []Event) []Event {
 		out[i] = e
 	}
 	return out
+}
+
+// TestFixedResolvesTheTargetsOfAGeneratorsEvents: an event that leaves its
+// targets to be chosen at start is drawn from the seed, recorded as
+// resolved, and the recording replays exactly.
+func TestFixedResolvesTheTargetsOfAGeneratorsEvents(t *testing.T) {
+	timed := []Event{
+		{At: 5 * time.Second, Op: OpStart, ID: 1, Kind: KindKill, Mode: TargetLeaders, Resolve: true},
+		{At: 8 * time.Second, Op: OpStart, ID: 2, Kind: KindPartition, Resolve: true},
+		{At: 12 * time.Second, Op: OpStop, ID: 1, Kind: KindKill},
+		{At: 20 * time.Second, Op: OpStop, ID: 2, Kind: KindPartition},
+	}
+	require.NoError(t, ValidateEvents(timed))
+	run := func(seed int64, events []Event) ([]string, []Event) {
+		w := diskWorld{newWorld(5)}
+		clock := &fakeClock{}
+		f := &Fixed{Events: events, Seed: seed, New: NewFault(w, w), Sleep: clock.sleep, Since: func() time.Duration { return clock.now }}
+		var log EventLog
+		f.Run(context.Background(), func(op checker.Op) { log.Observe(clock.now, op) })
+		return w.calls, log.Events()
+	}
+	calls, resolved := run(5, timed)
+	again, _ := run(5, timed)
+	assert.Equal(t, calls, again, "same seed, same choices")
+	require.Len(t, resolved, 4)
+	assert.Equal(t, TargetLeaders, resolved[0].Mode)
+	assert.Subset(t, []string{"n1", "n3"}, resolved[0].Targets, "kill:leaders hit a leader")
+	assert.False(t, resolved[0].Resolve)
+	assert.NotEmpty(t, resolved[1].Grudge)
+	replayCalls, _ := replayed(t, resolved)
+	assert.Equal(t, calls, replayCalls, "the recording of a resolved run replays exactly")
 }
