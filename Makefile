@@ -10,7 +10,7 @@ BENCHCOUNT ?= 6
 JEPSEN_RUNTIME ?= docker
 JEPSEN_TIME   ?= 90s
 
-.PHONY: all build deps test test-short bench fuzz image test-jepsen test-jepsen-single test-jepsen-disk vet clean
+.PHONY: all build deps test test-short bench fuzz image test-jepsen test-jepsen-single test-jepsen-disk test-jepsen-matrix vet clean
 
 all: build
 
@@ -41,6 +41,16 @@ test-jepsen: build
 # power losses, EIO, a full disk, slow fsyncs and corruption while down.
 test-jepsen-disk: build
 	$(BIN)/faultline suite --suite disk --time-limit $(JEPSEN_TIME)
+
+# The guarantee matrix (much longer than the gate; see README "The
+# guarantee matrix"): configurations x faults x planted bugs over
+# MATRIX_SEEDS seeds, with an index report in store/matrix/<time>/index.html.
+# MATRIX_ONLY picks cells (names or prefixes ending in *); empty runs all.
+MATRIX_SEEDS ?= 3
+MATRIX_TIME  ?= 60s
+MATRIX_ONLY  ?=
+test-jepsen-matrix: build
+	$(BIN)/faultline matrix --seeds $(MATRIX_SEEDS) --time-limit $(MATRIX_TIME) --runtime $(JEPSEN_RUNTIME) $(if $(MATRIX_ONLY),--only '$(MATRIX_ONLY)')
 
 # One node, no faults and kill -9: a smoke test of the whole pipeline that
 # needs no Docker (process runtime).

@@ -26,6 +26,17 @@
 // crashed harness leaves both behind. Cancelling Run's context (Ctrl-C)
 // heals every fault, removes the cluster and returns ErrInterrupted.
 //
+// Replays, shrinking and the matrix (replay.go, shrinkrun.go, matrix.go):
+// every run writes schedule.json, the fault events it executed
+// (nemesis.Event: time since the workload started, kind, mode, targets,
+// grudge, commands); a Test whose Schedule is set plays those events with
+// nemesis.Fixed instead of drawing a schedule, which is what LoadReplay
+// (`faultline test --replay RUN`) and Shrink (`faultline shrink RUN`, the
+// runs around the pure search of harness/shrink) build. MatrixCells is the
+// guarantee matrix as data (configurations × fault columns × planted bugs,
+// each cell with its expected verdict) and RunMatrix runs it over seeds
+// and writes the index report (reports.WriteMatrixDir).
+//
 // Runtimes: Docker (docker.go, dockerruntime.go) builds the node image from
 // an in-memory context tagged by content hash (an unchanged broker is never
 // rebuilt), creates a private bridge network with pinned addresses where

@@ -252,19 +252,28 @@ func (r *run) execute(ctx context.Context) (Outcome, error) {
 	// Main phase: workers and the fault schedule until the time limit.
 	r.setPhase("workload")
 	r.workStart = time.Now()
+	// Schedule events are timed from here, as the time limit is.
+	workBase := rec.Elapsed()
 	mainCtx, cancelMain := context.WithTimeout(ctx, time.Duration(t.TimeLimit))
 	defer cancelMain()
 	stopProgress := r.progress(mainCtx)
 	var wg sync.WaitGroup
+	var events nemesis.EventLog
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		sched := &nemesis.Schedule{Faults: t.Nemesis.Faults(r.rt, &clusterView{r: r}), Interval: time.Duration(t.NemesisInterval), Seed: t.Seed}
-		sched.Run(mainCtx, func(op checker.Op) { r.noteFault(op); rec.Record(op) })
+		r.schedule().Run(mainCtx, func(op checker.Op) {
+			r.noteFault(op)
+			op = rec.Record(op)
+			events.Observe(time.Duration(op.Time)-workBase, op)
+		})
 	}()
 	r.runWorkers(ctx, mainCtx, wl.Generator(), wl.NewClient, t.Concurrency, 0)
 	wg.Wait()
 	stopProgress()
+	if err := writeSchedule(r.dir, events.Events()); err != nil {
+		fmt.Fprintf(r.out, "schedule: %v\n", err)
+	}
 	if ctx.Err() != nil {
 		return Outcome{}, r.interrupted(ctx, "the workload")
 	}

@@ -87,6 +87,17 @@ func (t Test) Validate(reg workloads.Registry) error {
 	if t.Runtime == "process" && t.diskFaults() {
 		problems = append(problems, "--nemesis: power, disk and corrupt faults need --runtime docker")
 	}
+	if t.Schedule != nil {
+		if err := nemesis.ValidateEvents(t.Schedule); err != nil {
+			problems = append(problems, "schedule: "+err.Error())
+		}
+		for _, e := range t.Schedule {
+			if !t.Nemesis.Has(e.Kind) {
+				problems = append(problems, fmt.Sprintf("schedule: a %s fault, which --nemesis (%s) does not name (the cluster is set up for the faults it names)", e.Kind, t.Nemesis))
+				break
+			}
+		}
+	}
 	if time.Duration(t.NemesisInterval) <= 0 {
 		problems = append(problems, "--nemesis-interval: must be positive")
 	}

@@ -34,6 +34,9 @@ type DiskTargets struct {
 	Mode  string            `json:"mode,omitempty"`
 	Nodes []string          `json:"nodes"`
 	Did   map[string]string `json:"did,omitempty"`
+	// Seeds are the seeds corrupt gave each node (so a replay damages the
+	// same bytes).
+	Seeds map[string]uint64 `json:"seeds,omitempty"`
 }
 
 // PowerCommand draws a power loss from rng: every unsynced write dropped,
@@ -83,8 +86,14 @@ func (p *Power) Start(ctx context.Context, rng *rand.Rand) (any, error) {
 	did := map[string]string{}
 	for _, n := range targets {
 		did[n] = PowerCommand(rng)
-		p.down = append(p.down, n)
 	}
+	return p.cut(ctx, mode, targets, did)
+}
+
+// cut cuts the power of targets at once, each with its faultfs command in
+// did (Start's draw, or a replayed event's).
+func (p *Power) cut(ctx context.Context, mode string, targets []string, did map[string]string) (any, error) {
+	p.down = append(p.down, targets...)
 	errs := make([]error, len(targets))
 	var wg sync.WaitGroup
 	for i, n := range targets {
@@ -118,9 +127,19 @@ func (p *Power) followerThenLeader(ctx context.Context, rng *rand.Rand) (any, er
 		return out, errors.New("follower-then-leader needs two nodes")
 	}
 	follower := others[rng.IntN(len(others))]
+	return p.followerThenLeaderOn(ctx, follower, leader, PowerCommand(rng))
+}
+
+// startedAgain marks, in DiskTargets.Did, the follower of
+// follower-then-leader after its command.
+const startedAgain = ", started again at once"
+
+// followerThenLeaderOn cuts follower's power with line, starts it again
+// and kills leader (followerThenLeader's choice, or a replayed event's).
+func (p *Power) followerThenLeaderOn(ctx context.Context, follower, leader, line string) (any, error) {
+	out := DiskTargets{Mode: PowerThenLeader, Did: map[string]string{}}
 	out.Nodes = []string{follower, leader}
-	line := PowerCommand(rng)
-	out.Did[follower] = line + ", started again at once"
+	out.Did[follower] = line + startedAgain
 	if err := p.Disk.PowerLoss(ctx, follower, line); err != nil {
 		return out, err
 	}
@@ -189,7 +208,12 @@ func (d *DiskFault) Start(ctx context.Context, rng *rand.Rand) (any, error) {
 	if err != nil {
 		return DiskTargets{Mode: mode}, err
 	}
-	line := DiskCommand(d.Kind, rng)
+	return d.apply(ctx, mode, targets, DiskCommand(d.Kind, rng))
+}
+
+// apply passes line to every target's fault filesystem (Start's draw, or
+// a replayed event's).
+func (d *DiskFault) apply(ctx context.Context, mode string, targets []string, line string) (any, error) {
 	did := map[string]string{}
 	var errs []error
 	for _, n := range targets {
@@ -239,7 +263,14 @@ func (c *Corrupt) Start(ctx context.Context, rng *rand.Rand) (any, error) {
 	if err != nil {
 		return DiskTargets{Mode: mode}, err
 	}
+	return c.corrupt(ctx, mode, targets, func(string) uint64 { return rng.Uint64() })
+}
+
+// corrupt kills each target and corrupts its data with the seed seedOf
+// gives it (drawn in target order by Start, or a replayed event's).
+func (c *Corrupt) corrupt(ctx context.Context, mode string, targets []string, seedOf func(node string) uint64) (any, error) {
 	did := map[string]string{}
+	seeds := map[string]uint64{}
 	var errs []error
 	for _, n := range targets {
 		c.down = append(c.down, n)
@@ -247,13 +278,14 @@ func (c *Corrupt) Start(ctx context.Context, rng *rand.Rand) (any, error) {
 			errs = append(errs, err)
 			continue
 		}
-		what, err := c.Disk.Corrupt(ctx, n, rng.Uint64())
+		seeds[n] = seedOf(n)
+		what, err := c.Disk.Corrupt(ctx, n, seeds[n])
 		did[n] = what
 		if err != nil {
 			errs = append(errs, err)
 		}
 	}
-	return DiskTargets{Mode: mode, Nodes: targets, Did: did}, errors.Join(errs...)
+	return DiskTargets{Mode: mode, Nodes: targets, Did: did, Seeds: seeds}, errors.Join(errs...)
 }
 
 // Stop starts every node it corrupted.

@@ -136,6 +136,11 @@ func (k *Kill) Start(ctx context.Context, rng *rand.Rand) (any, error) {
 	if err != nil {
 		return Targets{Mode: mode}, err
 	}
+	return k.kill(ctx, mode, targets)
+}
+
+// kill SIGKILLs targets (Start's choice, or a replayed event's).
+func (k *Kill) kill(ctx context.Context, mode string, targets []string) (any, error) {
 	var errs []error
 	for _, n := range targets {
 		// A kill that errored may still have happened (the signal went
@@ -174,6 +179,11 @@ func (p *Pause) Start(ctx context.Context, rng *rand.Rand) (any, error) {
 	if err != nil {
 		return Targets{Mode: mode}, err
 	}
+	return p.pause(ctx, mode, targets)
+}
+
+// pause SIGSTOPs targets (Start's choice, or a replayed event's).
+func (p *Pause) pause(ctx context.Context, mode string, targets []string) (any, error) {
 	var errs []error
 	for _, n := range targets {
 		p.paused = append(p.paused, n)
@@ -250,6 +260,11 @@ func (p *Partition) Start(ctx context.Context, rng *rand.Rand) (any, error) {
 	default:
 		return nil, fmt.Errorf("unknown partition mode %q", mode)
 	}
+	return p.cutOff(ctx, mode, g)
+}
+
+// cutOff installs grudge g (Start's choice, or a replayed event's).
+func (p *Partition) cutOff(ctx context.Context, mode string, g Grudge) (any, error) {
 	var errs []error
 	for _, n := range sortedNodes(g) {
 		p.cut = append(p.cut, n)

@@ -31,6 +31,11 @@ const usage = `faultline: prove that a Kafka-compatible broker keeps its durabil
 Usage:
   faultline test   [flags]          run a test: cluster, workload, faults, check, report
   faultline suite  [--suite gating|single] [flags]   run a suite of tests with expected verdicts (make test-jepsen)
+  faultline matrix [--seeds N] [--only CELL,...] [--list] [flags]
+                   the guarantee matrix: configurations × faults × planted bugs, with an index report
+                   (make test-jepsen-matrix)
+  faultline shrink RUN_DIR [--runs-per-candidate 2] [--budget 30m]
+                   shrink an invalid run to its smallest reproduction (fewer faults, shorter time limit)
   faultline check  HISTORY.jsonl    re-check a stored history
   faultline report RUN_DIR          re-render report.html and junit.xml of a stored run
   faultline serve  [--store DIR] [--addr HOST:PORT]   browse the store in a web browser
@@ -55,6 +60,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return cmdTest(args[1:], stdout, stderr)
 	case "suite":
 		return cmdSuite(args[1:], stdout, stderr)
+	case "matrix":
+		return cmdMatrix(args[1:], stdout, stderr)
+	case "shrink":
+		return cmdShrink(args[1:], stdout, stderr)
 	case "check":
 		return cmdCheck(args[1:], stdout, stderr)
 	case "report":
@@ -113,7 +122,7 @@ func parseTest(args []string, stderr io.Writer) (harness.Test, int) {
 	t := harness.DefaultTest()
 	fs := flag.NewFlagSet("test", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	var nemesisList, replay string
+	var nemesisList, replay, schedule string
 	acks := t.Acks.Int()
 	limit := time.Duration(t.TimeLimit)
 	interval := time.Duration(t.NemesisInterval)
@@ -142,7 +151,8 @@ func parseTest(args []string, stderr io.Writer) (harness.Test, int) {
 	fs.DurationVar(&final, "final-timeout", final, "bound on the final reads (every key read from the beginning up to the highest offset known for it)")
 	fs.StringVar(&t.BrokerBinary, "broker-binary", t.BrokerBinary, "broker executable (static, for docker)")
 	fs.StringVar(&t.AgentBinary, "agent-binary", t.AgentBinary, "faultline executable used as the in-node agent (docker)")
-	fs.StringVar(&replay, "replay", "", "test.json of an earlier run: run it again with the same spec and seed (other flags are ignored; default none)")
+	fs.StringVar(&replay, "replay", "", "a stored run (its directory or its test.json): run it again with the same spec, seed and fault schedule, each fault at the same time on the same nodes, from its schedule.json (other flags are ignored; default none)")
+	fs.StringVar(&schedule, "schedule", "", "schedule.json of a stored run: execute these fault events (times, targets) instead of drawing a schedule from the seed; --nemesis must name their kinds (default none)")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, `usage: faultline test [flags]
 Starts a cluster, runs the workload under the faults, heals, waits for
@@ -173,15 +183,14 @@ Flags:
 		t.Seed = time.Now().UnixNano() % 1_000_000_007
 	}
 	if replay != "" {
-		b, err := os.ReadFile(replay)
-		if err != nil {
+		var exact bool
+		var err error
+		if t, exact, err = harness.LoadReplay(replay); err != nil {
 			fmt.Fprintf(stderr, "faultline test: --replay: %v\n", err)
 			return t, harness.ExitBadArgs
 		}
-		t = harness.DefaultTest()
-		if err := json.Unmarshal(b, &t); err != nil {
-			fmt.Fprintf(stderr, "faultline test: --replay %s: %v\n", replay, err)
-			return t, harness.ExitBadArgs
+		if !exact {
+			fmt.Fprintf(stderr, "faultline test: --replay %s: the run has no %s (stored before schedules were recorded): the schedule is drawn from seed %d again\n", replay, harness.FileSchedule, t.Seed)
 		}
 	} else {
 		spec, err := nemesis.ParseSpec(nemesisList)
@@ -201,6 +210,12 @@ Flags:
 		}
 		if t.ReplicationFactor > t.Nodes {
 			t.ReplicationFactor = t.Nodes
+		}
+		if schedule != "" {
+			if t.Schedule, err = harness.ReadSchedule(schedule); err != nil {
+				fmt.Fprintf(stderr, "faultline test: --schedule: %v\n", err)
+				return t, harness.ExitBadArgs
+			}
 		}
 	}
 	if err := t.Validate(workloadRegistry); err != nil {
@@ -279,6 +294,134 @@ Flags:
 		return harness.ExitInvalid
 	}
 	fmt.Fprintln(stdout, "suite passed: every test came out as expected")
+	return 0
+}
+
+func cmdMatrix(args []string, stdout, stderr io.Writer) int {
+	base := harness.DefaultTest()
+	fs := flag.NewFlagSet("matrix", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	seeds := fs.Int("seeds", 1, "runs of each cell, with seeds --seed .. --seed+N-1")
+	only := fs.String("only", "", "comma-separated cell names (or prefixes ending in *, e.g. 'm-acksall.isr2.clean.flushdef-*,m-planted-*'); default every cell")
+	list := fs.Bool("list", false, "print the cells with their expected verdicts and exit without running anything")
+	limit := fs.Duration("time-limit", 60*time.Second, "time limit of each run")
+	interval := 10 * time.Second
+	fs.DurationVar(&interval, "nemesis-interval", interval, "time between starting and stopping faults")
+	fs.StringVar(&base.Runtime, "runtime", base.Runtime, "docker or process (process: kill and pause cells only)")
+	fs.StringVar(&base.Store, "store", base.Store, "directory runs are written under; the index goes to STORE/matrix/<time>/")
+	fs.Int64Var(&base.Seed, "seed", 1, "first seed of every cell")
+	fs.IntVar(&base.Concurrency, "concurrency", base.Concurrency, "client workers per run")
+	fs.StringVar(&base.BrokerBinary, "broker-binary", base.BrokerBinary, "broker executable")
+	fs.StringVar(&base.AgentBinary, "agent-binary", base.AgentBinary, "faultline executable for the in-node agent")
+	fs.Usage = func() {
+		fmt.Fprint(stderr, `usage: faultline matrix [--seeds N] [--only CELL,...] [--list] [flags]
+The guarantee matrix: every configuration (acks 1/all x min ISR 1/2 x
+unclean election on/off x flush policy default/per message) under every
+fault this tree's nemesis has (none, kill, pause, partition, leader-loss,
+power, power-all, disk, mixed, and packet, membership, composed once they
+exist), each planted bug (unsafe.*) under its named test's faults with its
+control, and each planted bug under every fault. Each cell states what it
+must come out as: valid (the guarantee configuration: acks=all, min ISR 2,
+unclean off, plus flush per message under power loss), invalid (a
+documented trade-off or a planted bug loses data; found in at least 90% of
+the seeds) or either (nothing promised). Writes STORE/matrix/<time>/index.html
+(expected against found per cell, detection rate over seeds and time to the
+first anomaly per planted bug, a link to every run) and matrix.json, after
+every cell. All cells are many hours; pick a slice with --only.
+Exit: 0 when every cell came out as expected, 1 when one did not, 254 bad
+arguments.
+
+Flags:
+`)
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return harness.ExitBadArgs
+	}
+	if *seeds < 1 {
+		fmt.Fprintln(stderr, "faultline matrix: --seeds must be at least 1")
+		return harness.ExitBadArgs
+	}
+	base.TimeLimit, base.NemesisInterval = harness.Duration(*limit), harness.Duration(interval)
+	cells, err := harness.SelectMatrixCells(harness.MatrixCells(base), *only)
+	if err != nil {
+		fmt.Fprintf(stderr, "faultline matrix: %v\n", err)
+		return harness.ExitBadArgs
+	}
+	if *list {
+		for _, c := range cells {
+			fmt.Fprintf(stdout, "%s\t%s\t%s\n", c.Test.Name, c.Expect, c.Why)
+		}
+		fmt.Fprintf(stdout, "%d cells\n", len(cells))
+		return 0
+	}
+	for _, c := range cells {
+		if err := c.Test.Validate(workloadRegistry); err != nil {
+			fmt.Fprintf(stderr, "faultline matrix: %s: %v\n", c.Test.Name, err)
+			return harness.ExitBadArgs
+		}
+	}
+	ctx, stop := interruptible()
+	defer stop()
+	_, all, err := harness.RunMatrix(ctx, cells, *seeds, base.Store, workloadRegistry, stdout)
+	if err != nil {
+		fmt.Fprintf(stderr, "faultline matrix: %v\n", err)
+		return harness.ExitInternal
+	}
+	if !all {
+		return harness.ExitInvalid
+	}
+	return 0
+}
+
+func cmdShrink(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("shrink", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var opts harness.ShrinkOptions
+	fs.IntVar(&opts.RunsPerCandidate, "runs-per-candidate", 2, "runs of each candidate; it reproduces when any run is invalid with one of the original's anomaly classes")
+	fs.DurationVar(&opts.Budget, "budget", 30*time.Minute, "bound on the whole search's wall time")
+	fs.IntVar(&opts.MaxCandidates, "max-candidates", 30, "bound on the candidates tried")
+	fs.Usage = func() {
+		fmt.Fprint(stderr, `usage: faultline shrink [flags] RUN_DIR
+Shrinks an invalid stored run (its directory or its test.json; it must have
+the schedule.json every run now writes) to its smallest reproduction: delta
+debugging over its fault events (a fault's start and stop are kept or
+dropped together; no faults at all is tried first), then a shorter time
+limit. Each candidate is an exact replay (same seed, the kept faults at
+their recorded times on their recorded nodes) under <test>-shrink in the
+store. Prints the smallest reproduction as a command line and writes
+RUN_DIR/shrink.json (every candidate and what its runs found) and
+RUN_DIR/shrink-schedule.json (the smallest schedule).
+Exit: 0 when it ran (whether or not it shrank), 254 bad arguments (not a
+run, a valid run, no schedule.json), 255 interrupted.
+
+Flags:
+`)
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return harness.ExitBadArgs
+	}
+	if fs.NArg() != 1 {
+		fs.Usage()
+		return harness.ExitBadArgs
+	}
+	ctx, stop := interruptible()
+	defer stop()
+	rep, err := harness.Shrink(ctx, fs.Arg(0), opts, workloadRegistry, stdout)
+	if err != nil {
+		fmt.Fprintf(stderr, "faultline shrink: %v\n", err)
+		if rep.Run != "" {
+			return harness.ExitInternal
+		}
+		return harness.ExitBadArgs
+	}
 	return 0
 }
 

@@ -78,7 +78,7 @@ func TestTestHelpGivesEveryDefault(t *testing.T) {
 		name, _, _ := strings.Cut(entry, " ")
 		assert.Contains(t, entry, "default", "flag --%s does not state its default", strings.TrimSpace(name))
 	}
-	assert.Equal(t, 23, flags, "every flag is listed")
+	assert.Equal(t, 24, flags, "every flag is listed")
 }
 
 // producedAcks builds t's workload against a fake cluster, sends one
@@ -146,7 +146,7 @@ func TestAcksZeroIsSentAsAcksZero(t *testing.T) {
 // TestEveryCommandHasHelp: `faultline <command> --help` prints the
 // command's usage and exits 0.
 func TestEveryCommandHasHelp(t *testing.T) {
-	for _, cmd := range []string{"test", "suite", "check", "report", "serve", "agent"} {
+	for _, cmd := range []string{"test", "suite", "matrix", "shrink", "check", "report", "serve", "agent"} {
 		for _, flag := range []string{"--help", "-h"} {
 			var out, errOut bytes.Buffer
 			assert.Equal(t, 0, run([]string{cmd, flag}, &out, &errOut), "%s %s", cmd, flag)
@@ -169,4 +169,17 @@ func TestBadNemesisNamesTheBadPart(t *testing.T) {
 	var out, errOut bytes.Buffer
 	assert.Equal(t, 254, run([]string{"test", "--nemesis", "kill,pause:halves", "--runtime", "process"}, &out, &errOut))
 	assert.Equal(t, "faultline test: --nemesis: pause: unknown mode \"halves\" (known: one, minority, majority, leaders, controller, all)\n", errOut.String())
+}
+
+// TestCommandLineParsesBackToTheSameTest: the flags the shrinker prints
+// run the test they describe.
+func TestCommandLineParsesBackToTheSameTest(t *testing.T) {
+	var errOut bytes.Buffer
+	want, code := parseTest([]string{"--name", "x", "--nemesis", "kill:leaders,partition", "--seed", "17", "--time-limit", "45s",
+		"--acks", "1", "--idempotent=false", "--broker-config", "min.insync.replicas=1", "--broker-config", "unsafe.enable=true",
+		"--subscribe", "--rate", "50", "--nodes", "3", "--replication-factor", "3"}, &errOut)
+	require.Equal(t, -1, code, errOut.String())
+	got, code := parseTest(harness.CommandLine(want), &errOut)
+	require.Equal(t, -1, code, errOut.String())
+	assert.Equal(t, want, got)
 }

@@ -40,9 +40,14 @@ type Spec struct {
 	Nemesis  nemesis.Spec `json:"nemesis"`
 	// NemesisInterval is the time between fault starts and stops.
 	NemesisInterval Duration `json:"nemesis-interval"`
-	Nodes           int      `json:"nodes"`
-	Topology        string   `json:"topology"`
-	TimeLimit       Duration `json:"time-limit"`
+	// Schedule, when set, is the fault schedule to execute instead of one
+	// drawn from the seed: the events a stored run executed
+	// (schedule.json), replayed on the same targets at the same times
+	// (`faultline test --replay`, the shrinker's candidates).
+	Schedule  []nemesis.Event `json:"schedule,omitempty"`
+	Nodes     int             `json:"nodes"`
+	Topology  string          `json:"topology"`
+	TimeLimit Duration        `json:"time-limit"`
 	// Rate is the target of invocations per second over all workers (0:
 	// as fast as the workers go).
 	Rate        float64 `json:"rate"`

@@ -1,0 +1,86 @@
+package harness
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/faultline/faultline/checker"
+	"github.com/faultline/faultline/nemesis"
+	"github.com/faultline/faultline/workloads"
+	"github.com/faultline/faultline/workloads/queue"
+)
+
+func storedRun(t *testing.T, events []nemesis.Event) (string, Test) {
+	t.Helper()
+	dir := t.TempDir()
+	orig := DefaultTest()
+	orig.Name, orig.Seed = "stored", 99
+	orig.Nemesis = nemesis.Spec{{Kind: nemesis.KindKill}, {Kind: nemesis.KindPartition}}
+	b, err := json.Marshal(orig)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "test.json"), b, 0o644))
+	if events != nil {
+		require.NoError(t, writeSchedule(dir, events))
+	}
+	return dir, orig
+}
+
+func TestLoadReplayTakesTheRecordedSchedule(t *testing.T) {
+	events := []nemesis.Event{
+		{At: 15 * time.Second, Op: nemesis.OpStart, ID: 1, Kind: nemesis.KindKill, Mode: "one", Targets: []string{"n3"}},
+		{At: 30 * time.Second, Op: nemesis.OpStop, ID: 1, Kind: nemesis.KindKill},
+	}
+	dir, orig := storedRun(t, events)
+	for _, path := range []string{dir, filepath.Join(dir, "test.json")} {
+		got, exact, err := LoadReplay(path)
+		require.NoError(t, err, path)
+		assert.True(t, exact)
+		assert.Equal(t, orig.Seed, got.Seed)
+		assert.Equal(t, events, got.Schedule)
+		require.NoError(t, got.Validate(workloads.Registry{"queue": queue.New}))
+	}
+
+	old, _ := storedRun(t, nil)
+	got, exact, err := LoadReplay(old)
+	require.NoError(t, err)
+	assert.False(t, exact, "a run stored without schedule.json replays by seed")
+	assert.Nil(t, got.Schedule)
+}
+
+func TestValidateRefusesAScheduleTheNemesisListDoesNotCover(t *testing.T) {
+	tt := DefaultTest()
+	tt.Nemesis = nemesis.Spec{{Kind: nemesis.KindKill}}
+	tt.Schedule = []nemesis.Event{{At: time.Second, Op: nemesis.OpStart, ID: 1, Kind: nemesis.KindPartition}}
+	err := tt.Validate(workloads.Registry{"queue": queue.New})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "does not name")
+}
+
+func TestShrinkRefusesWhatItCannotShrink(t *testing.T) {
+	reg := workloads.Registry{"queue": queue.New}
+	old, _ := storedRun(t, nil)
+	_, err := Shrink(context.Background(), old, ShrinkOptions{}, reg, io.Discard)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "no schedule.json")
+
+	dir, _ := storedRun(t, []nemesis.Event{})
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "results.json"), []byte(`{"valid":true,"anomalies":{}}`), 0o644))
+	_, err = Shrink(context.Background(), dir, ShrinkOptions{}, reg, io.Discard)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "only an invalid run can be shrunk")
+}
+
+func TestAnomalyClassesSkipAllowedOnes(t *testing.T) {
+	res := checker.Result{Anomalies: map[string]checker.AnomalyReport{
+		"lost-write": {Count: 2}, "poll-skip": {Count: 1, Allowed: true}, "duplicate": {Count: 1},
+	}}
+	assert.Equal(t, []string{"duplicate", "lost-write"}, anomalyClasses(res))
+}
