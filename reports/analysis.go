@@ -242,6 +242,24 @@ func grudgeSummary(mode string, grudge map[string][]string) string {
 	if mode == "majorities-ring" {
 		return "majorities ring"
 	}
+	groups := grudgeGroups(grudge)
+	if len(groups) == 2 && (len(groups[0]) == 1 || len(groups[1]) == 1) {
+		alone, rest := groups[0], groups[1]
+		if len(alone) != 1 {
+			alone, rest = rest, alone
+		}
+		return alone[0] + " cut off from " + strings.Join(rest, ", ")
+	}
+	parts := make([]string, len(groups))
+	for i, g := range groups {
+		parts[i] = strings.Join(g, ", ")
+	}
+	return strings.Join(parts, " | ")
+}
+
+// grudgeGroups splits the nodes a grudge names into the groups that can
+// still reach each other, each sorted, in order of their first node.
+func grudgeGroups(grudge map[string][]string) [][]string {
 	cut := map[[2]string]bool{}
 	nodes := map[string]bool{}
 	for n, from := range grudge {
@@ -280,18 +298,7 @@ func grudgeSummary(mode string, grudge map[string][]string) string {
 		}
 		sort.Strings(groups[id])
 	}
-	if len(groups) == 2 && (len(groups[0]) == 1 || len(groups[1]) == 1) {
-		alone, rest := groups[0], groups[1]
-		if len(alone) != 1 {
-			alone, rest = rest, alone
-		}
-		return alone[0] + " cut off from " + strings.Join(rest, ", ")
-	}
-	parts := make([]string, len(groups))
-	for i, g := range groups {
-		parts[i] = strings.Join(g, ", ")
-	}
-	return strings.Join(parts, " | ")
+	return groups
 }
 
 func truncate(s string, n int) string {

@@ -32,9 +32,12 @@ const (
 
 // plotSet is every plot of the page plus the notes that explain it.
 type plotSet struct {
-	Latency    []template.HTML
-	Throughput template.HTML
-	Offsets    []keyTimeline
+	// FaultTimeline has one lane per node and per anomalous partition's
+	// leader (faultTimeline).
+	FaultTimeline template.HTML
+	Latency       []template.HTML
+	Throughput    template.HTML
+	Offsets       []keyTimeline
 	// Healthy are the keys without anomalies, one grid cell each.
 	Healthy []keyCell
 	// Notes say what was downsampled or left out.
@@ -96,7 +99,10 @@ func buildPlots(in Input, a *analysis, faults []checker.Window) plotSet {
 		}
 	}
 	if a != nil {
+		var notes []string
+		ps.FaultTimeline, notes = faultTimeline(in, a, endS)
 		ps.Latency, ps.Notes = latencyPlots(a, faults, endS, nemesisXs, nemesisTitles)
+		ps.Notes = append(notes, ps.Notes...)
 		ps.Offsets, ps.Healthy, ps.OffsetNotes = offsetTimelines(in, a, faults, endS, nemesisXs, nemesisTitles)
 	}
 	ps.Throughput = throughputPlot(in, a, faults, endS, nemesisXs, nemesisTitles)
