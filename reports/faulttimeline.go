@@ -270,8 +270,7 @@ func faultTimeline(in Input, a *analysis, endS float64) (template.HTML, []string
 	sort.Slice(leaderNodes, func(i, j int) bool { return naturalLess(leaderNodes[i], leaderNodes[j]) })
 	legendRows := len(kinds) + len(leaderNodes) + 1
 	height := max(plotTopPx+plotBottomPx+timelineLanePx*float64(len(lanes)), plotTopPx+plotBottomPx/2+legendRowPx*float64(legendRows))
-	p := newPlot("fault timeline: what the nemesis did to each node, and who led each partition with anomalies", height, endS, axis{})
-	p.y = axis{min: 0, max: float64(len(lanes)), lo: height - plotBottomPx, hi: plotTopPx}
+	p := newPlot("fault timeline: what the nemesis did to each node, and who led each partition with anomalies", height, endS, axis{min: 0, max: float64(len(lanes))})
 	p.laneAxes("time since test start (s)", "node / partition", lanes)
 	drawn := 0
 	for i, n := range nodes {

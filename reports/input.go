@@ -62,6 +62,8 @@ type Links struct {
 	History string // history.jsonl
 	Results string // results.json
 	JUnit   string // junit.xml
+	// Timeline is the per-process timeline page (timeline.html).
+	Timeline string
 	// NodeLogs are the brokers' logs, one per node (nodes/<node>/broker.log).
 	NodeLogs []Link
 	// Porcupine are porcupine's visualizations, one per failing partition;

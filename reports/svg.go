@@ -67,12 +67,17 @@ type svgPlot struct {
 // newPlot opens an SVG of the given height with a time x axis (seconds)
 // from 0 to endS and the given y axis (its pixel range is set here).
 func newPlot(title string, heightPx, endS float64, y axis) *svgPlot {
+	return newPlotSized(title, plotWidthPx, heightPx, 0, endS, y)
+}
+
+// newPlotSized is newPlot with a width and a time axis from startS to endS.
+func newPlotSized(title string, widthPx, heightPx, startS, endS float64, y axis) *svgPlot {
 	p := &svgPlot{heightPx: heightPx}
-	p.x = axis{min: 0, max: math.Max(endS, 1e-3), lo: plotLeftPx, hi: plotWidthPx - plotRightPx}
+	p.x = axis{min: startS, max: math.Max(endS, startS+1e-3), lo: plotLeftPx, hi: widthPx - plotRightPx}
 	y.lo, y.hi = heightPx-plotBottomPx, plotTopPx
 	p.y = y
 	fmt.Fprintf(&p.b, `<svg xmlns="http://www.w3.org/2000/svg" class="plot" viewBox="0 0 %g %g" width="%g" height="%g" role="img" aria-label="%s">`,
-		plotWidthPx, heightPx, plotWidthPx, heightPx, xmlEscape(title))
+		widthPx, heightPx, widthPx, heightPx, xmlEscape(title))
 	fmt.Fprintf(&p.b, `<title>%s</title>`, xmlEscape(title))
 	fmt.Fprintf(&p.b, `<text class="plot-title" x="%s" y="15" font-size="12" font-weight="600" fill="#1d2330">%s</text>`, f1(plotLeftPx), xmlEscape(title))
 	fmt.Fprintf(&p.b, `<rect class="frame" x="%s" y="%s" width="%s" height="%s" fill="#fff" stroke="#ccc"/>`,
