@@ -37,7 +37,11 @@ type plotSet struct {
 	FaultTimeline template.HTML
 	Latency       []template.HTML
 	Throughput    template.HTML
-	Offsets       []keyTimeline
+	// Unseen is Jepsen's unseen plot (Perf.Unseen); Lag its realtime-lag
+	// plot.
+	Unseen  template.HTML
+	Lag     template.HTML
+	Offsets []keyTimeline
 	// Healthy are the keys without anomalies, one grid cell each.
 	Healthy []keyCell
 	// Notes say what was downsampled or left out.
@@ -106,6 +110,10 @@ func buildPlots(in Input, a *analysis, faults []checker.Window) plotSet {
 		ps.Offsets, ps.Healthy, ps.OffsetNotes = offsetTimelines(in, a, faults, endS, nemesisXs, nemesisTitles)
 	}
 	ps.Throughput = throughputPlot(in, a, faults, endS, nemesisXs, nemesisTitles)
+	ps.Unseen = unseenPlot(in, a, faults, endS)
+	if a != nil {
+		ps.Lag = lagPlot(in, a, faults, endS)
+	}
 	return ps
 }
 
@@ -503,7 +511,26 @@ func offsetTimelines(in Input, a *analysis, faults []checker.Window, endS float6
 			offMax = max(offMax, m.offset)
 		}
 		label := in.Spec.keyLabel(k)
-		p := newPlot("offsets of "+label, 190, endS, axis{min: 0, max: float64(offMax) + 1})
+		// The plot is zoomed to the key's active window: its first and last
+		// send, poll or checker mark, with a margin.
+		firstNs, lastNs := a.endNs, int64(0)
+		for _, s := range ss {
+			firstNs, lastNs = min(firstNs, s.t), max(lastNs, s.t)
+		}
+		for _, b := range ps {
+			firstNs, lastNs = min(firstNs, b.t), max(lastNs, b.t)
+		}
+		for _, m := range marks[k] {
+			firstNs, lastNs = min(firstNs, m.t), max(lastNs, m.t)
+		}
+		if firstNs > lastNs {
+			firstNs, lastNs = 0, a.endNs
+		}
+		marginNs := max((lastNs-firstNs)/40, int64(1e8))
+		fromS := float64(max(firstNs-marginNs, 0)) / 1e9
+		toS := float64(min(lastNs+marginNs, max(a.endNs, lastNs)))/1e9
+		p := newPlotSized(fmt.Sprintf("offsets of %s, %s to %s", label, seconds(int64(fromS*1e9)), seconds(int64(toS*1e9))),
+			plotWidthPx, 190, fromS, toS, axis{min: 0, max: float64(offMax) + 1})
 		p.faultBands(faults, finalReadsNs(a))
 		p.vlines(nxs, ntitles)
 		p.axes("time since test start (s)", "offset")

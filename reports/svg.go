@@ -85,6 +85,11 @@ func newPlotSized(title string, widthPx, heightPx, startS, endS float64, y axis)
 	return p
 }
 
+// visible tells whether [startNs, endNs] overlaps the plot's time axis.
+func (p *svgPlot) visible(startNs, endNs int64) bool {
+	return float64(endNs)/1e9 >= p.x.min && float64(startNs)/1e9 <= p.x.max
+}
+
 func f1(v float64) string { return strconv.FormatFloat(v, 'f', 1, 64) }
 
 func xmlEscape(s string) string {
@@ -266,6 +271,9 @@ func (p *svgPlot) diamonds(series, color string, xs, ys []float64, titles []stri
 // vlines marks instants (nemesis operations when no intervals are known).
 func (p *svgPlot) vlines(xs []float64, titles []string) {
 	for i := range xs {
+		if xs[i] < p.x.min || xs[i] > p.x.max {
+			continue
+		}
 		x := f1(p.x.px(xs[i]))
 		fmt.Fprintf(&p.b, `<line class="nemesis" x1="%s" x2="%s" y1="%s" y2="%s" stroke="%s" stroke-dasharray="3 3"><title>%s</title></line>`,
 			x, x, f1(p.y.hi), f1(p.y.lo), colorFault, xmlEscape(titles[i]))
@@ -398,6 +406,9 @@ func (p *svgPlot) faultBands(ws []checker.Window, finalNs int64) {
 	var kinds []string
 	byKind := map[string][]checker.Window{}
 	for _, w := range ws {
+		if !p.visible(w.Start, w.End) {
+			continue
+		}
 		k := faultKind(w)
 		if _, ok := byKind[k]; !ok {
 			kinds = append(kinds, k)
@@ -431,7 +442,7 @@ func (p *svgPlot) faultBands(ws []checker.Window, finalNs int64) {
 // finalReads shades the final-read phase from finalNs (when positive) to
 // the end of the plot, labelled; with legend it adds its legend entry.
 func (p *svgPlot) finalReads(finalNs int64, legend bool) {
-	if finalNs <= 0 {
+	if finalNs <= 0 || float64(finalNs)/1e9 > p.x.max {
 		return
 	}
 	x0 := p.x.px(float64(finalNs) / 1e9)
@@ -451,6 +462,9 @@ func (p *svgPlot) leaderMarks(series string, events []leaderEvent) {
 	}
 	fmt.Fprintf(&p.b, `<g class="series" data-series="%s" font-size="9" fill="%s">`, xmlEscape(series), colorLeader)
 	for _, e := range events {
+		if !p.visible(e.t, e.t) {
+			continue
+		}
 		x := p.x.px(float64(e.t) / 1e9)
 		who := e.leader
 		if who == "" {
