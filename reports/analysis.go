@@ -28,6 +28,38 @@ type analysis struct {
 	// finalNs is when the final reads began (the first assign or subscribe
 	// seeking to the beginning), 0 when there were none.
 	finalNs int64
+	// acks maps a key and value to its first acknowledged send with an
+	// offset; built on first use (ackOf).
+	acks map[keyValue]ackedSend
+}
+
+// keyValue names one value sent to one key.
+type keyValue struct {
+	key   int
+	value int64
+}
+
+// ackOf returns the first ok send of value to key that reported an offset.
+func (a *analysis) ackOf(key int, value int64) (ackedSend, bool) {
+	if a.acks == nil {
+		a.acks = map[keyValue]ackedSend{}
+		for i := range a.h {
+			op := &a.h[i]
+			if op.Type != checker.OK || !op.IsClient() {
+				continue
+			}
+			for _, m := range op.Mops {
+				if m.F == checker.FSend && m.Completed && m.Offset != nil {
+					kv := keyValue{m.Key, m.Value}
+					if _, ok := a.acks[kv]; !ok {
+						a.acks[kv] = ackedSend{op.Time, op.Index, *m.Offset, m.Value}
+					}
+				}
+			}
+		}
+	}
+	s, ok := a.acks[keyValue{key, value}]
+	return s, ok
 }
 
 // latencyPoint is one completed client operation.

@@ -371,8 +371,8 @@ func anomalySectionOf(in Input, a *analysis, name string, rep checker.AnomalyRep
 		focus.offsets = append(focus.offsets, ex.OffsetsNamed()...)
 		if i < examplesPerAnomalyMax {
 			s.Examples = append(s.Examples, exampleJSON(ex, exampleBytesMax))
-			if ex.Text != "" {
-				s.Texts = append(s.Texts, ex.Text)
+			if text := exampleText(a, ex); text != "" {
+				s.Texts = append(s.Texts, text)
 			}
 		}
 		ops = append(ops, ex.OpIndexes()...)
@@ -396,6 +396,39 @@ func anomalySectionOf(in Input, a *analysis, name string, rep checker.AnomalyRep
 		s.Ops = append(s.Ops, rowOf(a.h[pos], focus))
 	}
 	return s
+}
+
+// Bound on the values one example's line spells out.
+const exampleValuesShownMax = 3
+
+// exampleText is the checker's sentence for an example followed by the
+// values it names as people read them, from the history: "send 26116 →
+// offset 188 (op 15)", or "send 26116, never acknowledged with an offset".
+func exampleText(a *analysis, ex checker.Example) string {
+	text := ex.Text
+	if a == nil || !ex.HasKey() {
+		return text
+	}
+	values := exampleValues(ex)
+	var parts []string
+	for i, v := range values {
+		if i == exampleValuesShownMax {
+			parts = append(parts, fmt.Sprintf("%d more", len(values)-i))
+			break
+		}
+		if s, ok := a.ackOf(ex.Key, v); ok {
+			parts = append(parts, fmt.Sprintf("send %d → offset %d (op %d)", v, s.offset, s.index))
+		} else {
+			parts = append(parts, fmt.Sprintf("send %d, never acknowledged with an offset", v))
+		}
+	}
+	if len(parts) == 0 {
+		return text
+	}
+	if text == "" {
+		return strings.Join(parts, "; ")
+	}
+	return text + " — " + strings.Join(parts, "; ")
 }
 
 // relatedPositions returns the history positions of the given operations

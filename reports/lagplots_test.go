@@ -56,3 +56,9 @@ func TestKeyPlotsAreZoomedToTheKeysActiveWindow(t *testing.T) {
 	assert.NotContains(t, key2, "<title>nemesis kill", "the kill at 4.0 s is outside key 2's window")
 	assert.Contains(t, key2, "acknowledged, not in the final reads", "the value overwritten on key 2 is marked")
 }
+
+func TestExamplesSpellOutTheirValuesAsSendsAndOffsets(t *testing.T) {
+	page := unescape(render(t, leaderLossInput(t)))
+	contains(t, page, "offset 1 of key 2 holds 2 different values [203 202] — send 203 → offset 1 (op 20); send 202 → offset 1 (op 15)")
+	contains(t, page, "was never read, though polls reached offset 1 (op 26 read offset 1) — send 202 → offset 1 (op 15)")
+}

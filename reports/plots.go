@@ -365,10 +365,6 @@ func offsetTimelines(in Input, a *analysis, faults []checker.Window, endS float6
 	}
 	sends := map[int][]sendPt{}
 	polls := map[int][]pollBar{}
-	type keyValue struct {
-		key   int
-		value int64
-	}
 	readValues := map[keyValue]bool{}
 	finalValues := map[keyValue]bool{}
 	finalKeys := map[int]bool{}
@@ -528,7 +524,7 @@ func offsetTimelines(in Input, a *analysis, faults []checker.Window, endS float6
 		}
 		marginNs := max((lastNs-firstNs)/40, int64(1e8))
 		fromS := float64(max(firstNs-marginNs, 0)) / 1e9
-		toS := float64(min(lastNs+marginNs, max(a.endNs, lastNs)))/1e9
+		toS := float64(min(lastNs+marginNs, max(a.endNs, lastNs))) / 1e9
 		p := newPlotSized(fmt.Sprintf("offsets of %s, %s to %s", label, seconds(int64(fromS*1e9)), seconds(int64(toS*1e9))),
 			plotWidthPx, 190, fromS, toS, axis{min: 0, max: float64(offMax) + 1})
 		p.faultBands(faults, finalReadsNs(a))
