@@ -304,6 +304,7 @@ func facts(in Input, a *analysis) []labelValue {
 		}
 	}
 	add("workload", in.Spec.Workload)
+	add("expected by its suite", in.Spec.Expected)
 	faults := strings.Join(in.Spec.Nemesis.Names(), ", ")
 	if faults == "" && a != nil {
 		faults = strings.Join(faultNames(in, a), ", ")
