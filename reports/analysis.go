@@ -29,7 +29,7 @@ type analysis struct {
 	// seeking to the beginning), 0 when there were none.
 	finalNs int64
 	// acks maps a key and value to its first acknowledged send with an
-	// offset; built on first use (ackOf).
+	// offset, for the values indexAcks was asked for (ackOf).
 	acks map[keyValue]ackedSend
 }
 
@@ -39,25 +39,35 @@ type keyValue struct {
 	value int64
 }
 
-// ackOf returns the first ok send of value to key that reported an offset.
-func (a *analysis) ackOf(key int, value int64) (ackedSend, bool) {
-	if a.acks == nil {
-		a.acks = map[keyValue]ackedSend{}
-		for i := range a.h {
-			op := &a.h[i]
-			if op.Type != checker.OK || !op.IsClient() {
+// indexAcks finds, in one pass over the history, the first ok send with an
+// offset of each wanted key and value, for ackOf. Only the wanted values
+// are kept, so a history of 10^6 sends costs one scan, not a map of them
+// all.
+func (a *analysis) indexAcks(wanted map[keyValue]bool) {
+	a.acks = make(map[keyValue]ackedSend, len(wanted))
+	if len(wanted) == 0 {
+		return
+	}
+	for i := range a.h {
+		op := &a.h[i]
+		if op.Type != checker.OK || !op.IsClient() {
+			continue
+		}
+		for _, m := range op.Mops {
+			if m.F != checker.FSend || !m.Completed || m.Offset == nil {
 				continue
 			}
-			for _, m := range op.Mops {
-				if m.F == checker.FSend && m.Completed && m.Offset != nil {
-					kv := keyValue{m.Key, m.Value}
-					if _, ok := a.acks[kv]; !ok {
-						a.acks[kv] = ackedSend{op.Time, op.Index, *m.Offset, m.Value}
-					}
-				}
+			kv := keyValue{m.Key, m.Value}
+			if _, done := a.acks[kv]; wanted[kv] && !done {
+				a.acks[kv] = ackedSend{op.Time, op.Index, *m.Offset, m.Value}
 			}
 		}
 	}
+}
+
+// ackOf returns the first ok send of value to key that reported an offset,
+// among the values indexAcks was asked for.
+func (a *analysis) ackOf(key int, value int64) (ackedSend, bool) {
 	s, ok := a.acks[keyValue{key, value}]
 	return s, ok
 }

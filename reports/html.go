@@ -221,6 +221,9 @@ func buildPage(in Input, a *analysis) page {
 	p.Facts = facts(in, a)
 	p.Stories = buildStories(in, a)
 	p.Checked = buildChecked(in)
+	if a != nil {
+		a.indexAcks(shownExampleValues(in.Result))
+	}
 	for _, name := range orderedAnomalyNames(in.Result.Anomalies) {
 		rep := in.Result.Anomalies[name]
 		if rep.Count <= 0 {
@@ -401,6 +404,26 @@ func anomalySectionOf(in Input, a *analysis, name string, rep checker.AnomalyRep
 
 // Bound on the values one example's line spells out.
 const exampleValuesShownMax = 3
+
+// shownExampleValues are the values the examples shown on the page name
+// (exampleText spells out each).
+func shownExampleValues(r checker.Result) map[keyValue]bool {
+	out := map[keyValue]bool{}
+	for _, rep := range r.Anomalies {
+		for i, ex := range rep.Examples {
+			if i == examplesPerAnomalyMax {
+				break
+			}
+			for j, v := range exampleValues(ex) {
+				if j == exampleValuesShownMax {
+					break
+				}
+				out[keyValue{ex.Key, v}] = true
+			}
+		}
+	}
+	return out
+}
 
 // exampleText is the checker's sentence for an example followed by the
 // values it names as people read them, from the history: "send 26116 →
