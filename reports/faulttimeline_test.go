@@ -9,11 +9,12 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// timelineSVG returns the fault timeline's SVG out of the page.
-func timelineSVG(t *testing.T, page string) string {
+// plotSVG returns the SVG whose aria-label starts with label out of the
+// page.
+func plotSVG(t *testing.T, page, label string) string {
 	t.Helper()
-	i := strings.Index(page, `aria-label="fault timeline`)
-	require.GreaterOrEqual(t, i, 0, "the page has a fault timeline")
+	i := strings.Index(page, `aria-label="`+label)
+	require.GreaterOrEqual(t, i, 0, "the page has the plot %q", label)
 	start := strings.LastIndex(page[:i], "<svg")
 	end := strings.Index(page[start:], "</svg>")
 	require.Greater(t, end, 0)
@@ -37,7 +38,7 @@ func laneTitles(t *testing.T, svg, lane string) []string {
 func TestFaultTimelineHasALanePerNodeAndTheLeadersOfAnomalousPartitions(t *testing.T) {
 	in := leaderLossInput(t)
 	page := render(t, in)
-	svg := timelineSVG(t, page)
+	svg := plotSVG(t, page, "fault timeline")
 	checkSVGs(t, svg)
 	assert.Equal(t, []string{"n1 killed from 4.0 s (op 6: n1); ended at 8.0 s"}, laneTitles(t, svg, "n1"))
 	assert.Equal(t, []string{"n2 cut off from 12.0 s (op 17: n2 cut off from n1, n3); ended at 16.0 s"}, laneTitles(t, svg, "n2"),

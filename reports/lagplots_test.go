@@ -37,11 +37,7 @@ func TestRealtimeLagIsTheAgeOfTheOldestValueAPollHadNotReached(t *testing.T) {
 func TestUnseenAndLagPlotsAreDrawnWithAxesAndLegends(t *testing.T) {
 	page := render(t, leaderLossInput(t))
 	for _, title := range []string{"unseen: acknowledged values no poll had returned yet", "realtime lag: age of the oldest acknowledged value each poll had not reached"} {
-		i := strings.Index(page, `aria-label="`+title+`"`)
-		require.GreaterOrEqual(t, i, 0, "the page has the plot %q", title)
-		start := strings.LastIndex(page[:i], "<svg")
-		end := strings.Index(page[start:], "</svg>")
-		assert.Equal(t, 1, checkSVGs(t, page[start:start+end+len("</svg>")]))
+		assert.Equal(t, 1, checkSVGs(t, plotSVG(t, page, title+`"`)))
 	}
 	contains(t, page, "unseen (2 at the end)")
 }
@@ -50,9 +46,7 @@ func TestKeyPlotsAreZoomedToTheKeysActiveWindow(t *testing.T) {
 	page := render(t, leaderLossInput(t))
 	contains(t, page, `aria-label="offsets of key 1 (t0-1), 1.5 s to 20.2 s"`)
 	contains(t, page, `aria-label="offsets of key 2 (t0-2), 9.7 s to 20.2 s"`)
-	i := strings.Index(page, `aria-label="offsets of key 2 (t0-2)`)
-	end := strings.Index(page[i:], "</svg>")
-	key2 := page[i : i+end]
+	key2 := plotSVG(t, page, "offsets of key 2 (t0-2)")
 	assert.NotContains(t, key2, "<title>nemesis kill", "the kill at 4.0 s is outside key 2's window")
 	assert.Contains(t, key2, "acknowledged, not in the final reads", "the value overwritten on key 2 is marked")
 }
