@@ -54,7 +54,9 @@ type opBar struct {
 	lane       int // process; NemesisProcess for the nemesis
 	start, end int64
 	typ        checker.OpType
-	title      string
+	// invoke and done are the positions of the invoke and of its
+	// completion (-1: never completed) in the history.
+	invoke, done int
 }
 
 // WriteTimeline renders timeline.html of a run: one lane per process and a
@@ -108,32 +110,40 @@ func opBars(a *analysis) []opBar {
 		if op.Type != checker.Invoke || !(op.IsClient() || op.Process == checker.NemesisProcess) {
 			continue
 		}
-		b := opBar{lane: op.Process, start: op.Time, end: a.endNs, typ: checker.Info}
-		done := "never completed"
+		b := opBar{lane: op.Process, start: op.Time, end: a.endNs, typ: checker.Info, invoke: i, done: -1}
 		c, ok := a.completion(i)
 		if op.Process == checker.NemesisProcess {
 			c, ok = nemesisDone[i]
 		}
 		if ok {
-			cop := a.h[c]
-			b.end, b.typ = cop.Time, cop.Type
-			done = fmt.Sprintf("%s after %s", cop.Type, seconds(cop.Time-op.Time))
-			if cop.Error != "" {
-				done += ": " + truncate(cop.Error, opsTimelineValueMax)
-			}
-			op = &a.h[c]
+			b.end, b.typ, b.done = a.h[c].Time, a.h[c].Type, c
 		}
-		who, what := "process "+strconv.Itoa(b.lane), formatValue(*op, opsTimelineValueMax, nil)
-		switch {
-		case b.lane == checker.NemesisProcess:
-			who, what = "nemesis", strings.TrimSpace(op.F+" "+what)
-		case what == "":
-			what = op.F
-		}
-		b.title = fmt.Sprintf("op %d, %s at %s: %s — %s", op.Index, who, seconds(b.start), what, done)
 		bars = append(bars, b)
 	}
 	return bars
+}
+
+// barTitle says what one bar's operation did, for its tooltip (built only
+// for the bars drawn).
+func barTitle(a *analysis, b opBar) string {
+	op := &a.h[b.invoke]
+	done := "never completed"
+	if b.done >= 0 {
+		cop := &a.h[b.done]
+		done = fmt.Sprintf("%s after %s", cop.Type, seconds(cop.Time-op.Time))
+		if cop.Error != "" {
+			done += ": " + truncate(cop.Error, opsTimelineValueMax)
+		}
+		op = cop
+	}
+	who, what := "process "+strconv.Itoa(b.lane), formatValue(*op, opsTimelineValueMax, nil)
+	switch {
+	case b.lane == checker.NemesisProcess:
+		who, what = "nemesis", strings.TrimSpace(op.F+" "+what)
+	case what == "":
+		what = op.F
+	}
+	return fmt.Sprintf("op %d, %s at %s: %s — %s", op.Index, who, seconds(b.start), what, done)
 }
 
 // timelineFocus is the time the window of a large history is laid around:
@@ -231,7 +241,7 @@ func opsTimeline(in Input, a *analysis) (template.HTML, string, bool) {
 				continue
 			}
 			counts[series.name]++
-			p.laneBar(lane, len(procs), b.start, b.end, series.color, "", b.title)
+			p.laneBar(lane, len(procs), b.start, b.end, series.color, "", barTitle(a, b))
 		}
 		p.b.WriteString(`</g>`)
 	}
