@@ -146,7 +146,7 @@ func lagPlot(in Input, a *analysis, faults []checker.Window, endS float64) templ
 		xs, ys               []float64
 	}
 	xs, ys := bucketMax(all)
-	lines := []line{{"lag-max", "largest over all keys", colorChecker, xs, ys}}
+	lines := []line{{"lag-max", "all keys", colorChecker, xs, ys}}
 	for i, k := range anomalousKeys(in.Result) {
 		if i == lagKeysMax || len(lags[k]) == 0 {
 			break
@@ -164,8 +164,12 @@ func lagPlot(in Input, a *analysis, faults []checker.Window, endS float64) templ
 	p.faultBands(faults, finalReadsNs(a))
 	p.axes(fmt.Sprintf("time since test start (s), largest per %s bucket", seconds(bucketNs)), "lag (s)")
 	for _, l := range lines {
-		p.polyline(l.series, l.color, l.xs, l.ys, "realtime lag: "+l.label)
-		p.legendEntry(l.series, l.label, l.color, "line")
+		top := 0.0
+		for _, y := range l.ys {
+			top = math.Max(top, y)
+		}
+		p.polyline(l.series, l.color, l.xs, l.ys, fmt.Sprintf("realtime lag: %s, at most %s", l.label, seconds(int64(top*1e9))))
+		p.legendEntry(l.series, fmt.Sprintf("%s (max %s)", l.label, seconds(int64(top*1e9))), l.color, "line")
 	}
 	return p.html()
 }

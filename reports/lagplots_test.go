@@ -48,7 +48,7 @@ func TestKeyPlotsAreZoomedToTheKeysActiveWindow(t *testing.T) {
 	contains(t, page, `aria-label="offsets of key 2 (t0-2), 9.7 s to 20.2 s"`)
 	key2 := plotSVG(t, page, "offsets of key 2 (t0-2)")
 	assert.NotContains(t, key2, "<title>nemesis kill", "the kill at 4.0 s is outside key 2's window")
-	assert.Contains(t, key2, "acknowledged, not in the final reads", "the value overwritten on key 2 is marked")
+	assert.Contains(t, key2, "send 202 → offset 1 acknowledged to op 15 at 11.0 s, not in the final reads", "the value overwritten on key 2 is marked")
 }
 
 func TestExamplesSpellOutTheirValuesAsSendsAndOffsets(t *testing.T) {

@@ -569,7 +569,7 @@ func offsetTimelines(in Input, a *analysis, faults []checker.Window, endS float6
 		for _, group := range []struct {
 			name, color string
 			pts         []sendPt
-		}{{"lost", colorFail, ki.lost}, {"gone from the final reads", colorFail, ki.gone}, {"never read", colorInfo, ki.unseen}} {
+		}{{"lost", colorFail, ki.lost}, {"gone by the end", colorFail, ki.gone}, {"never read", colorInfo, ki.unseen}} {
 			if len(group.pts) == 0 {
 				continue
 			}
@@ -590,7 +590,7 @@ func offsetTimelines(in Input, a *analysis, faults []checker.Window, endS float6
 			}
 			id := series + "-" + strings.ReplaceAll(group.name, " ", "-")
 			p.crosses(id, group.color, mx, my, titles)
-			p.legendEntry(id, "acknowledged, not in the final reads: "+group.name, group.color, "cross")
+			p.legendEntry(id, fmt.Sprintf("%s (%d)", group.name, len(group.pts)), group.color, "cross")
 		}
 		rm, hasReads := readMax[k]
 		out = append(out, keyTimeline{

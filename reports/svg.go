@@ -474,5 +474,5 @@ func (p *svgPlot) leaderMarks(series string, events []leaderEvent) {
 			f1(x), f1(x), f1(p.y.hi), f1(p.y.hi+8), colorLeader, xmlEscape(who), e.epoch, seconds(e.t), f1(x+2), f1(p.y.hi+18), xmlEscape(who), e.epoch)
 	}
 	p.b.WriteString(`</g>`)
-	p.legendEntry(series, "leader seen by the harness", colorLeader, "line")
+	p.legendEntry(series, "leader (harness)", colorLeader, "line")
 }
