@@ -19,10 +19,11 @@ import (
 
 // Bounds on the fault timeline.
 const (
-	timelineNodesMax   = 16
-	leaderLanesMax     = offsetKeysMax
-	timelineLanePx     = 22.0
-	timelineSegmentMax = 2000
+	timelineNodesMax    = 16
+	leaderLanesMax      = offsetKeysMax
+	timelineLanePx      = 22.0
+	timelineSegmentMax  = 2000
+	timelineHeightMinPx = 150.0
 )
 
 // leaderPalette colours leader segments by node, in hues the fault kinds
@@ -269,7 +270,8 @@ func faultTimeline(in Input, a *analysis, endS float64) (template.HTML, []string
 	}
 	sort.Slice(leaderNodes, func(i, j int) bool { return naturalLess(leaderNodes[i], leaderNodes[j]) })
 	legendRows := len(kinds) + len(leaderNodes) + 1
-	height := max(plotTopPx+plotBottomPx+timelineLanePx*float64(len(lanes)), plotTopPx+plotBottomPx/2+legendRowPx*float64(legendRows))
+	// At least room for the legend and for the rotated y-axis label.
+	height := max(plotTopPx+plotBottomPx+timelineLanePx*float64(len(lanes)), plotTopPx+plotBottomPx/2+legendRowPx*float64(legendRows), timelineHeightMinPx)
 	p := newPlot("fault timeline: what the nemesis did to each node, and who led each partition with anomalies", height, endS, axis{min: 0, max: float64(len(lanes))})
 	p.laneAxes("time since test start (s)", "node / partition", lanes)
 	drawn := 0
