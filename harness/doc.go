@@ -8,7 +8,9 @@
 // call Run with the registry of workloads Test.Workload is looked up in
 // (cmd/faultline holds the table), and map the Outcome onto an exit code
 // (Outcome.ExitCode); a Suite is a list of Cases with expected verdicts
-// (RunSuite prints the table `make test-jepsen` gates on). The harness
+// (RunSuite prints the table `make test-jepsen` gates on, records each
+// case's expected verdict in its test.json, and writes the suite's index
+// page into the store). The harness
 // drives a workload only through the workloads interfaces and takes its
 // faults as a parsed nemesis.Spec.
 //

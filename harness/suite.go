@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"path/filepath"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/faultline/faultline/checker"
 	"github.com/faultline/faultline/nemesis"
+	"github.com/faultline/faultline/reports"
 	"github.com/faultline/faultline/workloads"
 )
 
@@ -149,13 +151,20 @@ type SuiteRow struct {
 }
 
 // RunSuite runs every case in order, with the workloads of reg, and prints
-// a table of test, expected, found. It returns the rows and whether every
+// a table of test, expected, found. Each test's test.json records the
+// expected verdict and the suite run; at the end the suite's index page
+// (reports.SuiteIndexFile in the store) lists every run with both verdicts. It returns the rows and whether every
 // case came out as expected.
 func RunSuite(ctx context.Context, cases []Case, reg workloads.Registry, out io.Writer) ([]SuiteRow, bool) {
 	var rows []SuiteRow
+	var runs []reports.SuiteRun
 	all := true
+	stamp := time.Now().UTC().Format("20060102T150405.000Z")
 	for _, c := range cases {
 		start := time.Now()
+		// test.json records what the suite expects, and which suite run
+		// this was, for the report and the store browser.
+		c.Test.Expected, c.Test.Suite = c.Expect.String(), stamp
 		o, err := Run(ctx, c.Test, reg, out)
 		row := SuiteRow{Name: c.Test.FullName(), Expected: c.Expect, Dir: o.Dir, Took: time.Since(start)}
 		if err != nil {
@@ -166,6 +175,7 @@ func RunSuite(ctx context.Context, cases []Case, reg workloads.Registry, out io.
 		}
 		all = all && row.OK
 		rows = append(rows, row)
+		runs = append(runs, reports.SuiteRun{Name: row.Name, Expected: row.Expected.String(), Found: row.Found, OK: row.OK, Dir: row.Dir, Took: row.Took, Why: c.Why})
 		if ctx.Err() != nil {
 			break
 		}
@@ -180,6 +190,14 @@ func RunSuite(ctx context.Context, cases []Case, reg workloads.Registry, out io.
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.Name, r.Expected, r.Found, res, r.Took.Round(time.Second), r.Dir)
 	}
 	tw.Flush()
+	if len(cases) > 0 {
+		store := cases[0].Test.Store
+		if err := reports.WriteSuiteIndex(store, stamp, runs); err != nil {
+			fmt.Fprintf(out, "faultline: suite index not written: %v\n", err)
+		} else {
+			fmt.Fprintf(out, "suite index: %s\n", filepath.Join(store, reports.SuiteIndexFile(stamp)))
+		}
+	}
 	return rows, all
 }
 

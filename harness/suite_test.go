@@ -1,6 +1,10 @@
 package harness
 
 import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -8,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/faultline/faultline/checker"
+	"github.com/faultline/faultline/reports"
 )
 
 func TestDiskSuiteRunsValidTestsOnTheFaultFilesystem(t *testing.T) {
@@ -49,4 +54,24 @@ func TestSelectCasesByNameAndPrefix(t *testing.T) {
 	require.Len(t, all, len(cases))
 	_, err = SelectCases(cases, "durable-nne")
 	require.ErrorContains(t, err, "matches no test")
+}
+
+func TestRunSuiteWritesTheSuitesIndexPage(t *testing.T) {
+	base := DefaultTest()
+	base.Store = t.TempDir()
+	base.Workload = "no-such-workload" // refused before anything runs
+	base.Name = "refused"
+	var out strings.Builder
+	rows, all := RunSuite(context.Background(), []Case{{Test: base, Expect: checker.Valid, Why: "a refused test"}}, testWorkloads, &out)
+	require.Len(t, rows, 1)
+	assert.False(t, all)
+	pages, err := filepath.Glob(filepath.Join(base.Store, reports.DirSuites, "*.html"))
+	require.NoError(t, err)
+	require.Len(t, pages, 1, "one index page per suite run")
+	page, err := os.ReadFile(pages[0])
+	require.NoError(t, err)
+	assert.Contains(t, string(page), "FAILED: 1 of 1 tests came out other than expected")
+	assert.Contains(t, string(page), "<td>valid</td>")
+	assert.Contains(t, string(page), "a refused test")
+	assert.Contains(t, out.String(), "suite index: "+pages[0])
 }

@@ -28,6 +28,48 @@ type analysis struct {
 	// finalNs is when the final reads began (the first assign or subscribe
 	// seeking to the beginning), 0 when there were none.
 	finalNs int64
+	// acks maps a key and value to its first acknowledged send with an
+	// offset, for the values indexAcks was asked for (ackOf).
+	acks map[keyValue]ackedSend
+}
+
+// keyValue names one value sent to one key.
+type keyValue struct {
+	key   int
+	value int64
+}
+
+// indexAcks finds, in one pass over the history, the first ok send with an
+// offset of each wanted key and value, for ackOf. Only the wanted values
+// are kept, so a history of 10^6 sends costs one scan, not a map of them
+// all.
+func (a *analysis) indexAcks(wanted map[keyValue]bool) {
+	a.acks = make(map[keyValue]ackedSend, len(wanted))
+	if len(wanted) == 0 {
+		return
+	}
+	for i := range a.h {
+		op := &a.h[i]
+		if op.Type != checker.OK || !op.IsClient() {
+			continue
+		}
+		for _, m := range op.Mops {
+			if m.F != checker.FSend || !m.Completed || m.Offset == nil {
+				continue
+			}
+			kv := keyValue{m.Key, m.Value}
+			if _, done := a.acks[kv]; wanted[kv] && !done {
+				a.acks[kv] = ackedSend{op.Time, op.Index, *m.Offset, m.Value}
+			}
+		}
+	}
+}
+
+// ackOf returns the first ok send of value to key that reported an offset,
+// among the values indexAcks was asked for.
+func (a *analysis) ackOf(key int, value int64) (ackedSend, bool) {
+	s, ok := a.acks[keyValue{key, value}]
+	return s, ok
 }
 
 // latencyPoint is one completed client operation.
@@ -242,6 +284,24 @@ func grudgeSummary(mode string, grudge map[string][]string) string {
 	if mode == "majorities-ring" {
 		return "majorities ring"
 	}
+	groups := grudgeGroups(grudge)
+	if len(groups) == 2 && (len(groups[0]) == 1 || len(groups[1]) == 1) {
+		alone, rest := groups[0], groups[1]
+		if len(alone) != 1 {
+			alone, rest = rest, alone
+		}
+		return alone[0] + " cut off from " + strings.Join(rest, ", ")
+	}
+	parts := make([]string, len(groups))
+	for i, g := range groups {
+		parts[i] = strings.Join(g, ", ")
+	}
+	return strings.Join(parts, " | ")
+}
+
+// grudgeGroups splits the nodes a grudge names into the groups that can
+// still reach each other, each sorted, in order of their first node.
+func grudgeGroups(grudge map[string][]string) [][]string {
 	cut := map[[2]string]bool{}
 	nodes := map[string]bool{}
 	for n, from := range grudge {
@@ -280,18 +340,7 @@ func grudgeSummary(mode string, grudge map[string][]string) string {
 		}
 		sort.Strings(groups[id])
 	}
-	if len(groups) == 2 && (len(groups[0]) == 1 || len(groups[1]) == 1) {
-		alone, rest := groups[0], groups[1]
-		if len(alone) != 1 {
-			alone, rest = rest, alone
-		}
-		return alone[0] + " cut off from " + strings.Join(rest, ", ")
-	}
-	parts := make([]string, len(groups))
-	for i, g := range groups {
-		parts[i] = strings.Join(g, ", ")
-	}
-	return strings.Join(parts, " | ")
+	return groups
 }
 
 func truncate(s string, n int) string {

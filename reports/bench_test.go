@@ -77,3 +77,17 @@ func BenchmarkRenderDir100k(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkWriteRun1M measures what the harness does at the end of a
+// 10^6-operation run: report.html, timeline.html and junit.xml from the
+// values in memory.
+func BenchmarkWriteRun1M(b *testing.B) {
+	in := benchInput(1_000_000)
+	dir := b.TempDir()
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := WriteRun(dir, in); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -23,6 +23,17 @@ func TestPageRendersWithoutScriptErrorsInChromium(t *testing.T) {
 	bin := chromium(t)
 	dom := renderInChromium(t, bin, FileReport, []byte(render(t, leaderLossInput(t))))
 	assert.Contains(t, dom, `id="story-2"`, "the page was rendered")
+	assert.Contains(t, dom, `aria-label="fault timeline`, "with its fault timeline")
+}
+
+// TestTimelinePageRendersWithoutScriptErrorsInChromium does the same for
+// timeline.html, and checks its legend script hides a series on click.
+func TestTimelinePageRendersWithoutScriptErrorsInChromium(t *testing.T) {
+	bin := chromium(t)
+	page := renderTimeline(t, leaderLossInput(t))
+	page = strings.Replace(page, "</body>", `<script>document.querySelector('.legend[data-series="ok"]').dispatchEvent(new MouseEvent("click"));</script></body>`, 1)
+	dom := renderInChromium(t, bin, FileTimeline, []byte(page))
+	assert.Contains(t, dom, `class="series off" data-series="ok"`, "the legend toggled the ok bars")
 }
 
 // TestPorcupinePageOpensAtTheFirstErrorInChromium checks in a browser that

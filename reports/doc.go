@@ -19,7 +19,8 @@
 // checker's AnomalyReport.ByKey. The checker's warnings about a history that
 // breaks the invoke/complete discipline are shown as notes. Handler serves a
 // whole store: an index of runs newest first (test, time, nemesis,
-// duration, verdict, anomalies), each run's report and files.
+// duration, expected and found verdict, anomalies) and of suite runs, each
+// run's report and files.
 //
 // A valid run's page opens with what was checked: the writes acknowledged
 // and read back, the indeterminate sends that did and did not land, the time
@@ -37,11 +38,18 @@
 // the final reads found there; then each anomaly with its definition
 // (Jepsen's names) and the offending operations (values written for people:
 // "send 26116 to key 3 → offset 188", "poll key 3: 187→26115, 188→31812"),
+// then a fault timeline (faultTimeline: one lane per node with what the
+// nemesis did to it, each kind drawn and named by faultLooks with a grey
+// default for kinds it does not know; one lane per partition with
+// anomalies with the leaders the harness saw; the final-read phase shaded),
 // then plots drawn as hand-written SVG: latency per function (log scale,
 // colored by outcome) and throughput over time with fault intervals
 // as bands coloured and labelled by kind (kill, pause, partition, disk),
 // the final-read phase marked,
-// and unavailability marked, and an offset timeline for each key with
+// and unavailability marked, Jepsen's unseen plot (the checker's
+// Perf.Unseen), a realtime-lag plot (computed here from the history: per
+// poll, the age of the oldest acknowledged value it had not reached), and
+// an offset timeline, zoomed to the key's active window, for each key with
 // anomalies that marks acknowledged values the final reads did not return
 // and the leaders the harness saw on that partition
 // (keys without anomalies share one compact grid). Porcupine's visualizations
@@ -52,6 +60,14 @@
 // points are all kept, and the page says what was dropped. Styles and the
 // one small script (legend toggling) are embedded; the page loads nothing
 // from the network.
+//
+// WriteRun also writes timeline.html (WriteTimeline), Jepsen's per-process
+// timeline: one lane per process, one bar per operation from invoke to
+// completion coloured by outcome; a history of more than 3000 operations
+// is shown as a window around the first anomaly's operation, as the page
+// says. WriteSuiteIndex writes a suite run's page (suites/<stamp>.html in
+// the store), which Handler's index links beside each run's expected and
+// found verdict.
 //
 // In junit.xml every checker is one test case: invalid is a <failure>
 // carrying the anomaly summary, unknown is an <error> (not <skipped>, which

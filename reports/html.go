@@ -221,6 +221,9 @@ func buildPage(in Input, a *analysis) page {
 	p.Facts = facts(in, a)
 	p.Stories = buildStories(in, a)
 	p.Checked = buildChecked(in)
+	if a != nil {
+		a.indexAcks(shownExampleValues(in.Result))
+	}
 	for _, name := range orderedAnomalyNames(in.Result.Anomalies) {
 		rep := in.Result.Anomalies[name]
 		if rep.Count <= 0 {
@@ -304,6 +307,7 @@ func facts(in Input, a *analysis) []labelValue {
 		}
 	}
 	add("workload", in.Spec.Workload)
+	add("expected by its suite", in.Spec.Expected)
 	faults := strings.Join(in.Spec.Nemesis.Names(), ", ")
 	if faults == "" && a != nil {
 		faults = strings.Join(faultNames(in, a), ", ")
@@ -371,8 +375,8 @@ func anomalySectionOf(in Input, a *analysis, name string, rep checker.AnomalyRep
 		focus.offsets = append(focus.offsets, ex.OffsetsNamed()...)
 		if i < examplesPerAnomalyMax {
 			s.Examples = append(s.Examples, exampleJSON(ex, exampleBytesMax))
-			if ex.Text != "" {
-				s.Texts = append(s.Texts, ex.Text)
+			if text := exampleText(a, ex); text != "" {
+				s.Texts = append(s.Texts, text)
 			}
 		}
 		ops = append(ops, ex.OpIndexes()...)
@@ -396,6 +400,59 @@ func anomalySectionOf(in Input, a *analysis, name string, rep checker.AnomalyRep
 		s.Ops = append(s.Ops, rowOf(a.h[pos], focus))
 	}
 	return s
+}
+
+// Bound on the values one example's line spells out.
+const exampleValuesShownMax = 3
+
+// shownExampleValues are the values the examples shown on the page name
+// (exampleText spells out each).
+func shownExampleValues(r checker.Result) map[keyValue]bool {
+	out := map[keyValue]bool{}
+	for _, rep := range r.Anomalies {
+		for i, ex := range rep.Examples {
+			if i == examplesPerAnomalyMax {
+				break
+			}
+			for j, v := range exampleValues(ex) {
+				if j == exampleValuesShownMax {
+					break
+				}
+				out[keyValue{ex.Key, v}] = true
+			}
+		}
+	}
+	return out
+}
+
+// exampleText is the checker's sentence for an example followed by the
+// values it names as people read them, from the history: "send 26116 →
+// offset 188 (op 15)", or "send 26116, never acknowledged with an offset".
+func exampleText(a *analysis, ex checker.Example) string {
+	text := ex.Text
+	if a == nil || !ex.HasKey() {
+		return text
+	}
+	values := exampleValues(ex)
+	var parts []string
+	for i, v := range values {
+		if i == exampleValuesShownMax {
+			parts = append(parts, fmt.Sprintf("%d more", len(values)-i))
+			break
+		}
+		if s, ok := a.ackOf(ex.Key, v); ok {
+			parts = append(parts, fmt.Sprintf("send %d → offset %d (op %d)", v, s.offset, s.index))
+		} else {
+			parts = append(parts, fmt.Sprintf("send %d, never acknowledged with an offset", v))
+		}
+	}
+	if len(parts) == 0 {
+		return text
+	}
+	if text == "" {
+		return strings.Join(parts, "; ")
+	}
+	return text + " — " + strings.Join(parts, "; ")
 }
 
 // relatedPositions returns the history positions of the given operations

@@ -111,7 +111,7 @@ func TestWriteHTMLInvalidStatesVerdictAndAnomalies(t *testing.T) {
 	contains(t, page, "3 lost</span>")
 	contains(t, page, "named by the checker (2)")
 	contains(t, page, "<title>duplicate: value 105 at offsets 5 and 6</title>")
-	contains(t, page, "acknowledged, not in the final reads: lost")
+	contains(t, page, ">lost (3)</text></g>")
 	assert.Equal(t, 3, strings.Count(page, "not in the final reads (lost)"), "one cross per lost value")
 	assert.GreaterOrEqual(t, checkSVGs(t, page), 4, "latency per f, throughput, offsets")
 	for _, external := range []string{`src="http`, `href="http`, `src="//`, `href="//`, "@import", "url(http"} {

@@ -45,6 +45,11 @@ type Spec struct {
 	// PartitionsPerTopic maps key k to topic t<k/P>, partition k%P, as the
 	// queue workload does; 0 shows bare keys.
 	PartitionsPerTopic int
+	// Expected is the verdict the suite the test ran in expects ("valid",
+	// "invalid"), and Suite that suite run's stamp (SuiteIndexFile); empty
+	// outside a suite.
+	Expected string
+	Suite    string
 	// Raw is the whole spec as stored, shown verbatim in the report.
 	Raw map[string]any
 }
@@ -62,6 +67,8 @@ type Links struct {
 	History string // history.jsonl
 	Results string // results.json
 	JUnit   string // junit.xml
+	// Timeline is the per-process timeline page (timeline.html).
+	Timeline string
 	// NodeLogs are the brokers' logs, one per node (nodes/<node>/broker.log).
 	NodeLogs []Link
 	// Porcupine are porcupine's visualizations, one per failing partition;
@@ -81,6 +88,7 @@ func SpecOf(t testspec.Spec, raw map[string]any) Spec {
 		Name: t.Name, Workload: t.Workload, Nemesis: t.Nemesis, Seed: t.Seed,
 		TimeLimit: time.Duration(t.TimeLimit), BrokerConfig: t.BrokerConfig,
 		Subscribe: t.Subscribe, PartitionsPerTopic: t.PartitionsPerTopic, Raw: raw,
+		Expected: t.Expected, Suite: t.Suite,
 	}
 	for i := 1; i <= t.Nodes && i <= 1000; i++ {
 		s.Nodes = append(s.Nodes, "n"+strconv.Itoa(i))
@@ -158,6 +166,9 @@ func ParseSpec(data []byte) (Spec, error) {
 	}
 	if v, ok := get("subvia", "mode", "consumermode"); ok {
 		s.Subscribe = s.Subscribe || strings.Contains(strings.ToLower(fmt.Sprint(v)), "subscribe")
+	}
+	if v, ok := get("expected", "expect", "expectedvalidity"); ok {
+		s.Expected = scalarString(v)
 	}
 	if v, ok := get("partitionspertopic", "partitions"); ok {
 		if n, isNum := v.(float64); isNum && n > 0 {

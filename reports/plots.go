@@ -32,9 +32,16 @@ const (
 
 // plotSet is every plot of the page plus the notes that explain it.
 type plotSet struct {
-	Latency    []template.HTML
-	Throughput template.HTML
-	Offsets    []keyTimeline
+	// FaultTimeline has one lane per node and per anomalous partition's
+	// leader (faultTimeline).
+	FaultTimeline template.HTML
+	Latency       []template.HTML
+	Throughput    template.HTML
+	// Unseen is Jepsen's unseen plot (Perf.Unseen); Lag its realtime-lag
+	// plot.
+	Unseen  template.HTML
+	Lag     template.HTML
+	Offsets []keyTimeline
 	// Healthy are the keys without anomalies, one grid cell each.
 	Healthy []keyCell
 	// Notes say what was downsampled or left out.
@@ -96,10 +103,17 @@ func buildPlots(in Input, a *analysis, faults []checker.Window) plotSet {
 		}
 	}
 	if a != nil {
+		var notes []string
+		ps.FaultTimeline, notes = faultTimeline(in, a, endS)
 		ps.Latency, ps.Notes = latencyPlots(a, faults, endS, nemesisXs, nemesisTitles)
+		ps.Notes = append(notes, ps.Notes...)
 		ps.Offsets, ps.Healthy, ps.OffsetNotes = offsetTimelines(in, a, faults, endS, nemesisXs, nemesisTitles)
 	}
 	ps.Throughput = throughputPlot(in, a, faults, endS, nemesisXs, nemesisTitles)
+	ps.Unseen = unseenPlot(in, a, faults, endS)
+	if a != nil {
+		ps.Lag = lagPlot(in, a, faults, endS)
+	}
 	return ps
 }
 
@@ -351,10 +365,6 @@ func offsetTimelines(in Input, a *analysis, faults []checker.Window, endS float6
 	}
 	sends := map[int][]sendPt{}
 	polls := map[int][]pollBar{}
-	type keyValue struct {
-		key   int
-		value int64
-	}
 	readValues := map[keyValue]bool{}
 	finalValues := map[keyValue]bool{}
 	finalKeys := map[int]bool{}
@@ -497,7 +507,26 @@ func offsetTimelines(in Input, a *analysis, faults []checker.Window, endS float6
 			offMax = max(offMax, m.offset)
 		}
 		label := in.Spec.keyLabel(k)
-		p := newPlot("offsets of "+label, 190, endS, axis{min: 0, max: float64(offMax) + 1})
+		// The plot is zoomed to the key's active window: its first and last
+		// send, poll or checker mark, with a margin.
+		firstNs, lastNs := a.endNs, int64(0)
+		for _, s := range ss {
+			firstNs, lastNs = min(firstNs, s.t), max(lastNs, s.t)
+		}
+		for _, b := range ps {
+			firstNs, lastNs = min(firstNs, b.t), max(lastNs, b.t)
+		}
+		for _, m := range marks[k] {
+			firstNs, lastNs = min(firstNs, m.t), max(lastNs, m.t)
+		}
+		if firstNs > lastNs {
+			firstNs, lastNs = 0, a.endNs
+		}
+		marginNs := max((lastNs-firstNs)/40, int64(1e8))
+		fromS := float64(max(firstNs-marginNs, 0)) / 1e9
+		toS := float64(min(lastNs+marginNs, max(a.endNs, lastNs))) / 1e9
+		p := newPlotSized(fmt.Sprintf("offsets of %s, %s to %s", label, seconds(int64(fromS*1e9)), seconds(int64(toS*1e9))),
+			plotWidthPx, 190, fromS, toS, axis{min: 0, max: float64(offMax) + 1})
 		p.faultBands(faults, finalReadsNs(a))
 		p.vlines(nxs, ntitles)
 		p.axes("time since test start (s)", "offset")
@@ -540,7 +569,7 @@ func offsetTimelines(in Input, a *analysis, faults []checker.Window, endS float6
 		for _, group := range []struct {
 			name, color string
 			pts         []sendPt
-		}{{"lost", colorFail, ki.lost}, {"gone from the final reads", colorFail, ki.gone}, {"never read", colorInfo, ki.unseen}} {
+		}{{"lost", colorFail, ki.lost}, {"gone by the end", colorFail, ki.gone}, {"never read", colorInfo, ki.unseen}} {
 			if len(group.pts) == 0 {
 				continue
 			}
@@ -561,7 +590,7 @@ func offsetTimelines(in Input, a *analysis, faults []checker.Window, endS float6
 			}
 			id := series + "-" + strings.ReplaceAll(group.name, " ", "-")
 			p.crosses(id, group.color, mx, my, titles)
-			p.legendEntry(id, "acknowledged, not in the final reads: "+group.name, group.color, "cross")
+			p.legendEntry(id, fmt.Sprintf("%s (%d)", group.name, len(group.pts)), group.color, "cross")
 		}
 		rm, hasReads := readMax[k]
 		out = append(out, keyTimeline{

@@ -142,6 +142,11 @@ type runEntry struct {
 	// Nemesis names the faults of the run's test.json; Duration is how long
 	// the run's history lasted.
 	Nemesis, Duration string
+	// Expected is the verdict the run's suite expected (empty outside a
+	// suite), Matches whether the found one is it, SuiteHref the suite
+	// run's index page.
+	Expected, SuiteHref string
+	Matches             bool
 }
 
 func (s *storeServer) index(w http.ResponseWriter, fsys fs.FS) {
@@ -151,6 +156,7 @@ func (s *storeServer) index(w http.ResponseWriter, fsys fs.FS) {
 		counts[r.Class]++
 	}
 	_, latestErr := fs.Stat(fsys, path.Join("latest", FileResults))
+	suites := listSuites(fsys)
 	var buf bytes.Buffer
 	err := indexTemplate.Execute(&buf, struct {
 		Store     string
@@ -158,8 +164,9 @@ func (s *storeServer) index(w http.ResponseWriter, fsys fs.FS) {
 		Truncated bool
 		Counts    map[string]int
 		Latest    bool
+		Suites    []Link
 		CSS       template.CSS
-	}{s.dir, runs, truncated, counts, latestErr == nil, template.CSS(reportCSS)}) //nolint:gosec // our own embedded stylesheet
+	}{s.dir, runs, truncated, counts, latestErr == nil, suites, template.CSS(reportCSS)}) //nolint:gosec // our own embedded stylesheet
 	if err != nil {
 		s.log.Error("render store index", "err", err)
 		http.Error(w, "index rendering failed: "+err.Error(), http.StatusInternalServerError)
@@ -194,7 +201,7 @@ func listRuns(fsys fs.FS) ([]runEntry, bool) {
 			if err != nil {
 				continue
 			}
-			e := runEntry{Test: t.Name(), Stamp: st.Name(), Href: "runs/" + relHref(t.Name(), st.Name()) + "/"}
+			e := runEntry{Test: t.Name(), Stamp: st.Name(), Href: "runs/" + relHref(t.Name(), st.Name()) + "/", Matches: true}
 			e.Time = stampTime(st.Name(), info.ModTime())
 			e.When = e.Time.UTC().Format("2006-01-02 15:04:05 UTC")
 			data, err := fs.ReadFile(fsys, path.Join(dir, FileResults))
@@ -216,6 +223,11 @@ func listRuns(fsys fs.FS) ([]runEntry, bool) {
 			if data, err := fs.ReadFile(fsys, path.Join(dir, FileSpec)); err == nil {
 				if spec, err := ParseSpec(data); err == nil {
 					e.Nemesis = strings.Join(spec.Nemesis.Names(), ", ")
+					e.Expected = spec.Expected
+					e.Matches = spec.Expected == "" || spec.Expected == e.Class
+					if spec.Suite != "" {
+						e.SuiteHref = "runs/" + relHref(DirSuites, spec.Suite+".html")
+					}
 				}
 			}
 			runs = append(runs, e)
@@ -231,6 +243,26 @@ func listRuns(fsys fs.FS) ([]runEntry, bool) {
 		return runs[:runsListedMax], true
 	}
 	return runs, false
+}
+
+// suitesListedMax bounds the suite runs the index links.
+const suitesListedMax = 50
+
+// listSuites links the suite runs' index pages (suites/<stamp>.html),
+// newest first.
+func listSuites(fsys fs.FS) []Link {
+	files, err := fs.ReadDir(fsys, DirSuites)
+	if err != nil {
+		return nil
+	}
+	var out []Link
+	for i := len(files) - 1; i >= 0 && len(out) < suitesListedMax; i-- {
+		name := files[i].Name()
+		if files[i].Type().IsRegular() && strings.HasSuffix(name, ".html") {
+			out = append(out, Link{Name: strings.TrimSuffix(name, ".html"), Href: "runs/" + relHref(DirSuites, name)})
+		}
+	}
+	return out
 }
 
 // stampLayouts are the run directory names the harness may use.
@@ -258,10 +290,11 @@ var indexTemplate = template.Must(template.New("index").Parse(`<!DOCTYPE html>
 <h1>faultline runs</h1>
 <p>{{len .Runs}} runs: {{index .Counts "valid"}} valid, {{index .Counts "invalid"}} invalid, {{index .Counts "unknown"}} unknown.{{if .Latest}} <a href="runs/latest/">Latest run</a>.{{end}}</p>
 <p class="muted">Store {{.Store}} — newest first. <a href="runs/">Browse files</a>.</p>
+{{if .Suites}}<p>Suite runs, newest first: {{range $i, $s := .Suites}}{{if $i}} · {{end}}<a href="{{$s.Href}}">{{$s.Name}}</a>{{end}}</p>{{end}}
 <table>
-<tr><th>test</th><th>time</th><th>nemesis</th><th>duration</th><th>verdict</th><th>anomalies</th></tr>
-{{range .Runs}}<tr><td><a href="{{.Href}}">{{.Test}}</a></td><td>{{.When}}<br><span class="muted">{{.Stamp}}</span></td><td>{{.Nemesis}}</td><td class="num">{{.Duration}}</td><td><span class="badge {{.Class}}">{{.Verdict}}</span></td><td>{{.Anomalies}}{{.Problem}}</td></tr>
-{{else}}<tr><td colspan="6">No runs yet: a run is a directory &lt;test&gt;/&lt;time&gt;/ holding results.json.</td></tr>
+<tr><th>test</th><th>time</th><th>nemesis</th><th>duration</th><th>expected</th><th>found</th><th>anomalies</th></tr>
+{{range .Runs}}<tr><td><a href="{{.Href}}">{{.Test}}</a></td><td>{{.When}}<br><span class="muted">{{.Stamp}}</span></td><td>{{.Nemesis}}</td><td class="num">{{.Duration}}</td><td>{{if .Expected}}{{.Expected}}{{if .SuiteHref}}<br><a class="muted" href="{{.SuiteHref}}">suite</a>{{end}}{{else}}<span class="muted">—</span>{{end}}</td><td><span class="badge {{.Class}}">{{.Verdict}}</span>{{if not .Matches}} <strong>not as expected</strong>{{end}}</td><td>{{.Anomalies}}{{.Problem}}</td></tr>
+{{else}}<tr><td colspan="7">No runs yet: a run is a directory &lt;test&gt;/&lt;time&gt;/ holding results.json.</td></tr>
 {{end}}
 </table>
 {{if .Truncated}}<p class="muted">Only the newest runs are listed.</p>{{end}}

@@ -37,7 +37,7 @@ const (
 // porcupine's visualization of one key (checker.Result.Visualizations).
 func LinearVisualizationFile(key int) string { return fmt.Sprintf("linear-%d.html", key) }
 
-// RenderDir re-renders report.html and junit.xml of a stored run from its
+// RenderDir re-renders report.html, junit.xml and timeline.html of a stored run from its
 // results.json, history.jsonl and test.json (`faultline report DIR`). Only
 // results.json is required; problems with the other files are stated on the
 // page. Each file is written to a temporary name and renamed, so a reader
@@ -50,11 +50,18 @@ func RenderDir(dir string) error {
 	return WriteRun(dir, in)
 }
 
-// WriteRun writes report.html and junit.xml of the run in dir from in, the
+// WriteRun writes report.html, junit.xml and (with a history) timeline.html
+// of the run in dir from in, the
 // values in memory (the harness calls it at the end of a run; RenderDir
 // after reading them back). Each file is written to a temporary name and
 // renamed.
 func WriteRun(dir string, in Input) error {
+	if len(in.History) > 0 {
+		in.Links.Timeline = FileTimeline
+		if err := writeFileAtomic(dir, FileTimeline, func(w io.Writer) error { return WriteTimeline(w, in) }); err != nil {
+			return err
+		}
+	}
 	if err := writeFileAtomic(dir, FileReport, func(w io.Writer) error { return WriteHTML(w, in) }); err != nil {
 		return err
 	}
@@ -127,6 +134,9 @@ func RunLinks(dir string, spec Spec) Links {
 func runLinks(fsys fs.FS, dir string, spec Spec, l Links) Links {
 	if _, err := fs.Stat(fsys, path.Join(dir, FileJUnit)); err == nil {
 		l.JUnit = FileJUnit
+	}
+	if _, err := fs.Stat(fsys, path.Join(dir, FileTimeline)); err == nil {
+		l.Timeline = FileTimeline
 	}
 	l.NodeLogs = nodeLogs(fsys, dir)
 	l.Porcupine = porcupineFiles(fsys, dir, spec)

@@ -67,17 +67,27 @@ type svgPlot struct {
 // newPlot opens an SVG of the given height with a time x axis (seconds)
 // from 0 to endS and the given y axis (its pixel range is set here).
 func newPlot(title string, heightPx, endS float64, y axis) *svgPlot {
+	return newPlotSized(title, plotWidthPx, heightPx, 0, endS, y)
+}
+
+// newPlotSized is newPlot with a width and a time axis from startS to endS.
+func newPlotSized(title string, widthPx, heightPx, startS, endS float64, y axis) *svgPlot {
 	p := &svgPlot{heightPx: heightPx}
-	p.x = axis{min: 0, max: math.Max(endS, 1e-3), lo: plotLeftPx, hi: plotWidthPx - plotRightPx}
+	p.x = axis{min: startS, max: math.Max(endS, startS+1e-3), lo: plotLeftPx, hi: widthPx - plotRightPx}
 	y.lo, y.hi = heightPx-plotBottomPx, plotTopPx
 	p.y = y
 	fmt.Fprintf(&p.b, `<svg xmlns="http://www.w3.org/2000/svg" class="plot" viewBox="0 0 %g %g" width="%g" height="%g" role="img" aria-label="%s">`,
-		plotWidthPx, heightPx, plotWidthPx, heightPx, xmlEscape(title))
+		widthPx, heightPx, widthPx, heightPx, xmlEscape(title))
 	fmt.Fprintf(&p.b, `<title>%s</title>`, xmlEscape(title))
 	fmt.Fprintf(&p.b, `<text class="plot-title" x="%s" y="15" font-size="12" font-weight="600" fill="#1d2330">%s</text>`, f1(plotLeftPx), xmlEscape(title))
 	fmt.Fprintf(&p.b, `<rect class="frame" x="%s" y="%s" width="%s" height="%s" fill="#fff" stroke="#ccc"/>`,
 		f1(p.x.lo), f1(p.y.hi), f1(p.x.hi-p.x.lo), f1(p.y.lo-p.y.hi))
 	return p
+}
+
+// visible tells whether [startNs, endNs] overlaps the plot's time axis.
+func (p *svgPlot) visible(startNs, endNs int64) bool {
+	return float64(endNs)/1e9 >= p.x.min && float64(startNs)/1e9 <= p.x.max
 }
 
 func f1(v float64) string { return strconv.FormatFloat(v, 'f', 1, 64) }
@@ -102,11 +112,7 @@ func (p *svgPlot) underline(ws []checker.Window, color string) {
 // axes draws ticks, grid lines and labels on both axes.
 func (p *svgPlot) axes(xLabel, yLabel string) {
 	p.b.WriteString(`<g class="axis" font-size="11" fill="#333">`)
-	for _, t := range niceTicks(p.x.min, p.x.max, 10) {
-		x := p.x.px(t.v)
-		fmt.Fprintf(&p.b, `<line x1="%s" x2="%s" y1="%s" y2="%s" stroke="#eee"/><line x1="%s" x2="%s" y1="%s" y2="%s" stroke="#333"/><text x="%s" y="%s" text-anchor="middle">%s</text>`,
-			f1(x), f1(x), f1(p.y.hi), f1(p.y.lo), f1(x), f1(x), f1(p.y.lo), f1(p.y.lo+4), f1(x), f1(p.y.lo+16), xmlEscape(t.label))
-	}
+	p.xTicks()
 	var yt []tick
 	if p.y.log {
 		yt = logTicks(p.y.min, p.y.max)
@@ -118,9 +124,51 @@ func (p *svgPlot) axes(xLabel, yLabel string) {
 		fmt.Fprintf(&p.b, `<line x1="%s" x2="%s" y1="%s" y2="%s" stroke="#eee"/><line x1="%s" x2="%s" y1="%s" y2="%s" stroke="#333"/><text x="%s" y="%s" text-anchor="end">%s</text>`,
 			f1(p.x.lo), f1(p.x.hi), f1(y), f1(y), f1(p.x.lo-4), f1(p.x.lo), f1(y), f1(y), f1(p.x.lo-6), f1(y+4), xmlEscape(t.label))
 	}
+	p.axisLabels(xLabel, yLabel)
+	p.b.WriteString(`</g>`)
+}
+
+// xTicks draws the time axis's ticks, grid lines and tick labels.
+func (p *svgPlot) xTicks() {
+	for _, t := range niceTicks(p.x.min, p.x.max, 10) {
+		x := p.x.px(t.v)
+		fmt.Fprintf(&p.b, `<line x1="%s" x2="%s" y1="%s" y2="%s" stroke="#eee"/><line x1="%s" x2="%s" y1="%s" y2="%s" stroke="#333"/><text x="%s" y="%s" text-anchor="middle">%s</text>`,
+			f1(x), f1(x), f1(p.y.hi), f1(p.y.lo), f1(x), f1(x), f1(p.y.lo), f1(p.y.lo+4), f1(x), f1(p.y.lo+16), xmlEscape(t.label))
+	}
+}
+
+func (p *svgPlot) axisLabels(xLabel, yLabel string) {
 	fmt.Fprintf(&p.b, `<text class="x-label" x="%s" y="%s" text-anchor="middle">%s</text>`, f1((p.x.lo+p.x.hi)/2), f1(p.heightPx-6), xmlEscape(xLabel))
 	fmt.Fprintf(&p.b, `<text class="y-label" transform="translate(14 %s) rotate(-90)" text-anchor="middle">%s</text>`, f1((p.y.lo+p.y.hi)/2), xmlEscape(yLabel))
+}
+
+// laneAxes draws the time axis and names the lanes of a lane plot
+// (lanes[0] at the top), with the axis labels.
+func (p *svgPlot) laneAxes(xLabel, yLabel string, lanes []string) {
+	p.b.WriteString(`<g class="axis" font-size="11" fill="#333">`)
+	p.xTicks()
+	n := float64(len(lanes))
+	for i, name := range lanes {
+		y0, y1 := p.y.px(n-float64(i)), p.y.px(n-float64(i)-1)
+		fmt.Fprintf(&p.b, `<line x1="%s" x2="%s" y1="%s" y2="%s" stroke="#eee"/><text x="%s" y="%s" text-anchor="end">%s</text>`,
+			f1(p.x.lo), f1(p.x.hi), f1(y1), f1(y1), f1(p.x.lo-6), f1((y0+y1)/2+4), xmlEscape(name))
+	}
+	p.axisLabels(xLabel, yLabel)
 	p.b.WriteString(`</g>`)
+}
+
+// laneBar draws one segment on lane i of n (0 at the top) from t0 to t1
+// (ns), labelled inside when wide enough, with a tooltip.
+func (p *svgPlot) laneBar(i, n int, t0, t1 int64, color, label, title string) {
+	top := p.y.px(float64(n - i))
+	bottom := p.y.px(float64(n - i - 1))
+	x0 := p.x.px(float64(t0) / 1e9)
+	x1 := math.Max(p.x.px(float64(t1)/1e9), x0+1.5)
+	fmt.Fprintf(&p.b, `<rect x="%s" y="%s" width="%s" height="%s" fill="%s" fill-opacity="0.8"><title>%s</title></rect>`,
+		f1(x0), f1(top+3), f1(x1-x0), f1(math.Max(bottom-top-6, 2)), color, xmlEscape(title))
+	if label != "" && x1-x0 >= 6.2*float64(len(label))+4 {
+		fmt.Fprintf(&p.b, `<text x="%s" y="%s" font-size="10" fill="#fff">%s</text>`, f1(x0+3), f1((top+bottom)/2+3.5), xmlEscape(label))
+	}
 }
 
 // legendEntry adds one row to the legend; series is the data-series key
@@ -223,6 +271,9 @@ func (p *svgPlot) diamonds(series, color string, xs, ys []float64, titles []stri
 // vlines marks instants (nemesis operations when no intervals are known).
 func (p *svgPlot) vlines(xs []float64, titles []string) {
 	for i := range xs {
+		if xs[i] < p.x.min || xs[i] > p.x.max {
+			continue
+		}
 		x := f1(p.x.px(xs[i]))
 		fmt.Fprintf(&p.b, `<line class="nemesis" x1="%s" x2="%s" y1="%s" y2="%s" stroke="%s" stroke-dasharray="3 3"><title>%s</title></line>`,
 			x, x, f1(p.y.hi), f1(p.y.lo), colorFault, xmlEscape(titles[i]))
@@ -292,14 +343,27 @@ func msLabel(ms float64) string {
 	}
 }
 
-// faultKindColors colours fault bands by kind; other kinds are grey.
-var faultKindColors = map[string]string{
-	"kill":      "#d9534f",
-	"pause":     "#e69a28",
-	"partition": "#3d8fd1",
-	"disk":      "#8e5bb5",
-	"power":     "#8e5bb5",
-	"shutdown":  "#5a9e6f",
+// faultLook is how one kind of fault is drawn and named: the colour of its
+// bands and lane segments, and what it does to a node in the fault
+// timeline's lanes ("killed", "cut off").
+type faultLook struct {
+	Color string
+	State string
+}
+
+// faultLooks maps each nemesis fault kind (nemesis.Kind, the <fault> of
+// start-<fault>) to its look. A kind missing here (one added later, or
+// another tool's) is drawn grey and named by itself (faultLookOf).
+var faultLooks = map[string]faultLook{
+	"kill":       {"#d9534f", "killed"},
+	"pause":      {"#e69a28", "paused"},
+	"partition":  {"#3d8fd1", "cut off"},
+	"power":      {"#8e5bb5", "power lost"},
+	"disk-error": {"#a0522d", "disk errors (EIO)"},
+	"disk-full":  {"#b8860b", "disk full"},
+	"disk-slow":  {"#c71585", "disk slow"},
+	"corrupt":    {"#6a1b9a", "killed, data corrupted"},
+	"shutdown":   {"#5a9e6f", "shut down"},
 }
 
 // faultKind is the kind of a fault window, the first word of its label
@@ -310,15 +374,30 @@ func faultKind(w checker.Window) string {
 	if kind == "" {
 		return "fault"
 	}
-	return kind
+	return normalizeFaultKind(kind)
 }
 
-func faultColor(kind string) string {
-	if c, ok := faultKindColors[kind]; ok {
-		return c
-	}
-	return colorFault
+// normalizeFaultKind reads a nemesis op's f as a fault kind:
+// "start-kill" and "kill" are kill.
+func normalizeFaultKind(f string) string {
+	return strings.TrimPrefix(strings.TrimPrefix(strings.ToLower(f), "start-"), "stop-")
 }
+
+// faultLookOf is the look of a kind: its entry in faultLooks, else grey and
+// named after the kind itself.
+func faultLookOf(kind string) faultLook {
+	if l, ok := faultLooks[kind]; ok {
+		return l
+	}
+	for _, k := range sortedKeys(faultLooks) {
+		if strings.Contains(kind, k) {
+			return faultLooks[k]
+		}
+	}
+	return faultLook{Color: colorFault, State: kind}
+}
+
+func faultColor(kind string) string { return faultLookOf(kind).Color }
 
 // faultBands draws the fault windows coloured by kind, each labelled with
 // its kind where it is wide enough, and the final-read phase from
@@ -327,6 +406,9 @@ func (p *svgPlot) faultBands(ws []checker.Window, finalNs int64) {
 	var kinds []string
 	byKind := map[string][]checker.Window{}
 	for _, w := range ws {
+		if !p.visible(w.Start, w.End) {
+			continue
+		}
 		k := faultKind(w)
 		if _, ok := byKind[k]; !ok {
 			kinds = append(kinds, k)
@@ -348,15 +430,25 @@ func (p *svgPlot) faultBands(ws []checker.Window, finalNs int64) {
 		}
 		p.b.WriteString(`</g>`)
 	}
-	if finalNs > 0 {
-		x0 := p.x.px(float64(finalNs) / 1e9)
-		fmt.Fprintf(&p.b, `<g class="series" data-series="final-reads"><rect x="%s" y="%s" width="%s" height="%s" fill="%s" fill-opacity="0.12"><title>final reads from %s</title></rect><text x="%s" y="%s" font-size="10" fill="#555">final reads</text></g>`,
-			f1(x0), f1(p.y.hi), f1(math.Max(p.x.hi-x0, 1)), f1(p.y.lo-p.y.hi), colorFinalReads, seconds(finalNs), f1(x0+2), f1(p.y.lo-4))
-	}
+	p.finalReads(finalNs, false)
 	for _, k := range kinds {
 		p.legendEntry("fault-"+k, k, faultColor(k), "band")
 	}
 	if finalNs > 0 {
+		p.legendEntry("final-reads", "final reads", colorFinalReads, "band")
+	}
+}
+
+// finalReads shades the final-read phase from finalNs (when positive) to
+// the end of the plot, labelled; with legend it adds its legend entry.
+func (p *svgPlot) finalReads(finalNs int64, legend bool) {
+	if finalNs <= 0 || float64(finalNs)/1e9 > p.x.max {
+		return
+	}
+	x0 := p.x.px(float64(finalNs) / 1e9)
+	fmt.Fprintf(&p.b, `<g class="series" data-series="final-reads"><rect x="%s" y="%s" width="%s" height="%s" fill="%s" fill-opacity="0.12"><title>final reads from %s</title></rect><text x="%s" y="%s" font-size="10" fill="#555">final reads</text></g>`,
+		f1(x0), f1(p.y.hi), f1(math.Max(p.x.hi-x0, 1)), f1(p.y.lo-p.y.hi), colorFinalReads, seconds(finalNs), f1(x0+2), f1(p.y.lo-4))
+	if legend {
 		p.legendEntry("final-reads", "final reads", colorFinalReads, "band")
 	}
 }
@@ -370,6 +462,9 @@ func (p *svgPlot) leaderMarks(series string, events []leaderEvent) {
 	}
 	fmt.Fprintf(&p.b, `<g class="series" data-series="%s" font-size="9" fill="%s">`, xmlEscape(series), colorLeader)
 	for _, e := range events {
+		if !p.visible(e.t, e.t) {
+			continue
+		}
 		x := p.x.px(float64(e.t) / 1e9)
 		who := e.leader
 		if who == "" {
@@ -379,5 +474,5 @@ func (p *svgPlot) leaderMarks(series string, events []leaderEvent) {
 			f1(x), f1(x), f1(p.y.hi), f1(p.y.hi+8), colorLeader, xmlEscape(who), e.epoch, seconds(e.t), f1(x+2), f1(p.y.hi+18), xmlEscape(who), e.epoch)
 	}
 	p.b.WriteString(`</g>`)
-	p.legendEntry(series, "leader seen by the harness", colorLeader, "line")
+	p.legendEntry(series, "leader (harness)", colorLeader, "line")
 }

@@ -257,7 +257,8 @@ func cmdSuite(args []string, stdout, stderr io.Writer) int {
 	fs.Usage = func() {
 		fmt.Fprint(stderr, `usage: faultline suite [--suite NAME] [--only TEST,...] [flags]
 Runs every test of a suite and prints a table of expected and found
-verdicts. Exit: 0 when every test came out as expected, 1 when one did not,
+verdicts, also written as <store>/suites/<time>.html (linked from
+faultline serve); each run's test.json records the expected verdict. Exit: 0 when every test came out as expected, 1 when one did not,
 254 bad arguments.
 
 Flags:

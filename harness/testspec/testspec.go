@@ -73,6 +73,12 @@ type Spec struct {
 	// Docker).
 	BrokerBinary string `json:"broker-binary"`
 	AgentBinary  string `json:"agent-binary"`
+	// Expected is the verdict a suite expects of this test ("valid" or
+	// "invalid"), and Suite the suite run it ran in (the stamp of the
+	// suite's index page, suites/<stamp>.html in the store); both are empty
+	// for a test run on its own.
+	Expected string `json:"expected,omitempty"`
+	Suite    string `json:"suite,omitempty"`
 }
 
 // Decode reads test.json as the harness writes it; a field of another
