@@ -15,7 +15,9 @@ import (
 	"github.com/faultline/faultline/broker/metadata"
 )
 
-type fakeSource struct{ im atomic.Pointer[metadata.Image] }
+type fakeSource struct {
+	im atomic.Pointer[metadata.Image]
+}
 
 func (s *fakeSource) Image() *metadata.Image { return s.im.Load() }
 
