@@ -108,6 +108,9 @@ type Log struct {
 	recoveryPoint  int64
 	epochs         *epochCache
 	producers      *producerState
+	// aborted is the aborted-transactions index of every segment, by
+	// marker offset (see txn.go).
+	aborted []AbortedTxn
 
 	unflushedMessages int64
 	// dirty: files changed (append, truncation, roll) since the last flush.
@@ -560,8 +563,10 @@ func (l *Log) appendAsFollower(records []byte, nowMs int64) (int64, bool, error)
 	if err := l.appendBatches(records[:size], headers, nowMs); err != nil {
 		return 0, false, err
 	}
+	pos := 0
 	for _, h := range headers {
-		l.producers.replay(h)
+		l.replayBatch(h, records[pos:pos+h.Size()], true)
+		pos += h.Size()
 		if h.PartitionLeaderEpoch >= 0 {
 			if e, ok := l.epochs.latest(); !ok || e.Epoch < h.PartitionLeaderEpoch {
 				if _, err := l.epochs.assign(h.PartitionLeaderEpoch, h.BaseOffset, true); err != nil {
@@ -1071,6 +1076,7 @@ func (l *Log) truncateFullyAndStartAt(offset int64) error {
 		return fmt.Errorf("truncate %s: leader epoch checkpoint: %w", l.tp, err)
 	}
 	l.producers = newProducerState()
+	l.aborted = nil
 	if offs, err := listSnapshots(l.fs, l.dir); err == nil {
 		for _, o := range offs {
 			_ = removeSnapshot(l.fs, l.dir, o)
@@ -1189,6 +1195,13 @@ func (l *Log) deleteSegmentsWhile(pred func(s, next *segment) bool) (int, error)
 			return n, fmt.Errorf("retention of %s: leader epoch checkpoint: %w", l.tp, err)
 		}
 		l.producers.dropBefore(base)
+		kept := l.aborted[:0]
+		for _, a := range l.aborted {
+			if a.LastOffset >= base {
+				kept = append(kept, a)
+			}
+		}
+		l.aborted = kept
 	}
 	if offs, err := listSnapshots(l.fs, l.dir); err == nil {
 		for _, o := range offs {
@@ -1235,9 +1248,15 @@ func (l *Log) rebuildProducerState(upTo int64, logLoad bool) error {
 	if logLoad {
 		l.logger.Info(fmt.Sprintf("Loading producer state from offset %d for partition %s", from, l.tp))
 	}
+	l.loadTxnIndexes(from)
 	if from >= upTo {
 		return nil
 	}
+	defer func() {
+		for _, s := range l.segments[l.segmentFor(from):] {
+			l.writeTxnIndex(s)
+		}
+	}()
 	for i := l.segmentFor(from); i < len(l.segments); i++ {
 		s := l.segments[i]
 		if s.baseOffset >= upTo {
@@ -1278,7 +1297,7 @@ func (l *Log) replaySegment(s *segment, start, from, upTo int64) error {
 	defer sc.release()
 	sc.bufPos = start
 	for {
-		_, h, _, err := sc.next(false)
+		_, h, batch, err := sc.next(false)
 		if err != nil {
 			if errors.Is(err, io.EOF) {
 				return nil
@@ -1289,7 +1308,7 @@ func (l *Log) replaySegment(s *segment, start, from, upTo int64) error {
 			return nil
 		}
 		if h.LastOffset() >= from {
-			l.producers.replay(h)
+			l.replayBatch(h, batch, false)
 		}
 	}
 }
