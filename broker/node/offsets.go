@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/faultline/faultline/broker/config"
 	"github.com/faultline/faultline/broker/group"
@@ -38,35 +37,11 @@ func (o *offsetsLog) EnsureTopic(ctx context.Context) error {
 	im := o.md.Image()
 	live := int16(len(im.UnfencedBrokers()))
 	rf := min(o.cfg.OffsetsTopicReplicationFactor, max(live, 1))
-	req := kmsg.NewPtrCreateTopicsRequest()
-	t := kmsg.NewCreateTopicsRequestTopic()
-	t.Topic = group.OffsetsTopic
-	t.NumPartitions = o.cfg.OffsetsTopicNumPartitions
-	t.ReplicationFactor = rf
-	for name, value := range map[string]string{
+	return createInternalTopic(ctx, o.controller, group.OffsetsTopic, o.cfg.OffsetsTopicNumPartitions, rf, map[string]string{
 		"cleanup.policy":   "compact",
 		"compression.type": "producer",
 		"segment.bytes":    strconv.Itoa(int(o.cfg.OffsetsTopicSegmentBytes)),
-	} {
-		c := kmsg.NewCreateTopicsRequestTopicConfig()
-		c.Name = name
-		v := value
-		c.Value = &v
-		t.Configs = append(t.Configs, c)
-	}
-	req.Topics = append(req.Topics, t)
-	req.TimeoutMillis = 30000
-	resp := o.controller.CreateTopics(ctx, req)
-	for _, rt := range resp.Topics {
-		if err := kerr.ErrorForCode(rt.ErrorCode); err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
-			msg := ""
-			if rt.ErrorMessage != nil {
-				msg = ": " + *rt.ErrorMessage
-			}
-			return fmt.Errorf("create %s: %w%s", group.OffsetsTopic, err, msg)
-		}
-	}
-	return nil
+	})
 }
 
 // Append implements group.OffsetsLog.

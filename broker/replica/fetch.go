@@ -40,8 +40,7 @@ func (m *Manager) Fetch(_ context.Context, topic string, partition int32, req Fe
 	logStart := p.log.LogStartOffset()
 	res.LogStartOffset = logStart
 	fill := func() {
-		hw := p.log.HighWatermark()
-		res.HighWatermark, res.LastStableOffset = hw, hw
+		res.HighWatermark, res.LastStableOffset = p.log.HighWatermark(), p.log.LastStableOffset()
 	}
 	if req.LastFetchedEpoch >= 0 {
 		if req.FetchOffset < logStart {
@@ -58,8 +57,11 @@ func (m *Manager) Fetch(_ context.Context, topic string, partition int32, req Fe
 	}
 	maxOffset := p.log.HighWatermark()
 	replica := req.ReplicaID >= 0
-	if replica {
+	switch {
+	case replica:
 		maxOffset = p.log.LogEndOffset()
+	case req.Isolation == 1:
+		maxOffset = p.log.LastStableOffset()
 	}
 	data, err := p.log.Read(req.FetchOffset, req.MaxBytes, maxOffset, true)
 	if err != nil {
@@ -71,6 +73,9 @@ func (m *Manager) Fetch(_ context.Context, topic string, partition int32, req Fe
 		return res
 	}
 	res.Records = data
+	if req.Isolation == 1 && !replica && len(data) > 0 {
+		res.AbortedTxns = p.log.AbortedTxns(req.FetchOffset, lastOffset(data)+1)
+	}
 	if replica {
 		p.stMu.Lock()
 		moved := p.st != nil && p.st.FollowerFetched(req.ReplicaID, req.FetchOffset, m.cfg.Now().UnixMilli())
@@ -89,15 +94,15 @@ func (m *Manager) Fetch(_ context.Context, topic string, partition int32, req Fe
 }
 
 // ListOffset answers ListOffsets for one partition: -2 is the log start
-// offset, -1 the high watermark (the LSO is the same: there are no
-// transactions), -3 the offset of the record with the largest timestamp
+// offset, -1 the high watermark (the last stable offset for
+// read_committed, isolation 1), -3 the offset of the record with the largest timestamp
 // below the high watermark, any other timestamp the first offset whose
 // record's timestamp is at least it (offset -1 when none is below the high
 // watermark). While the high watermark of a new leader is below its
 // epoch's start offset (State.OffsetsAvailable) the latest offset, and a
 // timestamp with no answer below the high watermark, are
 // OFFSET_NOT_AVAILABLE.
-func (m *Manager) ListOffset(_ context.Context, topic string, partition int32, currentLeaderEpoch int32, timestamp int64, _ int8) (int64, int64, int32, int16) {
+func (m *Manager) ListOffset(_ context.Context, topic string, partition int32, currentLeaderEpoch int32, timestamp int64, isolation int8) (int64, int64, int32, int16) {
 	p := m.get(topic, partition)
 	if p == nil {
 		return -1, -1, -1, m.unknownOrNotLeader(topic, partition)
@@ -111,6 +116,9 @@ func (m *Manager) ListOffset(_ context.Context, topic string, partition int32, c
 		return -1, -1, -1, code
 	}
 	hw := p.log.HighWatermark()
+	if isolation == 1 {
+		hw = p.log.LastStableOffset()
+	}
 	p.stMu.Lock()
 	notFound := int16(0)
 	if p.st != nil && !p.st.OffsetsAvailable() {
@@ -283,4 +291,14 @@ func (m *Manager) read(topic string, partition int32, fromOffset int64, toEnd bo
 		}
 		return nil
 	})
+}
+
+// lastOffset is the last offset of the last whole batch in data.
+func lastOffset(data []byte) int64 {
+	last := int64(-1)
+	_ = storage.ForEachBatch(data, func(h storage.BatchHeader, _ []byte) error {
+		last = h.LastOffset()
+		return nil
+	})
+	return last
 }

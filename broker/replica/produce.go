@@ -124,3 +124,44 @@ func (m *Manager) AppendInternal(ctx context.Context, topic string, partition in
 	}
 	return res.BaseOffset + int64(len(records)) - 1, nil
 }
+
+// WriteTxnMarker appends a transaction marker (WriteTxnMarkers, from a
+// transaction coordinator) to a partition this broker leads and answers
+// once the high watermark passes it, as an acks=all produce. It ends the
+// producer's open transaction in this partition; an abort goes to the
+// aborted-transactions index. A marker from an older coordinator epoch
+// gets TRANSACTION_COORDINATOR_FENCED, one for an older producer epoch
+// INVALID_PRODUCER_EPOCH.
+func (m *Manager) WriteTxnMarker(ctx context.Context, topic string, partition int32, producerID int64, epoch int16, commit bool, coordinatorEpoch int32) int16 {
+	p := m.get(topic, partition)
+	if p == nil {
+		return m.unknownOrNotLeader(topic, partition)
+	}
+	p.mu.RLock()
+	if p.state != OnlineReplica {
+		p.mu.RUnlock()
+		return kerr.NotLeaderForPartition.Code
+	}
+	p.stMu.Lock()
+	st := p.st
+	p.stMu.Unlock()
+	offset, err := p.log.AppendMarker(producerID, epoch, commit, coordinatorEpoch, p.leaderEpoch, m.cfg.Now().UnixMilli())
+	if err != nil {
+		p.mu.RUnlock()
+		code := errorCode(err)
+		if !clientError(code) {
+			m.logger.Error(fmt.Sprintf("Marker append to partition %s failed", p.tp), "err", err)
+		}
+		return code
+	}
+	p.stMu.Lock()
+	moved := st.Appended(p.log.LogEndOffset())
+	p.stMu.Unlock()
+	if moved {
+		p.publishHW()
+	}
+	p.mu.RUnlock()
+	m.signalChanged()
+	code, _ := m.awaitHW(ctx, p, st, offset)
+	return code
+}

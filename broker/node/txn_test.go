@@ -1,0 +1,161 @@
+package node
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// txnProps shrinks __transaction_state for tests that start several nodes.
+var txnProps = map[string]string{
+	"transaction.state.log.num.partitions": "5",
+}
+
+// runTransactions produces, with a transactional kgo producer, three
+// transactions of four records each over both partitions of topic: the
+// first and the third committed, the second aborted. It returns the values
+// of each.
+func runTransactions(t *testing.T, seeds []string, topic, txnID string) (committed, aborted []string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.TransactionalID(txnID), kgo.DefaultProduceTopic(topic),
+		kgo.RecordPartitioner(kgo.RoundRobinPartitioner()), kgo.TransactionTimeout(30*time.Second))
+	require.NoError(t, err)
+	defer cl.Close()
+	for i, commit := range []bool{true, false, true} {
+		require.NoError(t, cl.BeginTransaction())
+		for j := range 4 {
+			v := fmt.Sprintf("%s-txn%d-%d", txnID, i, j)
+			require.NoError(t, cl.ProduceSync(ctx, &kgo.Record{Value: []byte(v)}).FirstErr())
+			if commit {
+				committed = append(committed, v)
+			} else {
+				aborted = append(aborted, v)
+			}
+		}
+		require.NoError(t, cl.EndTransaction(ctx, kgo.TransactionEndTry(commit)))
+	}
+	return committed, aborted
+}
+
+// consumeAll reads topic from the start with the isolation level until it
+// has want values (or a minute passed) and returns what it read.
+func consumeAll(t *testing.T, seeds []string, topic string, level kgo.IsolationLevel, want int) []string {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.ConsumeTopics(topic), kgo.FetchIsolationLevel(level),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	require.NoError(t, err)
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var got []string
+	for len(got) < want && ctx.Err() == nil {
+		fs := cl.PollFetches(ctx)
+		fs.EachRecord(func(r *kgo.Record) { got = append(got, string(r.Value)) })
+	}
+	return got
+}
+
+func createTxnTopic(t *testing.T, seeds []string, topic string, partitions int32, rf int16) {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
+	require.NoError(t, err)
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_, err = kadm.NewClient(cl).CreateTopic(ctx, partitions, rf, nil, topic)
+	require.NoError(t, err)
+}
+
+func checkTransactions(t *testing.T, seeds []string, topic string, committed, aborted []string) {
+	t.Helper()
+	got := consumeAll(t, seeds, topic, kgo.ReadCommitted(), len(committed))
+	assert.ElementsMatch(t, committed, got, "read_committed sees exactly the committed transactions")
+	all := consumeAll(t, seeds, topic, kgo.ReadUncommitted(), len(committed)+len(aborted))
+	assert.ElementsMatch(t, append(append([]string(nil), committed...), aborted...), all, "read_uncommitted sees the aborted records too")
+}
+
+func TestTransactionsKgoSingleNode(t *testing.T) {
+	n := startNode(t, map[string]string{"transaction.state.log.replication.factor": "1", "transaction.state.log.min.isr": "1"})
+	seeds := []string{n.Addr().String()}
+	createTxnTopic(t, seeds, "txn", 2, 1)
+	committed, aborted := runTransactions(t, seeds, "txn", "tx-single")
+	checkTransactions(t, seeds, "txn", committed, aborted)
+
+	// An open transaction holds read_committed consumers at its first
+	// offset: a later plain record is invisible until it ends.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	open, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.TransactionalID("tx-open"), kgo.DefaultProduceTopic("txn"),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	require.NoError(t, err)
+	defer open.Close()
+	require.NoError(t, open.BeginTransaction())
+	require.NoError(t, open.ProduceSync(ctx, &kgo.Record{Value: []byte("open"), Partition: 0}).FirstErr())
+	plain, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.DefaultProduceTopic("txn"), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	require.NoError(t, err)
+	defer plain.Close()
+	require.NoError(t, plain.ProduceSync(ctx, &kgo.Record{Value: []byte("after-open"), Partition: 0}).FirstErr())
+	offs, err := kadm.NewClient(plain).ListEndOffsets(ctx, "txn")
+	require.NoError(t, err)
+	endUncommitted := offs["txn"][0].Offset
+	committedEnd, err := kadm.NewClient(plain).ListCommittedOffsets(ctx, "txn")
+	require.NoError(t, err)
+	assert.Less(t, committedEnd["txn"][0].Offset, endUncommitted, "the LSO stays at the open transaction")
+	require.NoError(t, open.EndTransaction(ctx, kgo.TryCommit))
+	got := consumeAll(t, seeds, "txn", kgo.ReadCommitted(), len(committed)+2)
+	assert.Contains(t, got, "open")
+	assert.Contains(t, got, "after-open")
+
+	// The state survives a restart of the node.
+	adm := kadm.NewClient(plain)
+	described, err := adm.DescribeTransactions(ctx, "tx-single")
+	require.NoError(t, err)
+	d, ok := described["tx-single"]
+	require.True(t, ok)
+	assert.Equal(t, "CompleteCommit", d.State)
+}
+
+func TestTransactionsKgoZombieFenced(t *testing.T) {
+	n := startNode(t, map[string]string{"transaction.state.log.replication.factor": "1", "transaction.state.log.min.isr": "1"})
+	seeds := []string{n.Addr().String()}
+	createTxnTopic(t, seeds, "z", 1, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	newProducer := func() *kgo.Client {
+		cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.TransactionalID("tx-z"), kgo.DefaultProduceTopic("z"))
+		require.NoError(t, err)
+		t.Cleanup(cl.Close)
+		return cl
+	}
+	zombie := newProducer()
+	require.NoError(t, zombie.BeginTransaction())
+	require.NoError(t, zombie.ProduceSync(ctx, &kgo.Record{Value: []byte("zombie")}).FirstErr())
+	// A new incarnation with the same transactional id fences it and
+	// aborts its open transaction.
+	fresh := newProducer()
+	require.NoError(t, fresh.BeginTransaction())
+	require.NoError(t, fresh.ProduceSync(ctx, &kgo.Record{Value: []byte("fresh")}).FirstErr())
+	require.NoError(t, fresh.EndTransaction(ctx, kgo.TryCommit))
+	err := zombie.EndTransaction(ctx, kgo.TryCommit)
+	require.Error(t, err, "the zombie cannot commit")
+	got := consumeAll(t, seeds, "z", kgo.ReadCommitted(), 1)
+	assert.Equal(t, []string{"fresh"}, got)
+	assert.False(t, strings.Contains(strings.Join(got, ","), "zombie"))
+}
+
+func TestTransactionsKgoCluster(t *testing.T) {
+	nodes := startCluster(t, 3, txnProps)
+	s := seeds(nodes)
+	createTxnTopic(t, s, "ctxn", 3, 3)
+	committed, aborted := runTransactions(t, s, "ctxn", "tx-cluster")
+	checkTransactions(t, s, "ctxn", committed, aborted)
+}
