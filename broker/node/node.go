@@ -463,7 +463,7 @@ func (n *Node) startNetwork() error {
 		Replicas:         n.replicas,
 		Groups:           n.groups,
 		Txns:             n.txns,
-		TxnMarkers:       n.replicas,
+		TxnMarkers:       n.txnMarkers(),
 		AdvertisedHost:   n.advertisedHost,
 		AdvertisedPort:   n.advertisedPort,
 		AutoCreateTopics: cfg.AutoCreateTopicsEnable,

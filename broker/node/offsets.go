@@ -46,18 +46,40 @@ func (o *offsetsLog) EnsureTopic(ctx context.Context) error {
 
 // Append implements group.OffsetsLog.
 func (o *offsetsLog) Append(ctx context.Context, partition int32, records []group.Record) error {
+	_, err := o.replicas.AppendInternal(ctx, group.OffsetsTopic, partition, storageRecords(records))
+	return offsetsAppendError(err)
+}
+
+// AppendTxn implements group.TxnOffsetsLog.
+func (o *offsetsLog) AppendTxn(ctx context.Context, partition int32, producerID int64, epoch int16, records []group.Record) error {
+	_, err := o.replicas.AppendInternalTxn(ctx, group.OffsetsTopic, partition, producerID, epoch, storageRecords(records))
+	return offsetsAppendError(err)
+}
+
+// ReplayTxn implements group.TxnOffsetsLog, to the log end as Replay.
+func (o *offsetsLog) ReplayTxn(ctx context.Context, partition int32, fn func(key, value []byte) error, open func(producerID int64, key, value []byte) error) error {
+	return o.replicas.ReadToEndTxn(group.OffsetsTopic, partition, 0, func(_ int64, r storage.Record) error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		return fn(r.Key, r.Value)
+	}, func(pid int64, r storage.Record) error { return open(pid, r.Key, r.Value) })
+}
+
+func storageRecords(records []group.Record) []storage.Record {
 	now := timeNowMs()
 	recs := make([]storage.Record, len(records))
 	for i, r := range records {
 		recs[i] = storage.Record{TimestampMs: now, Key: r.Key, Value: r.Value}
 	}
-	_, err := o.replicas.AppendInternal(ctx, group.OffsetsTopic, partition, recs)
+	return recs
+}
+
+func offsetsAppendError(err error) error {
 	switch {
 	case err == nil:
 		return nil
-	case errors.Is(err, kerr.NotLeaderForPartition), errors.Is(err, kerr.UnknownTopicOrPartition),
-		errors.Is(err, kerr.FencedLeaderEpoch), errors.Is(err, kerr.NotEnoughReplicas),
-		errors.Is(err, kerr.NotEnoughReplicasAfterAppend):
+	case notLeader(err):
 		return fmt.Errorf("%w: %w", group.ErrNotLeader, err)
 	case errors.Is(err, kerr.MessageTooLarge), errors.Is(err, kerr.RecordListTooLarge):
 		return fmt.Errorf("%w: %w", group.ErrRecordTooLarge, err)

@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/faultline/faultline/broker/config"
+	"github.com/faultline/faultline/broker/group"
 	"github.com/faultline/faultline/broker/metadata"
 	"github.com/faultline/faultline/broker/replica"
 	"github.com/faultline/faultline/broker/server"
@@ -25,7 +26,7 @@ import (
 // the group coordinator.
 func (n *Node) startTxnCoordinator() error {
 	cfg := n.cfg
-	markers := &markerWriter{nodeID: cfg.NodeID, md: n.publisher, local: n.replicas,
+	markers := &markerWriter{nodeID: cfg.NodeID, md: n.publisher, local: n.txnMarkers(),
 		dialer: replica.KgoDialer{DialConn: n.dial}, listener: n.interBrokerListener(),
 		logger: n.logger.With(ComponentKey, "TransactionMarkerChannelManager"), clients: map[string]replica.BrokerClient{}}
 	tc, err := txn.New(txn.Config{
@@ -300,4 +301,24 @@ func (w *markerWriter) close() {
 		cl.Close()
 		delete(w.clients, addr)
 	}
+}
+
+// txnMarkers writes markers to the partitions this node leads and, for a
+// __consumer_offsets partition, tells the group coordinator, so that the
+// offsets a transaction committed count from its COMMIT marker on.
+func (n *Node) txnMarkers() server.TxnMarkers {
+	return nodeTxnMarkers{replicas: n.replicas, groups: n.groups}
+}
+
+type nodeTxnMarkers struct {
+	replicas *replica.Manager
+	groups   *group.Coordinator
+}
+
+func (t nodeTxnMarkers) WriteTxnMarker(ctx context.Context, topic string, partition int32, producerID int64, epoch int16, commit bool, coordinatorEpoch int32) int16 {
+	code := t.replicas.WriteTxnMarker(ctx, topic, partition, producerID, epoch, commit, coordinatorEpoch)
+	if code == 0 && topic == group.OffsetsTopic && t.groups != nil {
+		t.groups.CompleteTxn(partition, producerID, commit)
+	}
+	return code
 }

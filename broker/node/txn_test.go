@@ -159,3 +159,54 @@ func TestTransactionsKgoCluster(t *testing.T) {
 	committed, aborted := runTransactions(t, s, "ctxn", "tx-cluster")
 	checkTransactions(t, s, "ctxn", committed, aborted)
 }
+
+// TestTransactionsKgoGroupTransactSession: franz-go's exactly-once
+// consume-transform-produce loop: the consumed offsets are committed in
+// the transaction (AddOffsetsToTxn, TxnOffsetCommit) and count only once
+// it commits.
+func TestTransactionsKgoGroupTransactSession(t *testing.T) {
+	n := startNode(t, map[string]string{"transaction.state.log.replication.factor": "1", "transaction.state.log.min.isr": "1"})
+	seeds := []string{n.Addr().String()}
+	createTxnTopic(t, seeds, "in", 2, 1)
+	createTxnTopic(t, seeds, "out", 2, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	plain, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.DefaultProduceTopic("in"))
+	require.NoError(t, err)
+	defer plain.Close()
+	const total = 20
+	for i := range total {
+		require.NoError(t, plain.ProduceSync(ctx, &kgo.Record{Value: []byte(fmt.Sprintf("v%d", i))}).FirstErr())
+	}
+	sess, err := kgo.NewGroupTransactSession(kgo.SeedBrokers(seeds...), kgo.TransactionalID("tx-eos"), kgo.ConsumerGroup("eos"),
+		kgo.ConsumeTopics("in"), kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.DefaultProduceTopic("out"),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.RecordPartitioner(kgo.RoundRobinPartitioner()))
+	require.NoError(t, err)
+	defer sess.Close()
+	done := 0
+	for done < total && ctx.Err() == nil {
+		fs := sess.PollFetches(ctx)
+		if fs.Empty() {
+			continue
+		}
+		require.NoError(t, sess.Begin())
+		var recs []*kgo.Record
+		fs.EachRecord(func(r *kgo.Record) { recs = append(recs, &kgo.Record{Value: append([]byte("out-"), r.Value...)}) })
+		for _, r := range recs {
+			require.NoError(t, sess.ProduceSync(ctx, r).FirstErr())
+		}
+		committed, err := sess.End(ctx, kgo.TryCommit)
+		require.NoError(t, err)
+		if committed {
+			done += len(recs)
+		}
+	}
+	require.Equal(t, total, done)
+	got := consumeAll(t, seeds, "out", kgo.ReadCommitted(), total)
+	assert.Len(t, got, total)
+	offs, err := kadm.NewClient(plain).FetchOffsets(ctx, "eos")
+	require.NoError(t, err)
+	sum := int64(0)
+	offs.Each(func(o kadm.OffsetResponse) { sum += o.At })
+	assert.Equal(t, int64(total), sum, "the group's offsets were committed with the transactions")
+}

@@ -302,3 +302,73 @@ func lastOffset(data []byte) int64 {
 	})
 	return last
 }
+
+// ReadToEndTxn is ReadToEnd for a topic holding transactional batches (a
+// coordinator's own topic): records of a committed transaction reach fn at
+// its COMMIT marker, records of an aborted one never do, and those of
+// transactions still open at the log end reach open, in order, with their
+// producer id.
+func (m *Manager) ReadToEndTxn(topic string, partition int32, fromOffset int64, fn func(offset int64, rec storage.Record) error, open func(producerID int64, rec storage.Record) error) error {
+	p := m.get(topic, partition)
+	if p == nil {
+		return fmt.Errorf("read %s-%d: %w", topic, partition, kerr.ErrorForCode(m.unknownOrNotLeader(topic, partition)))
+	}
+	from := max(fromOffset, p.log.LogStartOffset())
+	pending := map[int64][]storage.Record{}
+	var order []int64
+	err := p.scan(from, p.log.LogEndOffset(), func(h storage.BatchHeader, batch []byte) error {
+		if h.IsControl() {
+			typ, err := storage.MarkerType(batch)
+			if err != nil || !h.HasProducerID() {
+				return nil
+			}
+			recs := pending[h.ProducerID]
+			delete(pending, h.ProducerID)
+			if typ != storage.ControlCommit {
+				return nil
+			}
+			for _, r := range recs {
+				if err := fn(r.Offset, r); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+		recs, err := storage.DecodeRecords(batch)
+		if err != nil {
+			return fmt.Errorf("read %s at offset %d: %w", p.tp, h.BaseOffset, err)
+		}
+		if h.IsTransactional() && h.HasProducerID() {
+			if _, ok := pending[h.ProducerID]; !ok {
+				order = append(order, h.ProducerID)
+			}
+			pending[h.ProducerID] = append(pending[h.ProducerID], recs...)
+			return nil
+		}
+		for _, r := range recs {
+			if r.Offset < fromOffset {
+				continue
+			}
+			if err := fn(r.Offset, r); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	seen := map[int64]bool{}
+	for _, pid := range order {
+		if seen[pid] {
+			continue
+		}
+		seen[pid] = true
+		for _, r := range pending[pid] {
+			if err := open(pid, r); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}

@@ -20,6 +20,12 @@ import (
 // written. A batch the log recognizes as a retry of one of its producer's
 // last five batches is answered with the original offsets.
 func (m *Manager) Produce(ctx context.Context, topic string, partition int32, records []byte, acks int16) ProduceResult {
+	return m.produce(ctx, topic, partition, records, acks, false)
+}
+
+// produce is Produce; coordinator appends records a coordinator of this
+// broker writes for a producer (storage.Log.AppendAsCoordinator).
+func (m *Manager) produce(ctx context.Context, topic string, partition int32, records []byte, acks int16, coordinator bool) ProduceResult {
 	res := ProduceResult{BaseOffset: -1, LogAppendTime: -1, LogStartOffset: -1}
 	p := m.get(topic, partition)
 	if p == nil {
@@ -49,7 +55,11 @@ func (m *Manager) Produce(ctx context.Context, topic string, partition int32, re
 		res.ErrorMessage = fmt.Sprintf("%d bytes of records do not fit in a segment of %s (segment.bytes %d)", len(records), p.tp, segmentBytes)
 		return res
 	}
-	info, err := p.log.AppendAsLeader(records, p.leaderEpoch, m.cfg.Now().UnixMilli())
+	appendFn := p.log.AppendAsLeader
+	if coordinator {
+		appendFn = p.log.AppendAsCoordinator
+	}
+	info, err := appendFn(records, p.leaderEpoch, m.cfg.Now().UnixMilli())
 	if err != nil {
 		code := errorCode(err)
 		p.mu.RUnlock()
@@ -114,15 +124,34 @@ func (m *Manager) AppendInternal(ctx context.Context, topic string, partition in
 		return -1, fmt.Errorf("append to %s-%d: no records", topic, partition)
 	}
 	batch := storage.BuildBatch(records, storage.BatchOptions{})
+	return m.appendInternal(ctx, topic, partition, batch, len(records), false)
+}
+
+func (m *Manager) appendInternal(ctx context.Context, topic string, partition int32, batch []byte, n int, coordinator bool) (int64, error) {
 	acks := int16(-1)
 	if m.cfg.Unsafe.OffsetsUnreplicated {
 		acks = 1
 	}
-	res := m.Produce(ctx, topic, partition, batch, acks)
+	res := m.produce(ctx, topic, partition, batch, acks, coordinator)
 	if res.ErrorCode != 0 {
 		return -1, fmt.Errorf("append to %s-%d: %w: %s", topic, partition, kerr.ErrorForCode(res.ErrorCode), res.ErrorMessage)
 	}
-	return res.BaseOffset + int64(len(records)) - 1, nil
+	return res.BaseOffset + int64(n) - 1, nil
+}
+
+// AppendInternalTxn is AppendInternal for records written inside a
+// producer's transaction (the group coordinator's TxnOffsetCommit): one
+// transactional batch of producerID at epoch, without a sequence; the
+// transaction's marker ends it.
+func (m *Manager) AppendInternalTxn(ctx context.Context, topic string, partition int32, producerID int64, epoch int16, records []storage.Record) (int64, error) {
+	if len(records) == 0 {
+		return -1, fmt.Errorf("append to %s-%d: no records", topic, partition)
+	}
+	batch := storage.BuildBatch(records, storage.BatchOptions{
+		Producer:      &storage.BatchProducer{ID: producerID, Epoch: epoch, BaseSequence: -1},
+		Transactional: true,
+	})
+	return m.appendInternal(ctx, topic, partition, batch, len(records), true)
 }
 
 // WriteTxnMarker appends a transaction marker (WriteTxnMarkers, from a

@@ -306,7 +306,7 @@ func diskFailure(err error) bool {
 
 // parseForAppend validates every batch of records (whole batches, v2,
 // CRC, sizes) and returns their headers.
-func (l *Log) parseForAppend(records []byte, leader bool) ([]BatchHeader, error) {
+func (l *Log) parseForAppend(records []byte, leader bool, coordinator bool) ([]BatchHeader, error) {
 	var headers []BatchHeader
 	err := ForEachBatch(records, func(parsed BatchHeader, batch []byte) error {
 		h := parsed
@@ -330,7 +330,7 @@ func (l *Log) parseForAppend(records []byte, leader bool) ([]BatchHeader, error)
 			} else if int64(h.RecordCount) != int64(h.LastOffsetDelta)+1 {
 				return fmt.Errorf("%w: %d records, lastOffsetDelta %d", ErrInvalidRecord, h.RecordCount, h.LastOffsetDelta)
 			}
-			if h.HasProducerID() && h.BaseSequence < 0 {
+			if h.HasProducerID() && h.BaseSequence < 0 && !(coordinator && h.IsTransactional()) {
 				return fmt.Errorf("%w: producer %d batch without a sequence number", ErrInvalidRecord, h.ProducerID)
 			}
 			if h.Compression() > CompressionZstd {
@@ -362,7 +362,7 @@ func (l *Log) parseForAppend(records []byte, leader bool) ([]BatchHeader, error)
 // append may have failed its fsync), and with the fsync's error if it
 // fails again.
 func (l *Log) AppendAsLeader(records []byte, leaderEpoch int32, nowMs int64) (AppendInfo, error) {
-	info, flush, err := l.appendAsLeader(records, leaderEpoch, nowMs)
+	info, flush, err := l.appendAsLeader(records, leaderEpoch, nowMs, false)
 	if err != nil || !flush {
 		return info, err
 	}
@@ -435,13 +435,13 @@ func (l *Log) checkTimestamps(headers []BatchHeader, nowMs int64) error {
 	return nil
 }
 
-func (l *Log) appendAsLeader(records []byte, leaderEpoch int32, nowMs int64) (AppendInfo, bool, error) {
+func (l *Log) appendAsLeader(records []byte, leaderEpoch int32, nowMs int64, coordinator bool) (AppendInfo, bool, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if err := l.checkUsable(); err != nil {
 		return AppendInfo{}, false, err
 	}
-	headers, err := l.parseForAppend(records, true)
+	headers, err := l.parseForAppend(records, true, coordinator)
 	if err != nil {
 		return AppendInfo{}, false, err
 	}
@@ -452,13 +452,19 @@ func (l *Log) appendAsLeader(records []byte, leaderEpoch int32, nowMs int64) (Ap
 		if records, err = recompress(records, headers, target); err != nil {
 			return AppendInfo{}, false, fmt.Errorf("append to %s: %w", l.tp, err)
 		}
-		if headers, err = l.parseForAppend(records, true); err != nil {
+		if headers, err = l.parseForAppend(records, true, coordinator); err != nil {
 			return AppendInfo{}, false, err
 		}
 	}
 	pa := l.producers.begin()
 	for _, h := range headers {
 		if !h.HasProducerID() {
+			continue
+		}
+		if coordinator {
+			if err := pa.checkEpoch(h); err != nil {
+				return AppendInfo{}, false, fmt.Errorf("append to %s: %w", l.tp, err)
+			}
 			continue
 		}
 		dup, isDup, err := pa.check(h)
@@ -545,7 +551,7 @@ func (l *Log) appendAsFollower(records []byte, nowMs int64) (int64, bool, error)
 	if err := l.checkUsable(); err != nil {
 		return 0, false, err
 	}
-	headers, err := l.parseForAppend(records, false)
+	headers, err := l.parseForAppend(records, false, false)
 	if err != nil {
 		return 0, false, err
 	}

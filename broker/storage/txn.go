@@ -332,3 +332,30 @@ func (l *Log) AbortedTxns(from, to int64) []AbortedTxn {
 	}
 	return out
 }
+
+// AppendAsCoordinator is AppendAsLeader for records a coordinator of this
+// broker writes on behalf of a producer (the group coordinator's
+// transactional offset commits): transactional batches carry the
+// producer's id and epoch but no sequence, and only the epoch is checked.
+func (l *Log) AppendAsCoordinator(records []byte, leaderEpoch int32, nowMs int64) (AppendInfo, error) {
+	info, flush, err := l.appendAsLeader(records, leaderEpoch, nowMs, true)
+	if err != nil || !flush {
+		return info, err
+	}
+	return info, l.syncTo(info.LastOffset+1, nowMs)
+}
+
+// checkEpoch refuses a batch from an epoch older than its producer's.
+func (pa *producerAppend) checkEpoch(h BatchHeader) error {
+	if e, ok := pa.entry(h.ProducerID); ok && h.ProducerEpoch < e.epoch {
+		return fmt.Errorf("%w: producer %d epoch %d is older than %d", ErrInvalidProducerEpoch, h.ProducerID, h.ProducerEpoch, e.epoch)
+	}
+	return nil
+}
+
+// MarkerType is the control record type of a control batch (ControlAbort,
+// ControlCommit, or another control type).
+func MarkerType(batch []byte) (int16, error) {
+	typ, _, err := parseMarker(batch)
+	return typ, err
+}
