@@ -196,9 +196,17 @@ func markerDone(code int16) bool {
 
 func (w *markerWriter) writeTo(ctx context.Context, im *metadata.Image, leader int32, m txn.Marker, tps []txn.TopicPartition) []txn.TopicPartition {
 	if leader == w.nodeID {
+		codes := make([]int16, len(tps))
+		var wg sync.WaitGroup
+		for i, tp := range tps {
+			wg.Go(func() {
+				codes[i] = w.local.WriteTxnMarker(ctx, tp.Topic, tp.Partition, m.ProducerID, m.ProducerEpoch, m.Commit, m.CoordinatorEpoch)
+			})
+		}
+		wg.Wait()
 		var left []txn.TopicPartition
-		for _, tp := range tps {
-			if code := w.local.WriteTxnMarker(ctx, tp.Topic, tp.Partition, m.ProducerID, m.ProducerEpoch, m.Commit, m.CoordinatorEpoch); !markerDone(code) {
+		for i, tp := range tps {
+			if !markerDone(codes[i]) {
 				left = append(left, tp)
 			}
 		}
