@@ -204,3 +204,19 @@ func TestRecordRoundTrip(t *testing.T) {
 	_, _, err = DecodeRecord(EncodeKey("x"), []byte{0, 9, 1})
 	assert.Error(t, err)
 }
+
+func FuzzDecodeRecord(f *testing.F) {
+	m := Metadata{TransactionalID: "t", ProducerID: 1, PrevProducerID: -1, LastProducerEpoch: -1, State: Ongoing, Partitions: []TopicPartition{tpA}}
+	f.Add(EncodeKey("t"), EncodeValue(m))
+	f.Add([]byte{0, 0}, []byte{0, 1})
+	f.Fuzz(func(t *testing.T, key, value []byte) {
+		got, tomb, err := DecodeRecord(key, value)
+		if err != nil || tomb {
+			return
+		}
+		again, _, err := DecodeRecord(EncodeKey(got.TransactionalID), EncodeValue(got))
+		require.NoError(t, err)
+		assert.Equal(t, got.State, again.State)
+		assert.Equal(t, got.Partitions, again.Partitions)
+	})
+}
