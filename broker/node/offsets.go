@@ -92,7 +92,13 @@ func offsetsAppendError(err error) error {
 // high watermark: after a failover the new leader's high watermark can lag
 // offsets that were committed (acknowledged) under the old leader.
 func (o *offsetsLog) Replay(ctx context.Context, partition int32, fn func(key, value []byte) error) error {
-	return o.replicas.ReadToEnd(group.OffsetsTopic, partition, 0, func(_ int64, r storage.Record) error {
+	return replayToEnd(ctx, o.replicas, group.OffsetsTopic, partition, fn)
+}
+
+// replayToEnd hands fn the key and value of every record of a
+// coordinator's partition to its log end, stopping when ctx ends.
+func replayToEnd(ctx context.Context, replicas *replica.Manager, topic string, partition int32, fn func(key, value []byte) error) error {
+	return replicas.ReadToEnd(topic, partition, 0, func(_ int64, r storage.Record) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}

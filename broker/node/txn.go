@@ -99,12 +99,7 @@ func (l *txnStateLog) Append(ctx context.Context, partition int32, key, value []
 // Replay implements txn.StateLog, to the log end as the group coordinator
 // does: a new leader's high watermark can lag what the old one committed.
 func (l *txnStateLog) Replay(ctx context.Context, partition int32, fn func(key, value []byte) error) error {
-	return l.replicas.ReadToEnd(txn.StateTopic, partition, 0, func(_ int64, r storage.Record) error {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		return fn(r.Key, r.Value)
-	})
+	return replayToEnd(ctx, l.replicas, txn.StateTopic, partition, fn)
 }
 
 func notLeader(err error) bool {

@@ -69,12 +69,7 @@ func (m *Manager) produce(ctx context.Context, topic string, partition int32, re
 		}
 		return res
 	}
-	p.stMu.Lock()
-	moved := st.Appended(p.log.LogEndOffset())
-	p.stMu.Unlock()
-	if moved {
-		p.publishHW()
-	}
+	p.appended(st)
 	p.mu.RUnlock()
 	if !info.Duplicate {
 		m.signalChanged()
@@ -183,14 +178,20 @@ func (m *Manager) WriteTxnMarker(ctx context.Context, topic string, partition in
 		}
 		return code
 	}
+	p.appended(st)
+	p.mu.RUnlock()
+	m.signalChanged()
+	code, _ := m.awaitHW(ctx, p, st, offset)
+	return code
+}
+
+// appended tells the leader state st of the new log end after an append,
+// publishing a high watermark that moved.
+func (p *partition) appended(st *State) {
 	p.stMu.Lock()
 	moved := st.Appended(p.log.LogEndOffset())
 	p.stMu.Unlock()
 	if moved {
 		p.publishHW()
 	}
-	p.mu.RUnlock()
-	m.signalChanged()
-	code, _ := m.awaitHW(ctx, p, st, offset)
-	return code
 }

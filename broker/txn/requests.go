@@ -8,6 +8,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/faultline/faultline/broker/group"
 )
 
 // OffsetsTopic is where AddOffsetsToTxn puts a group's partition.
@@ -190,20 +192,9 @@ func (c *Coordinator) locate(key string, ensured error, rc *kmsg.FindCoordinator
 		unavailable(ensured.Error())
 		return
 	}
-	im := c.md.Image()
-	t := im.Topic(StateTopic)
-	if t == nil || len(t.Partitions) == 0 {
-		unavailable(StateTopic + " does not exist yet")
-		return
-	}
-	p := im.Partition(StateTopic, c.PartitionFor(key))
-	if p == nil || p.Leader < 0 {
-		unavailable("the transaction state partition has no leader")
-		return
-	}
-	b, ok := im.Brokers[p.Leader]
-	if !ok || b.Fenced {
-		unavailable(fmt.Sprintf("the leader %d of the transaction state partition is not available", p.Leader))
+	b, msg := group.CoordinatorFor(c.md.Image(), StateTopic, key)
+	if msg != "" {
+		unavailable(msg)
 		return
 	}
 	rc.NodeID, rc.Host, rc.Port = b.ID, b.Host, b.Port
