@@ -210,3 +210,49 @@ func TestTransactionsKgoGroupTransactSession(t *testing.T) {
 	offs.Each(func(o kadm.OffsetResponse) { sum += o.At })
 	assert.Equal(t, int64(total), sum, "the group's offsets were committed with the transactions")
 }
+
+// TestTransactionsKgoCoordinatorFailover: the node coordinating a
+// transaction shuts down while the transaction is open; the leader of its
+// __transaction_state partition moves, the new coordinator loads the
+// transaction, and the producer commits it there.
+func TestTransactionsKgoCoordinatorFailover(t *testing.T) {
+	nodes := startCluster(t, 3, txnProps)
+	s := seeds(nodes)
+	createTxnTopic(t, s, "fo", 3, 3)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(s...), kgo.TransactionalID("tx-fo"), kgo.DefaultProduceTopic("fo"),
+		kgo.RecordPartitioner(kgo.RoundRobinPartitioner()))
+	require.NoError(t, err)
+	defer cl.Close()
+	var want []string
+	produce := func(prefix string) {
+		for j := range 4 {
+			v := fmt.Sprintf("%s-%d", prefix, j)
+			require.NoError(t, cl.ProduceSync(ctx, &kgo.Record{Value: []byte(v)}).FirstErr())
+			want = append(want, v)
+		}
+	}
+	require.NoError(t, cl.BeginTransaction())
+	produce("before")
+	coord := kadm.NewClient(cl).FindTxnCoordinators(ctx, "tx-fo")["tx-fo"]
+	require.NoError(t, coord.Err)
+	var rest []string
+	for _, c := range nodes {
+		if c.id == coord.NodeID {
+			stopNode(t, c.node)
+			continue
+		}
+		rest = append(rest, c.node.Addr().String())
+	}
+	produce("during")
+	require.NoError(t, cl.EndTransaction(ctx, kgo.TryCommit))
+	moved := kadm.NewClient(cl).FindTxnCoordinators(ctx, "tx-fo")["tx-fo"]
+	require.NoError(t, moved.Err)
+	assert.NotEqual(t, coord.NodeID, moved.NodeID, "the coordinator moved with its partition's leader")
+	require.NoError(t, cl.BeginTransaction())
+	produce("after")
+	require.NoError(t, cl.EndTransaction(ctx, kgo.TryCommit))
+	got := consumeAll(t, rest, "fo", kgo.ReadCommitted(), len(want))
+	assert.ElementsMatch(t, want, got)
+}
