@@ -256,3 +256,51 @@ func TestTransactionsKgoCoordinatorFailover(t *testing.T) {
 	got := consumeAll(t, rest, "fo", kgo.ReadCommitted(), len(want))
 	assert.ElementsMatch(t, want, got)
 }
+
+// TestTransactionsSurviveACrash (seed 002): a node crashes with a
+// transaction open; at restart the partition rebuilds the open transaction
+// from its log (the last stable offset stays at its first record) and the
+// coordinator reloads it from __transaction_state, so the producer's next
+// incarnation aborts it and read_committed consumers never see it.
+func TestTransactionsSurviveACrash(t *testing.T) {
+	props := map[string]string{"transaction.state.log.replication.factor": "1", "transaction.state.log.min.isr": "1",
+		"log.dirs": t.TempDir()}
+	n := startNode(t, props)
+	seeds := []string{n.Addr().String()}
+	createTxnTopic(t, seeds, "crash", 1, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	producer := func(seeds []string) *kgo.Client {
+		cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.TransactionalID("tx-crash"), kgo.DefaultProduceTopic("crash"))
+		require.NoError(t, err)
+		t.Cleanup(cl.Close)
+		return cl
+	}
+	p1 := producer(seeds)
+	require.NoError(t, p1.BeginTransaction())
+	require.NoError(t, p1.ProduceSync(ctx, &kgo.Record{Value: []byte("committed")}).FirstErr())
+	require.NoError(t, p1.EndTransaction(ctx, kgo.TryCommit))
+	require.NoError(t, p1.BeginTransaction())
+	require.NoError(t, p1.ProduceSync(ctx, &kgo.Record{Value: []byte("open")}).FirstErr())
+	n.kill()
+	p1.Close()
+
+	n2 := startNode(t, props)
+	seeds = []string{n2.Addr().String()}
+	plain, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.DefaultProduceTopic("crash"))
+	require.NoError(t, err)
+	defer plain.Close()
+	adm := kadm.NewClient(plain)
+	require.Eventually(t, func() bool {
+		end, err1 := adm.ListEndOffsets(ctx, "crash")
+		stable, err2 := adm.ListCommittedOffsets(ctx, "crash")
+		return err1 == nil && err2 == nil && end["crash"][0].Err == nil && stable["crash"][0].Err == nil &&
+			end["crash"][0].Offset == 3 && stable["crash"][0].Offset == 2
+	}, 30*time.Second, 50*time.Millisecond, "after the restart the LSO stays at the open transaction's first record")
+	p2 := producer(seeds)
+	require.NoError(t, p2.BeginTransaction())
+	require.NoError(t, p2.ProduceSync(ctx, &kgo.Record{Value: []byte("after")}).FirstErr())
+	require.NoError(t, p2.EndTransaction(ctx, kgo.TryCommit))
+	got := consumeAll(t, seeds, "crash", kgo.ReadCommitted(), 2)
+	assert.Equal(t, []string{"committed", "after"}, got)
+}
