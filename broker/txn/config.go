@@ -61,8 +61,8 @@ type Config struct {
 	// AbortIntervalMs is
 	// transaction.abort.timed.out.transaction.cleanup.interval.ms.
 	AbortIntervalMs int64
-	// AppendTimeoutMs bounds one write to __transaction_state (Kafka's
-	// request.timeout.ms; default 30000).
+	// AppendTimeoutMs bounds one write to __transaction_state and one
+	// round of markers (Kafka's request.timeout.ms; default 30000).
 	AppendTimeoutMs int64
 	// MarkerWaitMs is how long EndTxn waits for its markers before it
 	// answers (the decision is durable already; the markers go on in the

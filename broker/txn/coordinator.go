@@ -378,7 +378,9 @@ func (c *Coordinator) finishAsync(e *entry, p int32, token uint64, coordEpoch in
 				return
 			}
 			if len(marker.Partitions) > 0 {
-				marker.Partitions = c.markers.WriteMarkers(c.ctx, marker)
+				ctx, cancel := context.WithTimeout(c.ctx, ms(c.cfg.AppendTimeoutMs))
+				marker.Partitions = c.markers.WriteMarkers(ctx, marker)
+				cancel()
 				if len(marker.Partitions) > 0 {
 					if attempt%50 == 0 {
 						c.logger.Warn(fmt.Sprintf("Markers of transaction %s not yet written to %d partitions; retrying", m.TransactionalID, len(marker.Partitions)))
