@@ -38,6 +38,9 @@ type Coordinator struct {
 	partitions map[int32]*partitionState // offsets partitions this node leads
 	groups     map[string]*group
 	tokenSeq   uint64
+	// txnPending are offsets committed inside transactions not yet
+	// ended (TxnOffsetCommit), by offsets partition and producer.
+	txnPending map[txnKey]map[string]map[topicPartition]committedOffset
 }
 
 // partitionState is one offsets partition this node leads. token changes
@@ -223,6 +226,7 @@ func (c *Coordinator) unloadLocked(p int32) {
 		delete(c.groups, id)
 		n++
 	}
+	c.dropPendingLocked(p)
 	c.logger.Info(fmt.Sprintf("Unloaded %d groups of %s-%d", n, OffsetsTopic, p))
 }
 
@@ -259,7 +263,7 @@ func (c *Coordinator) load(ctx context.Context, p int32, token uint64) {
 	}
 	start := c.clock.Now()
 	loaded := newLoadedPartition(p, c.logger)
-	err := c.log.Replay(ctx, p, loaded.apply)
+	err := c.replay(ctx, p, loaded)
 
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -279,6 +283,7 @@ func (c *Coordinator) load(ctx context.Context, p int32, token uint64) {
 		return
 	}
 	groups := c.installLocked(loaded)
+	c.installPendingLocked(loaded)
 	st.loading = false
 	c.logger.Info(fmt.Sprintf("Finished loading offsets and group metadata from %s-%d in %d milliseconds (%d groups, %d unreadable records skipped)",
 		OffsetsTopic, p, c.clock.Now().Sub(start).Milliseconds(), groups, loaded.skipped))

@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/faultline/faultline/broker/metadata"
 )
 
 // DescribeGroups (key 15, v0-v6) describes groups this node coordinates.
@@ -182,23 +184,32 @@ func (c *Coordinator) locate(key string, ensured error, rc *kmsg.FindCoordinator
 		unavailable(ensured.Error())
 		return
 	}
-	im := c.md.Image()
-	t := im.Topic(OffsetsTopic)
-	if t == nil || len(t.Partitions) == 0 {
-		unavailable(OffsetsTopic + " does not exist yet")
-		return
-	}
-	p := im.Partition(OffsetsTopic, partitionFor(key, int32(len(t.Partitions))))
-	if p == nil || p.Leader < 0 {
-		unavailable("the group's offsets partition has no leader")
-		return
-	}
-	b, ok := im.Brokers[p.Leader]
-	if !ok || b.Fenced {
-		unavailable(fmt.Sprintf("the leader %d of the group's offsets partition is not available", p.Leader))
+	b, msg := CoordinatorFor(c.md.Image(), OffsetsTopic, key)
+	if msg != "" {
+		unavailable(msg)
 		return
 	}
 	rc.NodeID, rc.Host, rc.Port = b.ID, b.Host, b.Port
+}
+
+// CoordinatorFor is the broker that coordinates key: the leader of key's
+// partition of the internal topic (placed as Kafka does, HashPartition
+// over the topic's partition count), or why there is none to name.
+func CoordinatorFor(im *metadata.Image, topic, key string) (metadata.Broker, string) {
+	t := im.Topic(topic)
+	if t == nil || len(t.Partitions) == 0 {
+		return metadata.Broker{}, topic + " does not exist yet"
+	}
+	n := partitionFor(key, int32(len(t.Partitions)))
+	p := im.Partition(topic, n)
+	if p == nil || p.Leader < 0 {
+		return metadata.Broker{}, fmt.Sprintf("partition %s-%d has no leader", topic, n)
+	}
+	b, ok := im.Brokers[p.Leader]
+	if !ok || b.Fenced {
+		return metadata.Broker{}, fmt.Sprintf("the leader %d of %s-%d is not available", p.Leader, topic, n)
+	}
+	return b, ""
 }
 
 func ptr[T any](v T) *T { return &v }

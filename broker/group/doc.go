@@ -36,11 +36,19 @@
 // state mutex and never while holding it, so the order of records in the
 // log is the order in which their effects are applied in memory.
 //
+// Transactional offset commits (TxnOffsetCommit) need an OffsetsLog that is
+// also a TxnOffsetsLog: the offsets are written as a transactional batch of
+// the producer, kept pending, and applied by CompleteTxn once the
+// transaction's COMMIT marker is in the partition (an abort drops them); a
+// load replays committed transactions at their marker and keeps open ones
+// pending.
+//
 // Not implemented: offsets retention (offsets.retention.minutes; committed
-// offsets never expire, and nothing is ever tombstoned), transactional
-// offset commits, DeleteGroups and OffsetDelete, KIP-848 consumer groups,
-// ACLs (authorized operations read as "not provided"). FindCoordinator for
-// transaction coordinators answers COORDINATOR_NOT_AVAILABLE. Static
+// offsets never expire, and nothing is ever tombstoned), DeleteGroups and
+// OffsetDelete, KIP-848 consumer groups, ACLs (authorized operations read
+// as "not provided"), UNSTABLE_OFFSET_COMMIT for OffsetFetch with
+// RequireStable. FindCoordinator for transaction coordinators answers
+// COORDINATOR_NOT_AVAILABLE (the server sends those to broker/txn). Static
 // membership is supported in its KIP-345 form (a rejoining instance takes
 // over its old member and fences the old id), but a static leader that
 // rejoins always rebalances (no KIP-814 SkipAssignment).

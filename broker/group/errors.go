@@ -18,6 +18,7 @@ const (
 	codeInvalidSessionTimeout     int16 = 26
 	codeRebalanceInProgress       int16 = 27
 	codeInvalidCommitOffsetSize   int16 = 28
+	codeUnsupportedVersion        int16 = 35
 	codeInvalidRequest            int16 = 42
 	codeGroupIDNotFound           int16 = 69
 	codeMemberIDRequired          int16 = 79

@@ -27,3 +27,8 @@ func partitionFor(group string, partitions int32) int32 {
 	}
 	return h % partitions
 }
+
+// HashPartition places key (a group id, or a transactional id for
+// __transaction_state) on one of partitions exactly as Kafka does; the
+// transaction coordinator shares it.
+func HashPartition(key string, partitions int32) int32 { return partitionFor(key, partitions) }

@@ -62,6 +62,9 @@ type loadedPartition struct {
 	groups    map[string]*kmsg.GroupMetadataValue
 	offsets   map[string]map[topicPartition]committedOffset
 	skipped   int
+	// open holds, per producer, the offsets of transactions still open at
+	// the end of the replay.
+	open map[int64]*loadedPartition
 }
 
 func newLoadedPartition(partition int32, logger *slog.Logger) *loadedPartition {

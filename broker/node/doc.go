@@ -1,6 +1,6 @@
 // Package node runs one faultline broker: it wires configuration, storage,
-// the metadata quorum, the controller, the replica manager, the group
-// coordinator and the network layer together and drives them through the
+// the metadata quorum, the controller, the replica manager, the group and
+// transaction coordinators and the network layer together and drives them through the
 // startup and shutdown phases of Kafka's broker lifecycle (seed 000).
 //
 // Use:
@@ -48,7 +48,10 @@
 //     listener go through a lifecycle.Forwarder, decided in process while
 //     this node's controller is active), the replica manager (stray logs
 //     deleted once the image caught up with the quorum), a replica.Fetcher
-//     and a replica.ISRLoop, the group coordinator;
+//     and a replica.ISRLoop, the group coordinator, the transaction
+//     coordinator (broker/txn over __transaction_state; its markers go to
+//     this node's partitions directly and to other leaders with
+//     WriteTxnMarkers);
 //  5. registration ("Registered broker N with controller quorum") and
 //     heartbeats through a lifecycle.Manager, until unfenced;
 //  6. the network layer; "Kafka broker N is ready to serve requests".

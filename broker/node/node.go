@@ -23,6 +23,7 @@ import (
 	"github.com/faultline/faultline/broker/replica"
 	"github.com/faultline/faultline/broker/server"
 	"github.com/faultline/faultline/broker/storage"
+	"github.com/faultline/faultline/broker/txn"
 )
 
 // Node is one running broker. Build it with Start; stop it with Shutdown.
@@ -42,6 +43,7 @@ type Node struct {
 	publisher *metadata.Publisher
 	replicas  *replica.Manager
 	groups    *group.Coordinator
+	txns      *txn.Coordinator
 	server    *server.Server
 
 	// A controller's parts, nil on a broker-only node.
@@ -183,13 +185,14 @@ func (n *Node) startup(ctx context.Context) error {
 	// Phase 4: the broker's parts following the image: its listener
 	// bound, the channel to the active controller, the replica manager
 	// (stray logs deleted once the image caught up with the quorum), the
-	// replica fetchers and ISR updates, the group coordinator.
+	// replica fetchers and ISR updates, the group and transaction
+	// coordinators.
 	// Phase 5: registration with the controller quorum, heartbeats until
 	// unfenced.
 	// Phase 6: the network layer; a Shutdown starts with the controlled
 	// shutdown.
 	err := runSteps(ctx, n.bindListener, n.startControllerChannel, n.startReplicaManager, n.startReplication,
-		n.startGroupCoordinator, func() error { return n.register(ctx) }, n.startNetwork, n.pushControlledShutdown)
+		n.startGroupCoordinator, n.startTxnCoordinator, func() error { return n.register(ctx) }, n.startNetwork, n.pushControlledShutdown)
 	if err != nil {
 		return err
 	}
@@ -459,6 +462,8 @@ func (n *Node) startNetwork() error {
 		Controller:       n.forwarder,
 		Replicas:         n.replicas,
 		Groups:           n.groups,
+		Txns:             n.txns,
+		TxnMarkers:       n.txnMarkers(),
 		AdvertisedHost:   n.advertisedHost,
 		AdvertisedPort:   n.advertisedPort,
 		AutoCreateTopics: cfg.AutoCreateTopicsEnable,

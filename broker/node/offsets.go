@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/faultline/faultline/broker/config"
 	"github.com/faultline/faultline/broker/group"
@@ -38,51 +37,49 @@ func (o *offsetsLog) EnsureTopic(ctx context.Context) error {
 	im := o.md.Image()
 	live := int16(len(im.UnfencedBrokers()))
 	rf := min(o.cfg.OffsetsTopicReplicationFactor, max(live, 1))
-	req := kmsg.NewPtrCreateTopicsRequest()
-	t := kmsg.NewCreateTopicsRequestTopic()
-	t.Topic = group.OffsetsTopic
-	t.NumPartitions = o.cfg.OffsetsTopicNumPartitions
-	t.ReplicationFactor = rf
-	for name, value := range map[string]string{
+	return createInternalTopic(ctx, o.controller, group.OffsetsTopic, o.cfg.OffsetsTopicNumPartitions, rf, map[string]string{
 		"cleanup.policy":   "compact",
 		"compression.type": "producer",
 		"segment.bytes":    strconv.Itoa(int(o.cfg.OffsetsTopicSegmentBytes)),
-	} {
-		c := kmsg.NewCreateTopicsRequestTopicConfig()
-		c.Name = name
-		v := value
-		c.Value = &v
-		t.Configs = append(t.Configs, c)
-	}
-	req.Topics = append(req.Topics, t)
-	req.TimeoutMillis = 30000
-	resp := o.controller.CreateTopics(ctx, req)
-	for _, rt := range resp.Topics {
-		if err := kerr.ErrorForCode(rt.ErrorCode); err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
-			msg := ""
-			if rt.ErrorMessage != nil {
-				msg = ": " + *rt.ErrorMessage
-			}
-			return fmt.Errorf("create %s: %w%s", group.OffsetsTopic, err, msg)
-		}
-	}
-	return nil
+	})
 }
 
 // Append implements group.OffsetsLog.
 func (o *offsetsLog) Append(ctx context.Context, partition int32, records []group.Record) error {
+	_, err := o.replicas.AppendInternal(ctx, group.OffsetsTopic, partition, storageRecords(records))
+	return offsetsAppendError(err)
+}
+
+// AppendTxn implements group.TxnOffsetsLog.
+func (o *offsetsLog) AppendTxn(ctx context.Context, partition int32, producerID int64, epoch int16, records []group.Record) error {
+	_, err := o.replicas.AppendInternalTxn(ctx, group.OffsetsTopic, partition, producerID, epoch, storageRecords(records))
+	return offsetsAppendError(err)
+}
+
+// ReplayTxn implements group.TxnOffsetsLog, to the log end as Replay.
+func (o *offsetsLog) ReplayTxn(ctx context.Context, partition int32, fn func(key, value []byte) error, open func(producerID int64, key, value []byte) error) error {
+	return o.replicas.ReadToEndTxn(group.OffsetsTopic, partition, 0, func(_ int64, r storage.Record) error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		return fn(r.Key, r.Value)
+	}, func(pid int64, r storage.Record) error { return open(pid, r.Key, r.Value) })
+}
+
+func storageRecords(records []group.Record) []storage.Record {
 	now := timeNowMs()
 	recs := make([]storage.Record, len(records))
 	for i, r := range records {
 		recs[i] = storage.Record{TimestampMs: now, Key: r.Key, Value: r.Value}
 	}
-	_, err := o.replicas.AppendInternal(ctx, group.OffsetsTopic, partition, recs)
+	return recs
+}
+
+func offsetsAppendError(err error) error {
 	switch {
 	case err == nil:
 		return nil
-	case errors.Is(err, kerr.NotLeaderForPartition), errors.Is(err, kerr.UnknownTopicOrPartition),
-		errors.Is(err, kerr.FencedLeaderEpoch), errors.Is(err, kerr.NotEnoughReplicas),
-		errors.Is(err, kerr.NotEnoughReplicasAfterAppend):
+	case notLeader(err):
 		return fmt.Errorf("%w: %w", group.ErrNotLeader, err)
 	case errors.Is(err, kerr.MessageTooLarge), errors.Is(err, kerr.RecordListTooLarge):
 		return fmt.Errorf("%w: %w", group.ErrRecordTooLarge, err)
@@ -95,7 +92,13 @@ func (o *offsetsLog) Append(ctx context.Context, partition int32, records []grou
 // high watermark: after a failover the new leader's high watermark can lag
 // offsets that were committed (acknowledged) under the old leader.
 func (o *offsetsLog) Replay(ctx context.Context, partition int32, fn func(key, value []byte) error) error {
-	return o.replicas.ReadToEnd(group.OffsetsTopic, partition, 0, func(_ int64, r storage.Record) error {
+	return replayToEnd(ctx, o.replicas, group.OffsetsTopic, partition, fn)
+}
+
+// replayToEnd hands fn the key and value of every record of a
+// coordinator's partition to its log end, stopping when ctx ends.
+func replayToEnd(ctx context.Context, replicas *replica.Manager, topic string, partition int32, fn func(key, value []byte) error) error {
+	return replicas.ReadToEnd(topic, partition, 0, func(_ int64, r storage.Record) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}

@@ -5,8 +5,12 @@
 //
 // Use it like this: New a Manager over the broker's LogManager, subscribe
 // its ApplyImage to the metadata.Publisher, and hand it to the server as
-// server.Replicas. The group coordinator writes through AppendInternal and
-// reads back with ReadCommitted.
+// server.Replicas. The group and transaction coordinators write through
+// AppendInternal (AppendInternalTxn for transactional offset commits) and
+// read back with ReadToEnd (ReadToEndTxn). Transactions: WriteTxnMarker
+// appends a coordinator's COMMIT or ABORT marker; read_committed fetches
+// stop at the last stable offset and carry the aborted transactions they
+// overlap.
 //
 // The Manager speaks its own types, not the wire's: FetchPartition in and
 // FetchResult out for a fetch it answers as leader, ProduceResult for a

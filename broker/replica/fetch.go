@@ -40,8 +40,7 @@ func (m *Manager) Fetch(_ context.Context, topic string, partition int32, req Fe
 	logStart := p.log.LogStartOffset()
 	res.LogStartOffset = logStart
 	fill := func() {
-		hw := p.log.HighWatermark()
-		res.HighWatermark, res.LastStableOffset = hw, hw
+		res.HighWatermark, res.LastStableOffset = p.log.HighWatermark(), p.log.LastStableOffset()
 	}
 	if req.LastFetchedEpoch >= 0 {
 		if req.FetchOffset < logStart {
@@ -58,8 +57,11 @@ func (m *Manager) Fetch(_ context.Context, topic string, partition int32, req Fe
 	}
 	maxOffset := p.log.HighWatermark()
 	replica := req.ReplicaID >= 0
-	if replica {
+	switch {
+	case replica:
 		maxOffset = p.log.LogEndOffset()
+	case req.Isolation == 1:
+		maxOffset = p.log.LastStableOffset()
 	}
 	data, err := p.log.Read(req.FetchOffset, req.MaxBytes, maxOffset, true)
 	if err != nil {
@@ -71,6 +73,9 @@ func (m *Manager) Fetch(_ context.Context, topic string, partition int32, req Fe
 		return res
 	}
 	res.Records = data
+	if req.Isolation == 1 && !replica && len(data) > 0 {
+		res.AbortedTxns = p.log.AbortedTxns(req.FetchOffset, lastOffset(data)+1)
+	}
 	if replica {
 		p.stMu.Lock()
 		moved := p.st != nil && p.st.FollowerFetched(req.ReplicaID, req.FetchOffset, m.cfg.Now().UnixMilli())
@@ -89,15 +94,15 @@ func (m *Manager) Fetch(_ context.Context, topic string, partition int32, req Fe
 }
 
 // ListOffset answers ListOffsets for one partition: -2 is the log start
-// offset, -1 the high watermark (the LSO is the same: there are no
-// transactions), -3 the offset of the record with the largest timestamp
+// offset, -1 the high watermark (the last stable offset for
+// read_committed, isolation 1), -3 the offset of the record with the largest timestamp
 // below the high watermark, any other timestamp the first offset whose
 // record's timestamp is at least it (offset -1 when none is below the high
 // watermark). While the high watermark of a new leader is below its
 // epoch's start offset (State.OffsetsAvailable) the latest offset, and a
 // timestamp with no answer below the high watermark, are
 // OFFSET_NOT_AVAILABLE.
-func (m *Manager) ListOffset(_ context.Context, topic string, partition int32, currentLeaderEpoch int32, timestamp int64, _ int8) (int64, int64, int32, int16) {
+func (m *Manager) ListOffset(_ context.Context, topic string, partition int32, currentLeaderEpoch int32, timestamp int64, isolation int8) (int64, int64, int32, int16) {
 	p := m.get(topic, partition)
 	if p == nil {
 		return -1, -1, -1, m.unknownOrNotLeader(topic, partition)
@@ -111,6 +116,9 @@ func (m *Manager) ListOffset(_ context.Context, topic string, partition int32, c
 		return -1, -1, -1, code
 	}
 	hw := p.log.HighWatermark()
+	if isolation == 1 {
+		hw = p.log.LastStableOffset()
+	}
 	p.stMu.Lock()
 	notFound := int16(0)
 	if p.st != nil && !p.st.OffsetsAvailable() {
@@ -283,4 +291,84 @@ func (m *Manager) read(topic string, partition int32, fromOffset int64, toEnd bo
 		}
 		return nil
 	})
+}
+
+// lastOffset is the last offset of the last whole batch in data.
+func lastOffset(data []byte) int64 {
+	last := int64(-1)
+	_ = storage.ForEachBatch(data, func(h storage.BatchHeader, _ []byte) error {
+		last = h.LastOffset()
+		return nil
+	})
+	return last
+}
+
+// ReadToEndTxn is ReadToEnd for a topic holding transactional batches (a
+// coordinator's own topic): records of a committed transaction reach fn at
+// its COMMIT marker, records of an aborted one never do, and those of
+// transactions still open at the log end reach open, in order, with their
+// producer id.
+func (m *Manager) ReadToEndTxn(topic string, partition int32, fromOffset int64, fn func(offset int64, rec storage.Record) error, open func(producerID int64, rec storage.Record) error) error {
+	p := m.get(topic, partition)
+	if p == nil {
+		return fmt.Errorf("read %s-%d: %w", topic, partition, kerr.ErrorForCode(m.unknownOrNotLeader(topic, partition)))
+	}
+	from := max(fromOffset, p.log.LogStartOffset())
+	pending := map[int64][]storage.Record{}
+	var order []int64
+	err := p.scan(from, p.log.LogEndOffset(), func(h storage.BatchHeader, batch []byte) error {
+		if h.IsControl() {
+			typ, err := storage.MarkerType(batch)
+			if err != nil || !h.HasProducerID() {
+				return nil
+			}
+			recs := pending[h.ProducerID]
+			delete(pending, h.ProducerID)
+			if typ != storage.ControlCommit {
+				return nil
+			}
+			for _, r := range recs {
+				if err := fn(r.Offset, r); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+		recs, err := storage.DecodeRecords(batch)
+		if err != nil {
+			return fmt.Errorf("read %s at offset %d: %w", p.tp, h.BaseOffset, err)
+		}
+		if h.IsTransactional() && h.HasProducerID() {
+			if _, ok := pending[h.ProducerID]; !ok {
+				order = append(order, h.ProducerID)
+			}
+			pending[h.ProducerID] = append(pending[h.ProducerID], recs...)
+			return nil
+		}
+		for _, r := range recs {
+			if r.Offset < fromOffset {
+				continue
+			}
+			if err := fn(r.Offset, r); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	seen := map[int64]bool{}
+	for _, pid := range order {
+		if seen[pid] {
+			continue
+		}
+		seen[pid] = true
+		for _, r := range pending[pid] {
+			if err := open(pid, r); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }

@@ -596,6 +596,8 @@ func errorCode(err error) int16 {
 		return kerr.OffsetOutOfRange.Code
 	case errors.Is(err, storage.ErrLogClosed):
 		return kerr.NotLeaderForPartition.Code
+	case errors.Is(err, storage.ErrTransactionCoordinatorFenced):
+		return kerr.TransactionCoordinatorFenced.Code
 	}
 	return kerr.KafkaStorageError.Code
 }

@@ -20,6 +20,12 @@ import (
 // written. A batch the log recognizes as a retry of one of its producer's
 // last five batches is answered with the original offsets.
 func (m *Manager) Produce(ctx context.Context, topic string, partition int32, records []byte, acks int16) ProduceResult {
+	return m.produce(ctx, topic, partition, records, acks, false)
+}
+
+// produce is Produce; coordinator appends records a coordinator of this
+// broker writes for a producer (storage.Log.AppendAsCoordinator).
+func (m *Manager) produce(ctx context.Context, topic string, partition int32, records []byte, acks int16, coordinator bool) ProduceResult {
 	res := ProduceResult{BaseOffset: -1, LogAppendTime: -1, LogStartOffset: -1}
 	p := m.get(topic, partition)
 	if p == nil {
@@ -49,7 +55,11 @@ func (m *Manager) Produce(ctx context.Context, topic string, partition int32, re
 		res.ErrorMessage = fmt.Sprintf("%d bytes of records do not fit in a segment of %s (segment.bytes %d)", len(records), p.tp, segmentBytes)
 		return res
 	}
-	info, err := p.log.AppendAsLeader(records, p.leaderEpoch, m.cfg.Now().UnixMilli())
+	appendFn := p.log.AppendAsLeader
+	if coordinator {
+		appendFn = p.log.AppendAsCoordinator
+	}
+	info, err := appendFn(records, p.leaderEpoch, m.cfg.Now().UnixMilli())
 	if err != nil {
 		code := errorCode(err)
 		p.mu.RUnlock()
@@ -59,12 +69,7 @@ func (m *Manager) Produce(ctx context.Context, topic string, partition int32, re
 		}
 		return res
 	}
-	p.stMu.Lock()
-	moved := st.Appended(p.log.LogEndOffset())
-	p.stMu.Unlock()
-	if moved {
-		p.publishHW()
-	}
+	p.appended(st)
 	p.mu.RUnlock()
 	if !info.Duplicate {
 		m.signalChanged()
@@ -114,13 +119,79 @@ func (m *Manager) AppendInternal(ctx context.Context, topic string, partition in
 		return -1, fmt.Errorf("append to %s-%d: no records", topic, partition)
 	}
 	batch := storage.BuildBatch(records, storage.BatchOptions{})
+	return m.appendInternal(ctx, topic, partition, batch, len(records), false)
+}
+
+func (m *Manager) appendInternal(ctx context.Context, topic string, partition int32, batch []byte, n int, coordinator bool) (int64, error) {
 	acks := int16(-1)
 	if m.cfg.Unsafe.OffsetsUnreplicated {
 		acks = 1
 	}
-	res := m.Produce(ctx, topic, partition, batch, acks)
+	res := m.produce(ctx, topic, partition, batch, acks, coordinator)
 	if res.ErrorCode != 0 {
 		return -1, fmt.Errorf("append to %s-%d: %w: %s", topic, partition, kerr.ErrorForCode(res.ErrorCode), res.ErrorMessage)
 	}
-	return res.BaseOffset + int64(len(records)) - 1, nil
+	return res.BaseOffset + int64(n) - 1, nil
+}
+
+// AppendInternalTxn is AppendInternal for records written inside a
+// producer's transaction (the group coordinator's TxnOffsetCommit): one
+// transactional batch of producerID at epoch, without a sequence; the
+// transaction's marker ends it.
+func (m *Manager) AppendInternalTxn(ctx context.Context, topic string, partition int32, producerID int64, epoch int16, records []storage.Record) (int64, error) {
+	if len(records) == 0 {
+		return -1, fmt.Errorf("append to %s-%d: no records", topic, partition)
+	}
+	batch := storage.BuildBatch(records, storage.BatchOptions{
+		Producer:      &storage.BatchProducer{ID: producerID, Epoch: epoch, BaseSequence: -1},
+		Transactional: true,
+	})
+	return m.appendInternal(ctx, topic, partition, batch, len(records), true)
+}
+
+// WriteTxnMarker appends a transaction marker (WriteTxnMarkers, from a
+// transaction coordinator) to a partition this broker leads and answers
+// once the high watermark passes it, as an acks=all produce. It ends the
+// producer's open transaction in this partition; an abort goes to the
+// aborted-transactions index. A marker from an older coordinator epoch
+// gets TRANSACTION_COORDINATOR_FENCED, one for an older producer epoch
+// INVALID_PRODUCER_EPOCH.
+func (m *Manager) WriteTxnMarker(ctx context.Context, topic string, partition int32, producerID int64, epoch int16, commit bool, coordinatorEpoch int32) int16 {
+	p := m.get(topic, partition)
+	if p == nil {
+		return m.unknownOrNotLeader(topic, partition)
+	}
+	p.mu.RLock()
+	if p.state != OnlineReplica {
+		p.mu.RUnlock()
+		return kerr.NotLeaderForPartition.Code
+	}
+	p.stMu.Lock()
+	st := p.st
+	p.stMu.Unlock()
+	offset, err := p.log.AppendMarker(producerID, epoch, commit, coordinatorEpoch, p.leaderEpoch, m.cfg.Now().UnixMilli())
+	if err != nil {
+		p.mu.RUnlock()
+		code := errorCode(err)
+		if !clientError(code) {
+			m.logger.Error(fmt.Sprintf("Marker append to partition %s failed", p.tp), "err", err)
+		}
+		return code
+	}
+	p.appended(st)
+	p.mu.RUnlock()
+	m.signalChanged()
+	code, _ := m.awaitHW(ctx, p, st, offset)
+	return code
+}
+
+// appended tells the leader state st of the new log end after an append,
+// publishing a high watermark that moved.
+func (p *partition) appended(st *State) {
+	p.stMu.Lock()
+	moved := st.Appended(p.log.LogEndOffset())
+	p.stMu.Unlock()
+	if moved {
+		p.publishHW()
+	}
 }

@@ -1,5 +1,7 @@
 package replica
 
+import "github.com/faultline/faultline/broker/storage"
+
 // ProduceResult is the outcome of appending one partition's records
 // (Manager.Produce). The server turns it into a Produce response partition.
 type ProduceResult struct {
@@ -41,6 +43,9 @@ type FetchResult struct {
 	Records          []byte // whole record batches, possibly empty
 	DivergingEpoch   *DivergingEpoch
 	PreferredReplica int32 // -1
+	// AbortedTxns are the aborted transactions overlapping the records of
+	// a read_committed fetch; the consumer drops their records.
+	AbortedTxns []storage.AbortedTxn
 }
 
 // LeaderData is what a follower's fetch brought back from its leader for

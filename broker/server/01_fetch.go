@@ -30,8 +30,9 @@ import (
 //     so clients send full fetches; a request naming a session gets
 //     FETCH_SESSION_ID_NOT_FOUND, an epoch > 0 without a session
 //     INVALID_FETCH_SESSION_EPOCH.
-//   - IsolationLevel is handed to Replicas (read_committed stops at the
-//     LSO); aborted transactions are never listed.
+//   - IsolationLevel is handed to Replicas: read_committed stops at the
+//     last stable offset and lists the aborted transactions overlapping
+//     the records returned (from the aborted-transactions index).
 //   - Followers are recognised by ReplicaID (v4-v14) or ReplicaState
 //     (v15+) and passed on; DivergingEpoch (v12+) comes from Replicas.
 //   - PreferredReadReplica (v11+) is -1: consumers read from leaders.
@@ -185,6 +186,11 @@ func (s *Server) fetchOnce(r *request, req *kmsg.FetchRequest, resp *kmsg.FetchR
 				failed = true
 			} else {
 				rp.RecordBatches = trimBatches(res.Records, limit, first)
+				for _, a := range res.AbortedTxns {
+					at := kmsg.NewFetchResponseTopicPartitionAbortedTransaction()
+					at.ProducerID, at.FirstOffset = a.ProducerID, a.FirstOffset
+					rp.AbortedTransactions = append(rp.AbortedTransactions, at)
+				}
 				total += len(rp.RecordBatches)
 				remaining -= len(rp.RecordBatches)
 			}

@@ -13,8 +13,10 @@ import (
 //     Coordinators (one entry per key, v4's batched form, KIP-699). For
 //     v0-v3 the server then copies the first entry into the top-level
 //     fields unless Groups filled them itself.
-//   - Transaction coordinators (CoordinatorType 1) are Groups' to refuse
-//     (COORDINATOR_NOT_AVAILABLE) while transactions are not served.
+//   - Transaction coordinators (CoordinatorType 1) are found by Txns
+//     (the leader of the id's __transaction_state partition, the topic
+//     created on first use); without Txns they are Groups' to refuse
+//     (COORDINATOR_NOT_AVAILABLE).
 //
 // Version notes: v1 CoordinatorType, ErrorMessage; v2 nothing new; v3
 // flexible; v4 batched keys. v5 (KIP-890) and v6 (share groups) are not
@@ -29,7 +31,12 @@ func handleFindCoordinator(s *Server, r *request) (kmsg.Response, error) {
 	if req.Version < 4 {
 		req.CoordinatorKeys = []string{req.CoordinatorKey}
 	}
-	resp := s.backend.Groups.FindCoordinator(s.groupCtx(r), req)
+	var resp *kmsg.FindCoordinatorResponse
+	if req.CoordinatorType == 1 && s.backend.Txns != nil {
+		resp = s.backend.Txns.FindCoordinator(r.ctx, req)
+	} else {
+		resp = s.backend.Groups.FindCoordinator(s.groupCtx(r), req)
+	}
 	if resp == nil {
 		return nil, errNoResponse
 	}

@@ -7,9 +7,11 @@ import (
 // InitProducerId: v0-v4
 //
 // Behaviour:
-//   - Handed to Controller.InitProducerID. An idempotent producer (null
-//     TransactionalID) gets a fresh producer id and epoch 0; transactional
-//     ids are the Controller's to refuse while transactions are not served.
+//   - An idempotent producer (null TransactionalID) is handed to
+//     Controller.InitProducerID: a fresh producer id and epoch 0. A
+//     transactional id goes to Txns.InitProducerID (the transaction
+//     coordinator bumps its epoch, fencing older incarnations); without
+//     Txns it is the Controller's to refuse.
 //   - Without this API kgo silently produces without idempotence, so it is
 //     only advertised when a Controller is wired.
 //
@@ -22,7 +24,13 @@ func init() {
 }
 
 func handleInitProducerID(s *Server, r *request) (kmsg.Response, error) {
-	resp := s.backend.Controller.InitProducerID(r.ctx, r.kreq.(*kmsg.InitProducerIDRequest))
+	req := r.kreq.(*kmsg.InitProducerIDRequest)
+	var resp *kmsg.InitProducerIDResponse
+	if req.TransactionalID != nil && *req.TransactionalID != "" && s.backend.Txns != nil {
+		resp = s.backend.Txns.InitProducerID(r.ctx, req)
+	} else {
+		resp = s.backend.Controller.InitProducerID(r.ctx, req)
+	}
 	if resp == nil {
 		return nil, errNoResponse
 	}

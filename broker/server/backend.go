@@ -22,6 +22,12 @@ type Backend struct {
 	Controller Controller
 	Replicas   Replicas
 	Groups     Groups
+	// Txns is the transaction coordinator (broker/txn); nil leaves the
+	// transactional APIs unserved and InitProducerId idempotent only.
+	Txns Transactions
+	// TxnMarkers writes transaction markers to the partitions this broker
+	// leads (WriteTxnMarkers); *replica.Manager is one.
+	TxnMarkers TxnMarkers
 	// Listener names the advertised endpoint of this broker for clients,
 	// used when the metadata image does not list this node yet.
 	AdvertisedHost string
@@ -141,6 +147,35 @@ type Groups interface {
 	OffsetFetch(ctx context.Context, req *kmsg.OffsetFetchRequest) *kmsg.OffsetFetchResponse
 	DescribeGroups(ctx context.Context, req *kmsg.DescribeGroupsRequest) *kmsg.DescribeGroupsResponse
 	ListGroups(ctx context.Context, req *kmsg.ListGroupsRequest) *kmsg.ListGroupsResponse
+}
+
+// Transactions is the transaction coordinator. Each method takes the
+// decoded request and returns a complete response; the server sets the
+// version.
+type Transactions interface {
+	// FindCoordinator answers CoordinatorType 1 (transactional ids).
+	FindCoordinator(ctx context.Context, req *kmsg.FindCoordinatorRequest) *kmsg.FindCoordinatorResponse
+	// InitProducerID answers requests that carry a transactional id.
+	InitProducerID(ctx context.Context, req *kmsg.InitProducerIDRequest) *kmsg.InitProducerIDResponse
+	AddPartitionsToTxn(ctx context.Context, req *kmsg.AddPartitionsToTxnRequest) *kmsg.AddPartitionsToTxnResponse
+	AddOffsetsToTxn(ctx context.Context, req *kmsg.AddOffsetsToTxnRequest) *kmsg.AddOffsetsToTxnResponse
+	EndTxn(ctx context.Context, req *kmsg.EndTxnRequest) *kmsg.EndTxnResponse
+	DescribeTransactions(ctx context.Context, req *kmsg.DescribeTransactionsRequest) *kmsg.DescribeTransactionsResponse
+	ListTransactions(ctx context.Context, req *kmsg.ListTransactionsRequest) *kmsg.ListTransactionsResponse
+}
+
+// TxnMarkers writes one transaction marker to a partition this broker
+// leads and answers once it is replicated (an error code, 0 on success).
+type TxnMarkers interface {
+	WriteTxnMarker(ctx context.Context, topic string, partition int32, producerID int64, epoch int16, commit bool, coordinatorEpoch int32) int16
+}
+
+var _ TxnMarkers = (*replica.Manager)(nil)
+
+// TxnOffsets is the part of the group coordinator that takes offsets
+// committed inside a transaction (TxnOffsetCommit).
+type TxnOffsets interface {
+	TxnOffsetCommit(ctx context.Context, req *kmsg.TxnOffsetCommitRequest) *kmsg.TxnOffsetCommitResponse
 }
 
 // ConfigEntry is one configuration value as DescribeConfigs reports it.

@@ -27,7 +27,8 @@
 //     UNSUPPORTED_VERSION (ApiVersions in v0 format, per KIP-511).
 //
 // The server does I/O and protocol shape only; every decision (leadership,
-// acks, offsets, groups, topic creation) belongs to the Backend. The
+// acks, offsets, groups, transactions, topic creation) belongs to the
+// Backend. The
 // partition layer decides in its own types (replica.FetchPartition,
 // replica.FetchResult, replica.ProduceResult): the handlers decode kmsg
 // into them and encode the answers back, so server imports replica and

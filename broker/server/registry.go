@@ -16,7 +16,7 @@ const apiKeyApiVersions int16 = 18
 // served (a request for it is treated like an unknown key), so a partly
 // wired broker degrades the way clients expect: for example without
 // InitProducerId kgo produces without idempotence.
-type needs uint8
+type needs uint16
 
 const (
 	needMetadata needs = 1 << iota
@@ -30,6 +30,9 @@ const (
 	// broker listener (as Kafka's brokers forward it to the controllers).
 	needQuorum
 	needLogDirs
+	needTxns
+	needTxnMarkers
+	needTxnOffsets
 )
 
 // handlerFunc serves one decoded request. It returns the response (its
@@ -82,7 +85,10 @@ func available(b *Backend) map[int16]*api {
 			a.needs&needControllerAPIs != 0 && b.ControllerAPIs == nil ||
 			a.needs&needConfigs != 0 && b.Configs == nil ||
 			a.needs&needQuorum != 0 && b.quorumDescriber() == nil ||
-			a.needs&needLogDirs != 0 && b.LogDirs == nil {
+			a.needs&needLogDirs != 0 && b.LogDirs == nil ||
+			a.needs&needTxns != 0 && b.Txns == nil ||
+			a.needs&needTxnMarkers != 0 && b.TxnMarkers == nil ||
+			a.needs&needTxnOffsets != 0 && txnOffsets(b) == nil {
 			continue
 		}
 		out[k] = a
@@ -203,4 +209,11 @@ func (s *Server) serveRequest(r *request) (resp kmsg.Response, err error) {
 	}
 	resp.SetVersion(r.header.version)
 	return resp, nil
+}
+
+// txnOffsets is the group coordinator's transactional offset commits, nil
+// when the wired Groups does not take them.
+func txnOffsets(b *Backend) TxnOffsets {
+	t, _ := b.Groups.(TxnOffsets)
+	return t
 }

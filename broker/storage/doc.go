@@ -13,7 +13,16 @@
 //     epoch stamping, idempotent producer checks), reads, truncation, roll by
 //     size and time, retention by time and size, flush policy, the leader
 //     epoch cache (leader-epoch-checkpoint) and producer snapshots
-//     (<offset>.snapshot, Kafka's v1 format);
+//     (<offset>.snapshot, Kafka's v1 format, with each producer's open
+//     transaction);
+//   - transactions (txn.go): transactional batches open a producer's
+//     transaction, AppendMarker writes COMMIT/ABORT control batches,
+//     LastStableOffset, and the aborted-transactions index (.txnindex,
+//     Kafka's 34-byte entries) that AbortedTxns answers from; the index and
+//     the open transactions are rebuilt with the producer state from the
+//     newest snapshot and the log after it (unclean start, truncation);
+//     AppendAsCoordinator takes a coordinator's transactional batches
+//     (no sequence, epoch checked);
 //   - LogManager: loads every partition of every log dir, recovering after an
 //     unclean shutdown (no .kafka_cleanshutdown marker) with
 //     num.recovery.threads.per.data.dir workers per dir; writes the offset

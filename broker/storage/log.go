@@ -108,6 +108,9 @@ type Log struct {
 	recoveryPoint  int64
 	epochs         *epochCache
 	producers      *producerState
+	// aborted is the aborted-transactions index of every segment, by
+	// marker offset (see txn.go).
+	aborted []AbortedTxn
 
 	unflushedMessages int64
 	// dirty: files changed (append, truncation, roll) since the last flush.
@@ -303,7 +306,7 @@ func diskFailure(err error) bool {
 
 // parseForAppend validates every batch of records (whole batches, v2,
 // CRC, sizes) and returns their headers.
-func (l *Log) parseForAppend(records []byte, leader bool) ([]BatchHeader, error) {
+func (l *Log) parseForAppend(records []byte, leader bool, coordinator bool) ([]BatchHeader, error) {
 	var headers []BatchHeader
 	err := ForEachBatch(records, func(parsed BatchHeader, batch []byte) error {
 		h := parsed
@@ -327,7 +330,7 @@ func (l *Log) parseForAppend(records []byte, leader bool) ([]BatchHeader, error)
 			} else if int64(h.RecordCount) != int64(h.LastOffsetDelta)+1 {
 				return fmt.Errorf("%w: %d records, lastOffsetDelta %d", ErrInvalidRecord, h.RecordCount, h.LastOffsetDelta)
 			}
-			if h.HasProducerID() && h.BaseSequence < 0 {
+			if h.HasProducerID() && h.BaseSequence < 0 && !(coordinator && h.IsTransactional()) {
 				return fmt.Errorf("%w: producer %d batch without a sequence number", ErrInvalidRecord, h.ProducerID)
 			}
 			if h.Compression() > CompressionZstd {
@@ -359,7 +362,7 @@ func (l *Log) parseForAppend(records []byte, leader bool) ([]BatchHeader, error)
 // append may have failed its fsync), and with the fsync's error if it
 // fails again.
 func (l *Log) AppendAsLeader(records []byte, leaderEpoch int32, nowMs int64) (AppendInfo, error) {
-	info, flush, err := l.appendAsLeader(records, leaderEpoch, nowMs)
+	info, flush, err := l.appendAsLeader(records, leaderEpoch, nowMs, false)
 	if err != nil || !flush {
 		return info, err
 	}
@@ -432,13 +435,13 @@ func (l *Log) checkTimestamps(headers []BatchHeader, nowMs int64) error {
 	return nil
 }
 
-func (l *Log) appendAsLeader(records []byte, leaderEpoch int32, nowMs int64) (AppendInfo, bool, error) {
+func (l *Log) appendAsLeader(records []byte, leaderEpoch int32, nowMs int64, coordinator bool) (AppendInfo, bool, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if err := l.checkUsable(); err != nil {
 		return AppendInfo{}, false, err
 	}
-	headers, err := l.parseForAppend(records, true)
+	headers, err := l.parseForAppend(records, true, coordinator)
 	if err != nil {
 		return AppendInfo{}, false, err
 	}
@@ -449,13 +452,19 @@ func (l *Log) appendAsLeader(records []byte, leaderEpoch int32, nowMs int64) (Ap
 		if records, err = recompress(records, headers, target); err != nil {
 			return AppendInfo{}, false, fmt.Errorf("append to %s: %w", l.tp, err)
 		}
-		if headers, err = l.parseForAppend(records, true); err != nil {
+		if headers, err = l.parseForAppend(records, true, coordinator); err != nil {
 			return AppendInfo{}, false, err
 		}
 	}
 	pa := l.producers.begin()
 	for _, h := range headers {
 		if !h.HasProducerID() {
+			continue
+		}
+		if coordinator {
+			if err := pa.checkEpoch(h); err != nil {
+				return AppendInfo{}, false, fmt.Errorf("append to %s: %w", l.tp, err)
+			}
 			continue
 		}
 		dup, isDup, err := pa.check(h)
@@ -542,7 +551,7 @@ func (l *Log) appendAsFollower(records []byte, nowMs int64) (int64, bool, error)
 	if err := l.checkUsable(); err != nil {
 		return 0, false, err
 	}
-	headers, err := l.parseForAppend(records, false)
+	headers, err := l.parseForAppend(records, false, false)
 	if err != nil {
 		return 0, false, err
 	}
@@ -560,8 +569,10 @@ func (l *Log) appendAsFollower(records []byte, nowMs int64) (int64, bool, error)
 	if err := l.appendBatches(records[:size], headers, nowMs); err != nil {
 		return 0, false, err
 	}
+	pos := 0
 	for _, h := range headers {
-		l.producers.replay(h)
+		l.replayBatch(h, records[pos:pos+h.Size()], true)
+		pos += h.Size()
 		if h.PartitionLeaderEpoch >= 0 {
 			if e, ok := l.epochs.latest(); !ok || e.Epoch < h.PartitionLeaderEpoch {
 				if _, err := l.epochs.assign(h.PartitionLeaderEpoch, h.BaseOffset, true); err != nil {
@@ -1071,6 +1082,7 @@ func (l *Log) truncateFullyAndStartAt(offset int64) error {
 		return fmt.Errorf("truncate %s: leader epoch checkpoint: %w", l.tp, err)
 	}
 	l.producers = newProducerState()
+	l.aborted = nil
 	if offs, err := listSnapshots(l.fs, l.dir); err == nil {
 		for _, o := range offs {
 			_ = removeSnapshot(l.fs, l.dir, o)
@@ -1189,6 +1201,13 @@ func (l *Log) deleteSegmentsWhile(pred func(s, next *segment) bool) (int, error)
 			return n, fmt.Errorf("retention of %s: leader epoch checkpoint: %w", l.tp, err)
 		}
 		l.producers.dropBefore(base)
+		kept := l.aborted[:0]
+		for _, a := range l.aborted {
+			if a.LastOffset >= base {
+				kept = append(kept, a)
+			}
+		}
+		l.aborted = kept
 	}
 	if offs, err := listSnapshots(l.fs, l.dir); err == nil {
 		for _, o := range offs {
@@ -1235,9 +1254,15 @@ func (l *Log) rebuildProducerState(upTo int64, logLoad bool) error {
 	if logLoad {
 		l.logger.Info(fmt.Sprintf("Loading producer state from offset %d for partition %s", from, l.tp))
 	}
+	l.loadTxnIndexes(from)
 	if from >= upTo {
 		return nil
 	}
+	defer func() {
+		for _, s := range l.segments[l.segmentFor(from):] {
+			l.writeTxnIndex(s)
+		}
+	}()
 	for i := l.segmentFor(from); i < len(l.segments); i++ {
 		s := l.segments[i]
 		if s.baseOffset >= upTo {
@@ -1278,7 +1303,7 @@ func (l *Log) replaySegment(s *segment, start, from, upTo int64) error {
 	defer sc.release()
 	sc.bufPos = start
 	for {
-		_, h, _, err := sc.next(false)
+		_, h, batch, err := sc.next(false)
 		if err != nil {
 			if errors.Is(err, io.EOF) {
 				return nil
@@ -1289,7 +1314,7 @@ func (l *Log) replaySegment(s *segment, start, from, upTo int64) error {
 			return nil
 		}
 		if h.LastOffset() >= from {
-			l.producers.replay(h)
+			l.replayBatch(h, batch, false)
 		}
 	}
 }

@@ -66,6 +66,9 @@ func (e *producerEntry) add(h BatchHeader) {
 		timestamp:   h.MaxTimestamp,
 	})
 	e.lastTimestamp = h.MaxTimestamp
+	if h.IsTransactional() && e.currentTxnFirstOffset < 0 {
+		e.currentTxnFirstOffset = h.BaseOffset
+	}
 }
 
 // duplicateOf returns the remembered batch h duplicates, if any.

@@ -1,0 +1,69 @@
+package node
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// BenchmarkTransactions: one op is 4 sends to the bench topic, flushed,
+// and in mode=txn the transaction around them (BeginTransaction, 4 sends,
+// Flush, EndTransaction commit); mode=plain is the same 4 sends from an
+// idempotent producer. The target is txn at no less than
+// half the plain throughput. Compare with
+//
+//	go test -run '^$' -bench Transactions -count 6 ./broker/node/ | tee txn.txt
+//	go run golang.org/x/perf/cmd/benchstat@latest -col /mode -row /broker txn.txt
+func BenchmarkTransactions(b *testing.B) {
+	for _, peer := range benchPeers() {
+		for _, mode := range []string{"plain", "txn"} {
+			b.Run("broker="+peer.name+"/mode="+mode, func(b *testing.B) {
+				seeds := peer.start(b)
+				benchCreateTopic(b, seeds)
+				opts := []kgo.Opt{kgo.SeedBrokers(seeds...), kgo.DefaultProduceTopic(benchTopic),
+					kgo.RecordPartitioner(kgo.RoundRobinPartitioner()), kgo.ProducerLinger(0)}
+				if mode == "txn" {
+					opts = append(opts, kgo.TransactionalID("bench-"+peer.name))
+				}
+				cl, err := kgo.NewClient(opts...)
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer cl.Close()
+				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+				defer cancel()
+				value := make([]byte, benchValueBytes)
+				op := func() {
+					if mode == "txn" {
+						if err := cl.BeginTransaction(); err != nil {
+							b.Fatal(err)
+						}
+					}
+					for range 4 {
+						cl.Produce(ctx, &kgo.Record{Value: value}, func(_ *kgo.Record, err error) {
+							if err != nil {
+								b.Error(err)
+							}
+						})
+					}
+					if err := cl.Flush(ctx); err != nil {
+						b.Fatal(err)
+					}
+					if mode == "txn" {
+						if err := cl.EndTransaction(ctx, kgo.TryCommit); err != nil {
+							b.Fatal(err)
+						}
+					}
+				}
+				op() // warm up: producer id, coordinator, topic metadata
+				b.ResetTimer()
+				for b.Loop() {
+					op()
+				}
+				b.ReportMetric(float64(4*b.N)/b.Elapsed().Seconds(), "records/s")
+			})
+		}
+	}
+}

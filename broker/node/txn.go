@@ -1,0 +1,327 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"strconv"
+	"sync"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/faultline/faultline/broker/config"
+	"github.com/faultline/faultline/broker/group"
+	"github.com/faultline/faultline/broker/metadata"
+	"github.com/faultline/faultline/broker/replica"
+	"github.com/faultline/faultline/broker/server"
+	"github.com/faultline/faultline/broker/storage"
+	"github.com/faultline/faultline/broker/txn"
+)
+
+// startTxnCoordinator starts the transaction coordinator over
+// __transaction_state; it follows the image after the replica manager and
+// the group coordinator.
+func (n *Node) startTxnCoordinator() error {
+	cfg := n.cfg
+	markers := &markerWriter{nodeID: cfg.NodeID, md: n.publisher, local: n.txnMarkers(),
+		dialer: replica.KgoDialer{DialConn: n.dial}, listener: n.interBrokerListener(),
+		logger: n.logger.With(ComponentKey, "TransactionMarkerChannelManager"), clients: map[string]replica.BrokerClient{}}
+	tc, err := txn.New(txn.Config{
+		NodeID:          cfg.NodeID,
+		NumPartitions:   cfg.TransactionStateLogNumPartitions,
+		MaxTimeoutMs:    cfg.TransactionMaxTimeoutMs,
+		AbortIntervalMs: cfg.TransactionAbortTimedOutTransactionCleanupIntervalMs,
+		NewProducerID: func(ctx context.Context) (int64, error) {
+			resp := n.forwarder.InitProducerID(ctx, kmsg.NewPtrInitProducerIDRequest())
+			if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
+				return -1, fmt.Errorf("allocate a producer id: %w", err)
+			}
+			return resp.ProducerID, nil
+		},
+		GroupPartition: n.groups.PartitionFor,
+		Logger:         n.logger.With(ComponentKey, "TransactionCoordinator"),
+	}, &txnStateLog{cfg: cfg, md: n.publisher, controller: n.forwarder, replicas: n.replicas}, markers, n.publisher)
+	if err != nil {
+		return err
+	}
+	n.txns = tc
+	cancel := n.publisher.Subscribe(tc.ApplyImage)
+	n.pushStop("transaction coordinator", func(context.Context) error { cancel(); tc.Close(); markers.close(); return nil })
+	return nil
+}
+
+// interBrokerListener is the listener name other brokers are reached on.
+func (n *Node) interBrokerListener() string {
+	if l := n.cfg.InterBrokerListenerName; l != "" && l == n.listenerCfg.Name {
+		return l
+	}
+	return n.listenerCfg.Name
+}
+
+// txnStateLog is __transaction_state for the coordinator.
+type txnStateLog struct {
+	cfg        *config.Config
+	md         metadata.Source
+	controller server.Controller
+	replicas   *replica.Manager
+}
+
+// EnsureTopic implements txn.StateLog with Kafka's defaults: 50
+// partitions, RF min(transaction.state.log.replication.factor, live
+// brokers), compacted, min.insync.replicas transaction.state.log.min.isr.
+func (l *txnStateLog) EnsureTopic(ctx context.Context) error {
+	im := l.md.Image()
+	if im.Topic(txn.StateTopic) != nil {
+		return nil
+	}
+	rf := min(l.cfg.TransactionStateLogReplicationFactor, max(int16(len(im.UnfencedBrokers())), 1))
+	return createInternalTopic(ctx, l.controller, txn.StateTopic, l.cfg.TransactionStateLogNumPartitions, rf, map[string]string{
+		"cleanup.policy":                 "compact",
+		"compression.type":               "uncompressed",
+		"min.insync.replicas":            strconv.Itoa(int(min(int32(rf), l.cfg.TransactionStateLogMinIsr))),
+		"segment.bytes":                  strconv.Itoa(int(l.cfg.TransactionStateLogSegmentBytes)),
+		"unclean.leader.election.enable": "false",
+	})
+}
+
+// Append implements txn.StateLog.
+func (l *txnStateLog) Append(ctx context.Context, partition int32, key, value []byte) error {
+	_, err := l.replicas.AppendInternal(ctx, txn.StateTopic, partition, []storage.Record{{TimestampMs: timeNowMs(), Key: key, Value: value}})
+	if err != nil && notLeader(err) {
+		return fmt.Errorf("%w: %w", txn.ErrNotLeader, err)
+	}
+	return err
+}
+
+// Replay implements txn.StateLog, to the log end as the group coordinator
+// does: a new leader's high watermark can lag what the old one committed.
+func (l *txnStateLog) Replay(ctx context.Context, partition int32, fn func(key, value []byte) error) error {
+	return replayToEnd(ctx, l.replicas, txn.StateTopic, partition, fn)
+}
+
+func notLeader(err error) bool {
+	return errors.Is(err, kerr.NotLeaderForPartition) || errors.Is(err, kerr.UnknownTopicOrPartition) ||
+		errors.Is(err, kerr.FencedLeaderEpoch) || errors.Is(err, kerr.NotEnoughReplicas) ||
+		errors.Is(err, kerr.NotEnoughReplicasAfterAppend)
+}
+
+// createInternalTopic asks the controller for an internal topic; "already
+// exists" is success.
+func createInternalTopic(ctx context.Context, controller server.Controller, name string, partitions int32, rf int16, configs map[string]string) error {
+	req := kmsg.NewPtrCreateTopicsRequest()
+	t := kmsg.NewCreateTopicsRequestTopic()
+	t.Topic, t.NumPartitions, t.ReplicationFactor = name, partitions, rf
+	for k, v := range configs {
+		c := kmsg.NewCreateTopicsRequestTopicConfig()
+		c.Name = k
+		c.Value = &v
+		t.Configs = append(t.Configs, c)
+	}
+	req.Topics = append(req.Topics, t)
+	req.TimeoutMillis = 30000
+	resp := controller.CreateTopics(ctx, req)
+	for _, rt := range resp.Topics {
+		if err := kerr.ErrorForCode(rt.ErrorCode); err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
+			msg := ""
+			if rt.ErrorMessage != nil {
+				msg = ": " + *rt.ErrorMessage
+			}
+			return fmt.Errorf("create %s: %w%s", name, err, msg)
+		}
+	}
+	return nil
+}
+
+// markerWriter sends markers to partition leaders: through the local
+// replica manager for the partitions this node leads, with WriteTxnMarkers
+// to the others.
+type markerWriter struct {
+	nodeID   int32
+	md       metadata.Source
+	local    server.TxnMarkers
+	dialer   replica.Dialer
+	listener string
+	logger   *slog.Logger
+
+	mu      sync.Mutex
+	clients map[string]replica.BrokerClient // by address
+}
+
+// WriteMarkers implements txn.MarkerWriter.
+func (w *markerWriter) WriteMarkers(ctx context.Context, m txn.Marker) []txn.TopicPartition {
+	im := w.md.Image()
+	byLeader := map[int32][]txn.TopicPartition{}
+	var pending []txn.TopicPartition
+	for _, tp := range m.Partitions {
+		p := im.Partition(tp.Topic, tp.Partition)
+		switch {
+		case p == nil:
+			// The topic is gone: nothing left to end.
+		case p.Leader < 0:
+			pending = append(pending, tp)
+		default:
+			byLeader[p.Leader] = append(byLeader[p.Leader], tp)
+		}
+	}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for leader, tps := range byLeader {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			left := w.writeTo(ctx, im, leader, m, tps)
+			mu.Lock()
+			pending = append(pending, left...)
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	return pending
+}
+
+// markerDone reports whether a partition's answer ends its marker: written,
+// or refused for good (the topic is gone, or a newer epoch of the producer
+// already wrote there).
+func markerDone(code int16) bool {
+	return code == 0 || code == kerr.UnknownTopicOrPartition.Code || code == kerr.InvalidProducerEpoch.Code
+}
+
+func (w *markerWriter) writeTo(ctx context.Context, im *metadata.Image, leader int32, m txn.Marker, tps []txn.TopicPartition) []txn.TopicPartition {
+	if leader == w.nodeID {
+		codes := make([]int16, len(tps))
+		var wg sync.WaitGroup
+		for i, tp := range tps {
+			wg.Go(func() {
+				codes[i] = w.local.WriteTxnMarker(ctx, tp.Topic, tp.Partition, m.ProducerID, m.ProducerEpoch, m.Commit, m.CoordinatorEpoch)
+			})
+		}
+		wg.Wait()
+		var left []txn.TopicPartition
+		for i, tp := range tps {
+			if !markerDone(codes[i]) {
+				left = append(left, tp)
+			}
+		}
+		return left
+	}
+	addr, ok := brokerAddr(im, leader, w.listener)
+	if !ok {
+		return tps
+	}
+	cl, err := w.client(ctx, leader, addr)
+	if err != nil {
+		w.logger.Warn(fmt.Sprintf("Cannot reach broker %d for transaction markers", leader), "err", err)
+		return tps
+	}
+	req := kmsg.NewPtrWriteTxnMarkersRequest()
+	rm := kmsg.NewWriteTxnMarkersRequestMarker()
+	rm.ProducerID, rm.ProducerEpoch, rm.Committed, rm.CoordinatorEpoch = m.ProducerID, m.ProducerEpoch, m.Commit, m.CoordinatorEpoch
+	for _, tp := range tps {
+		if n := len(rm.Topics); n > 0 && rm.Topics[n-1].Topic == tp.Topic {
+			rm.Topics[n-1].Partitions = append(rm.Topics[n-1].Partitions, tp.Partition)
+			continue
+		}
+		rt := kmsg.NewWriteTxnMarkersRequestMarkerTopic()
+		rt.Topic, rt.Partitions = tp.Topic, []int32{tp.Partition}
+		rm.Topics = append(rm.Topics, rt)
+	}
+	req.Markers = append(req.Markers, rm)
+	kresp, err := cl.Request(ctx, req)
+	if err != nil {
+		w.dropClient(addr)
+		return tps
+	}
+	resp, ok := kresp.(*kmsg.WriteTxnMarkersResponse)
+	if !ok {
+		return tps
+	}
+	done := map[txn.TopicPartition]bool{}
+	for _, mk := range resp.Markers {
+		for _, t := range mk.Topics {
+			for _, p := range t.Partitions {
+				if markerDone(p.ErrorCode) {
+					done[txn.TopicPartition{Topic: t.Topic, Partition: p.Partition}] = true
+				}
+			}
+		}
+	}
+	var left []txn.TopicPartition
+	for _, tp := range tps {
+		if !done[tp] {
+			left = append(left, tp)
+		}
+	}
+	return left
+}
+
+func brokerAddr(im *metadata.Image, id int32, listener string) (string, bool) {
+	b, ok := im.Brokers[id]
+	if !ok {
+		return "", false
+	}
+	host, port := b.Host, b.Port
+	for _, e := range b.Endpoints {
+		if e.Name == listener {
+			host, port = e.Host, int32(e.Port)
+		}
+	}
+	if host == "" || port <= 0 {
+		return "", false
+	}
+	return net.JoinHostPort(host, strconv.Itoa(int(port))), true
+}
+
+func (w *markerWriter) client(ctx context.Context, id int32, addr string) (replica.BrokerClient, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if cl := w.clients[addr]; cl != nil {
+		return cl, nil
+	}
+	cl, err := w.dialer.Dial(ctx, id, addr)
+	if err != nil {
+		return nil, err
+	}
+	w.clients[addr] = cl
+	return cl, nil
+}
+
+func (w *markerWriter) dropClient(addr string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if cl := w.clients[addr]; cl != nil {
+		cl.Close()
+		delete(w.clients, addr)
+	}
+}
+
+func (w *markerWriter) close() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for addr, cl := range w.clients {
+		cl.Close()
+		delete(w.clients, addr)
+	}
+}
+
+// txnMarkers writes markers to the partitions this node leads and, for a
+// __consumer_offsets partition, tells the group coordinator, so that the
+// offsets a transaction committed count from its COMMIT marker on.
+func (n *Node) txnMarkers() server.TxnMarkers {
+	return nodeTxnMarkers{replicas: n.replicas, groups: n.groups}
+}
+
+type nodeTxnMarkers struct {
+	replicas *replica.Manager
+	groups   *group.Coordinator
+}
+
+func (t nodeTxnMarkers) WriteTxnMarker(ctx context.Context, topic string, partition int32, producerID int64, epoch int16, commit bool, coordinatorEpoch int32) int16 {
+	code := t.replicas.WriteTxnMarker(ctx, topic, partition, producerID, epoch, commit, coordinatorEpoch)
+	if code == 0 && topic == group.OffsetsTopic && t.groups != nil {
+		t.groups.CompleteTxn(partition, producerID, commit)
+	}
+	return code
+}

@@ -1,0 +1,476 @@
+package txn
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/faultline/faultline/broker/group"
+	"github.com/faultline/faultline/broker/metadata"
+)
+
+// Coordinator is the transaction coordinator of one broker. Create it with
+// New, feed it metadata images with ApplyImage, Close it at shutdown.
+type Coordinator struct {
+	cfg     Config
+	log     StateLog
+	markers MarkerWriter
+	md      metadata.Source
+	logger  *slog.Logger
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	locksMu     sync.Mutex
+	appendLocks map[int32]*sync.Mutex
+
+	// mu guards parts, txns and every entry's meta pointer. Lock order:
+	// entry.mu, then the partition's append lock, then mu.
+	mu       sync.Mutex
+	closed   bool
+	parts    map[int32]*partState
+	txns     map[string]*entry
+	tokenSeq uint64
+}
+
+// partState is one __transaction_state partition this broker leads; token
+// changes at every gain of leadership so stale work can tell.
+type partState struct {
+	loading bool
+	token   uint64
+	epoch   int32 // the partition's leader epoch: the coordinator epoch
+	cancel  context.CancelFunc
+}
+
+// entry is one transactional id. mu serialises the requests on it; meta
+// is nil until the first InitProducerId is durable.
+type entry struct {
+	mu        sync.Mutex
+	partition int32
+	meta      *Metadata
+}
+
+// New returns a coordinator that owns no partition yet.
+func New(cfg Config, log StateLog, markers MarkerWriter, md metadata.Source) (*Coordinator, error) {
+	if log == nil || markers == nil || md == nil {
+		return nil, errors.New("transaction coordinator needs a state log, a marker writer and a metadata source")
+	}
+	cfg.fillDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, fmt.Errorf("transaction coordinator config: %w", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	c := &Coordinator{
+		cfg: cfg, log: log, markers: markers, md: md, logger: cfg.Logger,
+		ctx: ctx, cancel: cancel,
+		appendLocks: map[int32]*sync.Mutex{},
+		parts:       map[int32]*partState{},
+		txns:        map[string]*entry{},
+	}
+	c.wg.Add(1)
+	go c.abortLoop()
+	return c, nil
+}
+
+// Close stops loads, marker retries and the timeout scan.
+func (c *Coordinator) Close() {
+	c.mu.Lock()
+	c.closed = true
+	for p := range c.parts {
+		c.unloadLocked(p)
+	}
+	c.mu.Unlock()
+	c.cancel()
+	c.wg.Wait()
+}
+
+func (c *Coordinator) nowMs() int64 { return c.cfg.Now().UnixMilli() }
+
+func (c *Coordinator) numPartitions() int32 {
+	if t := c.md.Image().Topic(StateTopic); t != nil && len(t.Partitions) > 0 {
+		return int32(len(t.Partitions))
+	}
+	return c.cfg.NumPartitions
+}
+
+// PartitionFor is the __transaction_state partition of a transactional id.
+func (c *Coordinator) PartitionFor(txnID string) int32 {
+	return group.HashPartition(txnID, c.numPartitions())
+}
+
+func (c *Coordinator) appendLock(p int32) *sync.Mutex {
+	c.locksMu.Lock()
+	defer c.locksMu.Unlock()
+	l := c.appendLocks[p]
+	if l == nil {
+		l = new(sync.Mutex)
+		c.appendLocks[p] = l
+	}
+	return l
+}
+
+// ApplyImage brings the owned partitions in line with image: loads the
+// __transaction_state partitions this node now leads (again when their
+// leader epoch changed) and drops the others. It has the shape of a
+// metadata.Publisher subscriber.
+func (c *Coordinator) ApplyImage(_, image *metadata.Image) {
+	leads := map[int32]int32{}
+	if t := image.Topic(StateTopic); t != nil {
+		for _, p := range t.Partitions {
+			if p.Leader == c.cfg.NodeID {
+				leads[p.Partition] = p.LeaderEpoch
+			}
+		}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return
+	}
+	for p := range c.parts {
+		if _, ok := leads[p]; !ok {
+			c.unloadLocked(p)
+		}
+	}
+	for p, epoch := range leads {
+		if st := c.parts[p]; st != nil {
+			if st.epoch == epoch {
+				continue
+			}
+			c.unloadLocked(p)
+		}
+		c.tokenSeq++
+		st := &partState{loading: true, token: c.tokenSeq, epoch: epoch}
+		c.parts[p] = st
+		c.startLoadLocked(p, st)
+	}
+}
+
+func (c *Coordinator) startLoadLocked(p int32, st *partState) {
+	ctx, cancel := context.WithCancel(c.ctx)
+	st.cancel = cancel
+	c.logger.Info(fmt.Sprintf("Loading transaction metadata from %s-%d (coordinator epoch %d)", StateTopic, p, st.epoch))
+	c.wg.Add(1)
+	go c.load(ctx, p, st)
+}
+
+func (c *Coordinator) unloadLocked(p int32) {
+	st := c.parts[p]
+	delete(c.parts, p)
+	if st != nil && st.cancel != nil {
+		st.cancel()
+	}
+	n := 0
+	for id, e := range c.txns {
+		if e.partition == p {
+			delete(c.txns, id)
+			n++
+		}
+	}
+	c.logger.Info(fmt.Sprintf("Unloaded %d transactional ids of %s-%d", n, StateTopic, p))
+}
+
+func (c *Coordinator) current(p int32, token uint64) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	st := c.parts[p]
+	return st != nil && st.token == token && !st.loading
+}
+
+// load replays partition p and installs its transactional ids; prepared
+// transactions get their markers (again).
+func (c *Coordinator) load(ctx context.Context, p int32, st *partState) {
+	defer c.wg.Done()
+	for {
+		err := c.loadOnce(ctx, p, st)
+		if err == nil || ctx.Err() != nil {
+			return
+		}
+		c.logger.Warn(fmt.Sprintf("Error loading transaction metadata from %s-%d, retrying in %d ms: %v", StateTopic, p, c.cfg.RetryBackoffMs, err))
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(ms(c.cfg.RetryBackoffMs)):
+		}
+	}
+}
+
+func (c *Coordinator) loadOnce(ctx context.Context, p int32, st *partState) error {
+	lock := c.appendLock(p)
+	lock.Lock()
+	defer lock.Unlock()
+	start := c.cfg.Now()
+	loaded := map[string]Metadata{}
+	skipped := 0
+	err := c.log.Replay(ctx, p, func(key, value []byte) error {
+		m, tomb, err := DecodeRecord(key, value)
+		switch {
+		case err != nil:
+			skipped++
+			c.logger.Warn(fmt.Sprintf("Skipping unreadable record in %s-%d: %v", StateTopic, p, err))
+		case tomb:
+			delete(loaded, m.TransactionalID)
+		default:
+			loaded[m.TransactionalID] = m
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	parts := c.numPartitions()
+	c.mu.Lock()
+	if cur := c.parts[p]; cur != st {
+		c.mu.Unlock()
+		return nil
+	}
+	var prepared []*entry
+	for id, m := range loaded {
+		if group.HashPartition(id, parts) != p {
+			c.logger.Warn(fmt.Sprintf("Ignoring transactional id %s found in %s-%d: it belongs to partition %d", id, StateTopic, p, group.HashPartition(id, parts)))
+			continue
+		}
+		m := m
+		e := &entry{partition: p, meta: &m}
+		c.txns[id] = e
+		if m.State.prepared() {
+			prepared = append(prepared, e)
+		}
+	}
+	st.loading = false
+	c.mu.Unlock()
+	c.logger.Info(fmt.Sprintf("Finished loading %d transactional ids from %s-%d in %d milliseconds (%d to complete, %d unreadable records skipped)",
+		len(loaded), StateTopic, p, c.cfg.Now().Sub(start).Milliseconds(), len(prepared), skipped))
+	for _, e := range prepared {
+		c.finishAsync(e, p, st.token, st.epoch, *e.meta)
+	}
+	return nil
+}
+
+// op is the context of one request on a transactional id.
+type op struct {
+	e     *entry
+	p     int32
+	token uint64
+	epoch int32
+}
+
+// lookup finds (or creates) the entry of txnID and checks that this node
+// coordinates it; the caller then takes e.mu and calls recheck.
+func (c *Coordinator) lookup(txnID string, create bool) (op, int16) {
+	p := c.PartitionFor(txnID)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	st := c.parts[p]
+	switch {
+	case st == nil || c.closed:
+		return op{}, kerr.NotCoordinator.Code
+	case st.loading:
+		return op{}, kerr.CoordinatorLoadInProgress.Code
+	}
+	e := c.txns[txnID]
+	if e == nil {
+		if !create {
+			return op{}, kerr.TransactionalIDNotFound.Code
+		}
+		e = &entry{partition: p}
+		c.txns[txnID] = e
+	}
+	return op{e: e, p: p, token: st.token, epoch: st.epoch}, 0
+}
+
+// with runs fn on txnID's entry with its lock held; fn gets the current
+// metadata (nil if none). It returns fn's code, or NOT_COORDINATOR when
+// the partition moved meanwhile.
+func (c *Coordinator) with(txnID string, create bool, fn func(o op, cur *Metadata) int16) int16 {
+	o, code := c.lookup(txnID, create)
+	if code != 0 {
+		return code
+	}
+	o.e.mu.Lock()
+	defer o.e.mu.Unlock()
+	if !c.current(o.p, o.token) {
+		return kerr.NotCoordinator.Code
+	}
+	c.mu.Lock()
+	var cur *Metadata
+	if o.e.meta != nil {
+		m := o.e.meta.clone()
+		cur = &m
+	}
+	c.mu.Unlock()
+	return fn(o, cur)
+}
+
+// persist writes m to __transaction_state and installs it; the caller
+// holds o.e.mu.
+func (c *Coordinator) persist(o op, m Metadata) int16 {
+	lock := c.appendLock(o.p)
+	lock.Lock()
+	defer lock.Unlock()
+	if !c.current(o.p, o.token) {
+		return kerr.NotCoordinator.Code
+	}
+	ctx, cancel := context.WithTimeout(c.ctx, ms(c.cfg.AppendTimeoutMs))
+	defer cancel()
+	if err := c.log.Append(ctx, o.p, EncodeKey(m.TransactionalID), EncodeValue(m)); err != nil {
+		c.logger.Warn(fmt.Sprintf("Failed to write transaction %s (%s) to %s-%d: %v", m.TransactionalID, m.State, StateTopic, o.p, err))
+		if errors.Is(err, ErrNotLeader) {
+			return kerr.NotCoordinator.Code
+		}
+		return kerr.CoordinatorNotAvailable.Code
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if st := c.parts[o.p]; st == nil || st.token != o.token {
+		return kerr.NotCoordinator.Code
+	}
+	mm := m
+	o.e.meta = &mm
+	return 0
+}
+
+func (c *Coordinator) newID() func() (int64, error) {
+	return func() (int64, error) {
+		ctx, cancel := context.WithTimeout(c.ctx, ms(c.cfg.AppendTimeoutMs))
+		defer cancel()
+		return c.cfg.NewProducerID(ctx)
+	}
+}
+
+// apply persists a decision and starts its markers; it returns the code
+// for the client and, when markers were started, a channel closed once
+// the transaction is complete.
+func (c *Coordinator) apply(o op, d Decision) (int16, <-chan struct{}) {
+	if d.Write {
+		if code := c.persist(o, d.Next); code != 0 {
+			return code, nil
+		}
+	}
+	if d.Markers {
+		return d.Code, c.finishAsync(o.e, o.p, o.token, o.epoch, d.Next)
+	}
+	return d.Code, nil
+}
+
+// finishAsync writes the markers of prepared transaction m and then its
+// Complete state, retrying until both are done or this node stops
+// coordinating the partition. The returned channel is closed when the
+// transaction is complete.
+func (c *Coordinator) finishAsync(e *entry, p int32, token uint64, coordEpoch int32, m Metadata) <-chan struct{} {
+	done := make(chan struct{})
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		marker := Marker{ProducerID: m.ProducerID, ProducerEpoch: m.ProducerEpoch, CoordinatorEpoch: coordEpoch,
+			Commit: m.State == PrepareCommit, Partitions: m.Partitions}
+		for attempt := 0; ; attempt++ {
+			if attempt > 0 && !c.sleep(c.cfg.RetryBackoffMs) {
+				return
+			}
+			if !c.current(p, token) {
+				return
+			}
+			if len(marker.Partitions) > 0 {
+				ctx, cancel := context.WithTimeout(c.ctx, ms(c.cfg.AppendTimeoutMs))
+				marker.Partitions = c.markers.WriteMarkers(ctx, marker)
+				cancel()
+				if len(marker.Partitions) > 0 {
+					if attempt%50 == 0 {
+						c.logger.Warn(fmt.Sprintf("Markers of transaction %s not yet written to %d partitions; retrying", m.TransactionalID, len(marker.Partitions)))
+					}
+					continue
+				}
+			}
+			if c.complete(e, p, token, m) {
+				close(done)
+				return
+			}
+		}
+	}()
+	return done
+}
+
+// complete persists the Complete state of m, true when done (or when the
+// entry moved on and there is nothing left to do).
+func (c *Coordinator) complete(e *entry, p int32, token uint64, m Metadata) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	c.mu.Lock()
+	cur := e.meta
+	c.mu.Unlock()
+	if cur == nil || cur.State != m.State || cur.ProducerID != m.ProducerID || cur.ProducerEpoch != m.ProducerEpoch {
+		return true
+	}
+	next, ok := Complete(*cur, c.nowMs())
+	if !ok {
+		return true
+	}
+	code := c.persist(op{e: e, p: p, token: token}, next)
+	if code == 0 {
+		c.logger.Debug(fmt.Sprintf("Completed transaction %s as %s", m.TransactionalID, next.State))
+	}
+	return code == 0
+}
+
+func (c *Coordinator) sleep(msv int64) bool {
+	t := time.NewTimer(ms(msv))
+	defer t.Stop()
+	select {
+	case <-c.ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+func (c *Coordinator) abortLoop() {
+	defer c.wg.Done()
+	t := time.NewTicker(ms(c.cfg.AbortIntervalMs))
+	defer t.Stop()
+	for {
+		select {
+		case <-c.ctx.Done():
+			return
+		case <-t.C:
+			c.AbortTimedOut()
+		}
+	}
+}
+
+// AbortTimedOut aborts every open transaction this node coordinates that
+// is older than its timeout, bumping its epoch to fence the producer that
+// left it (transaction.abort.timed.out.transaction.cleanup.interval.ms
+// runs it). It returns how many aborts it started.
+func (c *Coordinator) AbortTimedOut() int {
+	now := c.nowMs()
+	c.mu.Lock()
+	var ids []string
+	for id, e := range c.txns {
+		if e.meta != nil && TimedOut(*e.meta, now) {
+			ids = append(ids, id)
+		}
+	}
+	c.mu.Unlock()
+	n := 0
+	for _, id := range ids {
+		c.with(id, false, func(o op, cur *Metadata) int16 {
+			if cur == nil || !TimedOut(*cur, now) {
+				return 0
+			}
+			c.logger.Info(fmt.Sprintf("Aborting transaction %s of producer %d epoch %d: it is older than its timeout of %d ms", id, cur.ProducerID, cur.ProducerEpoch, cur.TimeoutMs))
+			code, _ := c.apply(o, Abort(*cur, c.newID(), now))
+			if code == 0 {
+				n++
+			}
+			return code
+		})
+	}
+	return n
+}

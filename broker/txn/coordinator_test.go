@@ -1,0 +1,265 @@
+package txn
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/faultline/faultline/broker/metadata"
+)
+
+type fakeSource struct {
+	im atomic.Pointer[metadata.Image]
+}
+
+func (s *fakeSource) Image() *metadata.Image { return s.im.Load() }
+
+func testImage(leader, epoch int32) *metadata.Image {
+	im := &metadata.Image{
+		Brokers:    map[int32]metadata.Broker{1: {ID: 1, Host: "b1", Port: 9092}, 2: {ID: 2, Host: "b2", Port: 9093}},
+		Topics:     map[string]*metadata.Topic{},
+		TopicsByID: map[metadata.Uuid]*metadata.Topic{},
+	}
+	for i, name := range []string{StateTopic, "t"} {
+		t := &metadata.Topic{Name: name, ID: metadata.Uuid{byte(i + 1)}}
+		n := 50
+		if name == "t" {
+			n = 2
+		}
+		for p := range n {
+			t.Partitions = append(t.Partitions, metadata.Partition{Partition: int32(p), Replicas: []int32{leader}, ISR: []int32{leader}, Leader: leader, LeaderEpoch: epoch})
+		}
+		im.Topics[name] = t
+		im.TopicsByID[t.ID] = t
+	}
+	return im
+}
+
+// memStateLog is an in-memory __transaction_state.
+type memStateLog struct {
+	mu    sync.Mutex
+	parts map[int32][][2][]byte
+}
+
+func (l *memStateLog) EnsureTopic(context.Context) error { return nil }
+
+func (l *memStateLog) Append(_ context.Context, p int32, k, v []byte) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.parts == nil {
+		l.parts = map[int32][][2][]byte{}
+	}
+	l.parts[p] = append(l.parts[p], [2][]byte{k, v})
+	return nil
+}
+
+func (l *memStateLog) Replay(_ context.Context, p int32, fn func(k, v []byte) error) error {
+	l.mu.Lock()
+	recs := append([][2][]byte(nil), l.parts[p]...)
+	l.mu.Unlock()
+	for _, r := range recs {
+		if err := fn(r[0], r[1]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (l *memStateLog) states(t *testing.T) []State {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []State
+	for _, recs := range l.parts {
+		for _, r := range recs {
+			m, _, err := DecodeRecord(r[0], r[1])
+			require.NoError(t, err)
+			out = append(out, m.State)
+		}
+	}
+	return out
+}
+
+type fakeMarkers struct {
+	mu      sync.Mutex
+	written []Marker
+	block   atomic.Bool // while set, every partition stays pending
+}
+
+func (f *fakeMarkers) WriteMarkers(_ context.Context, m Marker) []TopicPartition {
+	if f.block.Load() {
+		return m.Partitions
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.written = append(f.written, m)
+	return nil
+}
+
+func (f *fakeMarkers) all() []Marker {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]Marker(nil), f.written...)
+}
+
+type harness struct {
+	c       *Coordinator
+	log     *memStateLog
+	markers *fakeMarkers
+	md      *fakeSource
+	now     atomic.Int64
+}
+
+func newHarness(t *testing.T, log *memStateLog, epoch int32) *harness {
+	t.Helper()
+	h := &harness{log: log, markers: &fakeMarkers{}, md: &fakeSource{}}
+	h.now.Store(1000)
+	h.md.im.Store(testImage(1, epoch))
+	var pid atomic.Int64
+	pid.Store(100)
+	c, err := New(Config{
+		NodeID:         1,
+		RetryBackoffMs: 1,
+		MarkerWaitMs:   2000,
+		NewProducerID:  func(context.Context) (int64, error) { return pid.Add(1), nil },
+		GroupPartition: func(string) int32 { return 3 },
+		Now:            func() time.Time { return time.UnixMilli(h.now.Load()) },
+	}, log, h.markers, h.md)
+	require.NoError(t, err)
+	t.Cleanup(c.Close)
+	h.c = c
+	c.ApplyImage(nil, h.md.Image())
+	require.Eventually(t, func() bool {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		for _, st := range c.parts {
+			if st.loading {
+				return false
+			}
+		}
+		return len(c.parts) == 50
+	}, 5*time.Second, time.Millisecond)
+	return h
+}
+
+func (h *harness) init(t *testing.T, id string) (int64, int16) {
+	t.Helper()
+	req := kmsg.NewPtrInitProducerIDRequest()
+	req.TransactionalID = &id
+	req.TransactionTimeoutMillis = 60000
+	req.ProducerID, req.ProducerEpoch = -1, -1
+	req.Version = 4
+	for range 100 {
+		resp := h.c.InitProducerID(context.Background(), req)
+		if resp.ErrorCode == kerr.ConcurrentTransactions.Code {
+			time.Sleep(time.Millisecond)
+			continue
+		}
+		require.Zero(t, resp.ErrorCode, kerr.ErrorForCode(resp.ErrorCode))
+		return resp.ProducerID, resp.ProducerEpoch
+	}
+	t.Fatal("InitProducerId kept answering CONCURRENT_TRANSACTIONS")
+	return 0, 0
+}
+
+func (h *harness) add(id string, pid int64, epoch int16, topic string, parts ...int32) int16 {
+	req := kmsg.NewPtrAddPartitionsToTxnRequest()
+	req.Version = 3
+	req.TransactionalID, req.ProducerID, req.ProducerEpoch = id, pid, epoch
+	rt := kmsg.NewAddPartitionsToTxnRequestTopic()
+	rt.Topic, rt.Partitions = topic, parts
+	req.Topics = append(req.Topics, rt)
+	return h.c.AddPartitionsToTxn(context.Background(), req).Topics[0].Partitions[0].ErrorCode
+}
+
+func (h *harness) end(id string, pid int64, epoch int16, commit bool) int16 {
+	req := kmsg.NewPtrEndTxnRequest()
+	req.Version = 4
+	req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Commit = id, pid, epoch, commit
+	return h.c.EndTxn(context.Background(), req).ErrorCode
+}
+
+func TestCoordinatorCommitWritesMarkersAndCompletes(t *testing.T) {
+	h := newHarness(t, &memStateLog{}, 7)
+	pid, epoch := h.init(t, "tx")
+	assert.Equal(t, int64(101), pid)
+	require.Zero(t, h.add("tx", pid, epoch, "t", 0, 1))
+	require.Zero(t, h.end("tx", pid, epoch, true))
+	ms := h.markers.all()
+	require.Len(t, ms, 1)
+	assert.True(t, ms[0].Commit)
+	assert.Equal(t, int32(7), ms[0].CoordinatorEpoch, "the coordinator epoch is the partition's leader epoch")
+	assert.Equal(t, []TopicPartition{{"t", 0}, {"t", 1}}, ms[0].Partitions)
+	assert.Equal(t, []State{Empty, Ongoing, PrepareCommit, CompleteCommit}, h.log.states(t))
+
+	d := h.c.DescribeTransactions(context.Background(), &kmsg.DescribeTransactionsRequest{TransactionalIDs: []string{"tx", "other"}})
+	assert.Equal(t, "CompleteCommit", d.TransactionStates[0].State)
+	assert.Equal(t, kerr.TransactionalIDNotFound.Code, d.TransactionStates[1].ErrorCode)
+	l := h.c.ListTransactions(context.Background(), &kmsg.ListTransactionsRequest{StateFilters: []string{"CompleteCommit", "Bogus"}})
+	require.Len(t, l.TransactionStates, 1)
+	assert.Equal(t, []string{"Bogus"}, l.UnknownStateFilters)
+}
+
+func TestCoordinatorRefusesUnknownPartitionsAndFencedProducers(t *testing.T) {
+	h := newHarness(t, &memStateLog{}, 0)
+	pid, epoch := h.init(t, "tx")
+	assert.Equal(t, kerr.UnknownTopicOrPartition.Code, h.add("tx", pid, epoch, "nope", 0))
+	pid2, epoch2 := h.init(t, "tx")
+	assert.Equal(t, pid, pid2)
+	assert.Equal(t, epoch+1, epoch2)
+	assert.Equal(t, kerr.ProducerFenced.Code, h.add("tx", pid, epoch, "t", 0))
+	assert.Equal(t, kerr.InvalidProducerIDMapping.Code, h.add("unknown", pid, epoch, "t", 0))
+}
+
+func TestCoordinatorFinishesPreparedTransactionsAfterFailover(t *testing.T) {
+	log := &memStateLog{}
+	h := newHarness(t, log, 1)
+	pid, epoch := h.init(t, "tx")
+	require.Zero(t, h.add("tx", pid, epoch, "t", 0))
+	h.markers.block.Store(true)
+	h.c.cfg.MarkerWaitMs = 1
+	require.Zero(t, h.end("tx", pid, epoch, false), "the decision is durable; markers go on in the background")
+	// The coordinator's node loses the partition before the markers land.
+	h.c.Close()
+
+	h2 := newHarness(t, log, 2)
+	require.Eventually(t, func() bool { return len(h2.markers.all()) == 1 }, 5*time.Second, time.Millisecond)
+	m := h2.markers.all()[0]
+	assert.False(t, m.Commit)
+	assert.Equal(t, int32(2), m.CoordinatorEpoch)
+	require.Eventually(t, func() bool {
+		s := log.states(t)
+		return s[len(s)-1] == CompleteAbort
+	}, 5*time.Second, time.Millisecond)
+}
+
+func TestCoordinatorAbortsTimedOutTransactions(t *testing.T) {
+	h := newHarness(t, &memStateLog{}, 0)
+	pid, epoch := h.init(t, "tx")
+	require.Zero(t, h.add("tx", pid, epoch, "t", 1))
+	assert.Zero(t, h.c.AbortTimedOut())
+	h.now.Add(60001)
+	assert.Equal(t, 1, h.c.AbortTimedOut())
+	require.Eventually(t, func() bool { return len(h.markers.all()) == 1 }, 5*time.Second, time.Millisecond)
+	m := h.markers.all()[0]
+	assert.False(t, m.Commit)
+	assert.Equal(t, epoch+1, m.ProducerEpoch, "the abort's markers fence the abandoned producer")
+	assert.Equal(t, kerr.ProducerFenced.Code, h.end("tx", pid, epoch, true))
+}
+
+func TestCoordinatorNotCoordinatorElsewhere(t *testing.T) {
+	h := newHarness(t, &memStateLog{}, 0)
+	h.md.im.Store(testImage(2, 1))
+	h.c.ApplyImage(nil, h.md.Image())
+	assert.Equal(t, kerr.NotCoordinator.Code, h.end("tx", 1, 0, true))
+	f := h.c.FindCoordinator(context.Background(), &kmsg.FindCoordinatorRequest{Version: 4, CoordinatorType: 1, CoordinatorKeys: []string{"tx"}})
+	require.Len(t, f.Coordinators, 1)
+	assert.Equal(t, int32(2), f.Coordinators[0].NodeID)
+	assert.Equal(t, "b2", f.Coordinators[0].Host)
+}

@@ -1,0 +1,46 @@
+// Package txn is the transaction coordinator of the faultline broker:
+// InitProducerId with a transactional id, AddPartitionsToTxn,
+// AddOffsetsToTxn, EndTxn, DescribeTransactions, ListTransactions and
+// FindCoordinator for transactions, with each transactional id's state
+// stored in the replicated __transaction_state topic in Kafka's record
+// format (TransactionLogKey v0, TransactionLogValue v1).
+//
+// # Shape
+//
+// state.go is the decision core, a pure state machine over Metadata:
+// InitProducerID, AddPartitions, EndTxn, Complete, TimedOut and Abort each
+// take the current metadata and return a Decision (an error code, the
+// metadata to persist, whether markers must follow). Nothing in it does
+// I/O or reads a clock. The Coordinator around it owns the
+// __transaction_state partitions this broker leads (loading each one when
+// it becomes leader, as the group coordinator does for
+// __consumer_offsets), persists every decision with acks=all before it
+// answers, sends the commit or abort markers through a MarkerWriter and
+// aborts transactions older than their timeout.
+//
+// # Guarantees
+//
+//   - A transactional id lives on partition abs(javaHashCode(id)) mod the
+//     partition count of __transaction_state, as in Kafka, and the
+//     coordinator epoch is that partition's leader epoch: markers of a
+//     deposed coordinator are refused by the partitions (a higher epoch
+//     has been seen there).
+//   - Every InitProducerId bumps the epoch, fencing the previous
+//     incarnation of the producer (PRODUCER_FENCED for its requests,
+//     INVALID_PRODUCER_EPOCH for its batches once a marker with the new
+//     epoch is in the partition). An open transaction is aborted first.
+//   - A decision is answered only once its record is committed in
+//     __transaction_state; after a failover the new coordinator finishes
+//     every prepared transaction (it resends the markers).
+//   - EndTxn v5 (KIP-890 part 2) bumps the epoch at every end, so a
+//     delayed EndTxn of an earlier transaction is fenced. Clients that
+//     end with EndTxn v0-v4 keep their epoch across transactions, and
+//     for them a retried EndTxn is recognised only while the same state
+//     holds (KAFKA-17754 is not prevented for them).
+//
+// # What it must never do
+//
+// Panic on bytes from the network or the log; answer a client before the
+// decision is durable; write markers for a transaction whose prepare
+// record is not committed.
+package txn
