@@ -94,7 +94,9 @@ func BenchmarkCleaner(b *testing.B) { benchmarkCleaner(b, OS, 100_000, Compressi
 
 // BenchmarkCleanerNoFsync: BenchmarkCleaner without the fsyncs of the
 // cleaned segments and the dir (the cleaner's own work).
-func BenchmarkCleanerNoFsync(b *testing.B) { benchmarkCleaner(b, noSyncFS{OS}, 100_000, CompressionNone) }
+func BenchmarkCleanerNoFsync(b *testing.B) {
+	benchmarkCleaner(b, noSyncFS{OS}, 100_000, CompressionNone)
+}
 
 // BenchmarkCleanerFewKeysNoFsync: 128 MiB over 1k keys (almost everything
 // goes), without fsyncs.

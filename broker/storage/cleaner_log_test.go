@@ -316,7 +316,9 @@ func TestCleanerCrashAtEachStepOfTheSwap(t *testing.T) {
 
 func TestRecoverSwapsCompletesAnInterruptedSwap(t *testing.T) {
 	dir := t.TempDir()
-	write := func(name string, data []byte) { require.NoError(t, os.WriteFile(filepath.Join(dir, name), data, 0o644)) }
+	write := func(name string, data []byte) {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, name), data, 0o644))
+	}
 	b := BuildBatch([]Record{{Key: []byte("k"), Value: []byte("v")}}, BatchOptions{BaseOffset: 25})
 	write("00000000000000000000.log", []byte("old-0"))
 	write("00000000000000000000.index", nil)
