@@ -415,8 +415,9 @@ type recordSpan struct {
 	tombstone   bool
 }
 
-// nextRecordSpan parses the record at body[pos:].
-func nextRecordSpan(body []byte, pos int) (recordSpan, error) {
+// nextRecordSpan parses the record at body[pos:] of a batch whose last
+// offset delta is lastOffsetDelta.
+func nextRecordSpan(body []byte, pos int, lastOffsetDelta int32) (recordSpan, error) {
 	var r recordSpan
 	r.start = pos
 	size, n := binary.Varint(body[pos:])
@@ -450,6 +451,9 @@ func nextRecordSpan(body []byte, pos int) (recordSpan, error) {
 	if err != nil {
 		return r, err
 	}
+	if r.offsetDelta < 0 || r.offsetDelta > int64(lastOffsetDelta) {
+		return r, fmt.Errorf("%w: offset delta %d outside [0, %d]", ErrInvalidRecord, r.offsetDelta, lastOffsetDelta)
+	}
 	if keyLen >= 0 {
 		if keyLen > int64(r.end-p) {
 			return r, fmt.Errorf("%w: key of %d bytes in record at byte %d", ErrInvalidRecord, keyLen, pos)
@@ -475,7 +479,7 @@ func checkRecordKeys(h BatchHeader, batch []byte) error {
 	}
 	pos := 0
 	for i := int32(0); i < h.RecordCount; i++ {
-		r, err := nextRecordSpan(body, pos)
+		r, err := nextRecordSpan(body, pos, h.LastOffsetDelta)
 		if err != nil {
 			return err
 		}

@@ -281,7 +281,7 @@ func (p *cleanPass) forEachRecord(h BatchHeader, batch []byte, fn func(r recordS
 	}
 	pos := 0
 	for i := int32(0); i < h.RecordCount; i++ {
-		r, err := nextRecordSpan(body, pos)
+		r, err := nextRecordSpan(body, pos, h.LastOffsetDelta)
 		if err != nil {
 			return err
 		}
@@ -564,7 +564,7 @@ func (p *cleanPass) filterBatch(h BatchHeader, batch []byte) (kept []byte, empty
 	maxTs := int64(NoTimestamp)
 	pos := 0
 	for i := int32(0); i < h.RecordCount; i++ {
-		r, err := nextRecordSpan(body, pos)
+		r, err := nextRecordSpan(body, pos, h.LastOffsetDelta)
 		if err != nil {
 			return nil, false, err
 		}

@@ -224,11 +224,11 @@ func TestRecordSpanAndKeyCheck(t *testing.T) {
 	h, err := ValidateBatch(b)
 	require.NoError(t, err)
 	body := b[BatchHeaderSize:]
-	r0, err := nextRecordSpan(body, 0)
+	r0, err := nextRecordSpan(body, 0, h.LastOffsetDelta)
 	require.NoError(t, err)
 	assert.Equal(t, []byte("k"), r0.key)
 	assert.False(t, r0.tombstone)
-	r1, err := nextRecordSpan(body, r0.end)
+	r1, err := nextRecordSpan(body, r0.end, h.LastOffsetDelta)
 	require.NoError(t, err)
 	assert.NotNil(t, r1.key, "an empty key is a key")
 	assert.True(t, r1.tombstone)
@@ -242,7 +242,7 @@ func TestRecordSpanAndKeyCheck(t *testing.T) {
 	require.NoError(t, err)
 	assert.ErrorIs(t, checkRecordKeys(h, keyless), ErrInvalidRecord)
 
-	_, err = nextRecordSpan([]byte{0x7f}, 0)
+	_, err = nextRecordSpan([]byte{0x7f}, 0, 0)
 	assert.ErrorIs(t, err, ErrInvalidRecord)
 }
 
@@ -255,7 +255,7 @@ func TestRetimedRecordsKeepTheirTimestamps(t *testing.T) {
 	require.NoError(t, err)
 	var out []byte
 	for pos := 0; pos < len(body); {
-		r, err := nextRecordSpan(body, pos)
+		r, err := nextRecordSpan(body, pos, h.LastOffsetDelta)
 		require.NoError(t, err)
 		out = appendRetimedRecord(out, body, r, h.BaseTimestamp+r.tsDelta-999999)
 		pos = r.end
@@ -280,4 +280,42 @@ func TestRetimedRecordsKeepTheirTimestamps(t *testing.T) {
 	assert.Equal(t, int32(0), eh.RecordCount)
 	assert.Equal(t, h.LastOffset(), eh.LastOffset())
 	assert.Equal(t, CompressionNone, eh.Compression())
+}
+
+// FuzzCleanerBatchFilter feeds the cleaner's record parser and batch
+// filter arbitrary record bytes in a batch with a valid header and CRC:
+// it must never panic, and what it keeps must be a valid batch with the
+// original offsets.
+func FuzzCleanerBatchFilter(f *testing.F) {
+	f.Add(BuildBatch(records(3, "v", 1000), BatchOptions{})[BatchHeaderSize:], uint8(3), uint8(0))
+	f.Add([]byte{0x02, 0x00}, uint8(1), uint8(1))
+	f.Add([]byte{}, uint8(0), uint8(2))
+	f.Fuzz(func(t *testing.T, body []byte, count, codec uint8) {
+		h := BatchHeader{BaseOffset: 100, LastOffsetDelta: int32(count), BaseTimestamp: 1000, MaxTimestamp: 1000,
+			ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1}
+		c := Compression(codec % 5)
+		if c != CompressionNone {
+			h.Attributes = int16(c)
+		}
+		batch, err := encodeBatch(h, h.Attributes, h.BaseTimestamp, h.MaxTimestamp, int32(count), body)
+		require.NoError(t, err)
+		vh, err := ValidateBatch(batch)
+		require.NoError(t, err)
+		_ = checkRecordKeys(vh, batch)
+		m := newOffsetMap(1 << 16)
+		m.put([]byte("k0"), 200)
+		p := &cleanPass{l: &Log{cfg: compactConfig()}, m: m, tracker: newTxnTracker(), endOffset: 150, nowMs: 5000}
+		kept, _, err := p.filterBatch(vh, batch)
+		if err != nil {
+			return
+		}
+		kh, err := ValidateBatch(kept)
+		require.NoError(t, err, "the cleaner keeps a valid batch")
+		assert.Equal(t, vh.BaseOffset, kh.BaseOffset)
+		assert.Equal(t, vh.LastOffset(), kh.LastOffset())
+		if _, err := DecodeRecords(batch); err == nil {
+			_, err = DecodeRecords(kept)
+			assert.NoError(t, err, "a batch that decodes keeps decoding")
+		}
+	})
 }
