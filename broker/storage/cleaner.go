@@ -469,6 +469,23 @@ func nextRecordSpan(body []byte, pos int, lastOffsetDelta int32) (recordSpan, er
 	return r, nil
 }
 
+// forEachRecordSpan calls fn for every record of a decompressed batch
+// body, stopping at the first error.
+func forEachRecordSpan(h BatchHeader, body []byte, fn func(r recordSpan) error) error {
+	pos := 0
+	for i := int32(0); i < h.RecordCount; i++ {
+		r, err := nextRecordSpan(body, pos, h.LastOffsetDelta)
+		if err != nil {
+			return err
+		}
+		if err := fn(r); err != nil {
+			return err
+		}
+		pos = r.end
+	}
+	return nil
+}
+
 // checkRecordKeys refuses a data batch for a compacted log that holds a
 // record without a key, as Kafka's LogValidator does: the cleaner could
 // only drop it.
@@ -477,16 +494,10 @@ func checkRecordKeys(h BatchHeader, batch []byte) error {
 	if err != nil {
 		return err
 	}
-	pos := 0
-	for i := int32(0); i < h.RecordCount; i++ {
-		r, err := nextRecordSpan(body, pos, h.LastOffsetDelta)
-		if err != nil {
-			return err
-		}
+	return forEachRecordSpan(h, body, func(r recordSpan) error {
 		if r.key == nil {
 			return fmt.Errorf("%w: compacted topic cannot accept a record without a key (offset delta %d)", ErrInvalidRecord, r.offsetDelta)
 		}
-		pos = r.end
-	}
-	return nil
+		return nil
+	})
 }

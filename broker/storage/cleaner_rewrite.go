@@ -122,6 +122,7 @@ type cleanPass struct {
 	stats        cleanStats
 	// scratch buffers reused across batches.
 	body, out []byte
+	spans     []recordSpan
 }
 
 // clean compacts the log once if its cleanable range is not empty: it
@@ -279,16 +280,10 @@ func (p *cleanPass) forEachRecord(h BatchHeader, batch []byte, fn func(r recordS
 	if err != nil {
 		return err
 	}
-	pos := 0
-	for i := int32(0); i < h.RecordCount; i++ {
-		r, err := nextRecordSpan(body, pos, h.LastOffsetDelta)
-		if err != nil {
-			return err
-		}
+	return forEachRecordSpan(h, body, func(r recordSpan) error {
 		fn(r, h.BaseOffset+r.offsetDelta)
-		pos = r.end
-	}
-	return nil
+		return nil
+	})
 }
 
 // batchBody is the decompressed record bytes of a batch.
@@ -558,25 +553,24 @@ func (p *cleanPass) filterBatch(h BatchHeader, batch []byte) (kept []byte, empty
 		return nil, false, err
 	}
 	horizonPassed := deleteHorizonPassed(h, p.nowMs)
-	var spans []recordSpan
+	spans := p.spans[:0]
 	all := true
 	tombstoneKept := false
 	maxTs := int64(NoTimestamp)
-	pos := 0
-	for i := int32(0); i < h.RecordCount; i++ {
-		r, err := nextRecordSpan(body, pos, h.LastOffsetDelta)
-		if err != nil {
-			return nil, false, err
-		}
-		pos = r.end
+	err = forEachRecordSpan(h, body, func(r recordSpan) error {
 		if !keepRecord(h.BaseOffset+r.offsetDelta, r.key, r.tombstone, p.m, p.endOffset, horizonPassed) {
 			all = false
 			p.stats.recordsRemoved++
-			continue
+			return nil
 		}
 		spans = append(spans, r)
 		tombstoneKept = tombstoneKept || r.tombstone
 		maxTs = max(maxTs, h.BaseTimestamp+r.tsDelta)
+		return nil
+	})
+	p.spans = spans
+	if err != nil {
+		return nil, false, err
 	}
 	setHorizon := tombstoneKept && h.Attributes&attrDeleteHorizon == 0
 	if all && !setHorizon {
