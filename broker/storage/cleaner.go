@@ -127,19 +127,20 @@ type cleanCandidate struct {
 	minRatio float64
 }
 
-// pickFilthiest returns the index of the candidate with the highest dirty
-// ratio among those with dirty bytes whose ratio reaches their
-// min.cleanable.dirty.ratio, or -1 when none qualifies.
-func pickFilthiest(cands []cleanCandidate) int {
-	best, bestRatio := -1, -1.0
+// rankFilthiest returns the indexes of the candidates with dirty bytes
+// whose dirty ratio reaches their min.cleanable.dirty.ratio, the filthiest
+// first (ties in input order). The cleaner tries them in that order, so
+// that a log it cannot clean yet (an undecided transaction at its first
+// dirty offset) does not starve the others.
+func rankFilthiest(cands []cleanCandidate) []int {
+	var out []int
 	for i, c := range cands {
-		r := c.plan.dirtyRatio()
-		if c.plan.dirtyBytes == 0 || r < c.minRatio || r <= bestRatio {
-			continue
+		if c.plan.dirtyBytes > 0 && c.plan.dirtyRatio() >= c.minRatio {
+			out = append(out, i)
 		}
-		best, bestRatio = i, r
 	}
-	return best
+	sort.SliceStable(out, func(a, b int) bool { return cands[out[a]].plan.dirtyRatio() > cands[out[b]].plan.dirtyRatio() })
+	return out
 }
 
 // groupSegments splits the segments to clean (consecutive, ascending) into

@@ -374,3 +374,31 @@ func TestFollowerReplicatesACompactedLeader(t *testing.T) {
 	assert.Equal(t, readAll(t, leader), readAll(t, follower))
 	assert.Equal(t, model, latestPerKey(readAll(t, follower)))
 }
+
+// TestBlockedLogDoesNotStarveOthers: a log the cleaner cannot clean yet
+// (an undecided transaction at its first dirty offset) is passed over for
+// the next filthiest.
+func TestBlockedLogDoesNotStarveOthers(t *testing.T) {
+	clock := &fakeClock{}
+	clock.ms.Store(1_700_000_000_000)
+	m, blocked := newCompactManager(t, OS, t.TempDir(), clock)
+	now := clock.ms.Load()
+	for i := 0; i < 200; i++ {
+		b := BuildBatch([]Record{{TimestampMs: now, Key: []byte("k"), Value: []byte(fmt.Sprint(i))}},
+			BatchOptions{BaseOffset: blocked.LogEndOffset(), Transactional: true, Producer: &BatchProducer{ID: 9, BaseSequence: int32(i)}})
+		require.NoError(t, blocked.AppendAsFollower(b))
+	}
+	require.NoError(t, blocked.Roll())
+	blocked.UpdateHighWatermark(blocked.LogEndOffset())
+	other, err := m.GetOrCreateLog(TopicPartition{Topic: "kv", Partition: 1}, compactConfig())
+	require.NoError(t, err)
+	model := kvModel{}
+	writeUpserts(t, other, rand.New(rand.NewSource(5)), model, 500, 10, now)
+	size := other.Size()
+	n, err := m.CleanOnce(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, 1, n, "the cleanable log is cleaned, whichever comes first")
+	assert.Less(t, other.Size(), size)
+	assert.Equal(t, model, latestPerKey(readAll(t, other)))
+	assert.Len(t, readAll(t, blocked), 200, "nothing of the undecided transaction is cleaned")
+}

@@ -160,9 +160,9 @@ type candidate struct {
 	l   *Log
 }
 
-// pick chooses the filthiest compacted log not being cleaned whose dirty
-// ratio reaches its min.cleanable.dirty.ratio, and marks it in progress.
-func (c *logCleaner) pick(nowMs int64) (candidate, bool) {
+// ranked lists the compacted logs whose dirty ratio reaches their
+// min.cleanable.dirty.ratio, the filthiest first.
+func (c *logCleaner) ranked(nowMs int64) []candidate {
 	var cands []candidate
 	var views []cleanCandidate
 	for dir, logs := range c.m.logsByDir() {
@@ -179,40 +179,56 @@ func (c *logCleaner) pick(nowMs int64) (candidate, bool) {
 			views = append(views, cleanCandidate{plan: planCleaning(st.view), minRatio: cfg.MinCleanableDirtyRatio})
 		}
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for i := range cands {
-		if c.inProgress[cands[i].tp] {
-			views[i].plan.dirtyBytes = 0
-		}
+	order := rankFilthiest(views)
+	out := make([]candidate, len(order))
+	for i, j := range order {
+		out[i] = cands[j]
 	}
-	i := pickFilthiest(views)
-	if i < 0 {
-		return candidate{}, false
-	}
-	c.inProgress[cands[i].tp] = true
-	return cands[i], true
+	return out
 }
 
-// cleanOne cleans the filthiest log, if any needs it, and checkpoints it.
-// It reports whether it cleaned one.
+// claim marks tp in progress; false when another thread cleans it.
+func (c *logCleaner) claim(tp TopicPartition) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.inProgress[tp] {
+		return false
+	}
+	c.inProgress[tp] = true
+	return true
+}
+
+func (c *logCleaner) release(tp TopicPartition) {
+	c.mu.Lock()
+	delete(c.inProgress, tp)
+	c.mu.Unlock()
+}
+
+// cleanOne cleans the filthiest log that can be cleaned, if any, and
+// checkpoints it. It reports whether it cleaned one.
 func (c *logCleaner) cleanOne(ctx context.Context, thread int) (bool, error) {
 	nowMs := c.m.opts.Now().UnixMilli()
-	cand, ok := c.pick(nowMs)
-	if !ok {
-		return false, nil
+	for _, cand := range c.ranked(nowMs) {
+		if !c.claim(cand.tp) {
+			continue
+		}
+		cleaned, err := c.cleanLog(ctx, thread, cand, nowMs)
+		c.release(cand.tp)
+		if err != nil || cleaned {
+			return cleaned || err != nil, err
+		}
 	}
-	defer func() {
-		c.mu.Lock()
-		delete(c.inProgress, cand.tp)
-		c.mu.Unlock()
-	}()
+	return false, nil
+}
+
+// cleanLog cleans one log and checkpoints how far it got.
+func (c *logCleaner) cleanLog(ctx context.Context, thread int, cand candidate, nowMs int64) (bool, error) {
 	m := c.takeMap()
 	defer c.putMap(m)
 	start := time.Now()
 	stats, cleaned, err := cand.l.clean(ctx, m, c.checkpointOf(cand.dir, cand.tp), nowMs, c.fault)
 	if err != nil {
-		return true, fmt.Errorf("clean %s: %w", cand.tp, err)
+		return false, fmt.Errorf("clean %s: %w", cand.tp, err)
 	}
 	if !cleaned {
 		return false, nil

@@ -73,22 +73,22 @@ func TestPlanCleaning(t *testing.T) {
 	}
 }
 
-func TestPickFilthiest(t *testing.T) {
+func TestRankFilthiest(t *testing.T) {
 	plan := func(clean, dirty int64) cleanablePlan { return cleanablePlan{cleanBytes: clean, dirtyBytes: dirty} }
 	cases := []struct {
 		name  string
 		cands []cleanCandidate
-		want  int
+		want  []int
 	}{
-		{"none", nil, -1},
-		{"below the ratio", []cleanCandidate{{plan(60, 40), 0.5}}, -1},
-		{"at the ratio", []cleanCandidate{{plan(50, 50), 0.5}}, 0},
-		{"the filthiest wins", []cleanCandidate{{plan(50, 50), 0.5}, {plan(10, 90), 0.5}, {plan(40, 60), 0.5}}, 1},
-		{"per-log ratios", []cleanCandidate{{plan(10, 90), 0.95}, {plan(40, 60), 0.1}}, 1},
-		{"nothing dirty never qualifies, even at ratio 0", []cleanCandidate{{plan(100, 0), 0}}, -1},
+		{"none", nil, nil},
+		{"below the ratio", []cleanCandidate{{plan(60, 40), 0.5}}, nil},
+		{"at the ratio", []cleanCandidate{{plan(50, 50), 0.5}}, []int{0}},
+		{"the filthiest first", []cleanCandidate{{plan(50, 50), 0.5}, {plan(10, 90), 0.5}, {plan(40, 60), 0.5}}, []int{1, 2, 0}},
+		{"per-log ratios", []cleanCandidate{{plan(10, 90), 0.95}, {plan(40, 60), 0.1}}, []int{1}},
+		{"nothing dirty never qualifies, even at ratio 0", []cleanCandidate{{plan(100, 0), 0}}, nil},
 	}
 	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) { assert.Equal(t, c.want, pickFilthiest(c.cands)) })
+		t.Run(c.name, func(t *testing.T) { assert.Equal(t, c.want, rankFilthiest(c.cands)) })
 	}
 }
 
