@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -49,15 +50,16 @@ var errCleanAborted = errors.New("log changed during cleaning; clean abandoned")
 // lastStableOffsetter is a log that knows its last stable offset. The
 // cleaner never cleans at or above it; until the log has one (issue 11's
 // transactions add Log.LastStableOffset), the high watermark bounds it.
+// It is called without the log's lock held.
 type lastStableOffsetter interface{ LastStableOffset() int64 }
 
-// cleanerUpperBound is the offset the cleaner stays below. The caller
-// holds l.mu.
-func (l *Log) cleanerUpperBound() int64 {
+// lastStableOffset is the log's last stable offset, MaxInt64 while the log
+// has none. The caller must not hold l.mu.
+func (l *Log) lastStableOffset() int64 {
 	if s, ok := any(l).(lastStableOffsetter); ok {
-		return min(l.highWatermark, s.LastStableOffset())
+		return s.LastStableOffset()
 	}
-	return l.highWatermark
+	return math.MaxInt64
 }
 
 // cleanerState is a log's state taken under its lock at the start of a
@@ -73,6 +75,7 @@ type cleanerState struct {
 }
 
 func (l *Log) cleanerState(checkpoint, nowMs int64) (cleanerState, error) {
+	lso := l.lastStableOffset()
 	l.mu.RLock()
 	defer l.mu.RUnlock()
 	if err := l.checkUsable(); err != nil {
@@ -80,7 +83,7 @@ func (l *Log) cleanerState(checkpoint, nowMs int64) (cleanerState, error) {
 	}
 	st := cleanerState{segments: append([]*segment(nil), l.segments...), gen: l.truncations, cfg: l.cfg,
 		producerLast: map[int64]int64{}}
-	st.view = cleanerView{logStart: l.logStartOffset, checkpoint: checkpoint, stableOffset: l.cleanerUpperBound(),
+	st.view = cleanerView{logStart: l.logStartOffset, checkpoint: checkpoint, stableOffset: min(l.highWatermark, lso),
 		minCompactionLagMs: l.cfg.MinCompactionLagMs, nowMs: nowMs}
 	for _, s := range l.segments {
 		st.view.segments = append(st.view.segments, segmentView{base: s.baseOffset, next: s.nextOffset, size: s.size,
