@@ -138,9 +138,20 @@ type Config struct {
 	LogRetentionBytes int64
 	// LogRetentionCheckIntervalMs is log.retention.check.interval.ms. Default 300000.
 	LogRetentionCheckIntervalMs int64
-	// LogCleanupPolicy is log.cleanup.policy. Default [delete]. "compact" is
-	// accepted but nothing is ever compacted (see TopicConfig).
+	// LogCleanupPolicy is log.cleanup.policy. Default [delete]; "compact"
+	// and "compact,delete" run the log cleaner (see TopicConfig).
 	LogCleanupPolicy []string
+	// LogCleanerEnable is log.cleaner.enable. Default true.
+	LogCleanerEnable bool
+	// LogCleanerThreads is log.cleaner.threads. Default 1.
+	LogCleanerThreads int32
+	// LogCleanerBackoffMs is log.cleaner.backoff.ms: how long a cleaner
+	// thread sleeps when no log needs cleaning. Default 15000.
+	LogCleanerBackoffMs int64
+	// LogCleanerDedupeBufferSize is log.cleaner.dedupe.buffer.size: the
+	// memory of the key -> offset maps of all cleaner threads together.
+	// Default 134217728.
+	LogCleanerDedupeBufferSize int64
 	// LogMessageTimestampType is log.message.timestamp.type: CreateTime
 	// (default) or LogAppendTime.
 	LogMessageTimestampType string

@@ -326,7 +326,7 @@ func TestWarnings(t *testing.T) {
 		{"zookeeper", combined, map[string]string{"zookeeper.connect": "zk:2181"}, []string{"zookeeper.connect: ignored (ZooKeeper mode is gone; faultline runs KRaft only: set process.roles and controller.quorum.voters instead)"}},
 		{"ssl", combined, map[string]string{"ssl.keystore.location": "/x"}, []string{"ssl.keystore.location: ignored (faultline serves PLAINTEXT only)"}},
 		{"typo in a family", combined, map[string]string{"log.cleaner.enabel": "true"}, []string{"log.cleaner.enabel: unknown key, ignored; did you mean log.cleaner.enable?"}},
-		{"unimplemented family", combined, map[string]string{"log.cleaner.dedupe.buffer.size": "1"}, []string{"log.cleaner.dedupe.buffer.size: ignored (faultline does not compact)"}},
+		{"unimplemented family", combined, map[string]string{"log.cleaner.io.max.bytes.per.second": "1"}, []string{"log.cleaner.io.max.bytes.per.second: ignored (faultline's cleaner has no I/O throttle or buffer tuning beyond log.cleaner.dedupe.buffer.size)"}},
 		{"sorted", combined, map[string]string{"zz": "1", "aa": "2"}, []string{"aa: unknown key, ignored", "zz: unknown key, ignored"}},
 		{"empty key", combined, map[string]string{"": "x"}, []string{`a line sets an empty key (value "x"); ignored`}},
 		{"min.insync.replicas above replication factor", combined, map[string]string{"min.insync.replicas": "2"}, []string{

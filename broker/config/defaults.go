@@ -32,6 +32,15 @@ const (
 	DefaultMessageMaxBytes                    = 1048588
 	DefaultCompressionType                    = "producer"
 
+	// Log cleaner (compaction).
+
+	DefaultLogCleanerThreads            = 1
+	DefaultLogCleanerBackoffMs          = 15000
+	DefaultLogCleanerDedupeBufferSize   = 128 << 20
+	DefaultLogCleanerDeleteRetentionMs  = 86400000
+	DefaultLogCleanerMinCompactionLagMs = 0
+	DefaultLogCleanerMinCleanableRatio  = 0.5
+
 	// Replication.
 
 	DefaultReplicaLagTimeMaxMs                      = 30000

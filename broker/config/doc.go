@@ -119,18 +119,20 @@
 //	log.retention.ms, .minutes, .hours             ms wins over minutes over hours (168); negative = unlimited
 //	log.retention.bytes                            -1 (unlimited)
 //	log.retention.check.interval.ms                300000
-//	log.cleanup.policy                             delete; compact is accepted but never compacts
+//	log.cleanup.policy                             delete (or compact, or compact,delete: the log cleaner runs)
 //	log.message.timestamp.type                     CreateTime or LogAppendTime
 //	log.message.timestamp.before.max.ms            9223372036854775807
 //	log.message.timestamp.after.max.ms             3600000
 //	log.preallocate                                false
 //	log.segment.delete.delay.ms                    60000
-//	log.cleaner.enable                             true (accepted)
-//	log.cleaner.threads                            1 (accepted)
-//	log.cleaner.delete.retention.ms                86400000 (accepted)
-//	log.cleaner.min.compaction.lag.ms              0 (accepted)
+//	log.cleaner.enable                             true
+//	log.cleaner.threads                            1 (0: no cleaner thread)
+//	log.cleaner.backoff.ms                         15000
+//	log.cleaner.dedupe.buffer.size                 134217728 (shared by the threads)
+//	log.cleaner.delete.retention.ms                86400000
+//	log.cleaner.min.compaction.lag.ms              0
 //	log.cleaner.max.compaction.lag.ms              9223372036854775807 (accepted)
-//	log.cleaner.min.cleanable.ratio                0.5 (accepted)
+//	log.cleaner.min.cleanable.ratio                0.5
 //	message.max.bytes                              1048588
 //	compression.type                               producer (or uncompressed, zstd, lz4, snappy, gzip)
 //
@@ -235,13 +237,12 @@
 // message.timestamp.after.max.ms, compression.type, preallocate <-
 // log.preallocate, file.delete.delay.ms <- log.segment.delete.delay.ms, and
 // the compaction keys delete.retention.ms, min.compaction.lag.ms,
-// max.compaction.lag.ms, min.cleanable.dirty.ratio (accepted).
+// min.cleanable.dirty.ratio and max.compaction.lag.ms (accepted only).
 //
-// cleanup.policy: "delete" is implemented. "compact" (or "compact,delete") is
-// accepted so clients that create compacted topics keep working, but no
-// compaction ever runs: the log keeps every record, which still serves the
-// latest value of every key. As in Kafka, retention deletes segments only
-// when the policy includes delete (TopicConfig.DeletesByRetention).
+// cleanup.policy: "delete", "compact" and "compact,delete". A compacted log
+// is cleaned by broker/storage's log cleaner (the last value per key, see
+// TopicConfig.Compacts). As in Kafka, retention deletes segments only when
+// the policy includes delete (TopicConfig.DeletesByRetention).
 //
 // # What it must never do
 //

@@ -9,12 +9,10 @@ import (
 // TopicConfig is the effective configuration of one topic: the broker's
 // defaults with the topic's overrides applied. Durations are in ms.
 //
-// cleanup.policy: "delete" is the policy faultline implements. "compact"
-// (alone or as "compact,delete") is accepted so that clients which create
-// compacted topics keep working, but nothing is ever compacted: the log keeps
-// every record, which still gives readers the latest value of every key.
-// As in Kafka, retention by time and size deletes segments only when the
-// policy includes "delete" (see DeletesByRetention).
+// cleanup.policy: "delete", "compact" or both. With "compact" the log
+// cleaner keeps the last value of every key (see Compacts); as in Kafka,
+// retention by time and size deletes segments only when the policy includes
+// "delete" (see DeletesByRetention).
 type TopicConfig struct {
 	// CleanupPolicy is cleanup.policy (<- log.cleanup.policy, default delete).
 	CleanupPolicy []string
@@ -56,19 +54,24 @@ type TopicConfig struct {
 	Preallocate bool
 	// FileDeleteDelayMs is file.delete.delay.ms (<- log.segment.delete.delay.ms).
 	FileDeleteDelayMs int64
-	// DeleteRetentionMs is delete.retention.ms (<- log.cleaner.delete.retention.ms); accepted only.
+	// DeleteRetentionMs is delete.retention.ms (<- log.cleaner.delete.retention.ms):
+	// how long a tombstone survives after the cleaner first kept it.
 	DeleteRetentionMs int64
-	// MinCompactionLagMs is min.compaction.lag.ms (<- log.cleaner.min.compaction.lag.ms); accepted only.
+	// MinCompactionLagMs is min.compaction.lag.ms (<- log.cleaner.min.compaction.lag.ms).
 	MinCompactionLagMs int64
 	// MaxCompactionLagMs is max.compaction.lag.ms (<- log.cleaner.max.compaction.lag.ms); accepted only.
 	MaxCompactionLagMs int64
-	// MinCleanableDirtyRatio is min.cleanable.dirty.ratio (<- log.cleaner.min.cleanable.ratio); accepted only.
+	// MinCleanableDirtyRatio is min.cleanable.dirty.ratio (<- log.cleaner.min.cleanable.ratio).
 	MinCleanableDirtyRatio float64
 }
 
 // DeletesByRetention reports whether retention.ms and retention.bytes delete
 // old segments of this topic (cleanup.policy includes delete).
 func (t TopicConfig) DeletesByRetention() bool { return contains(t.CleanupPolicy, "delete") }
+
+// Compacts reports whether the log cleaner compacts this topic
+// (cleanup.policy includes compact).
+func (t TopicConfig) Compacts() bool { return contains(t.CleanupPolicy, "compact") }
 
 // topicKey is one topic-level key, the broker key it defaults from, and the
 // TopicConfig field it fills.

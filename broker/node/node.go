@@ -277,6 +277,12 @@ func (n *Node) startLogManager() error {
 		RetentionCheckIntervalMs:          cfg.LogRetentionCheckIntervalMs,
 		ProducerIDExpirationMs:            cfg.ProducerIDExpirationMs,
 		Unsafe:                            storageUnsafe(cfg),
+		Cleaner: storage.CleanerOptions{
+			Disabled:         !cfg.LogCleanerEnable || cfg.LogCleanerThreads == 0,
+			Threads:          int(cfg.LogCleanerThreads),
+			BackoffMs:        cfg.LogCleanerBackoffMs,
+			DedupeBufferSize: cfg.LogCleanerDedupeBufferSize,
+		},
 	})
 	if err != nil {
 		return err

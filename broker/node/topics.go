@@ -30,6 +30,16 @@ func logConfigOf(tc config.TopicConfig) storage.LogConfig {
 	lc.MessageTimestampBeforeMaxMs = tc.MessageTimestampBeforeMaxMs
 	lc.MessageTimestampAfterMaxMs = tc.MessageTimestampAfterMaxMs
 	lc.CompressionType = tc.CompressionType
+	lc.CleanupPolicy = storage.CleanupDelete
+	if tc.Compacts() {
+		lc.CleanupPolicy = storage.CleanupCompact
+		if tc.DeletesByRetention() {
+			lc.CleanupPolicy = storage.CleanupCompactDelete
+		}
+	}
+	lc.DeleteRetentionMs = tc.DeleteRetentionMs
+	lc.MinCompactionLagMs = tc.MinCompactionLagMs
+	lc.MinCleanableDirtyRatio = tc.MinCleanableDirtyRatio
 	return lc
 }
 

@@ -3,6 +3,7 @@ package storage
 import (
 	"fmt"
 	"math"
+	"strings"
 
 	"github.com/faultline/faultline/broker/config"
 )
@@ -38,11 +39,24 @@ type LogConfig struct {
 	// with that codec on the leader's append, as Kafka does.
 	CompressionType string
 	// CleanupPolicy is cleanup.policy: "delete" (default; "" means it),
-	// "compact" or "compact,delete". Compaction is not implemented: a
-	// compact-only log is never trimmed by retention.ms/retention.bytes,
-	// so nothing a compacted topic would keep is ever lost.
+	// "compact" or "compact,delete". A log whose policy includes compact
+	// is cleaned by the LogManager's cleaner (cleaner.go) and refuses
+	// records without a key; a compact-only log is never trimmed by
+	// retention.ms/retention.bytes.
 	CleanupPolicy string
+	// DeleteRetentionMs is delete.retention.ms: a tombstone (and a batch's
+	// delete horizon) lives this long after the cleaner first kept it.
+	DeleteRetentionMs int64
+	// MinCompactionLagMs is min.compaction.lag.ms: a segment whose newest
+	// record is younger than this is not cleaned yet.
+	MinCompactionLagMs int64
+	// MinCleanableDirtyRatio is min.cleanable.dirty.ratio: the share of
+	// the cleanable bytes not cleaned yet from which a log is cleaned.
+	MinCleanableDirtyRatio float64
 }
+
+// Compacts reports whether the cleanup policy includes compact.
+func (c LogConfig) Compacts() bool { return strings.Contains(c.CleanupPolicy, CleanupCompact) }
 
 // Cleanup policies.
 const (
@@ -89,6 +103,9 @@ func DefaultLogConfig() LogConfig {
 		MessageTimestampAfterMaxMs:  config.DefaultLogMessageTimestampAfterMaxMs,
 		CompressionType:             config.DefaultCompressionType,
 		CleanupPolicy:               config.DefaultLogCleanupPolicy,
+		DeleteRetentionMs:           config.DefaultLogCleanerDeleteRetentionMs,
+		MinCompactionLagMs:          config.DefaultLogCleanerMinCompactionLagMs,
+		MinCleanableDirtyRatio:      config.DefaultLogCleanerMinCleanableRatio,
 	}
 }
 
@@ -111,6 +128,10 @@ func (c LogConfig) Validate() error {
 		return fmt.Errorf("message.timestamp.type %q: must be CreateTime or LogAppendTime", c.MessageTimestampType)
 	case c.CleanupPolicy != "" && c.CleanupPolicy != CleanupDelete && c.CleanupPolicy != CleanupCompact && c.CleanupPolicy != CleanupCompactDelete && c.CleanupPolicy != "delete,compact":
 		return fmt.Errorf("cleanup.policy %q: must be delete, compact or compact,delete", c.CleanupPolicy)
+	case c.DeleteRetentionMs < 0:
+		return fmt.Errorf("delete.retention.ms %d: must be at least 0", c.DeleteRetentionMs)
+	case c.MinCompactionLagMs < 0:
+		return fmt.Errorf("min.compaction.lag.ms %d: must be at least 0", c.MinCompactionLagMs)
 	}
 	return nil
 }

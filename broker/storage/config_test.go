@@ -36,6 +36,9 @@ func TestDefaultsAreTheBrokerConfigDefaults(t *testing.T) {
 		MessageTimestampAfterMaxMs:  tc.MessageTimestampAfterMaxMs,
 		CompressionType:             tc.CompressionType,
 		CleanupPolicy:               tc.CleanupPolicy[0],
+		DeleteRetentionMs:           tc.DeleteRetentionMs,
+		MinCompactionLagMs:          tc.MinCompactionLagMs,
+		MinCleanableDirtyRatio:      tc.MinCleanableDirtyRatio,
 	}, DefaultLogConfig())
 
 	m, err := NewLogManager(OS, []string{t.TempDir()}, ManagerOptions{})
@@ -47,4 +50,8 @@ func TestDefaultsAreTheBrokerConfigDefaults(t *testing.T) {
 	assert.Equal(t, cfg.LogFlushStartOffsetCheckpointIntervalMs, m.opts.RecoveryPointCheckpointIntervalMs)
 	assert.Equal(t, cfg.LogRetentionCheckIntervalMs, m.opts.RetentionCheckIntervalMs)
 	assert.Equal(t, cfg.ProducerIDExpirationMs, m.opts.ProducerIDExpirationMs)
+	assert.Equal(t, cfg.LogCleanerEnable, !m.opts.Cleaner.Disabled)
+	assert.Equal(t, int(cfg.LogCleanerThreads), m.opts.Cleaner.Threads)
+	assert.Equal(t, cfg.LogCleanerBackoffMs, m.opts.Cleaner.BackoffMs)
+	assert.Equal(t, cfg.LogCleanerDedupeBufferSize, m.opts.Cleaner.DedupeBufferSize)
 }

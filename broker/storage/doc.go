@@ -40,6 +40,14 @@
 //     start also checks the flushed segments below the recovery point and
 //     cuts the log at the first corrupt batch. PreviousBrokerEpoch is the
 //     epoch a restart offers, -1 unless every dir shut down cleanly;
+//   - the log cleaner (cleaner.go: the pure decisions; cleaner_rewrite.go:
+//     rewriting segments and the crash-safe .cleaned -> .swap -> rename
+//     protocol, completed at load; cleaner_manager.go: the log.cleaner.*
+//     threads and cleaner-offset-checkpoint): logs whose cleanup.policy
+//     includes compact keep the last value per key below the high
+//     watermark (the last stable offset once the log has one, through
+//     Log.LastStableOffset) and outside the active segment, tombstones until
+//     their delete horizon; LogManager.CleanOnce cleans now;
 //   - meta.properties reading, writing and FormatLogDir for `format`;
 //   - FS, the file-system interface all I/O goes through, with OS and
 //     ErrorFS (fault injection for tests: EIO, torn and short writes, and
@@ -49,8 +57,8 @@
 // and DefaultLogConfig, take Kafka's defaults from broker/config, the one
 // package of the module it imports), call Load once, then GetOrCreateLog per
 // partition; call RunBackground for the periodic
-// checkpoints, retention and time-based flushes, and Shutdown on a controlled
-// shutdown. Map errors to Kafka error codes with errors.Is against the
+// checkpoints, retention, time-based flushes and the cleaner threads, and
+// Shutdown on a controlled shutdown. Map errors to Kafka error codes with errors.Is against the
 // exported sentinels (ErrOffsetOutOfRange, ErrCorruptBatch,
 // ErrOutOfOrderSequence, ...).
 //

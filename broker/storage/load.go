@@ -250,12 +250,30 @@ func (l *Log) dropSegmentsFrom(i int) error {
 }
 
 // cleanupPartitionDir deletes leftovers of interrupted operations (.deleted,
-// .cleaned, .tmp files, unfinished .swap files, index files without a log)
-// and returns the base offsets of the .log files, ascending.
+// .tmp files, index files without a log), finishes or undoes the
+// cleaner's interrupted swaps (recoverSwaps: .cleaned files go, .log.swap
+// files replace the segments they cover) and returns the base offsets of
+// the .log files, ascending.
 func cleanupPartitionDir(fs FS, dir string) ([]int64, error) {
 	ents, err := fs.ReadDir(dir)
 	if err != nil {
 		return nil, fmt.Errorf("list %s: %w", dir, err)
+	}
+	names := make([]string, 0, len(ents))
+	for _, e := range ents {
+		if !e.IsDir() {
+			names = append(names, e.Name())
+		}
+	}
+	if changed, err := recoverSwaps(fs, dir, names); err != nil {
+		return nil, fmt.Errorf("recover cleaner swaps in %s: %w", dir, err)
+	} else if changed {
+		if err := fs.SyncDir(dir); err != nil {
+			return nil, fmt.Errorf("recover cleaner swaps in %s: %w", dir, err)
+		}
+		if ents, err = fs.ReadDir(dir); err != nil {
+			return nil, fmt.Errorf("list %s: %w", dir, err)
+		}
 	}
 	logs := map[int64]bool{}
 	var indexes []string

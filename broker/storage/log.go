@@ -336,6 +336,11 @@ func (l *Log) parseForAppend(records []byte, leader bool, coordinator bool) ([]B
 			if h.Compression() > CompressionZstd {
 				return fmt.Errorf("%w: codec %d", ErrUnsupportedCompression, h.Compression())
 			}
+			if l.cfg.Compacts() && !h.IsControl() {
+				if err := checkRecordKeys(h, batch); err != nil {
+					return err
+				}
+			}
 		}
 		headers = append(headers, h)
 		return nil

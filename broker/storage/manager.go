@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -51,6 +52,8 @@ type ManagerOptions struct {
 	// Unsafe are the planted bugs every log runs with; the zero value is
 	// the safe broker.
 	Unsafe Unsafe
+	// Cleaner configures the log cleaner of the compacted logs.
+	Cleaner CleanerOptions
 }
 
 // LoadStats summarises a Load.
@@ -81,6 +84,7 @@ type LogManager struct {
 	offline map[string]bool
 
 	checkpointMu sync.Mutex
+	cleaner      *logCleaner
 	bgCancel     context.CancelFunc
 	bgDone       sync.WaitGroup
 }
@@ -128,7 +132,8 @@ func NewLogManager(fs FS, dirs []string, opts ManagerOptions) (*LogManager, erro
 		}
 		abs[i] = a
 	}
-	return &LogManager{
+	opts.Cleaner.setDefaults()
+	m := &LogManager{
 		fs:      fs,
 		dirs:    abs,
 		opts:    opts,
@@ -136,7 +141,9 @@ func NewLogManager(fs FS, dirs []string, opts ManagerOptions) (*LogManager, erro
 		logs:    map[TopicPartition]*Log{},
 		logDirs: map[TopicPartition]string{},
 		offline: map[string]bool{},
-	}, nil
+	}
+	m.cleaner = newLogCleaner(m, opts.Cleaner)
+	return m, nil
 }
 
 // dirFailure is what a log of dir calls when it finds its disk failed.
@@ -346,6 +353,7 @@ func (m *LogManager) prepareDir(dir string) (bool, []TopicPartition, dirParams, 
 		}
 		return cp
 	}
+	m.cleaner.loadCheckpoint(dir)
 	p.recoveryPoints = read(RecoveryPointCheckpointFile)
 	p.logStarts = read(LogStartOffsetCheckpointFile)
 	p.highWatermarks = read(HighWatermarkCheckpointFile)
@@ -571,6 +579,7 @@ func (m *LogManager) truncate(tp TopicPartition, cut func(*Log) error) error {
 	if err := cut(l); err != nil {
 		return err
 	}
+	m.cleaner.truncated(dir, tp, l.LogEndOffset())
 	return m.checkpointRecoveryPointsIn(dir)
 }
 
@@ -652,7 +661,7 @@ func (m *LogManager) checkpoint(only, name string, value func(*Log) (int64, bool
 
 // RunBackground starts the periodic work until ctx ends or Shutdown: high
 // watermark checkpoints, recovery point and log start checkpoints,
-// retention, and flush.ms flushes.
+// retention, flush.ms flushes, and the log cleaner's threads.
 func (m *LogManager) RunBackground(ctx context.Context) {
 	ctx, cancel := context.WithCancel(ctx)
 	m.mu.Lock()
@@ -690,6 +699,7 @@ func (m *LogManager) RunBackground(ctx context.Context) {
 			l.ExpireProducers(now, m.opts.ProducerIDExpirationMs)
 		}
 	})
+	m.startCleaner(ctx)
 	every(m.opts.FlushCheckIntervalMs, func() {
 		now := m.opts.Now().UnixMilli()
 		for tp, l := range m.Logs() {
@@ -713,6 +723,14 @@ func (m *LogManager) Shutdown(brokerEpoch int64) error {
 	}
 	m.bgDone.Wait()
 	m.logger.Info("Shutting down the log manager")
+	for _, dir := range m.dirs {
+		if slices.Contains(m.OfflineDirs(), dir) {
+			continue
+		}
+		if err := m.cleaner.writeCheckpoint(dir); err != nil {
+			m.logger.Warn("Cleaner checkpoint failed", "err", err)
+		}
+	}
 	byDir := m.logsByDir()
 	failedDirs := map[string]error{}
 	var failedMu sync.Mutex
