@@ -262,7 +262,7 @@ func (r *run) execute(ctx context.Context) (Outcome, error) {
 		sched := &nemesis.Schedule{Faults: t.Nemesis.Faults(r.rt, &clusterView{r: r}), Interval: time.Duration(t.NemesisInterval), Seed: t.Seed}
 		sched.Run(mainCtx, func(op checker.Op) { r.noteFault(op); rec.Record(op) })
 	}()
-	r.runWorkers(ctx, mainCtx, wl.Generator(), wl.NewClient, t.Concurrency, 0)
+	r.runWorkers(ctx, mainCtx, wl.Generator(), wl.NewClient, t.Concurrency, 0, time.Duration(t.CrashClientsInterval))
 	wg.Wait()
 	stopProgress()
 	if ctx.Err() != nil {

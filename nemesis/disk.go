@@ -22,9 +22,10 @@ type Disk interface {
 	// HealDisk ends the node's disk faults, and starts the node again
 	// when it stopped meanwhile (a broker whose only log dir failed stops).
 	HealDisk(ctx context.Context, node string) error
-	// Corrupt damages the data of a stopped node as seed decides and says
-	// what it did.
-	Corrupt(ctx context.Context, node string, seed uint64) (string, error)
+	// Corrupt damages the data of a stopped node as seed decides, with
+	// the one corruption named by kind (agent's CorruptBitFlip, ...) or
+	// any when kind is empty, and says what it did.
+	Corrupt(ctx context.Context, node string, seed uint64, kind string) (string, error)
 }
 
 var errNoDisk = errors.New("the runtime has no disk faults (use --runtime docker)")
@@ -57,7 +58,11 @@ type Power struct {
 	Disk    Disk
 	Cluster Cluster
 	Modes   []string
-	down    []string
+	// Wait and Sleep pace after-fsync-error (default: 5 s on a timer).
+	Wait  time.Duration
+	Sleep func(ctx context.Context, d time.Duration) bool
+	down  []string
+	lag   *Partition // restart-lagging-then-leader's cut and kills
 }
 
 // Name is "power".
@@ -69,8 +74,13 @@ func (p *Power) Start(ctx context.Context, rng *rand.Rand) (any, error) {
 	if p.Disk == nil {
 		return DiskTargets{Mode: mode}, errNoDisk
 	}
-	if mode == PowerThenLeader {
+	switch mode {
+	case PowerThenLeader:
 		return p.followerThenLeader(ctx, rng)
+	case PowerAfterFsyncError:
+		return p.afterFsyncError(ctx, rng)
+	case PowerRestartLaggingThenLeader:
+		return p.restartLaggingThenLeader(ctx, rng)
 	}
 	targets, err := chooseTargets(ctx, p.Cluster, mode, rng)
 	if err != nil {
@@ -85,17 +95,23 @@ func (p *Power) Start(ctx context.Context, rng *rand.Rand) (any, error) {
 		did[n] = PowerCommand(rng)
 		p.down = append(p.down, n)
 	}
+	return DiskTargets{Mode: mode, Nodes: targets, Did: did}, p.cutAll(ctx, targets, did)
+}
+
+// cutAll cuts the power of every target at the same moment, each with its
+// command from lines.
+func (p *Power) cutAll(ctx context.Context, targets []string, lines map[string]string) error {
 	errs := make([]error, len(targets))
 	var wg sync.WaitGroup
 	for i, n := range targets {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[i] = p.Disk.PowerLoss(ctx, n, did[n])
+			errs[i] = p.Disk.PowerLoss(ctx, n, lines[n])
 		}()
 	}
 	wg.Wait()
-	return DiskTargets{Mode: mode, Nodes: targets, Did: did}, errors.Join(errs...)
+	return errors.Join(errs...)
 }
 
 func (p *Power) followerThenLeader(ctx context.Context, rng *rand.Rand) (any, error) {
@@ -133,11 +149,18 @@ func (p *Power) followerThenLeader(ctx context.Context, rng *rand.Rand) (any, er
 	return out, p.Runtime.Kill(ctx, leader)
 }
 
-// Stop starts every node whose power it cut.
+// Stop starts every node whose power it cut (and, for
+// restart-lagging-then-leader, every node it killed, and heals the cut).
 func (p *Power) Stop(ctx context.Context) (any, error) {
 	started := p.down
 	p.down = nil
-	return Targets{Nodes: started}, startAll(ctx, p.Runtime, started)
+	err := startAll(ctx, p.Runtime, started)
+	if p.lag != nil {
+		started = append(started, p.lag.killed...)
+		_, lerr := p.lag.Stop(ctx)
+		err = errors.Join(err, lerr)
+	}
+	return Targets{Nodes: started}, err
 }
 
 func startAll(ctx context.Context, rt Runtime, nodes []string) error {
@@ -235,7 +258,11 @@ func (c *Corrupt) Start(ctx context.Context, rng *rand.Rand) (any, error) {
 	if c.Disk == nil {
 		return DiskTargets{Mode: mode}, errNoDisk
 	}
-	targets, err := chooseTargets(ctx, c.Cluster, mode, rng)
+	kind, targetMode := "", mode
+	if mode == CorruptBitFlip {
+		kind, targetMode = CorruptBitFlip, TargetOne
+	}
+	targets, err := chooseTargets(ctx, c.Cluster, targetMode, rng)
 	if err != nil {
 		return DiskTargets{Mode: mode}, err
 	}
@@ -247,7 +274,7 @@ func (c *Corrupt) Start(ctx context.Context, rng *rand.Rand) (any, error) {
 			errs = append(errs, err)
 			continue
 		}
-		what, err := c.Disk.Corrupt(ctx, n, rng.Uint64())
+		what, err := c.Disk.Corrupt(ctx, n, rng.Uint64(), kind)
 		did[n] = what
 		if err != nil {
 			errs = append(errs, err)

@@ -53,11 +53,13 @@ func (f FaultSpec) String() string {
 func (k Kind) modes() []string {
 	switch k {
 	case KindPower:
-		return append(append([]string(nil), explicitProcessTargetModes...), PowerThenLeader)
-	case KindKill, KindPause, KindDiskError, KindDiskFull, KindDiskSlow, KindCorrupt:
+		return append(append([]string(nil), explicitProcessTargetModes...), PowerThenLeader, PowerAfterFsyncError, PowerRestartLaggingThenLeader)
+	case KindCorrupt:
+		return append(append([]string(nil), explicitProcessTargetModes...), CorruptBitFlip)
+	case KindKill, KindPause, KindDiskError, KindDiskFull, KindDiskSlow:
 		return explicitProcessTargetModes
 	case KindPartition:
-		return PartitionModes
+		return append(append([]string(nil), PartitionModes...), PartitionLaggingThenLeader)
 	}
 	return nil
 }
@@ -92,9 +94,12 @@ type Spec []FaultSpec
 // ParseSpec reads a comma-separated --nemesis list: entries KIND or
 // KIND:MODE, with kinds none, kill, pause, partition, power, disk-error,
 // disk-full, disk-slow, corrupt; all but partition and none take the modes
-// one, minority, majority, leaders, controller, all; partition
-// takes one, halves, majorities-ring, controller; none takes none. The
-// error names the entry that is wrong.
+// one, minority, majority, leaders, controller, all; power also takes
+// follower-then-leader, after-fsync-error and restart-lagging-then-leader,
+// corrupt also bit-flip;
+// partition takes one, halves, majorities-ring, controller and
+// lagging-then-leader; none takes none. The error names the entry that is
+// wrong.
 func ParseSpec(list string) (Spec, error) {
 	var s Spec
 	for _, part := range strings.Split(list, ",") {
