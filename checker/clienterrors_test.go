@@ -11,11 +11,11 @@ import (
 func TestClientErrorCodeReadsKafkaNamesAndFranzGoWords(t *testing.T) {
 	for text, want := range map[string]string{
 		"OUT_OF_ORDER_SEQUENCE_NUMBER: The broker received an out of order sequence number.": CodeOutOfOrderSequence,
-		"UNKNOWN_PRODUCER_ID: This exception is raised by the broker if it could not locate":  CodeUnknownProducerID,
-		"encoded crc 1a2b does not match calculated crc 3c4d":                                  CodeCorruptMessage,
-		"topic t1 partition 2 lost records; the client consumed to offset 40 but was reset":    CodeDataLoss,
-		"NOT_LEADER_FOR_PARTITION: This server is not the leader":                              "",
-		"context deadline exceeded":                                                            "",
+		"UNKNOWN_PRODUCER_ID: This exception is raised by the broker if it could not locate": CodeUnknownProducerID,
+		"encoded crc 1a2b does not match calculated crc 3c4d":                                CodeCorruptMessage,
+		"topic t1 partition 2 lost records; the client consumed to offset 40 but was reset":  CodeDataLoss,
+		"NOT_LEADER_FOR_PARTITION: This server is not the leader":                            "",
+		"context deadline exceeded": "",
 	} {
 		assert.Equal(t, want, ClientErrorCode(text), text)
 	}

@@ -58,7 +58,7 @@ type Power struct {
 	Disk    Disk
 	Cluster Cluster
 	Modes   []string
-	// Wait and Sleep pace after-fsync-error (default: 5 s on a timer).
+	// Wait and Sleep pace after-fsync-error (default: 10 s on a timer).
 	Wait  time.Duration
 	Sleep func(ctx context.Context, d time.Duration) bool
 	down  []string

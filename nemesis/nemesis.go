@@ -218,7 +218,7 @@ type Partition struct {
 	Runtime Runtime
 	Cluster Cluster
 	Modes   []string
-	// Wait and Sleep pace lagging-then-leader (default: 5 s on a timer).
+	// Wait and Sleep pace lagging-then-leader (default: 10 s on a timer).
 	Wait   time.Duration
 	Sleep  func(ctx context.Context, d time.Duration) bool
 	cut    []string

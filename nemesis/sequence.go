@@ -41,8 +41,10 @@ const (
 
 // sequenceWaitDefault is the wait between the two steps of a sequence
 // when the fault sets none: longer than the planted suite's
-// replica.lag.time.max.ms (3 s), so a cut follower has left its ISRs.
-const sequenceWaitDefault = 5 * time.Second
+// replica.lag.time.max.ms (3 s), so a cut follower has left its ISRs
+// and the rest of the ISR has acknowledged writes it does not have for
+// several seconds.
+const sequenceWaitDefault = 10 * time.Second
 
 // sequenceWait waits d (sequenceWaitDefault when zero) with sleep, or a
 // timer when sleep is nil; false when ctx ended first.
