@@ -212,8 +212,16 @@ func ValidateClientErrorCodes(codes []string) error {
 }
 
 // firstAnomalyNs is the time of the earliest operation that an example of
-// an anomaly making res invalid names, or nil.
+// an anomaly making res invalid names, counted from the first client
+// operation (the workload's start, setup left out), or nil.
 func firstAnomalyNs(res Result, h History) *int64 {
+	start := int64(0)
+	for i := range h {
+		if h[i].IsClient() {
+			start = h[i].Time
+			break
+		}
+	}
 	var first *int64
 	for _, name := range res.BadAnomalies() {
 		for _, ex := range res.Anomalies[name].Examples {
@@ -225,6 +233,10 @@ func firstAnomalyNs(res Result, h History) *int64 {
 				}
 			}
 		}
+	}
+	if first != nil {
+		t := max(0, *first-start)
+		first = &t
 	}
 	return first
 }

@@ -78,7 +78,7 @@ func TestFailOnClientErrorsMakesTheResultInvalid(t *testing.T) {
 	assert.Contains(t, a.Examples[0].Text, "UNKNOWN_PRODUCER_ID")
 	assert.Equal(t, []int64{5}, a.Examples[0].Ops)
 	require.NotNil(t, res.FirstAnomalyNs)
-	assert.Equal(t, int64(13), *res.FirstAnomalyNs, "the time of the first op an anomaly names")
+	assert.Equal(t, int64(12), *res.FirstAnomalyNs, "the time of the first op an anomaly names, from the first client op")
 	assert.Equal(t, []string{CodeUnknownProducerID}, res.ClientErrors.FailOn)
 
 	res = Analyze(context.Background(), h, Options{SkipLinear: true, FailOnClientErrors: []string{CodeDataLoss}})

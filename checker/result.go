@@ -71,8 +71,9 @@ type Result struct {
 	// broker never returns to them (SuspectClientErrors), by code and by
 	// fault window; nil when there were none.
 	ClientErrors *ClientErrors `json:"client-errors,omitempty"`
-	// FirstAnomalyNs is the time into the run of the earliest operation an
-	// anomaly that makes the result invalid names (time to first anomaly).
+	// FirstAnomalyNs is the time of the earliest operation an anomaly that
+	// makes the result invalid names, counted from the first client
+	// operation (time to first anomaly, setup left out).
 	FirstAnomalyNs *int64 `json:"first-anomaly-ns,omitempty"`
 	// Visualizations holds porcupine's self-contained HTML for some failing
 	// partitions, by key (at most Options.VisualizeMax). It is not part of

@@ -154,8 +154,8 @@ type SuiteRow struct {
 	Anomalies       []string
 	Found           string // valid, invalid, unknown, or error: ...
 	OK              bool
-	// FirstAnomaly is the time into the run of the first operation an
-	// anomaly names (0 when none).
+	// FirstAnomaly is the time of the first operation an anomaly names,
+	// from the workload's first operation (0 when none).
 	FirstAnomaly time.Duration
 	Dir          string
 	Took         time.Duration

@@ -32,6 +32,9 @@ type plantedBug struct {
 	// subscribe makes the consumers join consumer groups (the case needs
 	// committed offsets).
 	subscribe bool
+	// failOnClient are client error codes that fail both cases (a correct
+	// broker never returns them, whatever the faults).
+	failOnClient []string
 	// anomalies are the checker's anomaly classes the bug should produce:
 	// the planted case is caught only when it finds at least one of them.
 	anomalies []string
@@ -50,6 +53,10 @@ var flushPerMessage = map[string]string{"log.flush.interval.messages": "1"}
 var (
 	lossClasses       = []string{checker.AnomalyLostWrite, checker.AnomalyUnseen}
 	divergenceClasses = []string{checker.AnomalyInconsistentOffsets, checker.AnomalyLostWrite, checker.AnomalyUnseen}
+	corruptionClasses = []string{checker.AnomalyClientError, checker.AnomalyUnseen, checker.AnomalyLostWrite, checker.AnomalyInconsistentOffsets}
+	// corruptionEvidence: a client that got a batch failing its CRC, or saw
+	// a log end before what it had read, was served corruption.
+	corruptionEvidence = []string{checker.CodeCorruptMessage, checker.CodeDataLoss}
 )
 
 // plantedBugs are the twelve planted bugs of issue 10, each a real class of
@@ -80,9 +87,10 @@ var plantedBugs = []plantedBug{
 		anomalies: []string{checker.AnomalyInconsistentOffsets, checker.AnomalyLostWrite},
 		why:       "a paused old leader wakes up and answers fetches of its old epoch; followers append what it accepted meanwhile"},
 	{name: "recovery-skip-crc", key: "unsafe.recovery.skip.crc",
-		faults:    nemesis.Spec{{Kind: nemesis.KindCorrupt, Mode: nemesis.CorruptBitFlip}, {Kind: nemesis.KindKill, Mode: nemesis.TargetLeaders}},
-		anomalies: divergenceClasses,
-		why:       "a bit flipped in a batch of a stopped node survives its recovery; once that node leads (the leader kills move leadership), it serves the batch, which clients refuse by its CRC, so what follows it is never read"},
+		faults:       nemesis.Spec{{Kind: nemesis.KindCorrupt, Mode: nemesis.CorruptBitFlipThenLeader}},
+		failOnClient: corruptionEvidence,
+		anomalies:    corruptionClasses,
+		why:          "a bit flipped in a batch of a stopped node survives its recovery; once the rest of that partition's ISR is killed the node leads it and serves the batch, which clients refuse by its CRC (CORRUPT_MESSAGE), so what follows it is never read"},
 	{name: "idempotence-off", key: "unsafe.idempotence.off",
 		faults:    nemesis.Spec{{Kind: nemesis.KindPartition}, {Kind: nemesis.KindKill, Mode: nemesis.TargetLeaders}},
 		anomalies: []string{checker.AnomalyDuplicate},
@@ -107,10 +115,11 @@ var plantedBugs = []plantedBug{
 		anomalies: divergenceClasses,
 		why:       "default flush, min ISR 2: a node loses its unflushed tail in a power cut and comes straight back, cut off from all but the controller so it cannot fetch the tail again; it stays in its old ISRs, so killing the rest of one ISR elects it and truncates the others (power:follower-then-leader kills the leader before the node has registered again, so the stale ISR entry never counts)"},
 	{name: "follower-skip-validation", key: "unsafe.follower.skip.validation",
-		faults:    nemesis.Spec{{Kind: nemesis.KindCorrupt, Mode: nemesis.CorruptBitFlip}, {Kind: nemesis.KindKill, Mode: nemesis.TargetLeaders}},
-		unexposed: "a follower receives a bad batch only from a leader that serves one; our corruption happens while a node is down, and the reference broker's recovery checks every batch's CRC, so no leader ever serves one (exposing it needs a disk that corrupts reads under a live broker, which faultfs cannot do yet)",
-		anomalies: divergenceClasses,
-		why:       "followers append batches without checking their CRC, so a corrupt batch a leader serves spreads and stays after a failover"},
+		faults:       nemesis.Spec{{Kind: nemesis.KindCorrupt, Mode: nemesis.CorruptBitFlipThenLeader}},
+		failOnClient: corruptionEvidence,
+		unexposed:    "a follower receives a bad batch only from a leader that serves one; our corruption happens while a node is down, and the reference broker's recovery checks every batch's CRC, so no leader ever serves one (exposing it needs a disk that corrupts reads under a live broker, which faultfs cannot do yet)",
+		anomalies:    corruptionClasses,
+		why:          "followers append batches without checking their CRC, so a corrupt batch a leader serves spreads and stays after a failover"},
 }
 
 // plantedSuite is `faultline suite --suite planted`: per planted bug, the
@@ -123,6 +132,7 @@ func plantedSuite(base Test) []Case {
 		control := durable(base)
 		control.Name, control.Nemesis, control.NemesisInterval = "control-"+b.name, b.faults, interval
 		control.Subscribe = b.subscribe
+		control.FailOnClientErrors = b.failOnClient
 		maps.Copy(control.BrokerConfig, b.config)
 		planted := control
 		planted.Name = "planted-" + b.name

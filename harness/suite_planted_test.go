@@ -39,7 +39,8 @@ func TestPlantedCasesUseTheFaultThatExposesEachBug(t *testing.T) {
 		assert.Equal(t, p.Test.Nemesis, c.Test.Nemesis, b.name)
 	}
 	faults := func(name string) string { return byName["planted-"+name].Test.Nemesis.String() }
-	assert.Equal(t, "corrupt:bit-flip,kill:leaders", faults("recovery-skip-crc"))
+	assert.Equal(t, "corrupt:bit-flip-then-leader", faults("recovery-skip-crc"))
+	assert.Equal(t, []string{checker.CodeCorruptMessage, checker.CodeDataLoss}, byName["control-recovery-skip-crc"].Test.FailOnClientErrors, "the control fails on corruption served too")
 	assert.Equal(t, "power:all", faults("ack-before-fsync"))
 	assert.Equal(t, "power:after-fsync-error", faults("ignore-fsync-error"))
 	assert.Equal(t, "power:restart-lagging-then-leader", faults("unclean-restart-keeps-isr"))

@@ -246,7 +246,10 @@ type Corrupt struct {
 	Disk    Disk
 	Cluster Cluster
 	Modes   []string
-	down    []string
+	// Wait and Sleep pace bit-flip-then-leader (default: 10 s on a timer).
+	Wait  time.Duration
+	Sleep func(ctx context.Context, d time.Duration) bool
+	down  []string
 }
 
 // Name is "corrupt".
@@ -259,7 +262,7 @@ func (c *Corrupt) Start(ctx context.Context, rng *rand.Rand) (any, error) {
 		return DiskTargets{Mode: mode}, errNoDisk
 	}
 	kind, targetMode := "", mode
-	if mode == CorruptBitFlip {
+	if mode == CorruptBitFlip || mode == CorruptBitFlipThenLeader {
 		kind, targetMode = CorruptBitFlip, TargetOne
 	}
 	targets, err := chooseTargets(ctx, c.Cluster, targetMode, rng)
@@ -278,6 +281,15 @@ func (c *Corrupt) Start(ctx context.Context, rng *rand.Rand) (any, error) {
 		did[n] = what
 		if err != nil {
 			errs = append(errs, err)
+			continue
+		}
+		if mode == CorruptBitFlipThenLeader {
+			killed, err := c.bitFlipThenLeader(ctx, n, what)
+			for _, k := range killed {
+				did[k] = "killed (the rest of the flipped partition's ISR)"
+			}
+			errs = append(errs, err)
+			targets = append(targets, killed...)
 		}
 	}
 	return DiskTargets{Mode: mode, Nodes: targets, Did: did}, errors.Join(errs...)

@@ -2,10 +2,13 @@ package nemesis
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -37,6 +40,12 @@ const (
 	// elects nobody; one that kept it there elects a replica that lost
 	// acknowledged writes.
 	PowerRestartLaggingThenLeader = "restart-lagging-then-leader"
+	// CorruptBitFlipThenLeader is bit-flip, then, once the node is back
+	// and has had the wait to rejoin its ISRs, the rest of the ISR of the
+	// partition whose segment was flipped is killed (at most a minority),
+	// so that the node leads it: a correct broker cut the flipped batch
+	// off at recovery and fetched it again, one that kept it serves it.
+	CorruptBitFlipThenLeader = "bit-flip-then-leader"
 )
 
 // sequenceWaitDefault is the wait between the two steps of a sequence
@@ -231,6 +240,61 @@ func (p *Power) restartLaggingThenLeader(ctx context.Context, rng *rand.Rand) (a
 		}
 		return line + ", started again at once", nil
 	})
+}
+
+// bitFlipThenLeader is Corrupt's CorruptBitFlipThenLeader, after Start
+// has flipped the bit on node: it starts the node, waits and kills the
+// rest of the flipped partition's ISR. did is the agent's account of the
+// corruption (JSON naming the file).
+func (c *Corrupt) bitFlipThenLeader(ctx context.Context, node, did string) ([]string, error) {
+	var what struct {
+		File string `json:"file"`
+	}
+	if err := json.Unmarshal([]byte(did), &what); err != nil {
+		return nil, fmt.Errorf("bit-flip-then-leader: which file was flipped: %w", err)
+	}
+	dir, _, _ := strings.Cut(what.File, "/")
+	cut := strings.LastIndexByte(dir, '-')
+	if cut <= 0 {
+		return nil, fmt.Errorf("bit-flip-then-leader: %q is no partition's directory", dir)
+	}
+	topic, part := dir[:cut], dir[cut+1:]
+	c.down = slices.DeleteFunc(c.down, func(n string) bool { return n == node })
+	if err := c.Runtime.Start(ctx, node); err != nil {
+		c.down = append(c.down, node)
+		return nil, err
+	}
+	if !sequenceWait(ctx, c.Sleep, c.Wait) {
+		return nil, ctx.Err()
+	}
+	view, ok := c.Cluster.(PartitionView)
+	if !ok {
+		return nil, errors.New("bit-flip-then-leader: the cluster names no partition's ISR")
+	}
+	parts, err := view.Partitions(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("find partition replicas: %w", err)
+	}
+	minority := max(1, (len(c.Cluster.Nodes())-1)/2)
+	for _, ps := range parts {
+		if ps.Topic != topic || strconv.Itoa(int(ps.Partition)) != part {
+			continue
+		}
+		rest := slices.DeleteFunc(slices.Clone(ps.ISR), func(n string) bool { return n == node })
+		if len(rest) == 0 || len(rest) > minority {
+			return nil, fmt.Errorf("bit-flip-then-leader: %s's ISR %v leaves no minority to kill", dir, ps.ISR)
+		}
+		slices.Sort(rest)
+		var errs []error
+		for _, n := range rest {
+			c.down = append(c.down, n)
+			if err := c.Runtime.Kill(ctx, n); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		return rest, errors.Join(errs...)
+	}
+	return nil, fmt.Errorf("bit-flip-then-leader: %s is no partition of the workload's", dir)
 }
 
 // LaggingFailover records a lagging-then-leader fault: the node cut off

@@ -181,3 +181,49 @@ func TestPowerRestartLaggingThenLeader(t *testing.T) {
 	}
 	assert.Contains(t, w.calls, "isolate "+lf.Lagging+" []")
 }
+
+// flipWorld's corruption flips a bit in t0-1, whose ISR is the corrupted
+// node and the next two nodes.
+type flipWorld struct {
+	*fakeWorld
+	flipped *string
+}
+
+func (f flipWorld) PowerLoss(context.Context, string, string) error { return nil }
+func (f flipWorld) DiskFault(context.Context, string, string) error { return nil }
+func (f flipWorld) HealDisk(context.Context, string) error          { return nil }
+func (f flipWorld) Corrupt(_ context.Context, n string, _ uint64, kind string) (string, error) {
+	f.log("corrupt " + n + " " + kind)
+	*f.flipped = n
+	return `{"kind":"bit-flip","file":"t0-1/00000000000000000000.log"}`, nil
+}
+func (f flipWorld) Partitions(context.Context) ([]PartitionState, error) {
+	isr := []string{*f.flipped}
+	for _, n := range f.nodes {
+		if n != *f.flipped && len(isr) < 3 {
+			isr = append(isr, n)
+		}
+	}
+	return []PartitionState{{Topic: "t0", Partition: 0, Replicas: f.nodes[:3], ISR: f.nodes[:3]}, {Topic: "t0", Partition: 1, Replicas: isr, ISR: isr}}, nil
+}
+
+// TestCorruptBitFlipThenLeaderMakesTheFlippedReplicaLead: the node is
+// corrupted and started again, then the rest of the flipped partition's
+// ISR is killed; Stop starts them.
+func TestCorruptBitFlipThenLeaderMakesTheFlippedReplicaLead(t *testing.T) {
+	w := newWorld(5)
+	var flipped string
+	f := flipWorld{fakeWorld: w, flipped: &flipped}
+	c := Spec{{Kind: KindCorrupt, Mode: CorruptBitFlipThenLeader}}.Faults(f, f)[0].(*Corrupt)
+	c.Sleep = noWait
+	v, err := c.Start(context.Background(), rand.New(rand.NewPCG(9, 9)))
+	require.NoError(t, err)
+	got := v.(DiskTargets)
+	isr, _ := f.Partitions(context.Background())
+	node, others := flipped, isr[1].ISR[1:]
+	assert.Equal(t, append([]string{node}, others...), got.Nodes)
+	assert.Equal(t, []string{"kill " + node, "corrupt " + node + " bit-flip", "start " + node, "kill " + others[0], "kill " + others[1]}, w.calls)
+	_, err = c.Stop(context.Background())
+	require.NoError(t, err)
+	assert.ElementsMatch(t, []string{"start " + others[0], "start " + others[1]}, w.calls[5:], "the corrupted node is already up")
+}

@@ -55,7 +55,7 @@ func (k Kind) modes() []string {
 	case KindPower:
 		return append(append([]string(nil), explicitProcessTargetModes...), PowerThenLeader, PowerAfterFsyncError, PowerRestartLaggingThenLeader)
 	case KindCorrupt:
-		return append(append([]string(nil), explicitProcessTargetModes...), CorruptBitFlip)
+		return append(append([]string(nil), explicitProcessTargetModes...), CorruptBitFlip, CorruptBitFlipThenLeader)
 	case KindKill, KindPause, KindDiskError, KindDiskFull, KindDiskSlow:
 		return explicitProcessTargetModes
 	case KindPartition:
@@ -96,7 +96,7 @@ type Spec []FaultSpec
 // disk-full, disk-slow, corrupt; all but partition and none take the modes
 // one, minority, majority, leaders, controller, all; power also takes
 // follower-then-leader, after-fsync-error and restart-lagging-then-leader,
-// corrupt also bit-flip;
+// corrupt also bit-flip and bit-flip-then-leader;
 // partition takes one, halves, majorities-ring, controller and
 // lagging-then-leader; none takes none. The error names the entry that is
 // wrong.

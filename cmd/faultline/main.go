@@ -291,7 +291,8 @@ func cmdSuite(args []string, stdout, stderr io.Writer) int {
 Runs every test of a suite and prints a table: test, expected verdict (and,
 for a case that must find a bug, the anomaly classes that count as finding
 it), found verdict, the anomalies found, the time into the run of the first
-operation an anomaly names, ok/FAILED. An invalid case passes only when it
+operation an anomaly names (from the workload's first operation), ok/FAILED.
+An invalid case passes only when it
 found one of its expected classes. Exit: 0 when every test came out as
 expected, 1 when one did not, 254 bad arguments.
 
