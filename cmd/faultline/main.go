@@ -163,7 +163,7 @@ func parseTest(args []string, stderr io.Writer) (harness.Test, int) {
 	clients.register(fs)
 	fs.StringVar(&t.Name, "name", "", "test name, the store directory under --store (default: workload-nemesis-Nn)")
 	fs.StringVar(&t.Workload, "workload", t.Workload, "workload: queue (Jepsen's Kafka workload)")
-	fs.StringVar(&nemesisList, "nemesis", "none", "faults, comma-separated: none, kill, pause, partition, power, disk-error, disk-full, disk-slow, corrupt; a mode pins the targets: KIND:MODE with one, minority, majority, leaders, controller, all (all only when named); partition:MODE with one, halves, majorities-ring, controller (no mode: chosen at random each time). Sequences, only when named: power:follower-then-leader (a follower's power cut, then a leader killed), power:after-fsync-error (every node's fsyncs fail with EIO, then every node's power is cut), corrupt:bit-flip (one node killed and one bit of one batch flipped), partition:lagging-then-leader (a node cut off from all but the controller until it leaves the ISRs, then leaders killed)")
+	fs.StringVar(&nemesisList, "nemesis", "none", "faults, comma-separated: none, kill, pause, partition, power, disk-error, disk-full, disk-slow, corrupt; a mode pins the targets: KIND:MODE with one, minority, majority, leaders, controller, all (all only when named); partition:MODE with one, halves, majorities-ring, controller (no mode: chosen at random each time). Sequences, only when named: power:follower-then-leader (a follower's power cut, then a leader killed), power:after-fsync-error (every node's fsyncs fail with EIO for 10 s, then every node's power is cut), power:restart-lagging-then-leader (a node's power cut and restarted, then as lagging-then-leader), corrupt:bit-flip (one node killed and one bit of one batch flipped), corrupt:bit-flip-then-leader (then the rest of that partition's ISR killed so the node leads it), partition:lagging-then-leader (a node cut off from all but the controller for 10 s, leaving its ISRs, then the rest of one ISR it replicates killed)")
 	fs.DurationVar(&interval, "nemesis-interval", interval, "time between starting and stopping faults")
 	fs.IntVar(&t.Nodes, "nodes", t.Nodes, "number of nodes n1..nK")
 	fs.StringVar(&t.Topology, "topology", t.Topology, "combined (the first min(3, nodes) nodes are broker+controller, the rest brokers) or split (n1..n3 controllers only, the rest brokers; needs 4+ nodes)")
@@ -290,10 +290,9 @@ func cmdSuite(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprint(stderr, `usage: faultline suite [--suite NAME] [--only TEST,...] [flags]
 Runs every test of a suite and prints a table: test, expected verdict (and,
 for a case that must find a bug, the anomaly classes that count as finding
-it), found verdict, the anomalies found, the time into the run of the first
-operation an anomaly names (from the workload's first operation), ok/FAILED.
-An invalid case passes only when it
-found one of its expected classes. Exit: 0 when every test came out as
+it), found verdict, the anomalies found, the time of the first operation
+an anomaly names (from the workload's first operation), ok/FAILED. An
+invalid case passes only when it found one of its expected classes. Exit: 0 when every test came out as
 expected, 1 when one did not, 254 bad arguments.
 
 Flags:
