@@ -32,6 +32,9 @@ type plantedBug struct {
 	// subscribe makes the consumers join consumer groups (the case needs
 	// committed offsets).
 	subscribe bool
+	// singleCopy runs both cases with one replica per partition (min ISR
+	// 1): the bug is the leader's alone.
+	singleCopy bool
 	// failOnClient are client error codes that fail both cases (a correct
 	// broker never returns them, whatever the faults).
 	failOnClient []string
@@ -96,10 +99,11 @@ var plantedBugs = []plantedBug{
 		anomalies: []string{checker.AnomalyDuplicate},
 		why:       "an idempotent producer's retry after a timeout or a failover is appended a second time"},
 	{name: "ack-before-fsync", key: "unsafe.ack.before.fsync",
-		faults:    nemesis.Spec{{Kind: nemesis.KindPower, Mode: nemesis.TargetAll}},
-		config:    flushPerMessage,
-		anomalies: lossClasses,
-		why:       "with flush.messages=1, writes are acknowledged before their fsync and a power loss of every replica drops them"},
+		faults:     nemesis.Spec{{Kind: nemesis.KindPower, Mode: nemesis.PowerAfterSlowFsync}},
+		config:     flushPerMessage,
+		singleCopy: true,
+		anomalies:  lossClasses,
+		why:        "with flush.messages=1, writes are acknowledged before their fsync; with slow fsyncs, a power loss of every node drops what was in flight (one replica per partition: a follower fsyncs before it fetches again, so with replicas the leader's early ack is covered by theirs)"},
 	{name: "offsets-unreplicated", key: "unsafe.offsets.unreplicated",
 		faults:    nemesis.Spec{{Kind: nemesis.KindPartition, Mode: nemesis.PartitionOne}, {Kind: nemesis.KindKill, Mode: nemesis.TargetLeaders}},
 		subscribe: true,
@@ -133,6 +137,10 @@ func plantedSuite(base Test) []Case {
 		control.Name, control.Nemesis, control.NemesisInterval = "control-"+b.name, b.faults, interval
 		control.Subscribe = b.subscribe
 		control.FailOnClientErrors = b.failOnClient
+		if b.singleCopy {
+			control.ReplicationFactor = 1
+			control.BrokerConfig["min.insync.replicas"] = "1"
+		}
 		maps.Copy(control.BrokerConfig, b.config)
 		planted := control
 		planted.Name = "planted-" + b.name

@@ -41,7 +41,8 @@ func TestPlantedCasesUseTheFaultThatExposesEachBug(t *testing.T) {
 	faults := func(name string) string { return byName["planted-"+name].Test.Nemesis.String() }
 	assert.Equal(t, "corrupt:bit-flip-then-leader", faults("recovery-skip-crc"))
 	assert.Equal(t, []string{checker.CodeCorruptMessage, checker.CodeDataLoss}, byName["control-recovery-skip-crc"].Test.FailOnClientErrors, "the control fails on corruption served too")
-	assert.Equal(t, "power:all", faults("ack-before-fsync"))
+	assert.Equal(t, "power:after-slow-fsync", faults("ack-before-fsync"))
+	assert.Equal(t, 1, byName["control-ack-before-fsync"].Test.ReplicationFactor)
 	assert.Equal(t, "power:after-fsync-error", faults("ignore-fsync-error"))
 	assert.Equal(t, "power:restart-lagging-then-leader", faults("unclean-restart-keeps-isr"))
 	assert.Equal(t, "partition:lagging-then-leader", faults("elect-any-replica"))

@@ -77,8 +77,8 @@ func (p *Power) Start(ctx context.Context, rng *rand.Rand) (any, error) {
 	switch mode {
 	case PowerThenLeader:
 		return p.followerThenLeader(ctx, rng)
-	case PowerAfterFsyncError:
-		return p.afterFsyncError(ctx, rng)
+	case PowerAfterFsyncError, PowerAfterSlowFsync:
+		return p.afterDiskFault(ctx, rng, mode)
 	case PowerRestartLaggingThenLeader:
 		return p.restartLaggingThenLeader(ctx, rng)
 	}

@@ -23,8 +23,9 @@
 // Fixed sequences of two faults, chosen only when named, are the modes
 // that expose the planted bugs (sequence.go): power:follower-then-leader,
 // power:after-fsync-error (EIO on every fsync, then every node's power),
+// power:after-slow-fsync (the same with slow fsyncs),
 // power:restart-lagging-then-leader, corrupt:bit-flip (one node, one bit
-// of one batch), and partition:lagging-then-leader (a node cut off from
+// of one batch), corrupt:bit-flip-then-leader, and partition:lagging-then-leader (a node cut off from
 // all but the controller until it leaves its ISRs, then the rest of an ISR
 // it replicates killed, found through the optional PartitionView).
 //

@@ -21,6 +21,10 @@ const (
 	// fsyncs still fail: a broker that acknowledged what it could not
 	// fsync loses it (fsyncgate).
 	PowerAfterFsyncError = "after-fsync-error"
+	// PowerAfterSlowFsync slows every node's fsyncs down (300 ms each) for
+	// a while, then cuts every node's power while they are slow: a broker
+	// that acknowledged before its fsync ended loses what was in flight.
+	PowerAfterSlowFsync = "after-slow-fsync"
 	// CorruptBitFlip kills one node and flips one bit in one record batch
 	// of one of its segments (no other corruption), and starts it again
 	// when it stops: recovery must find the batch by its CRC.
@@ -67,12 +71,16 @@ func sequenceWait(ctx context.Context, sleep func(context.Context, time.Duration
 	return sleep(ctx, d)
 }
 
-// afterFsyncError is Power's PowerAfterFsyncError: eio on every node's
-// fsyncs, the wait, then every node's power cut at once.
-func (p *Power) afterFsyncError(ctx context.Context, rng *rand.Rand) (any, error) {
+// afterDiskFault is Power's PowerAfterFsyncError and
+// PowerAfterSlowFsync: the disk fault on every node's fsyncs, the wait,
+// then every node's power cut at once.
+func (p *Power) afterDiskFault(ctx context.Context, rng *rand.Rand, mode string) (any, error) {
 	nodes := append([]string(nil), p.Cluster.Nodes()...)
-	out := DiskTargets{Mode: PowerAfterFsyncError, Nodes: nodes, Did: map[string]string{}}
-	const eio = "eio fsync"
+	out := DiskTargets{Mode: mode, Nodes: nodes, Did: map[string]string{}}
+	eio := "eio fsync"
+	if mode == PowerAfterSlowFsync {
+		eio = "slow fsync 300ms"
+	}
 	var errs []error
 	for _, n := range nodes {
 		// A node whose fsync failed may stop (its only log dir is

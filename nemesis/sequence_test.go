@@ -46,6 +46,13 @@ func TestPowerAfterFsyncError(t *testing.T) {
 	_, err = p.Stop(context.Background())
 	require.NoError(t, err)
 	assert.ElementsMatch(t, []string{"start n1", "start n2", "start n3"}, w.calls[6:])
+
+	w = diskWorld{newWorld(3)}
+	p = Spec{{Kind: KindPower, Mode: PowerAfterSlowFsync}}.Faults(w, w)[0].(*Power)
+	p.Sleep = noWait
+	_, err = p.Start(context.Background(), rand.New(rand.NewPCG(2, 2)))
+	require.NoError(t, err)
+	assert.Equal(t, []string{"disk n1 slow fsync 300ms", "disk n2 slow fsync 300ms", "disk n3 slow fsync 300ms"}, w.calls[:3])
 }
 
 // TestCorruptBitFlipAsksForABitFlipOnOneNode.

@@ -53,7 +53,7 @@ func (f FaultSpec) String() string {
 func (k Kind) modes() []string {
 	switch k {
 	case KindPower:
-		return append(append([]string(nil), explicitProcessTargetModes...), PowerThenLeader, PowerAfterFsyncError, PowerRestartLaggingThenLeader)
+		return append(append([]string(nil), explicitProcessTargetModes...), PowerThenLeader, PowerAfterFsyncError, PowerAfterSlowFsync, PowerRestartLaggingThenLeader)
 	case KindCorrupt:
 		return append(append([]string(nil), explicitProcessTargetModes...), CorruptBitFlip, CorruptBitFlipThenLeader)
 	case KindKill, KindPause, KindDiskError, KindDiskFull, KindDiskSlow:
@@ -95,7 +95,8 @@ type Spec []FaultSpec
 // KIND:MODE, with kinds none, kill, pause, partition, power, disk-error,
 // disk-full, disk-slow, corrupt; all but partition and none take the modes
 // one, minority, majority, leaders, controller, all; power also takes
-// follower-then-leader, after-fsync-error and restart-lagging-then-leader,
+// follower-then-leader, after-fsync-error, after-slow-fsync and
+// restart-lagging-then-leader,
 // corrupt also bit-flip and bit-flip-then-leader;
 // partition takes one, halves, majorities-ring, controller and
 // lagging-then-leader; none takes none. The error names the entry that is
