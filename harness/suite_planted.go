@@ -54,8 +54,10 @@ var flushPerMessage = map[string]string{"log.flush.interval.messages": "1"}
 
 // Anomaly classes the planted cases expect.
 var (
-	lossClasses       = []string{checker.AnomalyLostWrite, checker.AnomalyUnseen}
-	divergenceClasses = []string{checker.AnomalyInconsistentOffsets, checker.AnomalyLostWrite, checker.AnomalyUnseen}
+	// lossClasses: an acknowledged write lost shows as lost-write or
+	// unseen, or as inconsistent-offsets once a later write reuses its
+	// offset.
+	lossClasses = []string{checker.AnomalyLostWrite, checker.AnomalyUnseen, checker.AnomalyInconsistentOffsets}
 	corruptionClasses = []string{checker.AnomalyClientError, checker.AnomalyUnseen, checker.AnomalyLostWrite, checker.AnomalyInconsistentOffsets}
 	// corruptionEvidence: a client that got a batch failing its CRC, or saw
 	// a log end before what it had read, was served corruption.
@@ -77,7 +79,7 @@ var plantedBugs = []plantedBug{
 	{name: "elect-any-replica", key: "unsafe.elect.any.replica",
 		faults:    nemesis.Spec{{Kind: nemesis.KindPartition, Mode: nemesis.PartitionLaggingThenLeader}},
 		config:    fastLag,
-		anomalies: divergenceClasses,
+		anomalies: lossClasses,
 		why:       "a follower cut off from every node but the controller stays live and leaves its ISRs; the leaders are then killed, and it may be elected although unclean election is off, truncating the others to its shorter log"},
 	{name: "skip-divergence-truncation", key: "unsafe.skip.divergence.truncation",
 		faults:    nemesis.Spec{{Kind: nemesis.KindPartition, Mode: nemesis.PartitionOne}, {Kind: nemesis.KindKill, Mode: nemesis.TargetLeaders}},
@@ -116,7 +118,7 @@ var plantedBugs = []plantedBug{
 		why:       "every node's fsyncs fail with EIO, then every node loses power: the writes acknowledged over the failed fsyncs are gone (a correct broker takes its log dir offline and acknowledges nothing)"},
 	{name: "unclean-restart-keeps-isr", key: "unsafe.unclean.restart.keeps.isr",
 		faults:    nemesis.Spec{{Kind: nemesis.KindPower, Mode: nemesis.PowerRestartLaggingThenLeader}},
-		anomalies: divergenceClasses,
+		anomalies: lossClasses,
 		why:       "default flush, min ISR 2: a node loses its unflushed tail in a power cut and comes straight back, cut off from all but the controller so it cannot fetch the tail again; it stays in its old ISRs, so killing the rest of one ISR elects it and truncates the others (power:follower-then-leader kills the leader before the node has registered again, so the stale ISR entry never counts)"},
 	{name: "follower-skip-validation", key: "unsafe.follower.skip.validation",
 		faults:       nemesis.Spec{{Kind: nemesis.KindCorrupt, Mode: nemesis.CorruptBitFlipThenLeader}},

@@ -48,6 +48,7 @@ func TestPlantedCasesUseTheFaultThatExposesEachBug(t *testing.T) {
 	assert.Equal(t, "partition:lagging-then-leader", faults("elect-any-replica"))
 	assert.Empty(t, byName["planted-unclean-restart-keeps-isr"].Test.BrokerConfig["log.flush.interval.messages"], "the default flush policy")
 	assert.Equal(t, "2", byName["planted-unclean-restart-keeps-isr"].Test.BrokerConfig["min.insync.replicas"])
+	assert.True(t, byName["planted-unclean-restart-keeps-isr"].Test.networkFaults(), "it cuts the lagging node off")
 	assert.Contains(t, byName["planted-follower-skip-validation"].Why, "expected to be missed", "says honestly that no fault of ours exposes it")
 }
 
@@ -55,6 +56,7 @@ func TestPlantedCasesUseTheFaultThatExposesEachBug(t *testing.T) {
 // invalid case only when it found one of the expected classes.
 func TestJudgeWantsTheExpectedAnomalyClass(t *testing.T) {
 	c := Case{Expect: checker.Invalid, ExpectAnomalies: []string{checker.AnomalyLostWrite, checker.AnomalyUnseen}}
+	assert.Contains(t, lossClasses, checker.AnomalyInconsistentOffsets, "a lost write whose offset is reused")
 	res := func(v checker.Validity, anomalies map[string]checker.AnomalyReport) checker.Result {
 		return checker.Result{Valid: v, Anomalies: anomalies}
 	}

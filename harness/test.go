@@ -102,9 +102,9 @@ func (t Test) Validate(reg workloads.Registry) error {
 	return nil
 }
 
-// networkFaults reports whether the nemesis list names partitions, the one
-// fault that needs extra capabilities in the nodes.
-func (t Test) networkFaults() bool { return t.Nemesis.Has(nemesis.KindPartition) }
+// networkFaults reports whether the nemesis list cuts the network between
+// nodes (partitions), which needs extra capabilities in the nodes.
+func (t Test) networkFaults() bool { return t.Nemesis.CutsNetwork() }
 
 // diskFaults reports whether the nemesis list names a fault on the nodes'
 // disks (the fault filesystem or corruption of a stopped node's data).

@@ -156,6 +156,15 @@ func (s Spec) Injected() Spec {
 	return slices.DeleteFunc(slices.Clone(s), func(f FaultSpec) bool { return f.Kind == KindNone })
 }
 
+// CutsNetwork reports whether any entry cuts the network between nodes
+// (partition, or power:restart-lagging-then-leader), which needs the
+// nodes' netfilter rules.
+func (s Spec) CutsNetwork() bool {
+	return slices.ContainsFunc(s, func(f FaultSpec) bool {
+		return f.Kind == KindPartition || (f.Kind == KindPower && f.Mode == PowerRestartLaggingThenLeader)
+	})
+}
+
 // OnFaultFS reports whether any entry needs the fault filesystem.
 func (s Spec) OnFaultFS() bool {
 	return slices.ContainsFunc(s, func(f FaultSpec) bool { return f.Kind.OnFaultFS() })
