@@ -211,9 +211,11 @@ func ValidateClientErrorCodes(codes []string) error {
 	return nil
 }
 
-// firstAnomalyNs is the time of the earliest operation that an example of
-// an anomaly making res invalid names, counted from the first client
-// operation (the workload's start, setup left out), or nil.
+// firstAnomalyNs is when an anomaly making res invalid was first seen:
+// over its examples, the earliest time at which every operation an
+// example names had happened (the op that revealed it), counted from the
+// first client operation (the workload's start, setup left out); nil
+// without one.
 func firstAnomalyNs(res Result, h History) *int64 {
 	start := int64(0)
 	for i := range h {
@@ -225,12 +227,15 @@ func firstAnomalyNs(res Result, h History) *int64 {
 	var first *int64
 	for _, name := range res.BadAnomalies() {
 		for _, ex := range res.Anomalies[name].Examples {
+			seen, ok := int64(-1), false
 			for _, idx := range ex.OpIndexes() {
 				i := sort.Search(len(h), func(i int) bool { return h[i].Index >= idx })
-				if i < len(h) && h[i].Index == idx && (first == nil || h[i].Time < *first) {
-					t := h[i].Time
-					first = &t
+				if i < len(h) && h[i].Index == idx {
+					seen, ok = max(seen, h[i].Time), true
 				}
+			}
+			if ok && (first == nil || seen < *first) {
+				first = &seen
 			}
 		}
 	}
