@@ -57,7 +57,7 @@ var (
 	// lossClasses: an acknowledged write lost shows as lost-write or
 	// unseen, or as inconsistent-offsets once a later write reuses its
 	// offset.
-	lossClasses = []string{checker.AnomalyLostWrite, checker.AnomalyUnseen, checker.AnomalyInconsistentOffsets}
+	lossClasses       = []string{checker.AnomalyLostWrite, checker.AnomalyUnseen, checker.AnomalyInconsistentOffsets}
 	corruptionClasses = []string{checker.AnomalyClientError, checker.AnomalyUnseen, checker.AnomalyLostWrite, checker.AnomalyInconsistentOffsets}
 	// corruptionEvidence: a client that got a batch failing its CRC, or saw
 	// a log end before what it had read, was served corruption.
