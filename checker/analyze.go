@@ -50,6 +50,11 @@ type Options struct {
 	// ThroughputBucket is the width of one throughput bucket (default 1 s;
 	// widened so a series has at most 2000 buckets).
 	ThroughputBucket time.Duration
+	// FailOnClientErrors are client error codes (SuspectClientErrors) that
+	// make the result invalid when any client received one
+	// (AnomalyClientError); every suspect error is counted in
+	// Result.ClientErrors either way.
+	FailOnClientErrors []string
 
 	subscribe, txn bool
 	subVia         []string
@@ -114,6 +119,7 @@ func (o Options) resolve(h History) Options {
 func Analyze(ctx context.Context, h History, opts Options) Result {
 	opts = opts.resolve(h)
 	p := pair(h)
+	ce := clientErrors(h, faultWindows(h, p), opts.FailOnClientErrors, opts.ExamplesMax)
 	checkers := []Checker{
 		Func{CheckerName: "history", Fn: func(context.Context, History) CheckerResult {
 			return checkNotEmpty(h)
@@ -121,6 +127,11 @@ func Analyze(ctx context.Context, h History, opts Options) Result {
 		Func{CheckerName: "queue", Fn: func(ctx context.Context, h History) CheckerResult {
 			return runQueue(ctx, h, p, opts)
 		}},
+	}
+	if len(opts.FailOnClientErrors) > 0 {
+		checkers = append(checkers, Func{CheckerName: "client-errors", Fn: func(context.Context, History) CheckerResult {
+			return checkClientErrors(ce, opts.FailOnClientErrors, opts.ExamplesMax)
+		}})
 	}
 	if !opts.SkipLinear {
 		checkers = append(checkers, Func{CheckerName: "linearizable", Fn: func(ctx context.Context, h History) CheckerResult {
@@ -137,6 +148,8 @@ func Analyze(ctx context.Context, h History, opts Options) Result {
 	res.Txn = opts.txn
 	res.Stats = computeStats(h, p)
 	res.Perf = computePerf(h, p, opts)
+	res.ClientErrors = ce
+	res.FirstAnomalyNs = firstAnomalyNs(res, h)
 	return res
 }
 

@@ -92,5 +92,20 @@
 // the statistics); the report uses them to say which node led a partition
 // when a write was acknowledged and when a new leader took over.
 //
+// A harness event f "crash-client" (FCrashClient) records that the harness
+// crashed a client process (value {"process": N}); that process's open
+// operation is recorded info.
+//
+// # Client errors as evidence
+//
+// Analyze counts the errors of client completions that a correct broker
+// never returns to a well-behaved client (SuspectClientErrors: Kafka's
+// error names as franz-go prints them, plus CORRUPT_MESSAGE and DATA_LOSS
+// for what franz-go's consumer finds itself) into Result.ClientErrors, by
+// code and per fault window; Options.FailOnClientErrors adds the
+// "client-errors" checker, which makes the result invalid
+// (AnomalyClientError) when a named code occurs. Result.FirstAnomalyNs is
+// the time of the earliest operation an invalidating anomaly names.
+//
 // CheckFile(path, Options) is what `faultline check` calls.
 package checker

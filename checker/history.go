@@ -28,6 +28,11 @@ const HarnessProcess = -2
 // Leadership.
 const FLeaders = "leaders"
 
+// FCrashClient is the f of a harness event recording that crash-clients
+// closed a client (value {"process": N}, the process it crashed): the
+// process's operation in flight ends info and a new process takes over.
+const FCrashClient = "crash-client"
+
 // Leadership is one partition's leader as a Metadata response named it:
 // node name (empty when the partition had no leader) and leader epoch (-1
 // when the response carried none).

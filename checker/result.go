@@ -67,6 +67,14 @@ type Result struct {
 	Mode   string   `json:"mode,omitempty"`
 	SubVia []string `json:"sub-via,omitempty"`
 	Txn    bool     `json:"txn,omitempty"`
+	// ClientErrors counts the errors clients received that a correct
+	// broker never returns to them (SuspectClientErrors), by code and by
+	// fault window; nil when there were none.
+	ClientErrors *ClientErrors `json:"client-errors,omitempty"`
+	// FirstAnomalyNs is the time of the earliest operation an anomaly that
+	// makes the result invalid names, counted from the first client
+	// operation (time to first anomaly, setup left out).
+	FirstAnomalyNs *int64 `json:"first-anomaly-ns,omitempty"`
 	// Visualizations holds porcupine's self-contained HTML for some failing
 	// partitions, by key (at most Options.VisualizeMax). It is not part of
 	// results.json: the harness writes each as linear-<key>.html.

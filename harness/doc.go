@@ -10,7 +10,8 @@
 // (Outcome.ExitCode); a Suite is a list of Cases with expected verdicts
 // (RunSuite prints the table `make test-jepsen` gates on, records each
 // case's expected verdict in its test.json, and writes the suite's index
-// page into the store). The harness
+// page into the store; Case.Judge wants an invalid case's anomalies to
+// include one of its ExpectAnomalies). The harness
 // drives a workload only through the workloads interfaces and takes its
 // faults as a parsed nemesis.Spec.
 //
@@ -20,7 +21,8 @@
 // in Metadata responses as harness events in the history, from the
 // workload's start to the end of the final reads); run the workers and the fault schedule until the
 // time limit, an operation in flight at the limit still getting its
-// completion (workers.go, progress.go); heal; wait for recovery; the
+// completion, with Test.CrashClientsInterval crashing a seeded worker's
+// client now and then (workers.go, progress.go); heal; wait for recovery; the
 // workload's final reads, in rounds of fresh clients until everything
 // written was read (finalreads.go); check; write the results and the
 // report (results.go). The history is streamed to history.jsonl and each

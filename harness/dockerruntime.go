@@ -304,8 +304,9 @@ func (r *DockerRuntime) HealDisk(ctx context.Context, node string) error {
 }
 
 // Corrupt damages a stopped node's log dir in a one-shot container on its
-// volume (`faultline agent corrupt`) and returns what it did.
-func (r *DockerRuntime) Corrupt(ctx context.Context, node string, seed uint64) (string, error) {
+// volume (`faultline agent corrupt`), with the one corruption kind names
+// (any when empty), and returns what it did.
+func (r *DockerRuntime) Corrupt(ctx context.Context, node string, seed uint64, kind string) (string, error) {
 	var id int
 	if _, err := fmt.Sscanf(node, "n%d", &id); err != nil {
 		return "", fmt.Errorf("corrupt %s: unknown node", node)
@@ -318,6 +319,9 @@ func (r *DockerRuntime) Corrupt(ctx context.Context, node string, seed uint64) (
 		Name: fmt.Sprintf("%s-corrupt-%d", node, r.corruptions.Add(1)), Image: r.image, Network: r.network,
 		DataDir: nodeDiskDir, Volume: r.d.runID + "-" + node + "-data", Entrypoint: []string{agentPath},
 		Cmd: []string{"agent", "corrupt", "--dir", logDir, "--seed", strconv.FormatUint(seed, 10)},
+	}
+	if kind != "" {
+		spec.Cmd = append(spec.Cmd, "--kind", kind)
 	}
 	out, err := r.d.RunOnce(ctx, spec)
 	return strings.TrimSpace(out), err

@@ -268,7 +268,7 @@ func (r *run) execute(ctx context.Context) (Outcome, error) {
 			events.Observe(time.Duration(op.Time)-workBase, op)
 		})
 	}()
-	r.runWorkers(ctx, mainCtx, wl.Generator(), wl.NewClient, t.Concurrency, 0)
+	r.runWorkers(ctx, mainCtx, wl.Generator(), wl.NewClient, t.Concurrency, 0, time.Duration(t.CrashClientsInterval))
 	wg.Wait()
 	stopProgress()
 	if err := writeSchedule(r.dir, events.Events()); err != nil {

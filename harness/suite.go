@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -23,6 +24,11 @@ type Case struct {
 	// configuration, Invalid where the seeds say loss is expected (a
 	// harness that cannot find a known loss is broken).
 	Expect checker.Validity
+	// ExpectAnomalies, for an Invalid case, are the anomaly classes that
+	// count as finding what the case looks for: the case passes only when
+	// the result's anomalies (those that make it invalid) include at least
+	// one of them. Empty: any invalid result passes.
+	ExpectAnomalies []string
 	// Why says what the case proves, for the table.
 	Why string
 }
@@ -144,10 +150,38 @@ func SelectCases(cases []Case, only string) ([]Case, error) {
 type SuiteRow struct {
 	Name     string
 	Expected checker.Validity
-	Found    string // valid, invalid, unknown, or error: ...
-	OK       bool
-	Dir      string
-	Took     time.Duration
+	// ExpectAnomalies are the case's expected classes; Anomalies the
+	// classes the run found (those that make it invalid).
+	ExpectAnomalies []string
+	Anomalies       []string
+	Found           string // valid, invalid, unknown, or error: ...
+	OK              bool
+	// FirstAnomaly is the time of the first operation an anomaly names,
+	// from the workload's first operation (0 when none).
+	FirstAnomaly time.Duration
+	Dir          string
+	Took         time.Duration
+}
+
+// Judge says whether a case's result is what the case expects: the
+// expected validity and, for an invalid case with ExpectAnomalies, at
+// least one of those classes among the anomalies found. The row's Found
+// names a wrong class ("invalid (duplicate; expected lost-write)").
+func (c Case) Judge(res checker.Result) (found string, ok bool) {
+	found = res.Valid.String()
+	if res.Valid != c.Expect {
+		return found, false
+	}
+	if c.Expect != checker.Invalid || len(c.ExpectAnomalies) == 0 {
+		return found, true
+	}
+	bad := res.BadAnomalies()
+	for _, a := range bad {
+		if slices.Contains(c.ExpectAnomalies, a) {
+			return found, true
+		}
+	}
+	return fmt.Sprintf("%s (%s; expected %s)", found, strings.Join(bad, ","), strings.Join(c.ExpectAnomalies, " or ")), false
 }
 
 // RunSuite runs every case in order, with the workloads of reg, and prints
@@ -166,12 +200,15 @@ func RunSuite(ctx context.Context, cases []Case, reg workloads.Registry, out io.
 		// this was, for the report and the store browser.
 		c.Test.Expected, c.Test.Suite = c.Expect.String(), stamp
 		o, err := Run(ctx, c.Test, reg, out)
-		row := SuiteRow{Name: c.Test.FullName(), Expected: c.Expect, Dir: o.Dir, Took: time.Since(start)}
+		row := SuiteRow{Name: c.Test.FullName(), Expected: c.Expect, ExpectAnomalies: c.ExpectAnomalies, Dir: o.Dir, Took: time.Since(start)}
 		if err != nil {
 			row.Found = "error: " + firstLine(err.Error())
 		} else {
-			row.Found = o.Result.Valid.String()
-			row.OK = o.Result.Valid == c.Expect
+			row.Found, row.OK = c.Judge(o.Result)
+			row.Anomalies = o.Result.BadAnomalies()
+			if o.Result.FirstAnomalyNs != nil {
+				row.FirstAnomaly = time.Duration(*o.Result.FirstAnomalyNs)
+			}
 		}
 		all = all && row.OK
 		rows = append(rows, row)
@@ -181,13 +218,14 @@ func RunSuite(ctx context.Context, cases []Case, reg workloads.Registry, out io.
 		}
 	}
 	tw := tabwriter.NewWriter(out, 2, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "TEST\tEXPECTED\tFOUND\tRESULT\tTOOK\tRUN")
+	fmt.Fprintln(tw, "TEST\tEXPECTED\tFOUND\tANOMALIES\tFIRST\tRESULT\tTOOK\tRUN")
 	for _, r := range rows {
 		res := "ok"
 		if !r.OK {
 			res = "FAILED"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.Name, r.Expected, r.Found, res, r.Took.Round(time.Second), r.Dir)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Name, r.expected(), r.Found, dashIfEmpty(strings.Join(r.Anomalies, ",")),
+			firstText(r.FirstAnomaly), res, r.Took.Round(time.Second), r.Dir)
 	}
 	tw.Flush()
 	if len(cases) > 0 {
@@ -199,6 +237,29 @@ func RunSuite(ctx context.Context, cases []Case, reg workloads.Registry, out io.
 		}
 	}
 	return rows, all
+}
+
+// expected is the EXPECTED column: the verdict, and the classes an
+// invalid case must find.
+func (r SuiteRow) expected() string {
+	if len(r.ExpectAnomalies) == 0 {
+		return r.Expected.String()
+	}
+	return fmt.Sprintf("%s (%s)", r.Expected, strings.Join(r.ExpectAnomalies, "|"))
+}
+
+func dashIfEmpty(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func firstText(d time.Duration) string {
+	if d <= 0 {
+		return "-"
+	}
+	return d.Round(100 * time.Millisecond).String()
 }
 
 func firstLine(s string) string {

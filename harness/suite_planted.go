@@ -20,18 +20,26 @@ type plantedBug struct {
 	name string
 	// key is the unsafe.* switch.
 	key string
-	// faults are the faults that expose the bug. Where the fault the bug
-	// needs is not in the nemesis yet, substitute says which one it is and
-	// faults holds the closest one that exists.
-	faults     nemesis.Spec
-	substitute string
+	// faults are the faults that expose the bug.
+	faults nemesis.Spec
+	// unexposed, when set, says why no fault of ours can expose the bug
+	// and which closest one faults holds instead: the case is expected to
+	// miss it, and the suite says so.
+	unexposed string
 	// config are broker keys both cases share beyond the durability
 	// configuration.
 	config map[string]string
 	// subscribe makes the consumers join consumer groups (the case needs
 	// committed offsets).
 	subscribe bool
-	// anomalies are the checker's anomaly classes the bug should produce.
+	// singleCopy runs both cases with one replica per partition (min ISR
+	// 1): the bug is the leader's alone.
+	singleCopy bool
+	// failOnClient are client error codes that fail both cases (a correct
+	// broker never returns them, whatever the faults).
+	failOnClient []string
+	// anomalies are the checker's anomaly classes the bug should produce:
+	// the planted case is caught only when it finds at least one of them.
 	anomalies []string
 	why       string
 }
@@ -40,69 +48,87 @@ type plantedBug struct {
 // nemesis interval, so that failovers can land on a lagging replica.
 var fastLag = map[string]string{"replica.lag.time.max.ms": "3000"}
 
+// flushPerMessage is the configuration that promises every acknowledged
+// write was fsynced first.
+var flushPerMessage = map[string]string{"log.flush.interval.messages": "1"}
+
+// Anomaly classes the planted cases expect.
+var (
+	// lossClasses: an acknowledged write lost shows as lost-write or
+	// unseen, or as inconsistent-offsets once a later write reuses its
+	// offset.
+	lossClasses       = []string{checker.AnomalyLostWrite, checker.AnomalyUnseen, checker.AnomalyInconsistentOffsets}
+	corruptionClasses = []string{checker.AnomalyClientError, checker.AnomalyUnseen, checker.AnomalyLostWrite, checker.AnomalyInconsistentOffsets}
+	// corruptionEvidence: a client that got a batch failing its CRC, or saw
+	// a log end before what it had read, was served corruption.
+	corruptionEvidence = []string{checker.CodeCorruptMessage, checker.CodeDataLoss}
+)
+
 // plantedBugs are the twelve planted bugs of issue 10, each a real class of
-// replication or durability bug of Kafka-like systems.
+// replication or durability bug of Kafka-like systems, with the fault that
+// exposes it.
 var plantedBugs = []plantedBug{
 	{name: "ack-before-isr", key: "unsafe.ack.before.isr",
 		faults:    nemesis.Spec{{Kind: nemesis.KindPartition, Mode: nemesis.PartitionOne}, {Kind: nemesis.KindKill, Mode: nemesis.TargetLeaders}},
-		anomalies: []string{"lost-write", "unseen"},
+		anomalies: lossClasses,
 		why:       "acks=all answered after the leader's append alone: a leader cut off or killed takes acknowledged writes with it"},
 	{name: "hw-from-leader-leo", key: "unsafe.hw.from.leader.leo",
 		faults:    nemesis.Spec{{Kind: nemesis.KindPartition, Mode: nemesis.PartitionOne}, {Kind: nemesis.KindKill, Mode: nemesis.TargetLeaders}},
-		anomalies: []string{"lost-write", "unseen"},
+		anomalies: lossClasses,
 		why:       "the high watermark follows the leader's log end: writes are acknowledged and read before the ISR has them, and lost with the leader"},
 	{name: "elect-any-replica", key: "unsafe.elect.any.replica",
-		faults:    nemesis.Spec{{Kind: nemesis.KindPartition, Mode: nemesis.PartitionRing}, {Kind: nemesis.KindKill, Mode: nemesis.TargetLeaders}},
+		faults:    nemesis.Spec{{Kind: nemesis.KindPartition, Mode: nemesis.PartitionLaggingThenLeader}},
 		config:    fastLag,
-		anomalies: []string{"lost-write", "inconsistent-offsets"},
-		why:       "a follower cut off from its leader but not from the controller stays live and drops out of the ISR; when the leader dies it may be elected although unclean election is off, and truncates the others"},
+		anomalies: lossClasses,
+		why:       "a follower cut off from every node but the controller stays live and leaves its ISRs; the leaders are then killed, and it may be elected although unclean election is off, truncating the others to its shorter log"},
 	{name: "skip-divergence-truncation", key: "unsafe.skip.divergence.truncation",
 		faults:    nemesis.Spec{{Kind: nemesis.KindPartition, Mode: nemesis.PartitionOne}, {Kind: nemesis.KindKill, Mode: nemesis.TargetLeaders}},
 		config:    fastLag,
-		anomalies: []string{"inconsistent-offsets", "lost-write"},
+		anomalies: []string{checker.AnomalyInconsistentOffsets, checker.AnomalyLostWrite},
 		why:       "a deposed leader keeps its unreplicated tail when it rejoins, so one offset holds two values once it leads again"},
 	{name: "skip-epoch-fencing", key: "unsafe.skip.epoch.fencing",
 		faults:    nemesis.Spec{{Kind: nemesis.KindPause, Mode: nemesis.TargetLeaders}, {Kind: nemesis.KindPartition, Mode: nemesis.PartitionOne}},
 		config:    fastLag,
-		anomalies: []string{"inconsistent-offsets", "lost-write"},
+		anomalies: []string{checker.AnomalyInconsistentOffsets, checker.AnomalyLostWrite},
 		why:       "a paused old leader wakes up and answers fetches of its old epoch; followers append what it accepted meanwhile"},
 	{name: "recovery-skip-crc", key: "unsafe.recovery.skip.crc",
-		faults:     nemesis.Spec{{Kind: nemesis.KindKill}},
-		substitute: "offline corruption of a segment tail (bit flip) while the node is down",
-		anomalies:  []string{"inconsistent-offsets", "unseen"},
-		why:        "recovery keeps a bit-flipped batch after an unclean shutdown and the broker serves it"},
+		faults:       nemesis.Spec{{Kind: nemesis.KindCorrupt, Mode: nemesis.CorruptBitFlipThenLeader}},
+		failOnClient: corruptionEvidence,
+		anomalies:    corruptionClasses,
+		why:          "a bit flipped in a batch of a stopped node survives its recovery; once the rest of that partition's ISR is killed the node leads it and serves the batch, which clients refuse by its CRC (CORRUPT_MESSAGE), so what follows it is never read"},
 	{name: "idempotence-off", key: "unsafe.idempotence.off",
 		faults:    nemesis.Spec{{Kind: nemesis.KindPartition}, {Kind: nemesis.KindKill, Mode: nemesis.TargetLeaders}},
-		anomalies: []string{"duplicate"},
+		anomalies: []string{checker.AnomalyDuplicate},
 		why:       "an idempotent producer's retry after a timeout or a failover is appended a second time"},
 	{name: "ack-before-fsync", key: "unsafe.ack.before.fsync",
-		faults:     nemesis.Spec{{Kind: nemesis.KindKill, Mode: nemesis.TargetAll}},
-		substitute: "power loss of every node (unsynced writes dropped); kill -9 keeps the page cache",
-		config:     map[string]string{"log.flush.interval.messages": "1"},
-		anomalies:  []string{"lost-write", "unseen"},
-		why:        "with flush.messages=1, writes are acknowledged before their fsync and a power loss of the ISR drops them"},
+		faults:     nemesis.Spec{{Kind: nemesis.KindPower, Mode: nemesis.PowerAfterSlowFsync}},
+		config:     flushPerMessage,
+		singleCopy: true,
+		anomalies:  lossClasses,
+		why:        "with flush.messages=1, writes are acknowledged before their fsync; with slow fsyncs, a power loss of every node drops what was in flight (one replica per partition: a follower fsyncs before it fetches again, so with replicas the leader's early ack is covered by theirs)"},
 	{name: "offsets-unreplicated", key: "unsafe.offsets.unreplicated",
 		faults:    nemesis.Spec{{Kind: nemesis.KindPartition, Mode: nemesis.PartitionOne}, {Kind: nemesis.KindKill, Mode: nemesis.TargetLeaders}},
 		subscribe: true,
-		anomalies: []string{"nonmonotonic-poll", "duplicate"},
+		anomalies: []string{checker.AnomalyNonmonotonicPoll, checker.AnomalyDuplicate},
 		why:       "offset commits are acknowledged before __consumer_offsets is replicated; a coordinator failover rewinds a group to older offsets"},
 	{name: "ignore-fsync-error", key: "unsafe.ignore.fsync.error",
-		faults:     nemesis.Spec{{Kind: nemesis.KindKill, Mode: nemesis.TargetAll}},
-		substitute: "fsync failing with EIO on a leader, then power loss; kill -9 keeps the page cache",
-		config:     map[string]string{"log.flush.interval.messages": "1"},
-		anomalies:  []string{"lost-write", "unseen"},
-		why:        "a failed fsync is ignored and the write acknowledged; the power loss that follows drops it"},
+		faults:    nemesis.Spec{{Kind: nemesis.KindPower, Mode: nemesis.PowerAfterFsyncError}},
+		config:    flushPerMessage,
+		anomalies: lossClasses,
+		why:       "every node's fsyncs fail with EIO, then every node loses power: the writes acknowledged over the failed fsyncs are gone (a correct broker takes its log dir offline and acknowledges nothing)"},
 	{name: "unclean-restart-keeps-isr", key: "unsafe.unclean.restart.keeps.isr",
-		faults:     nemesis.Spec{{Kind: nemesis.KindKill, Mode: nemesis.TargetMinority}, {Kind: nemesis.KindKill, Mode: nemesis.TargetLeaders}},
-		substitute: "power loss of a follower (its unflushed tail dropped), then a leader kill",
-		config:     fastLag,
-		anomalies:  []string{"lost-write"},
-		why:        "a broker back from an unclean shutdown stays in its old ISRs and is elected although its log lost a tail"},
+		faults: nemesis.Spec{{Kind: nemesis.KindPower, Mode: nemesis.PowerRestartLaggingThenLeader}},
+		// The node must register again before its session times out:
+		// fencing it takes it out of its ISRs anyway.
+		config:    map[string]string{"broker.session.timeout.ms": "20000"},
+		anomalies: lossClasses,
+		why:       "default flush, min ISR 2: a node loses its unflushed tail in a power cut and comes straight back, cut off from all but the controller so it cannot fetch the tail again; it stays in its old ISRs, so killing the rest of one ISR elects it and truncates the others (power:follower-then-leader kills the leader before the node has registered again, so the stale ISR entry never counts)"},
 	{name: "follower-skip-validation", key: "unsafe.follower.skip.validation",
-		faults:     nemesis.Spec{{Kind: nemesis.KindKill, Mode: nemesis.TargetLeaders}},
-		substitute: "corruption of a leader's segment (bit flip) that a follower then fetches",
-		anomalies:  []string{"inconsistent-offsets", "unseen"},
-		why:        "followers append batches without checking their CRC, so a corrupt batch spreads and is served after a failover"},
+		faults:       nemesis.Spec{{Kind: nemesis.KindCorrupt, Mode: nemesis.CorruptBitFlipThenLeader}},
+		failOnClient: corruptionEvidence,
+		unexposed:    "a follower receives a bad batch only from a leader that serves one; our corruption happens while a node is down, and the reference broker's recovery checks every batch's CRC, so no leader ever serves one (exposing it needs a disk that corrupts reads under a live broker, which faultfs cannot do yet)",
+		anomalies:    corruptionClasses,
+		why:          "followers append batches without checking their CRC, so a corrupt batch a leader serves spreads and stays after a failover"},
 }
 
 // plantedSuite is `faultline suite --suite planted`: per planted bug, the
@@ -115,6 +141,11 @@ func plantedSuite(base Test) []Case {
 		control := durable(base)
 		control.Name, control.Nemesis, control.NemesisInterval = "control-"+b.name, b.faults, interval
 		control.Subscribe = b.subscribe
+		control.FailOnClientErrors = b.failOnClient
+		if b.singleCopy {
+			control.ReplicationFactor = 1
+			control.BrokerConfig["min.insync.replicas"] = "1"
+		}
 		maps.Copy(control.BrokerConfig, b.config)
 		planted := control
 		planted.Name = "planted-" + b.name
@@ -122,11 +153,11 @@ func plantedSuite(base Test) []Case {
 		planted.BrokerConfig["unsafe.enable"] = "true"
 		planted.BrokerConfig[b.key] = "true"
 		why := fmt.Sprintf("%s: %s; expects %s", b.key, b.why, strings.Join(b.anomalies, " or "))
-		if b.substitute != "" {
-			why += fmt.Sprintf(" (needs %s; runs %s until that fault exists)", b.substitute, strings.Join(b.faults.Names(), ","))
+		if b.unexposed != "" {
+			why += fmt.Sprintf(" (expected to be missed: %s; runs %s, the closest)", b.unexposed, strings.Join(b.faults.Names(), ","))
 		}
 		cases = append(cases,
-			Case{Test: planted, Expect: checker.Invalid, Why: why},
+			Case{Test: planted, Expect: checker.Invalid, ExpectAnomalies: b.anomalies, Why: why},
 			Case{Test: control, Expect: checker.Valid, Why: "the same test without " + b.key})
 	}
 	return cases

@@ -101,15 +101,21 @@ func (t Test) Validate(reg workloads.Registry) error {
 	if time.Duration(t.NemesisInterval) <= 0 {
 		problems = append(problems, "--nemesis-interval: must be positive")
 	}
+	if err := checker.ValidateClientErrorCodes(t.FailOnClientErrors); err != nil {
+		problems = append(problems, "--fail-on-client-error: "+err.Error())
+	}
+	if time.Duration(t.CrashClientsInterval) < 0 {
+		problems = append(problems, "--crash-clients-interval: must not be negative")
+	}
 	if len(problems) > 0 {
 		return fmt.Errorf("%s", strings.Join(problems, "\n"))
 	}
 	return nil
 }
 
-// networkFaults reports whether the nemesis list names partitions, the one
-// fault that needs extra capabilities in the nodes.
-func (t Test) networkFaults() bool { return t.Nemesis.Has(nemesis.KindPartition) }
+// networkFaults reports whether the nemesis list cuts the network between
+// nodes (partitions), which needs extra capabilities in the nodes.
+func (t Test) networkFaults() bool { return t.Nemesis.CutsNetwork() }
 
 // diskFaults reports whether the nemesis list names a fault on the nodes'
 // disks (the fault filesystem or corruption of a stopped node's data).
@@ -122,14 +128,15 @@ func (t Test) diskFaults() bool {
 func (t Test) WorkloadOptions(seeds []string) workloads.Options {
 	return workloads.Options{
 		Seeds: seeds, Seed: t.Seed, Acks: t.Acks, Idempotent: t.Idempotent,
-		ReplicationFactor: t.ReplicationFactor, PartitionsPerTopic: t.PartitionsPerTopic, Subscribe: t.Subscribe,
+		ReplicationFactor: t.ReplicationFactor, PartitionsPerTopic: t.PartitionsPerTopic, Subscribe: t.Subscribe && !t.MixedConsumers,
+		MixedConsumers: t.MixedConsumers,
 	}
 }
 
 // checkerOptions are the checker's settings for the test's consumers.
 func (t Test) checkerOptions() checker.Options {
-	var opts checker.Options
-	if t.Subscribe {
+	opts := checker.Options{FailOnClientErrors: t.FailOnClientErrors}
+	if t.Subscribe && !t.MixedConsumers {
 		opts.Mode = checker.ModeSubscribe
 	}
 	return opts

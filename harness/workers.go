@@ -2,7 +2,10 @@ package harness
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"math/rand/v2"
 	"sync"
 	"time"
 
@@ -10,22 +13,85 @@ import (
 	"github.com/faultline/faultline/workloads"
 )
 
+// errCrashed is the error of an operation whose client crash-clients
+// closed in the middle of it.
+var errCrashed = errors.New("crashed: the client was closed in the middle of the operation (crash-clients)")
+
+// workerSlot lets crash-clients reach a worker: the cancel of the
+// operation in flight, or a note to retire the idle client.
+type workerSlot struct {
+	mu      sync.Mutex
+	process int
+	cancel  context.CancelCauseFunc
+	crashed bool // the operation in flight was crashed
+	retire  bool // the idle client was crashed
+}
+
+func (s *workerSlot) begin(process int, cancel context.CancelCauseFunc) {
+	s.mu.Lock()
+	s.process, s.cancel, s.crashed = process, cancel, false
+	s.mu.Unlock()
+}
+
+// end reports whether the operation that just ended was crashed.
+func (s *workerSlot) end() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.cancel = nil
+	c := s.crashed
+	s.crashed = false
+	return c
+}
+
+func (s *workerSlot) takeRetire() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := s.retire
+	s.retire = false
+	return r
+}
+
+// crash closes the worker's client: the operation in flight is cancelled
+// (it ends info), or the idle client is retired before the next one. It
+// returns the process it crashed.
+func (s *workerSlot) crash() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cancel != nil {
+		s.crashed = true
+		s.cancel(errCrashed)
+	} else {
+		s.retire = true
+	}
+	return s.process
+}
+
 // runWorkers runs concurrency workers, each with a client from newClient,
-// until ctx ends or the generator has nothing more. The operation a worker has in flight when ctx ends still
-// completes and is recorded; only rootCtx ending (Ctrl-C) cuts it short. A
-// worker whose operation ends info retires its process and takes a fresh
-// number (Jepsen's rule), with a new client.
-func (r *run) runWorkers(rootCtx, ctx context.Context, gen workloads.Generator, newClient func() (workloads.Client, error), concurrency, processBase int) {
+// until ctx ends or the generator has nothing more. The operation a worker
+// has in flight when ctx ends still completes and is recorded; only rootCtx
+// ending (Ctrl-C) cuts it short. A worker whose operation ends info retires
+// its process and takes a fresh number (Jepsen's rule), with a new client.
+// With crashEvery positive, a seeded choice of worker has its client
+// crashed every crashEvery until ctx ends (Jepsen's crash-clients): its
+// operation in flight is cut short and recorded info, and a new client
+// with a new process number takes over; each crash is a harness event
+// (checker.FCrashClient).
+func (r *run) runWorkers(rootCtx, ctx context.Context, gen workloads.Generator, newClient func() (workloads.Client, error), concurrency, processBase int, crashEvery time.Duration) {
 	var genMu sync.Mutex
 	var wg sync.WaitGroup
 	interval := time.Duration(0)
 	if r.t.Rate > 0 {
 		interval = time.Duration(float64(concurrency) / r.t.Rate * float64(time.Second))
 	}
+	slots := make([]*workerSlot, concurrency)
+	for w := range concurrency {
+		slots[w] = &workerSlot{process: processBase + w}
+	}
 	for w := range concurrency {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			slot := slots[w]
 			process := processBase + w
 			var client workloads.Client
 			defer func() {
@@ -34,6 +100,11 @@ func (r *run) runWorkers(rootCtx, ctx context.Context, gen workloads.Generator, 
 				}
 			}()
 			for ctx.Err() == nil {
+				if slot.takeRetire() && client != nil {
+					client.Close()
+					client = nil
+					process += concurrency
+				}
 				if client == nil {
 					c, err := newClient()
 					if err != nil {
@@ -51,14 +122,21 @@ func (r *run) runWorkers(rootCtx, ctx context.Context, gen workloads.Generator, 
 				op.Process = process
 				r.rec.Record(op)
 				opCtx, cancel := context.WithTimeout(rootCtx, opTimeout)
+				opCtx, cancelCause := context.WithCancelCause(opCtx)
+				slot.begin(process, cancelCause)
 				done := client.Invoke(opCtx, op)
+				crashed := slot.end()
+				cancelCause(nil)
 				cancel()
 				done.Process = process
+				if crashed && done.Type != checker.OK {
+					done.Type, done.Error = checker.Info, errCrashed.Error()
+				}
 				r.rec.Record(done)
 				genMu.Lock()
 				gen.Update(done)
 				genMu.Unlock()
-				if done.Type == checker.Info {
+				if done.Type == checker.Info || crashed {
 					client.Close()
 					client = nil
 					process += concurrency
@@ -72,5 +150,33 @@ func (r *run) runWorkers(rootCtx, ctx context.Context, gen workloads.Generator, 
 			}
 		}()
 	}
+	if crashEvery > 0 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r.crashClients(ctx, slots, crashEvery)
+		}()
+	}
 	wg.Wait()
+}
+
+// crashClients crashes one worker's client, chosen with the test's seed,
+// every interval until ctx ends.
+func (r *run) crashClients(ctx context.Context, slots []*workerSlot, every time.Duration) {
+	rng := rand.New(rand.NewPCG(uint64(r.t.Seed), 0x6372617368))
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		w := rng.IntN(len(slots))
+		process := slots[w].crash()
+		raw, _ := json.Marshal(struct {
+			Process int `json:"process"`
+		}{process})
+		r.rec.Record(checker.Op{Process: checker.HarnessProcess, Type: checker.Info, F: checker.FCrashClient, Raw: raw})
+	}
 }

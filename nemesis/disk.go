@@ -22,9 +22,10 @@ type Disk interface {
 	// HealDisk ends the node's disk faults, and starts the node again
 	// when it stopped meanwhile (a broker whose only log dir failed stops).
 	HealDisk(ctx context.Context, node string) error
-	// Corrupt damages the data of a stopped node as seed decides and says
-	// what it did.
-	Corrupt(ctx context.Context, node string, seed uint64) (string, error)
+	// Corrupt damages the data of a stopped node as seed decides, with
+	// the one corruption named by kind (agent's CorruptBitFlip, ...) or
+	// any when kind is empty, and says what it did.
+	Corrupt(ctx context.Context, node string, seed uint64, kind string) (string, error)
 }
 
 var errNoDisk = errors.New("the runtime has no disk faults (use --runtime docker)")
@@ -60,7 +61,11 @@ type Power struct {
 	Disk    Disk
 	Cluster Cluster
 	Modes   []string
-	down    []string
+	// Wait and Sleep pace after-fsync-error (default: 10 s on a timer).
+	Wait  time.Duration
+	Sleep func(ctx context.Context, d time.Duration) bool
+	down  []string
+	lag   *Partition // restart-lagging-then-leader's cut and kills
 }
 
 // Name is "power".
@@ -72,8 +77,13 @@ func (p *Power) Start(ctx context.Context, rng *rand.Rand) (any, error) {
 	if p.Disk == nil {
 		return DiskTargets{Mode: mode}, errNoDisk
 	}
-	if mode == PowerThenLeader {
+	switch mode {
+	case PowerThenLeader:
 		return p.followerThenLeader(ctx, rng)
+	case PowerAfterFsyncError, PowerAfterSlowFsync:
+		return p.afterDiskFault(ctx, rng, mode)
+	case PowerRestartLaggingThenLeader:
+		return p.restartLaggingThenLeader(ctx, rng)
 	}
 	targets, err := chooseTargets(ctx, p.Cluster, mode, rng)
 	if err != nil {
@@ -94,17 +104,23 @@ func (p *Power) Start(ctx context.Context, rng *rand.Rand) (any, error) {
 // did (Start's draw, or a replayed event's).
 func (p *Power) cut(ctx context.Context, mode string, targets []string, did map[string]string) (any, error) {
 	p.down = append(p.down, targets...)
+	return DiskTargets{Mode: mode, Nodes: targets, Did: did}, p.cutAll(ctx, targets, did)
+}
+
+// cutAll cuts the power of every target at the same moment, each with its
+// command from lines.
+func (p *Power) cutAll(ctx context.Context, targets []string, lines map[string]string) error {
 	errs := make([]error, len(targets))
 	var wg sync.WaitGroup
 	for i, n := range targets {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[i] = p.Disk.PowerLoss(ctx, n, did[n])
+			errs[i] = p.Disk.PowerLoss(ctx, n, lines[n])
 		}()
 	}
 	wg.Wait()
-	return DiskTargets{Mode: mode, Nodes: targets, Did: did}, errors.Join(errs...)
+	return errors.Join(errs...)
 }
 
 func (p *Power) followerThenLeader(ctx context.Context, rng *rand.Rand) (any, error) {
@@ -152,11 +168,18 @@ func (p *Power) followerThenLeaderOn(ctx context.Context, follower, leader, line
 	return out, p.Runtime.Kill(ctx, leader)
 }
 
-// Stop starts every node whose power it cut.
+// Stop starts every node whose power it cut (and, for
+// restart-lagging-then-leader, every node it killed, and heals the cut).
 func (p *Power) Stop(ctx context.Context) (any, error) {
 	started := p.down
 	p.down = nil
-	return Targets{Nodes: started}, startAll(ctx, p.Runtime, started)
+	err := startAll(ctx, p.Runtime, started)
+	if p.lag != nil {
+		started = append(started, p.lag.killed...)
+		_, lerr := p.lag.Stop(ctx)
+		err = errors.Join(err, lerr)
+	}
+	return Targets{Nodes: started}, err
 }
 
 func startAll(ctx context.Context, rt Runtime, nodes []string) error {
@@ -247,7 +270,10 @@ type Corrupt struct {
 	Disk    Disk
 	Cluster Cluster
 	Modes   []string
-	down    []string
+	// Wait and Sleep pace bit-flip-then-leader (default: 10 s on a timer).
+	Wait  time.Duration
+	Sleep func(ctx context.Context, d time.Duration) bool
+	down  []string
 }
 
 // Name is "corrupt".
@@ -259,7 +285,11 @@ func (c *Corrupt) Start(ctx context.Context, rng *rand.Rand) (any, error) {
 	if c.Disk == nil {
 		return DiskTargets{Mode: mode}, errNoDisk
 	}
-	targets, err := chooseTargets(ctx, c.Cluster, mode, rng)
+	targetMode := mode
+	if corruptKind(mode) != "" {
+		targetMode = TargetOne
+	}
+	targets, err := chooseTargets(ctx, c.Cluster, targetMode, rng)
 	if err != nil {
 		return DiskTargets{Mode: mode}, err
 	}
@@ -269,6 +299,7 @@ func (c *Corrupt) Start(ctx context.Context, rng *rand.Rand) (any, error) {
 // corrupt kills each target and corrupts its data with the seed seedOf
 // gives it (drawn in target order by Start, or a replayed event's).
 func (c *Corrupt) corrupt(ctx context.Context, mode string, targets []string, seedOf func(node string) uint64) (any, error) {
+	kind := corruptKind(mode)
 	did := map[string]string{}
 	seeds := map[string]uint64{}
 	var errs []error
@@ -279,13 +310,31 @@ func (c *Corrupt) corrupt(ctx context.Context, mode string, targets []string, se
 			continue
 		}
 		seeds[n] = seedOf(n)
-		what, err := c.Disk.Corrupt(ctx, n, seeds[n])
+		what, err := c.Disk.Corrupt(ctx, n, seeds[n], kind)
 		did[n] = what
 		if err != nil {
 			errs = append(errs, err)
+			continue
+		}
+		if mode == CorruptBitFlipThenLeader {
+			killed, err := c.bitFlipThenLeader(ctx, n, what)
+			for _, k := range killed {
+				did[k] = "killed (the rest of the flipped partition's ISR)"
+			}
+			errs = append(errs, err)
+			targets = append(targets, killed...)
 		}
 	}
 	return DiskTargets{Mode: mode, Nodes: targets, Did: did, Seeds: seeds}, errors.Join(errs...)
+}
+
+// corruptKind is the agent's --kind for a corrupt mode: bit-flip for the
+// bit-flip modes, "" (any damage) otherwise.
+func corruptKind(mode string) string {
+	if mode == CorruptBitFlip || mode == CorruptBitFlipThenLeader {
+		return CorruptBitFlip
+	}
+	return ""
 }
 
 // Stop starts every node it corrupted.

@@ -28,8 +28,8 @@ func (w diskWorld) DiskFault(_ context.Context, n, line string) error {
 	return nil
 }
 func (w diskWorld) HealDisk(_ context.Context, n string) error { w.log("heal-disk " + n); return nil }
-func (w diskWorld) Corrupt(_ context.Context, n string, seed uint64) (string, error) {
-	w.log(fmt.Sprintf("corrupt %s %d", n, seed))
+func (w diskWorld) Corrupt(_ context.Context, n string, seed uint64, kind string) (string, error) {
+	w.log(strings.TrimSpace(fmt.Sprintf("corrupt %s %d %s", n, seed, kind)))
 	return "deleted " + n + "/x-checkpoint", nil
 }
 
@@ -43,7 +43,7 @@ func TestParseSpecReadsDiskFaults(t *testing.T) {
 	assert.True(t, s.OnFaultFS())
 	assert.False(t, Spec{{Kind: KindCorrupt}, {Kind: KindKill}}.OnFaultFS(), "corruption is done to a stopped node's volume, without the mount")
 	for spec, want := range map[string]string{
-		"power:halves":    `power: unknown mode "halves" (known: one, minority, majority, leaders, controller, all, follower-then-leader)`,
+		"power:halves":    `power: unknown mode "halves" (known: one, minority, majority, leaders, controller, all, follower-then-leader, after-fsync-error, after-slow-fsync, restart-lagging-then-leader)`,
 		"disk-error:disk": `disk-error: unknown mode "disk"`,
 		"corrupt:":        `corrupt: empty mode in "corrupt:"`,
 		"disk-fast":       `unknown nemesis "disk-fast"`,

@@ -20,6 +20,15 @@
 // damage the stopped node's data; restart when it stops). Each records
 // what it did to each node (DiskTargets).
 //
+// Fixed sequences of two faults, chosen only when named, are the modes
+// that expose the planted bugs (sequence.go): power:follower-then-leader,
+// power:after-fsync-error (EIO on every fsync, then every node's power),
+// power:after-slow-fsync (the same with slow fsyncs),
+// power:restart-lagging-then-leader, corrupt:bit-flip (one node, one bit
+// of one batch), corrupt:bit-flip-then-leader, and partition:lagging-then-leader (a node cut off from
+// all but the controller until it leaves its ISRs, then the rest of an ISR
+// it replicates killed, found through the optional PartitionView).
+//
 // The --nemesis grammar is read in one place, ParseSpec: a comma-separated
 // list of KIND or KIND:MODE, parsed into a Spec of typed entries that the
 // harness (Test.Nemesis, stored in test.json as a list), the schedule

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"sort"
+	"time"
 )
 
 // Runtime is what faults need from the node runtime (harness.Runtime
@@ -227,7 +228,11 @@ type Partition struct {
 	Runtime Runtime
 	Cluster Cluster
 	Modes   []string
-	cut     []string
+	// Wait and Sleep pace lagging-then-leader (default: 10 s on a timer).
+	Wait   time.Duration
+	Sleep  func(ctx context.Context, d time.Duration) bool
+	cut    []string
+	killed []string // by lagging-then-leader
 }
 
 // Name is "partition".
@@ -257,6 +262,8 @@ func (p *Partition) Start(ctx context.Context, rng *rand.Rand) (any, error) {
 			return PartitionStart{Mode: mode}, fmt.Errorf("find the active controller: %w", err)
 		}
 		g = Isolate(nodes, ctl)
+	case PartitionLaggingThenLeader:
+		return p.laggingThenLeader(ctx, rng)
 	default:
 		return nil, fmt.Errorf("unknown partition mode %q", mode)
 	}
@@ -275,9 +282,12 @@ func (p *Partition) cutOff(ctx context.Context, mode string, g Grudge) (any, err
 	return PartitionStart{Mode: mode, Grudge: g}, errors.Join(errs...)
 }
 
-// Stop heals every node it cut.
+// Stop starts every node it killed and heals every node it cut (a node
+// is started first, so that it is up to be healed).
 func (p *Partition) Stop(ctx context.Context) (any, error) {
-	var errs []error
+	killed := p.killed
+	p.killed = nil
+	errs := []error{startAll(ctx, p.Runtime, killed)}
 	healed := p.cut
 	p.cut = nil
 	for _, n := range healed {

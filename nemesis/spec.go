@@ -53,11 +53,13 @@ func (f FaultSpec) String() string {
 func (k Kind) modes() []string {
 	switch k {
 	case KindPower:
-		return append(append([]string(nil), explicitProcessTargetModes...), PowerThenLeader)
-	case KindKill, KindPause, KindDiskError, KindDiskFull, KindDiskSlow, KindCorrupt:
+		return append(append([]string(nil), explicitProcessTargetModes...), PowerThenLeader, PowerAfterFsyncError, PowerAfterSlowFsync, PowerRestartLaggingThenLeader)
+	case KindCorrupt:
+		return append(append([]string(nil), explicitProcessTargetModes...), CorruptBitFlip, CorruptBitFlipThenLeader)
+	case KindKill, KindPause, KindDiskError, KindDiskFull, KindDiskSlow:
 		return explicitProcessTargetModes
 	case KindPartition:
-		return PartitionModes
+		return append(append([]string(nil), PartitionModes...), PartitionLaggingThenLeader)
 	}
 	return nil
 }
@@ -92,9 +94,13 @@ type Spec []FaultSpec
 // ParseSpec reads a comma-separated --nemesis list: entries KIND or
 // KIND:MODE, with kinds none, kill, pause, partition, power, disk-error,
 // disk-full, disk-slow, corrupt; all but partition and none take the modes
-// one, minority, majority, leaders, controller, all; partition
-// takes one, halves, majorities-ring, controller; none takes none. The
-// error names the entry that is wrong.
+// one, minority, majority, leaders, controller, all; power also takes
+// follower-then-leader, after-fsync-error, after-slow-fsync and
+// restart-lagging-then-leader,
+// corrupt also bit-flip and bit-flip-then-leader;
+// partition takes one, halves, majorities-ring, controller and
+// lagging-then-leader; none takes none. The error names the entry that is
+// wrong.
 func ParseSpec(list string) (Spec, error) {
 	var s Spec
 	for _, part := range strings.Split(list, ",") {
@@ -148,6 +154,15 @@ func (s Spec) Has(k Kind) bool {
 // Injected returns the entries that inject a fault (all but none).
 func (s Spec) Injected() Spec {
 	return slices.DeleteFunc(slices.Clone(s), func(f FaultSpec) bool { return f.Kind == KindNone })
+}
+
+// CutsNetwork reports whether any entry cuts the network between nodes
+// (partition, or power:restart-lagging-then-leader), which needs the
+// nodes' netfilter rules.
+func (s Spec) CutsNetwork() bool {
+	return slices.ContainsFunc(s, func(f FaultSpec) bool {
+		return f.Kind == KindPartition || (f.Kind == KindPower && f.Mode == PowerRestartLaggingThenLeader)
+	})
 }
 
 // OnFaultFS reports whether any entry needs the fault filesystem.

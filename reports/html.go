@@ -55,6 +55,7 @@ type page struct {
 	Quantiles     []quantileRow
 	Errors        []errorRow
 	ErrorsOmitted int
+	ClientErrors  []clientErrorRow
 	QuantileNames []string
 	Faults        []windowRow
 	Unavailable   []windowRow
@@ -266,6 +267,7 @@ func buildPage(in Input, a *analysis) page {
 	}
 	p.Faults = windowRows(faults)
 	p.Unavailable = windowRows(in.Result.Perf.Unavailable)
+	p.ClientErrors = clientErrorRows(in.Result.ClientErrors)
 	p.Errors = errorRows(in, a)
 	if len(p.Errors) > errorRowsMax {
 		p.ErrorsOmitted = len(p.Errors) - errorRowsMax

@@ -72,6 +72,7 @@ func Summary(in Input) string {
 			fmt.Fprintf(&b, "  %6d fail %6d info  %s\n", e.Fail, e.Info, truncate(e.Error, 90))
 		}
 	}
+	b.WriteString(clientErrorsSummary(in.Result.ClientErrors))
 	q := quantiles(in, a)
 	if len(q) > 0 {
 		b.WriteString("\nlatency ms (p50 / p99):\n")

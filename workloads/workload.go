@@ -45,6 +45,9 @@ type Options struct {
 	// Subscribe makes consumers join a consumer group instead of assigning
 	// partitions.
 	Subscribe bool
+	// MixedConsumers makes the consumers of odd-numbered workers subscribe
+	// and the others assign, in one run.
+	MixedConsumers bool
 }
 
 // Workload is one run's instance of a workload: the generator of the main

@@ -93,6 +93,45 @@ func (k kvFlags) Set(s string) error {
 	return nil
 }
 
+// clientFlags are the client-fault and client-evidence flags that test
+// and suite share.
+type clientFlags struct {
+	failOn       string
+	consumerMode string
+	crashEvery   time.Duration
+}
+
+func (c *clientFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&c.failOn, "fail-on-client-error", "", "comma-separated client error codes that make the test invalid when a client gets one ("+strings.Join(checker.SuspectClientErrors, ", ")+"); each is counted in results.json's client-errors either way (default none)")
+	fs.StringVar(&c.consumerMode, "consumer-mode", "", "assign, subscribe (consumer groups) or mixed (odd-numbered processes subscribe, the others assign, in one run); default: --subscribe's choice")
+	fs.DurationVar(&c.crashEvery, "crash-clients-interval", 0, "crash a seeded choice of client every interval (Jepsen's crash-clients): its operation in flight ends info and a new client with a new process number takes over (default 0: never)")
+}
+
+// apply sets the flags' choices on t; the error names the bad flag.
+func (c *clientFlags) apply(t *harness.Test) error {
+	if c.failOn != "" {
+		t.FailOnClientErrors = nil
+		for _, code := range strings.Split(c.failOn, ",") {
+			if code = strings.TrimSpace(code); code != "" {
+				t.FailOnClientErrors = append(t.FailOnClientErrors, code)
+			}
+		}
+	}
+	switch c.consumerMode {
+	case "":
+	case "assign":
+		t.Subscribe, t.MixedConsumers = false, false
+	case "subscribe":
+		t.Subscribe, t.MixedConsumers = true, false
+	case "mixed":
+		t.Subscribe, t.MixedConsumers = false, true
+	default:
+		return fmt.Errorf("--consumer-mode: must be assign, subscribe or mixed, got %q", c.consumerMode)
+	}
+	t.CrashClientsInterval = harness.Duration(c.crashEvery)
+	return nil
+}
+
 // workloadRegistry lists the workloads --workload names.
 var workloadRegistry = workloads.Registry{"queue": queue.New}
 
@@ -129,9 +168,11 @@ func parseTest(args []string, stderr io.Writer) (harness.Test, int) {
 	recovery := time.Duration(t.RecoveryTimeout)
 	final := time.Duration(t.FinalTimeout)
 	brokerConfig := kvFlags{}
+	var clients clientFlags
+	clients.register(fs)
 	fs.StringVar(&t.Name, "name", "", "test name, the store directory under --store (default: workload-nemesis-Nn)")
 	fs.StringVar(&t.Workload, "workload", t.Workload, "workload: queue (Jepsen's Kafka workload)")
-	fs.StringVar(&nemesisList, "nemesis", "none", "faults, comma-separated: none, kill, pause, partition; a mode pins the targets: kill:MODE and pause:MODE with one, minority, majority, leaders, controller, all (all only when named); partition:MODE with one, halves, majorities-ring, controller (no mode: chosen at random each time)")
+	fs.StringVar(&nemesisList, "nemesis", "none", "faults, comma-separated: none, kill, pause, partition, power, disk-error, disk-full, disk-slow, corrupt; a mode pins the targets: KIND:MODE with one, minority, majority, leaders, controller, all (all only when named); partition:MODE with one, halves, majorities-ring, controller (no mode: chosen at random each time). Sequences, only when named: power:follower-then-leader (a follower's power cut, then a leader killed), power:after-fsync-error (every node's fsyncs fail with EIO for 10 s, then every node's power is cut), power:after-slow-fsync (the same with fsyncs slowed to 300 ms), power:restart-lagging-then-leader (a node's power cut and restarted, then as lagging-then-leader), corrupt:bit-flip (one node killed and one bit of one batch flipped), corrupt:bit-flip-then-leader (then the rest of that partition's ISR killed so the node leads it), partition:lagging-then-leader (a node cut off from all but the controller for 10 s, leaving its ISRs, then the rest of one ISR it replicates killed)")
 	fs.DurationVar(&interval, "nemesis-interval", interval, "time between starting and stopping faults")
 	fs.IntVar(&t.Nodes, "nodes", t.Nodes, "number of nodes n1..nK")
 	fs.StringVar(&t.Topology, "topology", t.Topology, "combined (the first min(3, nodes) nodes are broker+controller, the rest brokers) or split (n1..n3 controllers only, the rest brokers; needs 4+ nodes)")
@@ -211,6 +252,10 @@ Flags:
 		if t.ReplicationFactor > t.Nodes {
 			t.ReplicationFactor = t.Nodes
 		}
+		if err := clients.apply(&t); err != nil {
+			fmt.Fprintf(stderr, "faultline test: %v\n", err)
+			return t, harness.ExitBadArgs
+		}
 		if schedule != "" {
 			if t.Schedule, err = harness.ReadSchedule(schedule); err != nil {
 				fmt.Fprintf(stderr, "faultline test: --schedule: %v\n", err)
@@ -254,12 +299,18 @@ func cmdSuite(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&base.Concurrency, "concurrency", base.Concurrency, "client workers per test")
 	fs.StringVar(&base.BrokerBinary, "broker-binary", base.BrokerBinary, "broker executable")
 	fs.StringVar(&base.AgentBinary, "agent-binary", base.AgentBinary, "faultline executable for the in-node agent")
+	var clients clientFlags
+	clients.register(fs)
 	fs.Usage = func() {
 		fmt.Fprint(stderr, `usage: faultline suite [--suite NAME] [--only TEST,...] [flags]
-Runs every test of a suite and prints a table of expected and found
-verdicts, also written as <store>/suites/<time>.html (linked from
-faultline serve); each run's test.json records the expected verdict. Exit: 0 when every test came out as expected, 1 when one did not,
-254 bad arguments.
+Runs every test of a suite and prints a table: test, expected verdict (and,
+for a case that must find a bug, the anomaly classes that count as finding
+it), found verdict, the anomalies found, the time of the first operation
+an anomaly names (from the workload's first operation), ok/FAILED. An
+invalid case passes only when it found one of its expected classes. The
+table is also written as <store>/suites/<time>.html (linked from faultline
+serve); each run's test.json records the expected verdict. Exit: 0 when
+every test came out as expected, 1 when one did not, 254 bad arguments.
 
 Flags:
 `)
@@ -277,6 +328,10 @@ Flags:
 		return harness.ExitBadArgs
 	}
 	base.TimeLimit, base.NemesisInterval = harness.Duration(*limit), harness.Duration(interval)
+	if err := clients.apply(&base); err != nil {
+		fmt.Fprintf(stderr, "faultline suite: %v\n", err)
+		return harness.ExitBadArgs
+	}
 	cases, err := harness.SelectCases(mk(base), *only)
 	if err != nil {
 		fmt.Fprintf(stderr, "faultline suite: %v\n", err)
@@ -616,9 +671,11 @@ const agentUsage = `usage: faultline agent COMMAND (runs inside a node container
                     power [torn] [reorder] [block=N] [seed=N] (kills the broker
                     and drops the unsynced writes; the node goes down), eio,
                     enospc, slow, heal, status
-  corrupt --dir DIR --seed N
+  corrupt --dir DIR --seed N [--kind KIND]
                     corrupt a stopped node's data dir as the seed decides and
-                    print what was done (JSON)
+                    print what was done (JSON); --kind keeps to one
+                    corruption (torn-tail, bit-flip, index-truncate,
+                    index-garbage, checkpoint-delete)
 `
 
 func cmdAgentRun(args []string, stderr io.Writer) int {
@@ -652,6 +709,7 @@ func cmdAgentCorrupt(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	dir := fs.String("dir", "", "the stopped node's log dir")
 	seed := fs.Uint64("seed", 0, "decides what is corrupted")
+	kind := fs.String("kind", "", "the one corruption to do ("+strings.Join([]string{agent.CorruptTornTail, agent.CorruptBitFlip, agent.CorruptIndexTruncate, agent.CorruptIndexGarbage, agent.CorruptCheckpoint}, ", ")+"); any when empty")
 	if err := fs.Parse(args); err != nil {
 		return harness.ExitBadArgs
 	}
@@ -664,7 +722,7 @@ func cmdAgentCorrupt(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "faultline agent corrupt: %v\n", err)
 		return harness.ExitInternal
 	}
-	c, err := agent.PlanCorruption(*seed, files)
+	c, err := agent.PlanCorruptionOf(*seed, files, *kind)
 	if err == nil {
 		err = agent.ApplyCorruption(*dir, c)
 	}

@@ -78,7 +78,7 @@ func TestTestHelpGivesEveryDefault(t *testing.T) {
 		name, _, _ := strings.Cut(entry, " ")
 		assert.Contains(t, entry, "default", "flag --%s does not state its default", strings.TrimSpace(name))
 	}
-	assert.Equal(t, 24, flags, "every flag is listed")
+	assert.Equal(t, 27, flags, "every flag is listed")
 }
 
 // producedAcks builds t's workload against a fake cluster, sends one
@@ -182,4 +182,31 @@ func TestCommandLineParsesBackToTheSameTest(t *testing.T) {
 	got, code := parseTest(harness.CommandLine(want), &errOut)
 	require.Equal(t, -1, code, errOut.String())
 	assert.Equal(t, want, got)
+}
+
+// TestClientFlagsReachTheTest: --fail-on-client-error, --consumer-mode
+// and --crash-clients-interval land in the Test; bad values are bad
+// arguments naming the flag.
+func TestClientFlagsReachTheTest(t *testing.T) {
+	var errOut bytes.Buffer
+	tt, code := parseTest([]string{"--fail-on-client-error", "OUT_OF_ORDER_SEQUENCE_NUMBER, UNKNOWN_PRODUCER_ID", "--consumer-mode", "mixed", "--crash-clients-interval", "5s"}, &errOut)
+	require.Equal(t, -1, code, errOut.String())
+	assert.Equal(t, []string{"OUT_OF_ORDER_SEQUENCE_NUMBER", "UNKNOWN_PRODUCER_ID"}, tt.FailOnClientErrors)
+	assert.True(t, tt.MixedConsumers)
+	assert.False(t, tt.Subscribe)
+	assert.Equal(t, harness.Duration(5*time.Second), tt.CrashClientsInterval)
+	tt, code = parseTest([]string{"--consumer-mode", "subscribe"}, &errOut)
+	require.Equal(t, -1, code)
+	assert.True(t, tt.Subscribe)
+
+	for args, want := range map[string]string{
+		"--fail-on-client-error NOT_LEADER_OR_FOLLOWER": `--fail-on-client-error: unknown client error "NOT_LEADER_OR_FOLLOWER"`,
+		"--consumer-mode both":                          `--consumer-mode: must be assign, subscribe or mixed, got "both"`,
+		"--crash-clients-interval -1s":                  "--crash-clients-interval: must not be negative",
+	} {
+		errOut.Reset()
+		_, code := parseTest(strings.Fields(args), &errOut)
+		assert.Equal(t, 254, code, args)
+		assert.Contains(t, errOut.String(), want, args)
+	}
 }

@@ -61,6 +61,18 @@ type Spec struct {
 	ReplicationFactor  int            `json:"replication-factor"`
 	PartitionsPerTopic int            `json:"partitions-per-topic"`
 	Subscribe          bool           `json:"subscribe"`
+	// MixedConsumers makes every other worker's consumers subscribe and the
+	// others assign, in one run (--consumer-mode mixed); Subscribe is then
+	// ignored.
+	MixedConsumers bool `json:"mixed-consumers,omitempty"`
+	// CrashClientsInterval, when positive, crashes a client every interval
+	// (Jepsen's crash-clients): a random worker's client is closed in the
+	// middle of its operation, which ends info, and a new client with a new
+	// process number takes over.
+	CrashClientsInterval Duration `json:"crash-clients-interval,omitempty"`
+	// FailOnClientErrors are client error codes (checker's
+	// SuspectClientErrors) that make the test invalid when a client gets one.
+	FailOnClientErrors []string `json:"fail-on-client-errors,omitempty"`
 	// Runtime is "docker" or "process".
 	Runtime string `json:"runtime"`
 	// Store is the directory runs are written under.

@@ -76,6 +76,12 @@ const metadataDir = "__cluster_metadata-0"
 // indexes of the metadata log, meta.properties and the files of
 // directories marked for deletion are never chosen.
 func PlanCorruption(seed uint64, files []File) (Corruption, error) {
+	return PlanCorruptionOf(seed, files, "")
+}
+
+// PlanCorruptionOf is PlanCorruption restricted to one kind (any when kind
+// is empty); a listing that does not offer the kind is an error.
+func PlanCorruptionOf(seed uint64, files []File, kind string) (Corruption, error) {
 	sorted := append([]File(nil), files...)
 	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Path < sorted[j].Path })
 	var segments, active, indexes, checkpoints []File
@@ -121,6 +127,12 @@ func PlanCorruption(seed uint64, files []File) (Corruption, error) {
 	}
 	if len(kinds) == 0 {
 		return Corruption{}, errors.New("corrupt: the data dir has no segment, index or checkpoint file")
+	}
+	if kind != "" {
+		if !slices.Contains(kinds, kind) {
+			return Corruption{}, fmt.Errorf("corrupt: the data dir offers no %s corruption (it offers %s)", kind, strings.Join(kinds, ", "))
+		}
+		kinds = []string{kind}
 	}
 	rng := rand.New(rand.NewPCG(seed, 0x636f7272757074))
 	c := Corruption{Kind: kinds[rng.IntN(len(kinds))]}

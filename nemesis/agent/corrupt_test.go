@@ -166,3 +166,13 @@ func TestApplyCorruptionChangesOnlyWhatItSays(t *testing.T) {
 	require.NoError(t, err)
 	assert.ElementsMatch(t, []File{{"t-0/0.log", 250}, {"t-0/0.index", 64}}, files)
 }
+
+func TestPlanCorruptionOfKeepsToTheNamedKind(t *testing.T) {
+	for seed := uint64(0); seed < 50; seed++ {
+		c, err := PlanCorruptionOf(seed, brokerListing, CorruptBitFlip)
+		require.NoError(t, err)
+		assert.Equal(t, CorruptBitFlip, c.Kind)
+	}
+	_, err := PlanCorruptionOf(1, []File{{Path: "t0-0/00000000000000000000.index", Size: 10}}, CorruptBitFlip)
+	assert.ErrorContains(t, err, "offers no bit-flip corruption (it offers index-truncate, index-garbage)")
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -351,10 +352,15 @@ func (c *Client) poll(ctx context.Context, op checker.Op) checker.Op {
 		op.Type, op.Error = checker.Fail, ferr.Error()
 		return op
 	}
+	if ferr != nil {
+		// Records came with it: the poll is ok, and the error is kept as
+		// evidence (a CRC mismatch or lost records that franz-go found).
+		op.Error = ferr.Error()
+	}
 	if c.group && len(polls) > 0 {
 		cctx, cancel := context.WithTimeout(ctx, c.opts.RequestTimeout)
 		if err := c.consumer.CommitUncommittedOffsets(cctx); err != nil {
-			op.Error = "commit: " + err.Error()
+			op.Error = strings.TrimPrefix(op.Error+"; commit: "+err.Error(), "; ")
 		}
 		cancel()
 	}

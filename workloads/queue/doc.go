@@ -11,7 +11,10 @@
 //
 // A send that errors is recorded as info (it may have been written: a lost
 // acknowledgement, or a retry racing a leader change); a poll that errors
-// without returning records is a fail (reads change nothing). The client
+// without returning records is a fail (reads change nothing); one that
+// returned records keeps its fetch error in the completion, as evidence
+// for the checker's client-errors finding. GenOptions.Mixed makes
+// odd-numbered processes subscribe and the others assign. The client
 // never decides correctness: the checker does. Generators are pure
 // functions of their seed and the completions they are told about, and
 // are not safe for concurrent use (the harness serialises them).

@@ -19,6 +19,9 @@ type GenOptions struct {
 	// Subscribe makes membership operations subscribe (consumer groups)
 	// instead of assign.
 	Subscribe bool
+	// Mixed makes odd-numbered processes subscribe and even-numbered ones
+	// assign, so one run mixes both (Subscribe is then ignored).
+	Mixed bool
 	// MembershipOneIn is the odds of an assign/subscribe operation (default
 	// 64: one in 64 operations, as Jepsen).
 	MembershipOneIn int
@@ -83,9 +86,9 @@ func (g *Generator) Keys() []int {
 	return keys
 }
 
-func (g *Generator) membership(keys []int) checker.Op {
+func (g *Generator) membership(p int, keys []int) checker.Op {
 	f := "assign"
-	if g.opts.Subscribe {
+	if (g.opts.Subscribe && !g.opts.Mixed) || (g.opts.Mixed && p%2 == 1) {
 		f = "subscribe"
 	}
 	return checker.Op{Type: checker.Invoke, F: f, Keys: keys}
@@ -95,10 +98,10 @@ func (g *Generator) membership(keys []int) checker.Op {
 func (g *Generator) Next(p int) (checker.Op, bool) {
 	if !g.started[p] {
 		g.started[p] = true
-		return g.membership(append([]int(nil), g.active...)), true
+		return g.membership(p, append([]int(nil), g.active...)), true
 	}
 	if g.rng.IntN(g.opts.MembershipOneIn) == 0 {
-		return g.membership(g.pickKeys()), true
+		return g.membership(p, g.pickKeys()), true
 	}
 	if g.rng.IntN(2) == 0 {
 		return checker.Op{Type: checker.Invoke, F: "poll", Mops: []checker.MicroOp{{F: "poll"}}}, true

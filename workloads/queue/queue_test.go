@@ -254,3 +254,23 @@ func TestAcksZeroSendsAreIndeterminate(t *testing.T) {
 	assert.Contains(t, done.Error, "acks=0")
 	assert.Nil(t, done.Mops[0].Offset)
 }
+
+// TestMixedConsumersSubscribeOnOddProcesses: --consumer-mode mixed makes
+// odd-numbered processes subscribe and the others assign, in one run.
+func TestMixedConsumersSubscribeOnOddProcesses(t *testing.T) {
+	g := NewGenerator(1, GenOptions{Mixed: true, Subscribe: true, MembershipOneIn: 1})
+	for p := 0; p < 6; p++ {
+		for range 3 {
+			op, ok := g.Next(p)
+			require.True(t, ok)
+			want := "assign"
+			if p%2 == 1 {
+				want = "subscribe"
+			}
+			assert.Equal(t, want, op.F, "process %d", p)
+		}
+	}
+	plain := NewGenerator(1, GenOptions{MembershipOneIn: 1})
+	op, _ := plain.Next(1)
+	assert.Equal(t, "assign", op.F, "not mixed: every process assigns")
+}

@@ -26,7 +26,7 @@ func New(o workloads.Options) (workloads.Workload, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &workload{opts: opts, topics: topics, gen: NewGenerator(o.Seed, GenOptions{Subscribe: o.Subscribe})}, nil
+	return &workload{opts: opts, topics: topics, gen: NewGenerator(o.Seed, GenOptions{Subscribe: o.Subscribe, Mixed: o.MixedConsumers})}, nil
 }
 
 type workload struct {

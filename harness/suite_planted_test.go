@@ -1,0 +1,167 @@
+package harness
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/faultline/faultline/checker"
+	"github.com/faultline/faultline/nemesis"
+	"github.com/faultline/faultline/workloads"
+)
+
+// TestPlantedCasesUseTheFaultThatExposesEachBug: every planted case names
+// expected anomaly classes and the fault of its bug; its control is the
+// same test without the switch, expected valid.
+func TestPlantedCasesUseTheFaultThatExposesEachBug(t *testing.T) {
+	cases := Suites["planted"](DefaultTest())
+	require.Len(t, cases, 24)
+	byName := map[string]Case{}
+	for _, c := range cases {
+		require.NoError(t, c.Test.Validate(testWorkloads), c.Test.Name)
+		byName[c.Test.Name] = c
+	}
+	for _, b := range plantedBugs {
+		p, c := byName["planted-"+b.name], byName["control-"+b.name]
+		assert.Equal(t, checker.Invalid, p.Expect, b.name)
+		assert.NotEmpty(t, p.ExpectAnomalies, b.name)
+		assert.Equal(t, checker.Valid, c.Expect, b.name)
+		assert.Equal(t, "true", p.Test.BrokerConfig[b.key], b.name)
+		assert.NotContains(t, c.Test.BrokerConfig, b.key, b.name)
+		assert.Equal(t, p.Test.Nemesis, c.Test.Nemesis, b.name)
+	}
+	faults := func(name string) string { return byName["planted-"+name].Test.Nemesis.String() }
+	assert.Equal(t, "corrupt:bit-flip-then-leader", faults("recovery-skip-crc"))
+	assert.Equal(t, []string{checker.CodeCorruptMessage, checker.CodeDataLoss}, byName["control-recovery-skip-crc"].Test.FailOnClientErrors, "the control fails on corruption served too")
+	assert.Equal(t, "power:after-slow-fsync", faults("ack-before-fsync"))
+	assert.Equal(t, 1, byName["control-ack-before-fsync"].Test.ReplicationFactor)
+	assert.Equal(t, "power:after-fsync-error", faults("ignore-fsync-error"))
+	assert.Equal(t, "power:restart-lagging-then-leader", faults("unclean-restart-keeps-isr"))
+	assert.Equal(t, "partition:lagging-then-leader", faults("elect-any-replica"))
+	assert.Empty(t, byName["planted-unclean-restart-keeps-isr"].Test.BrokerConfig["log.flush.interval.messages"], "the default flush policy")
+	assert.Equal(t, "2", byName["planted-unclean-restart-keeps-isr"].Test.BrokerConfig["min.insync.replicas"])
+	assert.True(t, byName["planted-unclean-restart-keeps-isr"].Test.networkFaults(), "it cuts the lagging node off")
+	assert.Contains(t, byName["planted-follower-skip-validation"].Why, "expected to be missed", "says honestly that no fault of ours exposes it")
+}
+
+// TestJudgeWantsTheExpectedAnomalyClass: an invalid result passes an
+// invalid case only when it found one of the expected classes.
+func TestJudgeWantsTheExpectedAnomalyClass(t *testing.T) {
+	c := Case{Expect: checker.Invalid, ExpectAnomalies: []string{checker.AnomalyLostWrite, checker.AnomalyUnseen}}
+	assert.Contains(t, lossClasses, checker.AnomalyInconsistentOffsets, "a lost write whose offset is reused")
+	res := func(v checker.Validity, anomalies map[string]checker.AnomalyReport) checker.Result {
+		return checker.Result{Valid: v, Anomalies: anomalies}
+	}
+	found, ok := c.Judge(res(checker.Invalid, map[string]checker.AnomalyReport{checker.AnomalyUnseen: {Count: 3}}))
+	assert.True(t, ok)
+	assert.Equal(t, "invalid", found)
+
+	found, ok = c.Judge(res(checker.Invalid, map[string]checker.AnomalyReport{
+		checker.AnomalyDuplicate: {Count: 1}, checker.AnomalyLostWrite: {Count: 2, Allowed: true},
+	}))
+	assert.False(t, ok, "an allowed lost-write does not count, a duplicate is another class")
+	assert.Equal(t, "invalid (duplicate; expected lost-write or unseen)", found)
+
+	_, ok = c.Judge(res(checker.Valid, nil))
+	assert.False(t, ok)
+	_, ok = Case{Expect: checker.Invalid}.Judge(res(checker.Invalid, map[string]checker.AnomalyReport{checker.AnomalyDuplicate: {Count: 1}}))
+	assert.True(t, ok, "no expected classes: any invalid result")
+	_, ok = Case{Expect: checker.Valid, ExpectAnomalies: []string{"x"}}.Judge(res(checker.Valid, nil))
+	assert.True(t, ok)
+}
+
+// TestSuiteTableShowsExpectedAndFoundClasses.
+func TestSuiteTableShowsExpectedAndFoundClasses(t *testing.T) {
+	r := SuiteRow{Name: "planted-x", Expected: checker.Invalid, ExpectAnomalies: []string{"lost-write", "unseen"}}
+	assert.Equal(t, "invalid (lost-write|unseen)", r.expected())
+	assert.Equal(t, "valid", SuiteRow{Expected: checker.Valid}.expected())
+	assert.Equal(t, "-", firstText(0))
+	assert.Equal(t, "12.3s", firstText(12345*time.Millisecond))
+}
+
+// blockingClient holds every operation until its context ends, and
+// counts the clients made.
+type blockingClient struct{ closed *int }
+
+func (b blockingClient) Invoke(ctx context.Context, op checker.Op) checker.Op {
+	select {
+	case <-ctx.Done():
+	case <-time.After(2 * time.Second):
+	}
+	op.Type = checker.Fail
+	return op
+}
+func (b blockingClient) Close() { *b.closed++ }
+
+// onlySends hands out sends forever.
+type onlySends struct{ n int64 }
+
+func (g *onlySends) Next(int) (checker.Op, bool) {
+	g.n++
+	return checker.Op{Type: checker.Invoke, F: "send", Mops: []checker.MicroOp{{F: "send", Key: 0, Value: g.n}}}, true
+}
+func (g *onlySends) Update(checker.Op) {}
+
+// TestCrashClientsEndsTheOperationInfoAndChangesProcess: a crashed
+// client's operation in flight is recorded info with the crash's error,
+// the crash is a harness event, and the worker goes on as a new process
+// with a new client.
+func TestCrashClientsEndsTheOperationInfoAndChangesProcess(t *testing.T) {
+	rec, err := NewRecorder(filepath.Join(t.TempDir(), "history.jsonl"))
+	require.NoError(t, err)
+	defer rec.Close()
+	tt := DefaultTest()
+	tt.Seed = 3
+	r := &run{t: tt, rec: rec, out: &bytes.Buffer{}}
+	var mu sync.Mutex
+	closed, made := 0, 0
+	newClient := func() (workloads.Client, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		made++
+		return blockingClient{closed: &closed}, nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 700*time.Millisecond)
+	defer cancel()
+	r.runWorkers(context.Background(), ctx, &onlySends{}, newClient, 2, 0, 100*time.Millisecond)
+	h := rec.History()
+	crashes, crashedInfo := 0, 0
+	processes := map[int]bool{}
+	for _, op := range h {
+		if op.Process == checker.HarnessProcess && op.F == checker.FCrashClient {
+			crashes++
+			var v struct{ Process int }
+			require.NoError(t, json.Unmarshal(op.Raw, &v))
+			assert.Less(t, v.Process, 1000)
+			continue
+		}
+		processes[op.Process] = true
+		if op.Type == checker.Info {
+			assert.True(t, strings.HasPrefix(op.Error, "crashed:"), op.Error)
+			crashedInfo++
+		}
+	}
+	assert.GreaterOrEqual(t, crashes, 3, "one crash every 100 ms")
+	assert.GreaterOrEqual(t, crashedInfo, 3, "each crash of an operation in flight ends it info")
+	assert.Greater(t, len(processes), 2, "crashed workers continue as new processes")
+	assert.Greater(t, made, 2, "each with a new client")
+	assert.Equal(t, made, closed, "every client closed")
+}
+
+// TestSequenceModesNeedTheirRuntime: the sequence faults are valid specs
+// and the disk ones need docker.
+func TestSequenceModesNeedTheirRuntime(t *testing.T) {
+	tt := DefaultTest()
+	tt.Nemesis = nemesis.Spec{{Kind: nemesis.KindPower, Mode: nemesis.PowerAfterFsyncError}}
+	require.NoError(t, tt.Validate(testWorkloads))
+	tt.Runtime = "process"
+	assert.ErrorContains(t, tt.Validate(testWorkloads), "need --runtime docker")
+}

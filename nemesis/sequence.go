@@ -1,0 +1,324 @@
+package nemesis
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// The modes below are fixed sequences of two faults, each the one way a
+// class of planted bug is exposed (harness's planted suite). They are
+// chosen only when named, never in a random mix.
+const (
+	// PowerAfterFsyncError makes every node's fsyncs fail with EIO for a
+	// while (writes still succeed), then cuts every node's power while the
+	// fsyncs still fail: a broker that acknowledged what it could not
+	// fsync loses it (fsyncgate).
+	PowerAfterFsyncError = "after-fsync-error"
+	// PowerAfterSlowFsync slows every node's fsyncs down (300 ms each) for
+	// a while, then cuts every node's power while they are slow: a broker
+	// that acknowledged before its fsync ended loses what was in flight.
+	PowerAfterSlowFsync = "after-slow-fsync"
+	// CorruptBitFlip kills one node and flips one bit in one record batch
+	// of one of its segments (no other corruption), and starts it again
+	// when it stops: recovery must find the batch by its CRC.
+	CorruptBitFlip = "bit-flip"
+	// PartitionLaggingThenLeader cuts one node off from every node but the
+	// active controller, so that it stays live but leaves the ISRs it
+	// follows in; once it has lagged for the lag wait, it kills the rest of
+	// the ISR of one partition it replicates (failoverTargets), so that
+	// the failover can land only on the lagging replica. It heals and
+	// restarts them when it stops.
+	PartitionLaggingThenLeader = "lagging-then-leader"
+	// PowerRestartLaggingThenLeader cuts one node's power and starts it
+	// again at once, having lost its unflushed tail, and then does
+	// lagging-then-leader to it: it cannot fetch that tail back, and the
+	// rest of the ISR of a partition it replicates is killed. A correct
+	// controller took it out of its ISRs when it registered again and
+	// elects nobody; one that kept it there elects a replica that lost
+	// acknowledged writes.
+	PowerRestartLaggingThenLeader = "restart-lagging-then-leader"
+	// CorruptBitFlipThenLeader is bit-flip, then, once the node is back
+	// and has had the wait to rejoin its ISRs, the rest of the ISR of the
+	// partition whose segment was flipped is killed (at most a minority),
+	// so that the node leads it: a correct broker cut the flipped batch
+	// off at recovery and fetched it again, one that kept it serves it.
+	CorruptBitFlipThenLeader = "bit-flip-then-leader"
+)
+
+// sequenceWaitDefault is the wait between the two steps of a sequence
+// when the fault sets none: longer than the planted suite's
+// replica.lag.time.max.ms (3 s), so a cut follower has left its ISRs
+// and the rest of the ISR has acknowledged writes it does not have for
+// several seconds.
+const sequenceWaitDefault = 10 * time.Second
+
+// sequenceWait waits d (sequenceWaitDefault when zero) with sleep, or a
+// timer when sleep is nil; false when ctx ended first.
+func sequenceWait(ctx context.Context, sleep func(context.Context, time.Duration) bool, d time.Duration) bool {
+	if d <= 0 {
+		d = sequenceWaitDefault
+	}
+	if sleep == nil {
+		sleep = timerSleep
+	}
+	return sleep(ctx, d)
+}
+
+// afterDiskFault is Power's PowerAfterFsyncError and
+// PowerAfterSlowFsync: the disk fault on every node's fsyncs, the wait,
+// then every node's power cut at once.
+func (p *Power) afterDiskFault(ctx context.Context, rng *rand.Rand, mode string) (any, error) {
+	nodes := append([]string(nil), p.Cluster.Nodes()...)
+	out := DiskTargets{Mode: mode, Nodes: nodes, Did: map[string]string{}}
+	eio := "eio fsync"
+	if mode == PowerAfterSlowFsync {
+		eio = "slow fsync 300ms"
+	}
+	var errs []error
+	for _, n := range nodes {
+		// A node whose fsync failed may stop (its only log dir is
+		// offline): Stop starts every node, so each is noted down now.
+		p.down = append(p.down, n)
+		if err := p.Disk.DiskFault(ctx, n, eio); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if !sequenceWait(ctx, p.Sleep, p.Wait) {
+		return out, errors.Join(append(errs, ctx.Err())...)
+	}
+	lines := make(map[string]string, len(nodes))
+	for _, n := range nodes {
+		lines[n] = PowerCommand(rng)
+		out.Did[n] = fmt.Sprintf("%s, then %s", eio, lines[n])
+	}
+	errs = append(errs, p.cutAll(ctx, nodes, lines))
+	return out, errors.Join(errs...)
+}
+
+// laggingThenLeader is Partition's PartitionLaggingThenLeader.
+func (p *Partition) laggingThenLeader(ctx context.Context, rng *rand.Rand) (any, error) {
+	return p.lagThenFailover(ctx, rng, PartitionLaggingThenLeader, nil)
+}
+
+// lagThenFailover chooses the lagging node (never the controller), does
+// before to it (nil: nothing), cuts it off from all but the controller,
+// waits, and kills the failover targets.
+func (p *Partition) lagThenFailover(ctx context.Context, rng *rand.Rand, mode string, before func(lagging string) (string, error)) (LaggingFailover, error) {
+	out := LaggingFailover{Mode: mode}
+	ctl, err := p.Cluster.Controller(ctx)
+	if err != nil {
+		return out, fmt.Errorf("find the active controller: %w", err)
+	}
+	nodes := p.Cluster.Nodes()
+	var candidates []string
+	for _, n := range nodes {
+		if n != ctl {
+			candidates = append(candidates, n)
+		}
+	}
+	if len(candidates) < 2 {
+		return out, errors.New("lagging-then-leader needs two nodes besides the controller")
+	}
+	out.Lagging = candidates[rng.IntN(len(candidates))]
+	if before != nil {
+		did, err := before(out.Lagging)
+		out.Did = did
+		if err != nil {
+			return out, err
+		}
+	}
+	out.Grudge = isolateExcept(nodes, out.Lagging, ctl)
+	var errs []error
+	for _, n := range sortedNodes(out.Grudge) {
+		p.cut = append(p.cut, n)
+		if err := p.Runtime.Isolate(ctx, n, out.Grudge[n]); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if !sequenceWait(ctx, p.Sleep, p.Wait) {
+		return out, errors.Join(append(errs, ctx.Err())...)
+	}
+	victims, err := p.failoverTargets(ctx, rng, out.Lagging, ctl, len(nodes))
+	if err != nil {
+		return out, errors.Join(append(errs, err)...)
+	}
+	out.Killed = victims
+	for _, n := range out.Killed {
+		p.killed = append(p.killed, n)
+		if err := p.Runtime.Kill(ctx, n); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return out, errors.Join(errs...)
+}
+
+// failoverTargets chooses whom lagging-then-leader kills. With a cluster
+// that names each partition's replicas and ISR (PartitionView), it is the
+// ISR but the lagging node of one partition the lagging node replicates
+// (at most a minority), preferring one whose ISR it left and that does not
+// hold the controller: the only live replica left is then the lagging
+// one, so a correct controller elects it only if it is still in the ISR
+// (and so has every acknowledged write), and an unsafe one elects it
+// anyway. Without such a partition, or without the view, it is partition
+// leaders other than the lagging node and the controller, at most a
+// minority.
+func (p *Partition) failoverTargets(ctx context.Context, rng *rand.Rand, lagging, ctl string, nodes int) ([]string, error) {
+	minority := max(1, (nodes-1)/2)
+	if view, ok := p.Cluster.(PartitionView); ok {
+		parts, err := view.Partitions(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("find partition replicas: %w", err)
+		}
+		// Tiers: the lagging node out of the ISR before in it, an ISR
+		// without the controller before one with it.
+		var tiers [4][][]string
+		for _, ps := range parts {
+			rest := slices.DeleteFunc(slices.Clone(ps.ISR), func(n string) bool { return n == lagging })
+			if !slices.Contains(ps.Replicas, lagging) || len(rest) == 0 || len(rest) > minority {
+				continue
+			}
+			tier := 0
+			if len(rest) < len(ps.ISR) {
+				tier += 2
+			}
+			if slices.Contains(rest, ctl) {
+				tier++
+			}
+			tiers[tier] = append(tiers[tier], rest)
+		}
+		for _, tier := range tiers {
+			if len(tier) > 0 {
+				victims := tier[rng.IntN(len(tier))]
+				slices.Sort(victims)
+				return victims, nil
+			}
+		}
+	}
+	leaders, err := p.Cluster.Leaders(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("find partition leaders: %w", err)
+	}
+	leaders = slices.DeleteFunc(leaders, func(n string) bool { return n == ctl || n == lagging })
+	if len(leaders) == 0 {
+		return nil, errors.New("no partition leader besides the lagging node and the controller")
+	}
+	rng.Shuffle(len(leaders), func(i, j int) { leaders[i], leaders[j] = leaders[j], leaders[i] })
+	victims := leaders[:min(len(leaders), minority)]
+	slices.Sort(victims)
+	return victims, nil
+}
+
+// PartitionView is what a Cluster may answer besides: every workload
+// partition's leader, replicas and ISR, by node name.
+type PartitionView interface {
+	Partitions(ctx context.Context) ([]PartitionState, error)
+}
+
+// PartitionState is one partition as metadata names it.
+type PartitionState struct {
+	Topic     string
+	Partition int32
+	Leader    string
+	Replicas  []string
+	ISR       []string
+}
+
+// restartLaggingThenLeader is Power's PowerRestartLaggingThenLeader.
+func (p *Power) restartLaggingThenLeader(ctx context.Context, rng *rand.Rand) (any, error) {
+	if p.lag == nil {
+		p.lag = &Partition{Runtime: p.Runtime, Cluster: p.Cluster}
+	}
+	p.lag.Wait, p.lag.Sleep = p.Wait, p.Sleep
+	return p.lag.lagThenFailover(ctx, rng, PowerRestartLaggingThenLeader, func(n string) (string, error) {
+		line := PowerCommand(rng)
+		if err := p.Disk.PowerLoss(ctx, n, line); err != nil {
+			p.down = append(p.down, n)
+			return line, err
+		}
+		if err := p.Runtime.Start(ctx, n); err != nil {
+			p.down = append(p.down, n)
+			return line, err
+		}
+		return line + ", started again at once", nil
+	})
+}
+
+// bitFlipThenLeader is Corrupt's CorruptBitFlipThenLeader, after Start
+// has flipped the bit on node: it starts the node, waits and kills the
+// rest of the flipped partition's ISR. did is the agent's account of the
+// corruption (JSON naming the file).
+func (c *Corrupt) bitFlipThenLeader(ctx context.Context, node, did string) ([]string, error) {
+	var what struct {
+		File string `json:"file"`
+	}
+	if err := json.Unmarshal([]byte(did), &what); err != nil {
+		return nil, fmt.Errorf("bit-flip-then-leader: which file was flipped: %w", err)
+	}
+	dir, _, _ := strings.Cut(what.File, "/")
+	cut := strings.LastIndexByte(dir, '-')
+	if cut <= 0 {
+		return nil, fmt.Errorf("bit-flip-then-leader: %q is no partition's directory", dir)
+	}
+	topic, part := dir[:cut], dir[cut+1:]
+	c.down = slices.DeleteFunc(c.down, func(n string) bool { return n == node })
+	if err := c.Runtime.Start(ctx, node); err != nil {
+		c.down = append(c.down, node)
+		return nil, err
+	}
+	if !sequenceWait(ctx, c.Sleep, c.Wait) {
+		return nil, ctx.Err()
+	}
+	view, ok := c.Cluster.(PartitionView)
+	if !ok {
+		return nil, errors.New("bit-flip-then-leader: the cluster names no partition's ISR")
+	}
+	parts, err := view.Partitions(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("find partition replicas: %w", err)
+	}
+	minority := max(1, (len(c.Cluster.Nodes())-1)/2)
+	for _, ps := range parts {
+		if ps.Topic != topic || strconv.Itoa(int(ps.Partition)) != part {
+			continue
+		}
+		rest := slices.DeleteFunc(slices.Clone(ps.ISR), func(n string) bool { return n == node })
+		if len(rest) == 0 || len(rest) > minority {
+			return nil, fmt.Errorf("bit-flip-then-leader: %s's ISR %v leaves no minority to kill", dir, ps.ISR)
+		}
+		slices.Sort(rest)
+		var errs []error
+		for _, n := range rest {
+			c.down = append(c.down, n)
+			if err := c.Runtime.Kill(ctx, n); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		return rest, errors.Join(errs...)
+	}
+	return nil, fmt.Errorf("bit-flip-then-leader: %s is no partition of the workload's", dir)
+}
+
+// LaggingFailover records a lagging-then-leader fault: the node cut off
+// from all but the controller, the grudge, and the leaders killed.
+type LaggingFailover struct {
+	Mode    string   `json:"mode"`
+	Lagging string   `json:"lagging,omitempty"`
+	Did     string   `json:"did,omitempty"` // what was done to the lagging node first
+	Grudge  Grudge   `json:"grudge,omitempty"`
+	Killed  []string `json:"killed,omitempty"`
+}
+
+// isolateExcept cuts victim off from every node but keep, both ways.
+func isolateExcept(nodes []string, victim, keep string) Grudge {
+	g := Isolate(nodes, victim)
+	delete(g, keep)
+	g[victim] = slices.DeleteFunc(g[victim], func(n string) bool { return n == keep })
+	return g
+}
