@@ -178,8 +178,10 @@ type Client struct {
 	opts     Options
 	topics   *Topics
 	producer *kgo.Client
-	consumer *kgo.Client
-	assigned map[int]bool
+	// producerOpts rebuild the producer when a send is abandoned.
+	producerOpts []kgo.Opt
+	consumer     *kgo.Client
+	assigned     map[int]bool
 	group    bool
 
 	// rebalances collects the consumer group's assignments since the last
@@ -215,7 +217,7 @@ func NewClient(opts Options, topics *Topics) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("producer: %w", err)
 	}
-	c := &Client{opts: opts, topics: topics, producer: producer, assigned: map[int]bool{}}
+	c := &Client{opts: opts, topics: topics, producer: producer, producerOpts: popts, assigned: map[int]bool{}}
 	if err := c.newConsumer(nil, false); err != nil {
 		producer.Close()
 		return nil, err
@@ -299,9 +301,7 @@ func (c *Client) send(ctx context.Context, op checker.Op) checker.Op {
 		}
 		topic, part := c.opts.TopicPartition(m.Key)
 		rec := &kgo.Record{Topic: topic, Partition: part, Key: []byte(strconv.Itoa(m.Key)), Value: []byte(strconv.FormatInt(m.Value, 10))}
-		sctx, cancel := context.WithTimeout(ctx, 3*c.opts.RequestTimeout)
-		err := c.producer.ProduceSync(sctx, rec).FirstErr()
-		cancel()
+		err := c.produce(ctx, rec)
 		if err != nil {
 			// A produce that errors may still have been written (a lost
 			// acknowledgement, or retries that raced a leader change), so
@@ -322,6 +322,32 @@ func (c *Client) send(ctx context.Context, op checker.Op) checker.Op {
 	}
 	op.Type = checker.OK
 	return op
+}
+
+// produce sends rec and waits for its acknowledgement, at most a bound:
+// an idempotent franz-go producer never fails a record it may have sent
+// (its sequence numbers would break), so against a broker that came back
+// without the producer's state or the topic (kfake after a restart) it
+// retries forever. Past the bound the send is abandoned as indeterminate
+// and the producer replaced by a new one (a new producer id), as a crashed
+// client would be.
+func (c *Client) produce(ctx context.Context, rec *kgo.Record) error {
+	bound := 3 * c.opts.RequestTimeout
+	sctx, cancel := context.WithTimeout(ctx, bound)
+	defer cancel()
+	done := make(chan error, 1)
+	c.producer.Produce(sctx, rec, func(_ *kgo.Record, err error) { done <- err })
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(bound + c.opts.RequestTimeout):
+	}
+	old := c.producer
+	go old.Close() // fails what it still buffers; never waited for
+	if p, err := kgo.NewClient(c.producerOpts...); err == nil {
+		c.producer = p
+	}
+	return fmt.Errorf("no acknowledgement within %v: send abandoned, producer replaced", bound+c.opts.RequestTimeout)
 }
 
 func (c *Client) poll(ctx context.Context, op checker.Op) checker.Op {
