@@ -67,7 +67,11 @@ type Spec struct {
 	// BrokerBinary and AgentBinary are the executables to run (static for
 	// Docker).
 	BrokerBinary string `json:"broker-binary"`
-	AgentBinary  string `json:"agent-binary"`
+	// DB is the broker profile (harness/profile): a built-in name
+	// (faultline, kfake, apache-kafka) or a profile file; empty is
+	// faultline.
+	DB          string `json:"db,omitempty"`
+	AgentBinary string `json:"agent-binary"`
 }
 
 // Decode reads test.json as the harness writes it; a field of another
