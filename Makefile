@@ -10,13 +10,14 @@ BENCHCOUNT ?= 6
 JEPSEN_RUNTIME ?= docker
 JEPSEN_TIME   ?= 90s
 
-.PHONY: all build deps test test-short bench fuzz image test-jepsen test-jepsen-single test-jepsen-disk test-jepsen-matrix vet clean
+.PHONY: all build deps test test-short bench fuzz image test-jepsen test-jepsen-single test-jepsen-disk test-jepsen-matrix test-jepsen-kfake vet clean
 
 all: build
 
 build:
 	$(GOFLAGS_STATIC) $(GO) build -trimpath -o $(BIN)/broker ./cmd/broker
 	$(GOFLAGS_STATIC) $(GO) build -trimpath -o $(BIN)/faultline ./cmd/faultline
+	$(GOFLAGS_STATIC) $(GO) build -trimpath -o $(BIN)/kfake ./cmd/kfake
 
 # The node image (FROM scratch around bin/broker and bin/faultline). The
 # harness builds it itself through the Docker API; this is for users who
@@ -51,6 +52,12 @@ MATRIX_TIME  ?= 60s
 MATRIX_ONLY  ?=
 test-jepsen-matrix: build
 	$(BIN)/faultline matrix --seeds $(MATRIX_SEEDS) --time-limit $(MATRIX_TIME) --runtime $(JEPSEN_RUNTIME) $(if $(MATRIX_ONLY),--only '$(MATRIX_ONLY)')
+
+# franz-go's kfake (--db kfake), a broker this project did not write, through
+# the same pipeline: valid without faults, acknowledged writes lost under kill
+# (it keeps nothing across a restart).
+test-jepsen-kfake: build
+	$(BIN)/faultline suite --suite kfake --time-limit 30s
 
 # One node, no faults and kill -9: a smoke test of the whole pipeline that
 # needs no Docker (process runtime).

@@ -2,9 +2,12 @@ package harness
 
 import (
 	"fmt"
-	"sort"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/faultline/faultline/harness/profile"
 )
 
 // Ports every node uses; on the process runtime each node has its own
@@ -41,6 +44,35 @@ type Cluster struct {
 	// nodes what it needs (CAP_SYS_ADMIN and /dev/fuse in Docker); without
 	// it nothing is mounted and power and disk faults are refused.
 	DiskFaults bool
+	// Profile is the broker under test (nil: the built-in faultline
+	// profile, the reference broker).
+	Profile *profile.Profile
+}
+
+// profile is the broker profile, the reference broker's by default.
+func (c Cluster) profile() *profile.Profile {
+	if c.Profile != nil {
+		return c.Profile
+	}
+	p, err := profile.Load("faultline")
+	if err != nil {
+		panic("the built-in faultline profile does not load: " + err.Error())
+	}
+	return p
+}
+
+// binaryEnv are the variables profiles' binaries may use:
+// FAULTLINE_BROKER_BINARY is --broker-binary, FAULTLINE_KFAKE_BINARY is
+// bin/kfake next to the agent binary.
+func (c Cluster) binaryEnv() map[string]string {
+	env := map[string]string{"FAULTLINE_BROKER_BINARY": c.BrokerBinary}
+	if c.AgentBinary != "" {
+		env["FAULTLINE_KFAKE_BINARY"] = filepath.Join(filepath.Dir(c.AgentBinary), "kfake")
+	}
+	if v := os.Getenv("FAULTLINE_KFAKE_BINARY"); v != "" {
+		env["FAULTLINE_KFAKE_BINARY"] = v
+	}
+	return env
 }
 
 // Validate checks the shape of the cluster.
@@ -59,6 +91,13 @@ func (c Cluster) Validate() error {
 	}
 	if c.ClusterID == "" {
 		return fmt.Errorf("cluster id is empty")
+	}
+	p := c.profile()
+	if c.Nodes > p.MaxNodes {
+		return fmt.Errorf("--nodes %d: the %s profile runs at most %d", c.Nodes, p.Name, p.MaxNodes)
+	}
+	if !p.SupportsTopology(c.Topology) {
+		return fmt.Errorf("--topology %s: the %s profile supports %s", c.Topology, p.Name, strings.Join(p.Topologies, ", "))
 	}
 	return nil
 }
@@ -90,11 +129,31 @@ func (c Cluster) Names() []string {
 	return names
 }
 
-// Properties renders node i's server.properties. host(j) is the address
-// under which node j is reachable by the others and by clients; bind is the
-// address node i listens on; dataDir holds its logs.
+// Properties renders node i's server.properties (the faultline
+// profile's; see NodeData). host(j) is the address under which node j is
+// reachable by the others and by clients; bind is the address node i
+// listens on; dataDir holds its logs.
 func (c Cluster) Properties(i int, host func(j int) string, bind, dataDir string) string {
+	d, err := c.NodeData(i, host, bind, dataDir, "")
+	if err != nil {
+		return "# " + err.Error() + "\n"
+	}
+	return d.PropertiesText()
+}
+
+// NodeData is what the profile's templates see for node i: its place in
+// the cluster, and the merged broker properties — the harness's settings
+// for a Kafka-style cluster, under the profile's properties, under the
+// test's --broker-config.
+func (c Cluster) NodeData(i int, host func(j int) string, bind, dataDir, configDir string) (profile.NodeData, error) {
 	roles := c.Roles(i)
+	d := profile.NodeData{
+		NodeID: i, Name: "n" + strconv.Itoa(i), Roles: roles,
+		Broker: strings.Contains(roles, "broker"), Controller: strings.Contains(roles, "controller"),
+		Host: host(i), Bind: bind, ClientPort: ClientPort, ControllerPort: ControllerPort,
+		Voters: c.voters(host), Bootstrap: c.bootstrap(host), DataDir: dataDir, ConfigDir: configDir,
+		ClusterID: c.ClusterID, Nodes: c.Nodes,
+	}
 	props := map[string]string{
 		"process.roles":                                 roles,
 		"node.id":                                       strconv.Itoa(i),
@@ -106,39 +165,34 @@ func (c Cluster) Properties(i int, host func(j int) string, bind, dataDir string
 		"min.insync.replicas":                           strconv.Itoa(min(2, c.brokers())),
 		"unclean.leader.election.enable":                "false",
 		"group.initial.rebalance.delay.ms":              "0",
-		"faultline.metrics.address":                     fmt.Sprintf("%s:%d", bind, MetricsPort),
 		"broker.heartbeat.interval.ms":                  "500",
 		"broker.session.timeout.ms":                     "3000",
 		"replica.lag.time.max.ms":                       "5000",
-		"controller.quorum.voters":                      c.voters(host),
+		"controller.quorum.voters":                      d.Voters,
 		"auto.create.topics.enable":                     "false",
 		"log.flush.interval.messages":                   strconv.FormatInt(1<<62, 10),
 		"replica.high.watermark.checkpoint.interval.ms": "1000",
 	}
 	var listeners []string
-	if strings.Contains(roles, "broker") {
+	if d.Broker {
 		listeners = append(listeners, fmt.Sprintf("PLAINTEXT://%s:%d", bind, ClientPort))
 		props["advertised.listeners"] = fmt.Sprintf("PLAINTEXT://%s:%d", host(i), ClientPort)
 		props["inter.broker.listener.name"] = "PLAINTEXT"
 	}
-	if strings.Contains(roles, "controller") {
+	if d.Controller {
 		listeners = append(listeners, fmt.Sprintf("CONTROLLER://%s:%d", bind, ControllerPort))
 	}
 	props["listeners"] = strings.Join(listeners, ",")
+	d.Properties = props
+	merged, err := c.profile().MergeProperties(props, d)
+	if err != nil {
+		return d, err
+	}
 	for k, v := range c.BrokerConfig {
-		props[k] = v
+		merged[k] = v
 	}
-	keys := make([]string, 0, len(props))
-	for k := range props {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	var b strings.Builder
-	fmt.Fprintf(&b, "# server.properties for n%d, written by faultline\n", i)
-	for _, k := range keys {
-		fmt.Fprintf(&b, "%s=%s\n", k, props[k])
-	}
-	return b.String()
+	d.Properties = merged
+	return d, nil
 }
 
 func (c Cluster) brokers() int {
@@ -149,6 +203,14 @@ func (c Cluster) brokers() int {
 		}
 	}
 	return n
+}
+
+func (c Cluster) bootstrap(host func(j int) string) string {
+	var vs []string
+	for j := 1; j <= c.controllers(); j++ {
+		vs = append(vs, fmt.Sprintf("%s:%d", host(j), ControllerPort))
+	}
+	return strings.Join(vs, ",")
 }
 
 func (c Cluster) voters(host func(j int) string) string {

@@ -8,18 +8,20 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/faultline/faultline/docker"
+	"github.com/faultline/faultline/harness/profile"
 )
 
 const (
-	nodeDataDir   = "/data"
-	nodePropsPath = "/etc/faultline/server.properties"
+	nodeDataDir = "/data"
+	// nodeConfigDir holds the files the profile renders per node.
+	nodeConfigDir = "/etc/faultline"
 	// With disk faults the node's volume is mounted at nodeDiskDir and
 	// the fault filesystem at nodeDataDir serves nodeBackingDir, on the
 	// volume (the filesystem's stage dir must be on the same filesystem
@@ -43,6 +45,7 @@ type DockerRuntime struct {
 
 	d       *Docker
 	cluster Cluster
+	profile *profile.Profile
 	image   string // the node image's tag
 	network string
 	subnet  netip.Prefix
@@ -88,13 +91,10 @@ func (r *DockerRuntime) Setup(ctx context.Context, c Cluster) ([]Node, error) {
 		return nil, err
 	}
 	r.cluster = c
-	files := map[string][]byte{"Dockerfile": docker.Dockerfile}
-	for name, path := range map[string]string{"broker": c.BrokerBinary, "faultline": c.AgentBinary} {
-		b, err := os.ReadFile(path)
-		if err != nil {
-			return nil, fmt.Errorf("node image needs the %s binary: %w (run make build)", name, err)
-		}
-		files[name] = b
+	r.profile = c.profile()
+	files, err := imageContext(c)
+	if err != nil {
+		return nil, err
 	}
 	if err := r.d.RemoveLeftovers(ctx); err != nil {
 		return nil, fmt.Errorf("remove leftovers of earlier runs: %w", err)
@@ -118,38 +118,54 @@ func (r *DockerRuntime) Setup(ctx context.Context, c Cluster) ([]Node, error) {
 	var nodes []Node
 	for i, name := range c.Names() {
 		id := i + 1
-		props := []byte(c.Properties(id, host, "0.0.0.0", nodeDataDir))
 		// A broker must not advertise 0.0.0.0; it listens on every
 		// address and advertises its pinned one.
+		nd, err := c.NodeData(id, host, "0.0.0.0", nodeDataDir, nodeConfigDir)
+		if err != nil {
+			return nil, err
+		}
+		rendered, err := r.profile.Render(nd, nil)
+		if err != nil {
+			return nil, err
+		}
 		spec := NodeSpec{
 			Name: name, Image: tag, Network: r.network, IP: r.nodeIP(id), DataDir: nodeDataDir,
-			NetAdmin: c.NetworkFaults, Files: map[string][]byte{nodePropsPath: props},
+			NetAdmin: c.NetworkFaults, Files: inDir(nodeConfigDir, rendered.Files),
 			Volume: r.d.runID + "-" + name + "-data",
 		}
 		format := spec
 		format.Name, format.IP = name+"-format", netip.Addr{}
-		format.Cmd = []string{"format", "-t", c.ClusterID, "-c", nodePropsPath}
-		serve := []string{"serve", "-c", nodePropsPath}
+		format.Entrypoint, format.Cmd = head(rendered.Format)
+		spec.Entrypoint, spec.Cmd = head(rendered.Start)
 		if c.DiskFaults {
 			// The volume holds the backing dir; the format container
 			// writes there directly, the node through its agent's mount.
 			spec.DataDir, spec.Fuse = nodeDiskDir, true
 			format.DataDir, format.Fuse = nodeDiskDir, false
-			format.Files = map[string][]byte{nodePropsPath: []byte(c.Properties(id, host, "0.0.0.0", nodeBackingDir))}
+			fd, err := c.NodeData(id, host, "0.0.0.0", nodeBackingDir, nodeConfigDir)
+			if err != nil {
+				return nil, err
+			}
+			fr, err := r.profile.Render(fd, nil)
+			if err != nil {
+				return nil, err
+			}
+			format.Files = inDir(nodeConfigDir, fr.Files)
+			format.Entrypoint, format.Cmd = head(fr.Format)
 			spec.Entrypoint = []string{agentPath}
-			serve = append([]string{"agent", "run", "--backing", nodeBackingDir, "--mount", nodeDataDir, "--", "/broker"}, serve...)
+			spec.Cmd = append([]string{"agent", "run", "--backing", nodeBackingDir, "--mount", nodeDataDir, "--"}, rendered.Start...)
 		}
-		if out, err := r.d.RunOnce(ctx, format); err != nil {
-			return nil, fmt.Errorf("format %s: %w\n%s", name, err, out)
+		if len(format.Entrypoint) > 0 {
+			if out, err := r.d.RunOnce(ctx, format); err != nil {
+				return nil, fmt.Errorf("format %s: %w\n%s", name, err, out)
+			}
 		}
-		spec.Cmd = serve
 		if err := r.d.CreateNode(ctx, spec); err != nil {
 			return nil, err
 		}
 		r.nodes = append(r.nodes, name)
-		roles := c.Roles(id)
 		nodes = append(nodes, Node{Name: name, ID: int32(id), Addr: fmt.Sprintf("%s:%d", r.nodeIP(id), ClientPort),
-			Controller: roles != "broker", Broker: roles != "controller"})
+			Controller: nd.Controller, Broker: nd.Broker})
 	}
 	for _, n := range nodes {
 		if err := r.Start(ctx, n.Name); err != nil {
@@ -198,7 +214,7 @@ func (r *DockerRuntime) follow(node string) {
 
 // Kill sends SIGKILL and waits until the container has stopped.
 func (r *DockerRuntime) Kill(ctx context.Context, node string) error {
-	if err := r.d.Signal(ctx, node, "KILL"); err != nil {
+	if err := r.d.Signal(ctx, node, profile.SignalName(r.profile.Signals.Kill)); err != nil {
 		return err
 	}
 	return r.d.Wait(ctx, node)
@@ -206,8 +222,8 @@ func (r *DockerRuntime) Kill(ctx context.Context, node string) error {
 
 // Stop sends SIGTERM (controlled shutdown) and waits for the exit.
 func (r *DockerRuntime) Stop(ctx context.Context, node string) error {
-	_ = r.d.Signal(ctx, node, "CONT")
-	if err := r.d.Signal(ctx, node, "TERM"); err != nil {
+	_ = r.d.Signal(ctx, node, profile.SignalName(r.profile.Signals.Resume))
+	if err := r.d.Signal(ctx, node, profile.SignalName(r.profile.Signals.Stop)); err != nil {
 		return err
 	}
 	return r.d.Wait(ctx, node)
@@ -229,7 +245,7 @@ func (r *DockerRuntime) Pause(ctx context.Context, node string) error {
 	if r.cluster.DiskFaults {
 		return r.d.Freeze(ctx, node)
 	}
-	return r.d.Signal(ctx, node, "STOP")
+	return r.d.Signal(ctx, node, profile.SignalName(r.profile.Signals.Pause))
 }
 
 // Resume sends SIGCONT to the broker (or thaws a frozen node).
@@ -237,7 +253,7 @@ func (r *DockerRuntime) Resume(ctx context.Context, node string) error {
 	if r.cluster.DiskFaults {
 		return r.d.Thaw(ctx, node)
 	}
-	return r.d.Signal(ctx, node, "CONT")
+	return r.d.Signal(ctx, node, profile.SignalName(r.profile.Signals.Resume))
 }
 
 // errNoFaultFS refuses a disk command to nodes started without the fault
@@ -371,4 +387,83 @@ func (r *DockerRuntime) Teardown(ctx context.Context) error {
 		err = errors.Join(err, fmt.Errorf("node log streams did not end: %w", ctx.Err()))
 	}
 	return errors.Join(err, r.d.Close())
+}
+
+// imageContext is the node image's build context: the agent, the profile's
+// binaries (a directory is copied whole) and a Dockerfile that puts each
+// at /<name>, FROM scratch.
+func imageContext(c Cluster) (map[string][]byte, error) {
+	p := c.profile()
+	paths, err := p.BinaryPaths(c.binaryEnv())
+	if err != nil {
+		return nil, err
+	}
+	files := map[string][]byte{}
+	agent, err := os.ReadFile(c.AgentBinary)
+	if err != nil {
+		return nil, fmt.Errorf("node image needs the faultline binary (the in-node agent): %w (run make build)", err)
+	}
+	files["faultline"] = agent
+	var df strings.Builder
+	df.WriteString("# The faultline node image for the " + p.Name + " profile, FROM scratch (no registry).\nFROM scratch\nCOPY faultline /faultline\n")
+	names := make([]string, 0, len(paths))
+	for n := range paths {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		if err := addToContext(files, name, paths[name]); err != nil {
+			return nil, fmt.Errorf("profile %s: binaries.%s: %w (run make build, or set the path)", p.Name, name, err)
+		}
+		fmt.Fprintf(&df, "COPY %s /%s\n", name, name)
+	}
+	df.WriteString("VOLUME [\"/data\"]\n")
+	files["Dockerfile"] = []byte(df.String())
+	return files, nil
+}
+
+// addToContext adds the file at path as name, or the directory's files
+// under name/.
+func addToContext(files map[string][]byte, name, path string) error {
+	st, err := os.Stat(path)
+	if err != nil {
+		return err
+	}
+	if !st.IsDir() {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		files[name] = b
+		return nil
+	}
+	return filepath.WalkDir(path, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(path, p)
+		files[name+"/"+filepath.ToSlash(rel)] = b
+		return nil
+	})
+}
+
+// inDir places a profile's rendered files in dir.
+func inDir(dir string, files map[string][]byte) map[string][]byte {
+	out := make(map[string][]byte, len(files))
+	for n, b := range files {
+		out[dir+"/"+n] = b
+	}
+	return out
+}
+
+// head splits a command into its executable and arguments.
+func head(cmd []string) ([]string, []string) {
+	if len(cmd) == 0 {
+		return nil, nil
+	}
+	return cmd[:1], cmd[1:]
 }

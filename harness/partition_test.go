@@ -52,13 +52,14 @@ func TestDockerKillAndPartitionRoundTrip(t *testing.T) {
 	other := Cluster{Nodes: 1, Topology: "combined", ClusterID: newClusterID()}
 	props := other.Properties(1, func(int) string { return n2IP.String() }, "0.0.0.0", nodeDataDir)
 	spec := NodeSpec{Name: "n2", Image: rt.image, Network: rt.network, IP: n2IP, DataDir: nodeDataDir, NetAdmin: true,
-		Files: map[string][]byte{nodePropsPath: []byte(props)}, Volume: runID + "-n2-data"}
+		Files: map[string][]byte{nodeConfigDir + "/server.properties": []byte(props)}, Volume: runID + "-n2-data",
+		Entrypoint: []string{"/broker"}}
 	format := spec
 	format.Name, format.IP = "n2-format", netip.Addr{}
-	format.Cmd = []string{"format", "-t", other.ClusterID, "-c", nodePropsPath}
+	format.Cmd = []string{"format", "-t", other.ClusterID, "-c", nodeConfigDir + "/server.properties"}
 	out, err := rt.d.RunOnce(ctx, format)
 	require.NoError(t, err, out)
-	spec.Cmd = []string{"serve", "-c", nodePropsPath}
+	spec.Cmd = []string{"serve", "-c", nodeConfigDir + "/server.properties"}
 	require.NoError(t, rt.d.CreateNode(ctx, spec))
 	require.NoError(t, rt.d.Start(ctx, "n2"))
 

@@ -11,6 +11,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/faultline/faultline/harness/profile"
 )
 
 // Process runs nodes as local child processes, node i listening on
@@ -21,7 +23,9 @@ import (
 type Process struct {
 	dir     string // per-run directory: nodes/<name>/{data,server.properties,broker.log}
 	cluster Cluster
+	profile *profile.Profile
 	host    func(i int) string
+	starts  map[string][]string // node -> its rendered start command
 
 	mu    sync.Mutex
 	procs map[string]*exec.Cmd
@@ -46,16 +50,24 @@ func ProcessHost(dir string, i int) string {
 
 func (p *Process) nodeDir(name string) string { return filepath.Join(p.dir, "nodes", name) }
 
-// Setup writes each node's server.properties, formats its data directory
-// and starts it.
+// Setup renders each node's files from the broker profile into its
+// directory, runs the profile's format command and starts the node.
 func (p *Process) Setup(ctx context.Context, c Cluster) ([]Node, error) {
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
-	if c.BrokerBinary == "" {
-		return nil, errors.New("process runtime: no broker binary (build it with make build)")
+	p.cluster, p.profile = c, c.profile()
+	paths, err := p.profile.BinaryPaths(c.binaryEnv())
+	if err != nil {
+		return nil, err
 	}
-	p.cluster = c
+	for name, path := range paths {
+		if _, err := os.Stat(path); err != nil {
+			return nil, fmt.Errorf("process runtime: profile %s: binaries.%s: %w (build it with make build)", p.profile.Name, name, err)
+		}
+	}
+	bin := func(name string) string { return paths[name] }
+	p.starts = map[string][]string{}
 	var nodes []Node
 	for i, name := range c.Names() {
 		id := i + 1
@@ -63,21 +75,31 @@ func (p *Process) Setup(ctx context.Context, c Cluster) ([]Node, error) {
 		if err := os.MkdirAll(filepath.Join(dir, "data"), 0o755); err != nil {
 			return nil, fmt.Errorf("node %s: %w", name, err)
 		}
-		props := c.Properties(id, p.host, p.host(id), filepath.Join(dir, "data"))
-		propsPath := filepath.Join(dir, "server.properties")
-		if err := os.WriteFile(propsPath, []byte(props), 0o644); err != nil {
-			return nil, fmt.Errorf("node %s: %w", name, err)
-		}
-		out, err := exec.CommandContext(ctx, c.BrokerBinary, "format", "-t", c.ClusterID, "-c", propsPath).CombinedOutput()
+		nd, err := c.NodeData(id, p.host, p.host(id), filepath.Join(dir, "data"), dir)
 		if err != nil {
-			return nil, fmt.Errorf("format %s: %v: %s", name, err, out)
+			return nil, err
 		}
-		roles := c.Roles(id)
+		r, err := p.profile.Render(nd, bin)
+		if err != nil {
+			return nil, err
+		}
+		for fname, b := range r.Files {
+			if err := os.WriteFile(filepath.Join(dir, fname), b, 0o644); err != nil {
+				return nil, fmt.Errorf("node %s: %w", name, err)
+			}
+		}
+		if len(r.Format) > 0 {
+			out, err := exec.CommandContext(ctx, r.Format[0], r.Format[1:]...).CombinedOutput()
+			if err != nil {
+				return nil, fmt.Errorf("format %s: %v: %s", name, err, out)
+			}
+		}
+		p.starts[name] = r.Start
 		nodes = append(nodes, Node{
 			Name: name, ID: int32(id),
 			Addr:       fmt.Sprintf("%s:%d", p.host(id), ClientPort),
-			Controller: roles != "broker",
-			Broker:     roles != "controller",
+			Controller: nd.Controller,
+			Broker:     nd.Broker,
 		})
 	}
 	for _, n := range nodes {
@@ -95,12 +117,16 @@ func (p *Process) Start(_ context.Context, node string) error {
 	if _, running := p.procs[node]; running {
 		return fmt.Errorf("start %s: already running", node)
 	}
+	start := p.starts[node]
+	if len(start) == 0 {
+		return fmt.Errorf("start %s: not set up", node)
+	}
 	dir := p.nodeDir(node)
 	logf, err := os.OpenFile(filepath.Join(dir, "broker.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return fmt.Errorf("start %s: %w", node, err)
 	}
-	cmd := exec.Command(p.cluster.BrokerBinary, "serve", "-c", filepath.Join(dir, "server.properties"))
+	cmd := exec.Command(start[0], start[1:]...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	// Its own process group keeps a terminal's Ctrl-C away from the
 	// broker (the harness heals and stops it); Pdeathsig kills it when the
@@ -150,33 +176,46 @@ func waitExit(ctx context.Context, node string, exited chan struct{}) error {
 
 // Kill sends SIGKILL and waits for the process to be gone.
 func (p *Process) Kill(ctx context.Context, node string) error {
-	exited, err := p.signal(node, syscall.SIGKILL)
+	exited, err := p.signal(node, p.sig(p.profile.Signals.Kill))
 	if err != nil {
 		return err
 	}
 	return waitExit(ctx, node, exited)
+}
+
+// sig maps a profile's signal name to the signal.
+func (p *Process) sig(name string) syscall.Signal {
+	if s, ok := signals[profile.SignalName(name)]; ok {
+		return s
+	}
+	return syscall.SIGKILL
+}
+
+var signals = map[string]syscall.Signal{
+	"TERM": syscall.SIGTERM, "KILL": syscall.SIGKILL, "STOP": syscall.SIGSTOP, "CONT": syscall.SIGCONT, "INT": syscall.SIGINT,
+	"HUP": syscall.SIGHUP, "QUIT": syscall.SIGQUIT, "USR1": syscall.SIGUSR1, "USR2": syscall.SIGUSR2, "TSTP": syscall.SIGTSTP,
 }
 
 // Stop sends SIGTERM and waits for the controlled shutdown to finish; a
 // paused process is resumed first so it can act on the signal.
 func (p *Process) Stop(ctx context.Context, node string) error {
-	exited, err := p.signal(node, syscall.SIGTERM)
+	exited, err := p.signal(node, p.sig(p.profile.Signals.Stop))
 	if err != nil {
 		return err
 	}
-	_, _ = p.signal(node, syscall.SIGCONT)
+	_, _ = p.signal(node, p.sig(p.profile.Signals.Resume))
 	return waitExit(ctx, node, exited)
 }
 
 // Pause sends SIGSTOP.
 func (p *Process) Pause(_ context.Context, node string) error {
-	_, err := p.signal(node, syscall.SIGSTOP)
+	_, err := p.signal(node, p.sig(p.profile.Signals.Pause))
 	return err
 }
 
 // Resume sends SIGCONT.
 func (p *Process) Resume(_ context.Context, node string) error {
-	_, err := p.signal(node, syscall.SIGCONT)
+	_, err := p.signal(node, p.sig(p.profile.Signals.Resume))
 	return err
 }
 

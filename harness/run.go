@@ -17,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/faultline/faultline/checker"
+	"github.com/faultline/faultline/harness/profile"
 	"github.com/faultline/faultline/nemesis"
 	"github.com/faultline/faultline/workloads"
 )
@@ -208,7 +209,11 @@ func (r *run) execute(ctx context.Context) (Outcome, error) {
 	defer rec.Close()
 
 	r.setPhase("setup")
-	cluster := Cluster{
+	prof, err := profile.Load(t.DB)
+	if err != nil {
+		return Outcome{Dir: r.dir}, &SetupError{err}
+	}
+	cluster := Cluster{Profile: prof,
 		Nodes: t.Nodes, Topology: t.Topology, ClusterID: newClusterID(), BrokerConfig: t.BrokerConfig,
 		BrokerBinary: t.BrokerBinary, AgentBinary: t.AgentBinary, NetworkFaults: t.networkFaults(),
 		DiskFaults: t.Nemesis.OnFaultFS(),

@@ -226,6 +226,18 @@ func CommandLine(t Test) []string {
 	if t.Subscribe {
 		args = append(args, "--subscribe")
 	}
+	if t.DB != "" {
+		args = append(args, "--db", t.DB)
+	}
+	if t.MixedConsumers {
+		args = append(args, "--consumer-mode", "mixed")
+	}
+	if len(t.FailOnClientErrors) > 0 {
+		args = append(args, "--fail-on-client-error", strings.Join(t.FailOnClientErrors, ","))
+	}
+	if t.CrashClientsInterval > 0 {
+		args = append(args, "--crash-clients-interval", d(t.CrashClientsInterval))
+	}
 	keys := make([]string, 0, len(t.BrokerConfig))
 	for k := range t.BrokerConfig {
 		keys = append(keys, k)

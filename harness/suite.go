@@ -96,6 +96,24 @@ var Suites = map[string]func(base Test) []Case{
 		}
 	},
 	"planted": plantedSuite, // every planted bug caught, and valid without it (suite_planted.go)
+	// kfake runs franz-go's kfake (--db kfake), a broker this project did
+	// not write, through the same pipeline: one node (kfake is a whole
+	// cluster in one process) at RF 1. Without faults it must be valid;
+	// killed and restarted it comes back empty (it keeps everything in
+	// memory), so the checker must find the acknowledged writes lost.
+	"kfake": func(base Test) []Case {
+		t := base
+		t.DB, t.Nodes, t.ReplicationFactor, t.Topology = "kfake", 1, 1, "combined"
+		t.BrokerConfig = nil
+		none, kill := t, t
+		none.Name, none.Nemesis = "kfake-none", nemesis.Spec{{Kind: nemesis.KindNone}}
+		kill.Name, kill.Nemesis = "kfake-kill", nemesis.Spec{{Kind: nemesis.KindKill}}
+		kill.NemesisInterval = Duration(min(time.Duration(base.NemesisInterval), 10*time.Second))
+		return []Case{
+			{Test: none, Expect: checker.Valid, Why: "kfake without faults: the pipeline works on a broker we did not write"},
+			{Test: kill, Expect: checker.Invalid, Why: "kfake keeps nothing across a restart: acknowledged writes are lost and the checker must say so"},
+		}
+	},
 }
 
 // SuiteNames lists the suites in name order.

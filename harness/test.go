@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/faultline/faultline/checker"
+	"github.com/faultline/faultline/harness/profile"
 	"github.com/faultline/faultline/harness/testspec"
 	"github.com/faultline/faultline/nemesis"
 	"github.com/faultline/faultline/workloads"
@@ -58,9 +59,20 @@ func (t Test) Validate(reg workloads.Registry) error {
 	if time.Duration(t.TimeLimit) <= 0 {
 		problems = append(problems, "--time-limit: must be positive")
 	}
-	if t.Nodes >= 1 && t.Nodes <= 9 {
-		if err := (Cluster{Nodes: t.Nodes, Topology: t.Topology, ClusterID: "validate"}).Validate(); err != nil {
+	prof, err := profile.Load(t.DB)
+	if err != nil {
+		problems = append(problems, err.Error())
+	}
+	if t.Nodes >= 1 && t.Nodes <= 9 && prof != nil {
+		if err := (Cluster{Nodes: t.Nodes, Topology: t.Topology, ClusterID: "validate", Profile: prof}).Validate(); err != nil {
 			problems = append(problems, err.Error())
+		}
+	}
+	if prof != nil && prof.Controller == "none" {
+		for _, f := range t.Nemesis {
+			if f.Mode == nemesis.TargetController {
+				problems = append(problems, fmt.Sprintf("--nemesis %s: the %s profile cannot name the active controller (its profile says controller: none)", f, prof.Name))
+			}
 		}
 	}
 	if t.Rate < 0 {

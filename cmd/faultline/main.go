@@ -18,6 +18,7 @@ import (
 
 	"github.com/faultline/faultline/checker"
 	"github.com/faultline/faultline/harness"
+	"github.com/faultline/faultline/harness/profile"
 	"github.com/faultline/faultline/nemesis"
 	"github.com/faultline/faultline/nemesis/agent"
 	"github.com/faultline/faultline/nemesis/faultfs"
@@ -39,6 +40,7 @@ Usage:
   faultline check  HISTORY.jsonl    re-check a stored history
   faultline report RUN_DIR          re-render report.html and junit.xml of a stored run
   faultline serve  [--store DIR] [--addr HOST:PORT]   browse the store in a web browser
+  faultline profiles [NAME|PATH]    list the built-in broker profiles (--db), or check and show one
   faultline agent  drop IP[,IP...] | heal | status | dial HOST:PORT | run | disk CMD | corrupt
                    the in-node fault agent (inside node containers)
 
@@ -72,6 +74,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return cmdServe(args[1:], stdout, stderr)
 	case "agent":
 		return cmdAgent(args[1:], stdout, stderr)
+	case "profiles":
+		return cmdProfiles(args[1:], stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return 0
@@ -190,6 +194,7 @@ func parseTest(args []string, stderr io.Writer) (harness.Test, int) {
 	fs.BoolVar(&t.Subscribe, "subscribe", t.Subscribe, "consumers subscribe through consumer groups instead of assigning partitions (default false: assign)")
 	fs.DurationVar(&recovery, "recovery-timeout", recovery, "how long to wait for the cluster to recover after healing")
 	fs.DurationVar(&final, "final-timeout", final, "bound on the final reads (every key read from the beginning up to the highest offset known for it)")
+	fs.StringVar(&t.DB, "db", "", "the broker under test: a built-in profile ("+strings.Join(profile.Builtin(), ", ")+") or a profile file (YAML; see `faultline profiles`); default faultline, the reference broker")
 	fs.StringVar(&t.BrokerBinary, "broker-binary", t.BrokerBinary, "broker executable (static, for docker)")
 	fs.StringVar(&t.AgentBinary, "agent-binary", t.AgentBinary, "faultline executable used as the in-node agent (docker)")
 	fs.StringVar(&replay, "replay", "", "a stored run (its directory or its test.json): run it again with the same spec, seed and fault schedule, each fault at the same time on the same nodes, from its schedule.json (other flags are ignored; default none)")
@@ -297,6 +302,7 @@ func cmdSuite(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&base.Store, "store", base.Store, "directory runs are written under")
 	fs.Int64Var(&base.Seed, "seed", 1, "seed of every test in the suite")
 	fs.IntVar(&base.Concurrency, "concurrency", base.Concurrency, "client workers per test")
+	fs.StringVar(&base.DB, "db", "", "broker profile of every test (default faultline; the kfake suite sets kfake)")
 	fs.StringVar(&base.BrokerBinary, "broker-binary", base.BrokerBinary, "broker executable")
 	fs.StringVar(&base.AgentBinary, "agent-binary", base.AgentBinary, "faultline executable for the in-node agent")
 	var clients clientFlags
@@ -735,5 +741,39 @@ func cmdAgentCorrupt(args []string, stdout, stderr io.Writer) int {
 		Did string `json:"did"`
 	}{c, c.String()})
 	fmt.Fprintf(stdout, "%s\n", out)
+	return 0
+}
+
+// cmdProfiles lists the built-in broker profiles, or loads one (a name or
+// a file) and prints it, so a profile can be checked before a run.
+func cmdProfiles(args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && (args[0] == "-h" || args[0] == "--help" || args[0] == "-help") {
+		fmt.Fprint(stdout, `usage: faultline profiles [NAME|PATH]
+Without an argument, lists the built-in broker profiles that --db names.
+With one, loads and validates the profile (a built-in name or a YAML file)
+and prints its commands; a bad profile prints one line per bad field and
+exits 254. See the README's "Testing another broker" for the fields.
+`)
+		return 0
+	}
+	if len(args) == 0 {
+		for _, name := range profile.Builtin() {
+			p, err := profile.Load(name)
+			if err != nil {
+				fmt.Fprintf(stderr, "faultline profiles: %s: %v\n", name, err)
+				return harness.ExitInternal
+			}
+			fmt.Fprintf(stdout, "%-14s %s\n", name, p.Description)
+		}
+		return 0
+	}
+	p, err := profile.Load(args[0])
+	if err != nil {
+		fmt.Fprintf(stderr, "faultline profiles: %v\n", err)
+		return harness.ExitBadArgs
+	}
+	fmt.Fprintf(stdout, "name:        %s\ndescription: %s\nmax nodes:   %d\ntopologies:  %s\ncontroller:  %s\ndurable:     %t\nformat:      %s\nstart:       %s\nsignals:     stop %s, kill %s, pause %s, resume %s\n",
+		p.Name, p.Description, p.MaxNodes, strings.Join(p.Topologies, ","), p.Controller, p.IsDurable(),
+		strings.Join(p.Format, " "), strings.Join(p.Start, " "), p.Signals.Stop, p.Signals.Kill, p.Signals.Pause, p.Signals.Resume)
 	return 0
 }

@@ -78,7 +78,7 @@ func TestTestHelpGivesEveryDefault(t *testing.T) {
 		name, _, _ := strings.Cut(entry, " ")
 		assert.Contains(t, entry, "default", "flag --%s does not state its default", strings.TrimSpace(name))
 	}
-	assert.Equal(t, 27, flags, "every flag is listed")
+	assert.Equal(t, 28, flags, "every flag is listed")
 }
 
 // producedAcks builds t's workload against a fake cluster, sends one
@@ -177,7 +177,8 @@ func TestCommandLineParsesBackToTheSameTest(t *testing.T) {
 	var errOut bytes.Buffer
 	want, code := parseTest([]string{"--name", "x", "--nemesis", "kill:leaders,partition", "--seed", "17", "--time-limit", "45s",
 		"--acks", "1", "--idempotent=false", "--broker-config", "min.insync.replicas=1", "--broker-config", "unsafe.enable=true",
-		"--subscribe", "--rate", "50", "--nodes", "3", "--replication-factor", "3"}, &errOut)
+		"--subscribe", "--rate", "50", "--nodes", "3", "--replication-factor", "3", "--db", "faultline",
+		"--fail-on-client-error", "OUT_OF_ORDER_SEQUENCE_NUMBER", "--crash-clients-interval", "7s"}, &errOut)
 	require.Equal(t, -1, code, errOut.String())
 	got, code := parseTest(harness.CommandLine(want), &errOut)
 	require.Equal(t, -1, code, errOut.String())

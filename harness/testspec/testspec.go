@@ -84,7 +84,11 @@ type Spec struct {
 	// BrokerBinary and AgentBinary are the executables to run (static for
 	// Docker).
 	BrokerBinary string `json:"broker-binary"`
-	AgentBinary  string `json:"agent-binary"`
+	// DB is the broker profile (harness/profile): a built-in name
+	// (faultline, kfake, apache-kafka) or a profile file; empty is
+	// faultline.
+	DB          string `json:"db,omitempty"`
+	AgentBinary string `json:"agent-binary"`
 	// Expected is the verdict a suite expects of this test ("valid" or
 	// "invalid"), and Suite the suite run it ran in (the stamp of the
 	// suite's index page, suites/<stamp>.html in the store); both are empty
