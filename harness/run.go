@@ -259,7 +259,7 @@ func (r *run) execute(ctx context.Context) (Outcome, error) {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		sched := &nemesis.Schedule{Faults: t.Nemesis.Faults(r.rt, &clusterView{r: r}), Interval: time.Duration(t.NemesisInterval), Seed: t.Seed}
+		sched := &nemesis.Schedule{Faults: t.Nemesis.Faults(r.rt, &clusterView{r: r}), Interval: time.Duration(t.NemesisInterval), Cycle: t.NemesisCycle, Seed: t.Seed}
 		sched.Run(mainCtx, func(op checker.Op) { r.noteFault(op); rec.Record(op) })
 	}()
 	r.runWorkers(ctx, mainCtx, wl.Generator(), wl.NewClient, t.Concurrency, 0)

@@ -202,19 +202,27 @@ func diskCases(base Test) []Case {
 		return t
 	}
 	perMessage := map[string]string{"log.flush.interval.messages": "1"}
+	// cycled starts the faults in the order named, at most every interval,
+	// so that a 60 s run meets each of them (drawn at random, a 15 s
+	// interval gives two faults, often of one kind).
+	cycled := func(t Test, interval time.Duration) Test {
+		t.NemesisCycle = true
+		t.NemesisInterval = Duration(min(time.Duration(base.NemesisInterval), interval))
+		return t
+	}
 	return []Case{
 		{Test: mk("power-all-default-flush", nemesis.Spec{{Kind: nemesis.KindPower, Mode: nemesis.TargetAll}}, nil),
 			Expect: checker.Invalid, Why: "default flush policy: a power loss of every replica at once loses acknowledged writes (Kafka's trade-off): the checker must find it"},
-		{Test: mk("durable-power", nemesis.Spec{
+		{Test: cycled(mk("durable-power", nemesis.Spec{
 			{Kind: nemesis.KindPower, Mode: nemesis.TargetOne}, {Kind: nemesis.KindPower, Mode: nemesis.TargetMinority},
 			{Kind: nemesis.KindPower, Mode: nemesis.TargetAll},
-		}, perMessage), Expect: checker.Valid, Why: "every message fsynced before it is acknowledged: power losses of one node, a minority and all lose nothing"},
+		}, perMessage), 8*time.Second), Expect: checker.Valid, Why: "every message fsynced before it is acknowledged: power losses of one node, a minority and all lose nothing"},
 		{Test: mk("durable-power-then-leader", nemesis.Spec{
 			{Kind: nemesis.KindPower, Mode: nemesis.PowerThenLeader},
 		}, nil), Expect: checker.Valid, Why: "default flush, min ISR 2: a replica that lost its unflushed tail must not lead before it caught up (KIP-966)"},
-		{Test: mk("durable-disk", nemesis.Spec{
+		{Test: cycled(mk("durable-disk", nemesis.Spec{
 			{Kind: nemesis.KindDiskError, Mode: nemesis.TargetOne}, {Kind: nemesis.KindDiskFull, Mode: nemesis.TargetOne},
 			{Kind: nemesis.KindDiskSlow, Mode: nemesis.TargetOne}, {Kind: nemesis.KindCorrupt, Mode: nemesis.TargetOne},
-		}, nil), Expect: checker.Valid, Why: "EIO, a full disk, slow fsyncs and corruption while down, one node at a time, lose nothing"},
+		}, nil), 6*time.Second), Expect: checker.Valid, Why: "EIO, a full disk, slow fsyncs and corruption while down, one node at a time, lose nothing"},
 	}
 }

@@ -124,6 +124,7 @@ func parseTest(args []string, stderr io.Writer) (harness.Test, int) {
 	fs.StringVar(&t.Workload, "workload", t.Workload, "workload: queue (Jepsen's Kafka workload)")
 	fs.StringVar(&nemesisList, "nemesis", "none", "faults, comma-separated: none, kill, pause, partition; a mode pins the targets: kill:MODE and pause:MODE with one, minority, majority, leaders, controller, all (all only when named); partition:MODE with one, halves, majorities-ring, controller (no mode: chosen at random each time)")
 	fs.DurationVar(&interval, "nemesis-interval", interval, "time between starting and stopping faults")
+	fs.BoolVar(&t.NemesisCycle, "nemesis-cycle", false, "start the faults in the order --nemesis names them, round after round (default false: each drawn at random)")
 	fs.IntVar(&t.Nodes, "nodes", t.Nodes, "number of nodes n1..nK")
 	fs.StringVar(&t.Topology, "topology", t.Topology, "combined (the first min(3, nodes) nodes are broker+controller, the rest brokers) or split (n1..n3 controllers only, the rest brokers; needs 4+ nodes)")
 	fs.DurationVar(&limit, "time-limit", limit, "how long the workload runs before healing and final reads")

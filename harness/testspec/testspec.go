@@ -40,9 +40,12 @@ type Spec struct {
 	Nemesis  nemesis.Spec `json:"nemesis"`
 	// NemesisInterval is the time between fault starts and stops.
 	NemesisInterval Duration `json:"nemesis-interval"`
-	Nodes           int      `json:"nodes"`
-	Topology        string   `json:"topology"`
-	TimeLimit       Duration `json:"time-limit"`
+	// NemesisCycle starts the faults in the order Nemesis names them,
+	// round after round, instead of drawing each at random.
+	NemesisCycle bool     `json:"nemesis-cycle,omitempty"`
+	Nodes        int      `json:"nodes"`
+	Topology     string   `json:"topology"`
+	TimeLimit    Duration `json:"time-limit"`
 	// Rate is the target of invocations per second over all workers (0:
 	// as fast as the workers go).
 	Rate        float64 `json:"rate"`
