@@ -646,4 +646,3 @@ func TestMountRefusesAMountpointOverItsBackingDir(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, entries, "nothing was created")
 }
-
