@@ -35,12 +35,16 @@ func newWorld(n int) *fakeWorld {
 func (w *fakeWorld) log(s string) { w.mu.Lock(); w.calls = append(w.calls, s); w.mu.Unlock() }
 func (w *fakeWorld) Kill(_ context.Context, n string) error {
 	w.log("kill " + n)
+	w.mu.Lock()
 	w.down[n] = true
+	w.mu.Unlock()
 	return nil
 }
 func (w *fakeWorld) Start(_ context.Context, n string) error {
 	w.log("start " + n)
+	w.mu.Lock()
 	delete(w.down, n)
+	w.mu.Unlock()
 	return nil
 }
 func (w *fakeWorld) Pause(_ context.Context, n string) error  { w.log("pause " + n); return nil }
