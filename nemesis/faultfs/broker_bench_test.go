@@ -87,14 +87,8 @@ func BenchmarkBrokerAppendFsync(b *testing.B) {
 	b.Run("interleaved", func(b *testing.B) {
 		_, fl := brokerLog(b, onMount(b), 1)
 		_, pl := brokerLog(b, b.TempDir(), 1)
-		var mountTotal, backingTotal time.Duration
-		b.SetBytes(int64(2 * len(batch)))
-		b.ResetTimer()
-		for range b.N {
-			mountTotal += appendOne(b, fl)
-			backingTotal += appendOne(b, pl)
-		}
-		b.ReportMetric(float64(mountTotal)/float64(backingTotal), "faultfs/backing")
+		sideBySide(b, int64(len(batch)), func() time.Duration { return appendOne(b, fl) },
+			func() time.Duration { return appendOne(b, pl) })
 	})
 }
 
