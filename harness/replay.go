@@ -24,7 +24,7 @@ func (r *run) schedule() nemesis.Runner {
 	if r.t.Schedule != nil {
 		return &nemesis.Fixed{Events: r.t.Schedule, New: nemesis.NewFault(r.rt, view)}
 	}
-	return &nemesis.Schedule{Faults: r.t.Nemesis.Faults(r.rt, view), Interval: time.Duration(r.t.NemesisInterval), Seed: r.t.Seed}
+	return &nemesis.Schedule{Faults: r.t.Nemesis.Faults(r.rt, view), Interval: time.Duration(r.t.NemesisInterval), Cycle: r.t.NemesisCycle, Seed: r.t.Seed}
 }
 
 func writeSchedule(dir string, events []nemesis.Event) error {

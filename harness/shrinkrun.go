@@ -226,6 +226,9 @@ func CommandLine(t Test) []string {
 	if t.Subscribe {
 		args = append(args, "--subscribe")
 	}
+	if t.NemesisCycle {
+		args = append(args, "--nemesis-cycle")
+	}
 	if t.DB != "" {
 		args = append(args, "--db", t.DB)
 	}

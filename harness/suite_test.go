@@ -40,6 +40,23 @@ func TestDiskSuiteRunsValidTestsOnTheFaultFilesystem(t *testing.T) {
 	assert.ErrorContains(t, process.Validate(testWorkloads), "need --runtime docker")
 }
 
+// A 60 s run of a cycled disk case starts each of its faults: the last
+// start, 2k-1 intervals in, leaves 10 s for the starts and stops before it
+// (a node restarted after disk-error or corrupt takes seconds).
+func TestDiskSuiteMeetsEveryFaultInAMinute(t *testing.T) {
+	cases := Suites["disk"](DefaultTest())
+	cycled := map[string]bool{}
+	for _, c := range cases {
+		if !c.Test.NemesisCycle {
+			continue
+		}
+		cycled[c.Test.Name] = true
+		lastStart := time.Duration(2*len(c.Test.Nemesis)-1) * time.Duration(c.Test.NemesisInterval)
+		assert.LessOrEqual(t, lastStart+10*time.Second, time.Duration(c.Test.TimeLimit), c.Test.Name)
+	}
+	assert.Equal(t, map[string]bool{"durable-power": true, "durable-disk": true}, cycled)
+}
+
 func TestSelectCasesByNameAndPrefix(t *testing.T) {
 	cases := Suites["gating"](DefaultTest())
 	got, err := SelectCases(cases, "durable-none, power*")

@@ -6,7 +6,9 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/faultline/faultline/checker"
 	"github.com/stretchr/testify/assert"
@@ -68,13 +70,15 @@ func TestDiskFaultsStartAndHeal(t *testing.T) {
 			_, err = f.Stop(context.Background())
 			require.NoError(t, err)
 		}
-		// Power goes off on every target at once: the order of those
-		// calls is the scheduler's, so they are compared sorted.
+		// Power goes off (and comes back) on every target at once: the
+		// order of those calls is the scheduler's, so they are compared
+		// sorted.
 		power := 0
 		for power < len(w.calls) && strings.HasPrefix(w.calls[power], "power ") {
 			power++
 		}
 		slices.Sort(w.calls[:power])
+		slices.Sort(w.calls[power : 2*power])
 		return w.calls
 	}
 	calls := run(7, "power:all,disk-error:one,disk-full:one,disk-slow:one,corrupt:one")
@@ -91,6 +95,37 @@ func TestDiskFaultsStartAndHeal(t *testing.T) {
 	assert.Regexp(t, `^kill n\d$`, calls[16])
 	assert.Regexp(t, `^corrupt n\d \d+$`, calls[17])
 	assert.Equal(t, "start"+strings.TrimPrefix(calls[16], "kill"), calls[18], "the corrupted node starts again")
+}
+
+// barrierWorld's Start returns only once every node of the cluster has
+// called it, or fails after a second: nodes started one after another
+// fail.
+type barrierWorld struct {
+	diskWorld
+	all     sync.WaitGroup
+	waiting chan struct{}
+}
+
+func (w *barrierWorld) Start(ctx context.Context, n string) error {
+	w.all.Done()
+	select {
+	case <-w.waiting:
+		return nil
+	case <-time.After(time.Second):
+		return fmt.Errorf("start %s: the other nodes did not start meanwhile", n)
+	}
+}
+
+func TestPowerComesBackOnEveryTargetAtOnce(t *testing.T) {
+	w := &barrierWorld{diskWorld: diskWorld{newWorld(5)}, waiting: make(chan struct{})}
+	w.all.Add(5)
+	go func() { w.all.Wait(); close(w.waiting) }()
+	f := Spec{{Kind: KindPower, Mode: TargetAll}}.Faults(w, w)[0]
+	_, err := f.Start(context.Background(), rand.New(rand.NewPCG(1, 1)))
+	require.NoError(t, err)
+	v, err := f.Stop(context.Background())
+	require.NoError(t, err)
+	assert.Len(t, v.(Targets).Nodes, 5)
 }
 
 // TestPowerFollowerThenLeader: KIP-966's case, a node restarted at once

@@ -14,7 +14,8 @@
 // node-to-node traffic only, never clients), none; and the disk faults,
 // with kill's targets, made real by a runtime that is also a Disk: power
 // (the broker killed and its fault filesystem's unsynced writes dropped,
-// torn or reordered as the seed draws; restart when it stops), disk-error
+// torn or reordered as the seed draws; every target at the same moment, and
+// all started again at once when it stops), disk-error
 // (EIO on fsync and/or write), disk-full (ENOSPC at the current size),
 // disk-slow (latency), each healed when it stops, and corrupt (kill, then
 // damage the stopped node's data; restart when it stops). Each records
@@ -34,6 +35,9 @@
 // harness (Test.Nemesis, stored in test.json as a list), the schedule
 // (Spec.Faults) and the report use; a bad list is refused with one error
 // naming the wrong entry.
+//
+// Schedule starts one fault every Interval, drawn at random from the list,
+// or with Cycle in the order the list names them (a short run meets each).
 //
 // A schedule must never leave a fault in force: Run heals before it
 // returns, even when its context was cancelled.

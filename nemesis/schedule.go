@@ -14,13 +14,18 @@ import (
 type Recorder func(op checker.Op)
 
 // Schedule starts and stops faults, Jepsen-style: every Interval it starts
-// one fault chosen at random, and one Interval later stops it. Every start
+// one fault chosen at random (or the next one in order, with Cycle), and
+// one Interval later stops it. Every start
 // and stop is recorded as an invoke and a completion with f
 // "start-<fault>" / "stop-<fault>" (the checker's convention for fault
 // windows): ok when it worked, info when it failed or half-worked.
 type Schedule struct {
 	Faults   []Fault
 	Interval time.Duration
+	// Cycle starts the faults in the order Faults names them, round after
+	// round, instead of drawing each at random, so that a short run still
+	// meets every kind (their modes and nodes are still drawn).
+	Cycle bool
 	// Seed makes the choices (which fault, which mode, which nodes)
 	// reproducible.
 	Seed int64
@@ -64,11 +69,14 @@ func (s *Schedule) Run(ctx context.Context, record Recorder) {
 		stopTimeout = time.Minute
 	}
 	rng := rand.New(rand.NewPCG(uint64(s.Seed), 0x6e656d65736973))
-	for {
+	for round := 0; ; round++ {
 		if !sleep(ctx, s.Interval) || ctx.Err() != nil {
 			return
 		}
-		f := active[rng.IntN(len(active))]
+		f := active[round%len(active)]
+		if !s.Cycle {
+			f = active[rng.IntN(len(active))]
+		}
 		// A fault is started and stopped with contexts of its own, so the
 		// end of the run never leaves one half-applied.
 		startCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stopTimeout)

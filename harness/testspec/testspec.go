@@ -44,10 +44,13 @@ type Spec struct {
 	// drawn from the seed: the events a stored run executed
 	// (schedule.json), replayed on the same targets at the same times
 	// (`faultline test --replay`, the shrinker's candidates).
-	Schedule  []nemesis.Event `json:"schedule,omitempty"`
-	Nodes     int             `json:"nodes"`
-	Topology  string          `json:"topology"`
-	TimeLimit Duration        `json:"time-limit"`
+	Schedule []nemesis.Event `json:"schedule,omitempty"`
+	// NemesisCycle starts the faults in the order Nemesis names them,
+	// round after round, instead of drawing each at random.
+	NemesisCycle bool     `json:"nemesis-cycle,omitempty"`
+	Nodes        int      `json:"nodes"`
+	Topology     string   `json:"topology"`
+	TimeLimit    Duration `json:"time-limit"`
 	// Rate is the target of invocations per second over all workers (0:
 	// as fast as the workers go).
 	Rate        float64 `json:"rate"`

@@ -15,6 +15,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
 )
 
 // mounted mounts a fault filesystem over a fresh backing dir for one test
@@ -467,6 +468,55 @@ func TestMountBrokerLikeDataDir(t *testing.T) {
 	assert.Empty(t, readFile(t, index), "the index was never fsynced")
 	assert.Equal(t, "topic 0 1", string(readFile(t, checkpoint)), "the checkpoint renamed without a directory fsync is undone")
 	assertGone(t, checkpoint+".tmp")
+}
+
+// TestMountOnlyTheFilesOwnFsyncMakesItDurable: nothing but an fsync (or
+// fdatasync) of the file itself makes its appended data durable. Not an
+// fsync or fdatasync of another file in the same dir, a directory fsync,
+// a checkpoint replaced by rename, chmod, utimes, a size-keeping truncate,
+// syncfs, closing every descriptor (FUSE's flush and release, as a killed
+// broker's files are closed), nor data written long before the power loss.
+func TestMountOnlyTheFilesOwnFsyncMakesItDurable(t *testing.T) {
+	f, mnt, _ := mounted(t)
+	part := filepath.Join(mnt, "t0-0")
+	require.NoError(t, os.Mkdir(part, 0o755))
+	syncDir(t, mnt)
+	segment := filepath.Join(part, "00000000000000000000.log")
+	writeFile(t, segment, []byte("flushed;"), true)
+	syncDir(t, part)
+
+	seg := openFile(t, segment, os.O_WRONLY|os.O_APPEND)
+	_, err := seg.Write([]byte("old-unflushed;"))
+	require.NoError(t, err)
+	time.Sleep(1100 * time.Millisecond) // older than any write-back delay of the model: it has none
+	checkpoint := filepath.Join(mnt, "replication-offset-checkpoint")
+	for i := range 3 {
+		writeFile(t, checkpoint+".tmp", []byte(fmt.Sprint("t0 0 ", i)), true)
+		require.NoError(t, os.Rename(checkpoint+".tmp", checkpoint))
+		syncDir(t, mnt)
+	}
+	other := openFile(t, filepath.Join(part, "leader-epoch-checkpoint"), os.O_CREATE|os.O_WRONLY)
+	_, err = other.Write([]byte("0 0"))
+	require.NoError(t, err)
+	require.NoError(t, syscall.Fdatasync(int(other.Fd())))
+	require.NoError(t, other.Sync())
+	syncDir(t, part)
+	require.NoError(t, os.Chmod(segment, 0o600))
+	now := time.Now()
+	require.NoError(t, os.Chtimes(segment, now, now))
+	_, err = seg.Write([]byte("new-unflushed;"))
+	require.NoError(t, err)
+	require.NoError(t, seg.Truncate(int64(len("flushed;old-unflushed;new-unflushed;"))))
+	require.NoError(t, unix.Syncfs(int(other.Fd())))
+	require.NoError(t, seg.Close())
+	require.NoError(t, other.Close())
+	assert.Equal(t, "flushed;old-unflushed;new-unflushed;", string(readFile(t, segment)))
+
+	power(t, f, PowerSpec{})
+
+	assert.Equal(t, "flushed;", string(readFile(t, segment)), "only the segment's own fsync made its data durable")
+	assert.Equal(t, "0 0", string(readFile(t, filepath.Join(part, "leader-epoch-checkpoint"))))
+	assert.Equal(t, "t0 0 2", string(readFile(t, checkpoint)))
 }
 
 // TestMountRandomOperationsAgainstAnOracle runs seeded random file
