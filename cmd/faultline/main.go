@@ -443,6 +443,8 @@ func cmdAgent(args []string, stdout, stderr io.Writer) int {
 		}
 	case "corrupt":
 		return cmdAgentCorrupt(args[1:], stdout, stderr)
+	case "netem":
+		return cmdAgentNetem(args[1:], stdout, stderr)
 	case "status":
 		addrs, err := agent.Dropped()
 		if err != nil {
@@ -475,7 +477,44 @@ const agentUsage = `usage: faultline agent COMMAND (runs inside a node container
   corrupt --dir DIR --seed N
                     corrupt a stopped node's data dir as the seed decides and
                     print what was done (JSON)
+  netem [delay=D] [jitter=D] [loss=P] [duplicate=P] [reorder=P]
+                    make a netem qdisc the root of eth0 (replacing the one in
+                    force): every packet the node sends is delayed, dropped (P
+                    percent), duplicated or reordered (needs CAP_NET_ADMIN)
+  netem heal        remove the netem qdisc
+  netem status      print eth0's root qdisc kind (netem while a fault holds)
 `
+
+// cmdAgentNetem installs, heals or shows the packet fault on the node's
+// interface.
+func cmdAgentNetem(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprintln(stderr, "faultline agent netem: want KEY=VALUE fields, heal or status")
+		return harness.ExitBadArgs
+	}
+	var err error
+	switch args[0] {
+	case "heal":
+		err = agent.HealNetem(agent.DefaultInterface)
+	case "status":
+		var kind string
+		if kind, err = agent.NetemKind(agent.DefaultInterface); err == nil {
+			fmt.Fprintln(stdout, kind)
+		}
+	default:
+		n, perr := agent.ParseNetem(args)
+		if perr != nil {
+			fmt.Fprintf(stderr, "faultline agent %v\n", perr)
+			return harness.ExitBadArgs
+		}
+		err = agent.ApplyNetem(agent.DefaultInterface, n)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "faultline agent %v\n", err)
+		return harness.ExitInternal
+	}
+	return 0
+}
 
 func cmdAgentRun(args []string, stderr io.Writer) int {
 	fs := flag.NewFlagSet("agent run", flag.ContinueOnError)
