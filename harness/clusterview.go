@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/faultline/faultline/checker"
+	"github.com/faultline/faultline/nemesis"
 )
 
 // waitServing waits until every broker node is listed by the cluster's
@@ -101,6 +102,48 @@ func (c *clusterView) Leaders(ctx context.Context) ([]string, error) {
 		}
 	}
 	sort.Strings(out)
+	return out, nil
+}
+
+// Partitions returns the workload's partitions with the leader, replicas
+// and ISR one Metadata response names (nemesis.ReplicaView), sorted by
+// topic and partition.
+func (c *clusterView) Partitions(ctx context.Context) ([]nemesis.PartitionState, error) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	md, err := c.r.metadata(ctx, true)
+	if err != nil {
+		return nil, err
+	}
+	names := func(ids []int32) []string {
+		out := make([]string, 0, len(ids))
+		for _, id := range ids {
+			if n := c.name(id); n != "" {
+				out = append(out, n)
+			}
+		}
+		sort.Strings(out)
+		return out
+	}
+	var out []nemesis.PartitionState
+	for _, td := range md.Topics {
+		if td.Topic == nil || td.ErrorCode != 0 || c.r.workload == nil || !c.r.workload.OwnsTopic(*td.Topic) {
+			continue
+		}
+		for _, p := range td.Partitions {
+			if p.ErrorCode != 0 && p.ErrorCode != kerr.LeaderNotAvailable.Code {
+				continue
+			}
+			out = append(out, nemesis.PartitionState{Topic: *td.Topic, Partition: p.Partition, Leader: c.name(p.Leader),
+				Replicas: names(p.Replicas), ISR: names(p.ISR)})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Topic != out[j].Topic {
+			return out[i].Topic < out[j].Topic
+		}
+		return out[i].Partition < out[j].Partition
+	})
 	return out, nil
 }
 

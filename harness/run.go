@@ -259,8 +259,9 @@ func (r *run) execute(ctx context.Context) (Outcome, error) {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		sched := &nemesis.Schedule{Faults: t.Nemesis.Faults(r.rt, &clusterView{r: r}), Interval: time.Duration(t.NemesisInterval), Seed: t.Seed}
+		sched := &nemesis.Schedule{Faults: t.Nemesis.Faults(r.rt, &clusterView{r: r}), Events: t.faultPlan()}
 		sched.Run(mainCtx, func(op checker.Op) { r.noteFault(op); rec.Record(op) })
+		r.writeSchedule(sched.Executed())
 	}()
 	r.runWorkers(ctx, mainCtx, wl.Generator(), wl.NewClient, t.Concurrency, 0)
 	wg.Wait()
@@ -297,10 +298,32 @@ func (r *run) execute(ctx context.Context) (Outcome, error) {
 	return Outcome{Dir: r.dir, Result: result}, r.writeResults(history, result)
 }
 
+// writeSchedule stores the fault schedule as it ran (schedule.json: a JSON
+// list of nemesis.Event, times in nanoseconds from the workload's start),
+// the input of an exact replay.
+func (r *run) writeSchedule(events []nemesis.Event) {
+	if events == nil {
+		events = []nemesis.Event{}
+	}
+	b, err := json.MarshalIndent(events, "", "  ")
+	if err == nil {
+		err = os.WriteFile(filepath.Join(r.dir, "schedule.json"), append(b, '\n'), 0o644)
+	}
+	if err != nil {
+		fmt.Fprintf(r.out, "schedule.json: %v\n", err)
+	}
+}
+
 // healAll resumes, reconnects and restarts every node.
 func (r *run) healAll(ctx context.Context) {
+	net, _ := r.rt.(nemesis.Network)
 	for _, n := range r.nodes {
 		_ = r.rt.Resume(ctx, n.Name)
+		if net != nil && (r.t.Nemesis.Has(nemesis.KindPacket) || r.t.Nemesis.Has(nemesis.KindLaggingFailover)) {
+			if err := net.Netem(ctx, n.Name, ""); err != nil {
+				fmt.Fprintf(r.out, "heal packets of %s: %v\n", n.Name, err)
+			}
+		}
 		if err := r.rt.Isolate(ctx, n.Name, nil); err != nil && !errors.Is(err, ErrUnsupported) {
 			fmt.Fprintf(r.out, "heal %s: %v\n", n.Name, err)
 		}

@@ -87,6 +87,9 @@ func (t Test) Validate(reg workloads.Registry) error {
 	if t.Runtime == "process" && t.diskFaults() {
 		problems = append(problems, "--nemesis: power, disk and corrupt faults need --runtime docker")
 	}
+	if t.Runtime == "process" && (t.Nemesis.Has(nemesis.KindPacket) || t.Nemesis.Has(nemesis.KindLaggingFailover)) {
+		problems = append(problems, "--nemesis: packet and lagging-failover faults need --runtime docker")
+	}
 	if time.Duration(t.NemesisInterval) <= 0 {
 		problems = append(problems, "--nemesis-interval: must be positive")
 	}
@@ -96,9 +99,18 @@ func (t Test) Validate(reg workloads.Registry) error {
 	return nil
 }
 
-// networkFaults reports whether the nemesis list names partitions, the one
-// fault that needs extra capabilities in the nodes.
-func (t Test) networkFaults() bool { return t.Nemesis.Has(nemesis.KindPartition) }
+// networkFaults reports whether the nemesis list names a fault on the
+// nodes' network (partitions, packet faults, lagging-failover), which needs
+// CAP_NET_ADMIN in the nodes.
+func (t Test) networkFaults() bool { return t.Nemesis.NeedsNetAdmin() }
+
+// faultPlan is the schedule the run executes: drawn from the seed
+// (nemesis.Plan), written as schedule.json as it ran.
+func (t Test) faultPlan() []nemesis.Event {
+	return nemesis.Plan(t.Nemesis, nemesis.PlanOptions{
+		Interval: time.Duration(t.NemesisInterval), Limit: time.Duration(t.TimeLimit), Overlap: t.NemesisOverlap,
+	}, t.Seed)
+}
 
 // diskFaults reports whether the nemesis list names a fault on the nodes'
 // disks (the fault filesystem or corruption of a stopped node's data).

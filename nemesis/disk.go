@@ -65,7 +65,7 @@ func (p *Power) Name() string { return string(KindPower) }
 
 // Start cuts the chosen nodes' power.
 func (p *Power) Start(ctx context.Context, rng *rand.Rand) (any, error) {
-	mode := pick(rng, p.Modes, ProcessTargetModes)
+	mode := pickMode(ctx, rng, p.Modes, ProcessTargetModes)
 	if p.Disk == nil {
 		return DiskTargets{Mode: mode}, errNoDisk
 	}
@@ -101,11 +101,14 @@ func (p *Power) Start(ctx context.Context, rng *rand.Rand) (any, error) {
 func (p *Power) followerThenLeader(ctx context.Context, rng *rand.Rand) (any, error) {
 	out := DiskTargets{Mode: PowerThenLeader, Did: map[string]string{}}
 	leaders, err := p.Cluster.Leaders(ctx)
-	if err != nil {
+	if err != nil && len(aimOf(ctx).nodes) != 2 {
 		return out, fmt.Errorf("find partition leaders: %w", err)
 	}
 	if len(leaders) == 0 {
-		return out, errors.New("no partition has a leader")
+		leaders = []string{""}
+		if len(aimOf(ctx).nodes) != 2 {
+			return out, errors.New("no partition has a leader")
+		}
 	}
 	leader := leaders[rng.IntN(len(leaders))]
 	var others []string
@@ -118,6 +121,9 @@ func (p *Power) followerThenLeader(ctx context.Context, rng *rand.Rand) (any, er
 		return out, errors.New("follower-then-leader needs two nodes")
 	}
 	follower := others[rng.IntN(len(others))]
+	if pinned := aimOf(ctx).nodes; len(pinned) == 2 {
+		follower, leader = pinned[0], pinned[1] // a replay: the nodes in the order they were hit
+	}
 	out.Nodes = []string{follower, leader}
 	line := PowerCommand(rng)
 	out.Did[follower] = line + ", started again at once"
@@ -181,7 +187,7 @@ func DiskCommand(k Kind, rng *rand.Rand) string {
 
 // Start applies the fault to the chosen nodes.
 func (d *DiskFault) Start(ctx context.Context, rng *rand.Rand) (any, error) {
-	mode := pick(rng, d.Modes, ProcessTargetModes)
+	mode := pickMode(ctx, rng, d.Modes, ProcessTargetModes)
 	if d.Disk == nil {
 		return DiskTargets{Mode: mode}, errNoDisk
 	}
@@ -231,7 +237,7 @@ func (c *Corrupt) Name() string { return string(KindCorrupt) }
 
 // Start kills the chosen nodes and corrupts their data.
 func (c *Corrupt) Start(ctx context.Context, rng *rand.Rand) (any, error) {
-	mode := pick(rng, c.Modes, ProcessTargetModes)
+	mode := pickMode(ctx, rng, c.Modes, ProcessTargetModes)
 	if c.Disk == nil {
 		return DiskTargets{Mode: mode}, errNoDisk
 	}

@@ -38,8 +38,13 @@ type Spec struct {
 	// Workload is looked up in the registry the harness runs with.
 	Workload string       `json:"workload"`
 	Nemesis  nemesis.Spec `json:"nemesis"`
-	// NemesisInterval is the time between fault starts and stops.
+	// NemesisInterval is the mean time between fault starts and stops
+	// (each gap is drawn in [0, 2×interval), Jepsen's stagger) and the
+	// stable, fault-free period between rounds.
 	NemesisInterval Duration `json:"nemesis-interval"`
+	// NemesisOverlap lets faults of different kinds overlap within a
+	// round (nemesis.PlanOptions.Overlap).
+	NemesisOverlap bool `json:"nemesis-overlap,omitempty"`
 	Nodes           int      `json:"nodes"`
 	Topology        string   `json:"topology"`
 	TimeLimit       Duration `json:"time-limit"`
