@@ -122,8 +122,9 @@ func parseTest(args []string, stderr io.Writer) (harness.Test, int) {
 	brokerConfig := kvFlags{}
 	fs.StringVar(&t.Name, "name", "", "test name, the store directory under --store (default: workload-nemesis-Nn)")
 	fs.StringVar(&t.Workload, "workload", t.Workload, "workload: queue (Jepsen's Kafka workload)")
-	fs.StringVar(&nemesisList, "nemesis", "none", "faults, comma-separated: none, kill, pause, partition; a mode pins the targets: kill:MODE and pause:MODE with one, minority, majority, leaders, controller, all (all only when named); partition:MODE with one, halves, majorities-ring, controller (no mode: chosen at random each time)")
-	fs.DurationVar(&interval, "nemesis-interval", interval, "time between starting and stopping faults")
+	fs.StringVar(&nemesisList, "nemesis", "none", nemesisHelp)
+	fs.DurationVar(&interval, "nemesis-interval", interval, "mean time between fault events (each gap drawn uniform in [0, 2×interval): Jepsen's stagger), and the fault-free stable period between rounds")
+	fs.BoolVar(&t.NemesisOverlap, "nemesis-overlap", false, "let faults of different kinds overlap: each kind of the --nemesis list runs on a timeline of its own in rounds of 4×interval, all healed before each stable period (default: one entry in force at a time)")
 	fs.IntVar(&t.Nodes, "nodes", t.Nodes, "number of nodes n1..nK")
 	fs.StringVar(&t.Topology, "topology", t.Topology, "combined (the first min(3, nodes) nodes are broker+controller, the rest brokers) or split (n1..n3 controllers only, the rest brokers; needs 4+ nodes)")
 	fs.DurationVar(&limit, "time-limit", limit, "how long the workload runs before healing and final reads")
@@ -223,6 +224,23 @@ func interruptible() (context.Context, context.CancelFunc) {
 	return ctx, stop
 }
 
+// nemesisHelp documents every kind of the --nemesis grammar
+// (nemesis.ParseSpec).
+const nemesisHelp = `faults, comma-separated; KIND or KIND:MODE (no mode: one chosen at random each time); A+B composes faults of different kinds into one entry, started one after another and in force together (partition:one+kill:leaders: a leader killed while a node is cut off). Kinds:
+  none                  no faults
+  kill:MODE             SIGKILL, restart on the same data when it stops
+  pause:MODE            SIGSTOP, SIGCONT when it stops
+  stop:MODE             controlled shutdown (SIGTERM), restart on the same data when it stops
+  partition:MODE        node-to-node traffic cut (never clients): one, halves, majorities-ring, controller
+  packet:MODE           netem on the targets' interface (client traffic too), targets drawn from one, minority, leaders, all: delay (50-250 ms ± a quarter), loss (10-40%), duplicate (10-50%), reorder (25-50% sent ahead of a 20-80 ms delay)
+  lagging-failover:MODE a follower of a partition is cut off (cut) or slowed (slow: 3 s ± 1 s delay, 30% loss) until the metadata shows it out of the ISR, then healed and the partition's leader killed at once; restart when it stops
+  rolling-restart       every node in turn: SIGTERM, start, back in every ISR before the next
+  membership            one node shut down (SIGTERM) until no ISR lists it, brought back on its kept data dir when it stops, and waited for until it is back in every ISR
+  power:MODE            power loss on the fault filesystem (unsynced writes dropped, torn or reordered); also follower-then-leader
+  disk-error:MODE, disk-full:MODE, disk-slow:MODE   EIO, ENOSPC, latency on the fault filesystem
+  corrupt:MODE          kill, damage the stopped node's data, restart when it stops
+Process MODEs: one, minority, majority, leaders, controller, all (all only when named). Clock faults are not offered: a container shares the host's clock.`
+
 func cmdSuite(args []string, stdout, stderr io.Writer) int {
 	base := harness.DefaultTest()
 	fs := flag.NewFlagSet("suite", flag.ContinueOnError)
@@ -231,7 +249,7 @@ func cmdSuite(args []string, stdout, stderr io.Writer) int {
 	only := fs.String("only", "", "comma-separated test names (or name prefixes ending in *) of the suite to run; default all")
 	limit := fs.Duration("time-limit", 90*time.Second, "time limit of each test")
 	interval := time.Duration(base.NemesisInterval)
-	fs.DurationVar(&interval, "nemesis-interval", interval, "time between starting and stopping faults")
+	fs.DurationVar(&interval, "nemesis-interval", interval, "mean time between fault events (staggered in [0, 2×interval)) and the stable period between rounds")
 	fs.IntVar(&base.Nodes, "nodes", base.Nodes, "number of nodes (the single suite always uses 1)")
 	fs.StringVar(&base.Runtime, "runtime", base.Runtime, "docker or process")
 	fs.StringVar(&base.Store, "store", base.Store, "directory runs are written under")

@@ -19,7 +19,10 @@ import (
 // sent twice (Duplicate) or, with Reorder, sent at once ahead of the delayed
 // ones. The zero Netem is no fault. It applies to everything the node sends,
 // its answers to clients included (a partition cuts node-to-node traffic
-// only; netem has no such filter without a classifier).
+// only; netem has no such filter without a classifier). On a kernel
+// without netem (CONFIG_NET_SCH_NETEM unset) loss alone falls back to a
+// netfilter rule that drops that share of the packets arriving at the
+// node, and the other faults are refused (ErrNoNetem).
 type Netem struct {
 	Delay     time.Duration
 	Jitter    time.Duration
@@ -264,15 +267,27 @@ func ApplyNetem(ifname string, n Netem) error {
 	if err != nil {
 		return err
 	}
-	if _, err := conn.Execute(req); err != nil {
+	_, err = conn.Execute(req)
+	if err != nil && isNoNetem(err) {
+		if n.Delay > 0 || n.Duplicate > 0 || n.Reorder > 0 {
+			return fmt.Errorf("netem: %w: delay, duplication and reordering need it; only loss falls back to netfilter", ErrNoNetem)
+		}
+		// Loss alone: a netfilter rule drops the packets arriving instead.
+		return applyLoss(n.Loss)
+	}
+	if err != nil {
 		return fmt.Errorf("netem: install on %s: %w", ifname, err)
 	}
 	return nil
 }
 
 // NetemKind returns the kind of the interface's root qdisc ("netem" while
-// a packet fault is in force).
+// a packet fault is in force), or "netfilter-loss" while the loss fallback
+// is.
 func NetemKind(ifname string) (string, error) {
+	if on, err := lossInForce(); err != nil || on {
+		return "netfilter-loss", err
+	}
 	conn, ifindex, err := rtnetlink(ifname)
 	if err != nil {
 		return "", err
@@ -292,9 +307,12 @@ func rootKindOf(conn *netlink.Conn, ifindex int) (string, error) {
 	return rootKind(msgs, ifindex), nil
 }
 
-// HealNetem removes the agent's netem root qdisc, if there is one; any
-// other root qdisc is left alone.
+// HealNetem removes the agent's netem root qdisc, if there is one (any
+// other root qdisc is left alone), and the loss fallback's rule.
 func HealNetem(ifname string) error {
+	if err := applyLoss(0); err != nil {
+		return err
+	}
 	conn, ifindex, err := rtnetlink(ifname)
 	if err != nil {
 		return err

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/nftables/expr"
 	"github.com/mdlayher/netlink"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -112,4 +113,13 @@ func FuzzParseNetem(f *testing.F) {
 			t.Fatalf("valid %q does not encode: %v", s, err)
 		}
 	})
+}
+
+func TestLossRuleThreshold(t *testing.T) {
+	rules := lossRules(12.5)
+	require.Len(t, rules, 4)
+	cmp := rules[2].(*expr.Cmp)
+	assert.Equal(t, expr.CmpOpLt, cmp.Op)
+	assert.Equal(t, []byte{0, 0, 0x04, 0xe2}, cmp.Data, "1250 of 10000, big-endian after the byteorder conversion")
+	assert.Equal(t, uint32(lossResolution), rules[0].(*expr.Numgen).Modulus)
 }
