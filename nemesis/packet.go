@@ -106,7 +106,7 @@ func (p *Packet) Stop(ctx context.Context) (any, error) {
 // Lagging-failover modes: how the follower is made to lag.
 const (
 	LaggingCut  = "cut"  // cut off from every other node (not from clients)
-	LaggingSlow = "slow" // its packets delayed by seconds and some dropped
+	LaggingSlow = "slow" // most of its packets lost
 )
 
 // LaggingModes lists the ways lagging-failover makes a follower lag.
@@ -117,10 +117,12 @@ var LaggingModes = []string{LaggingCut, LaggingSlow}
 // takes to shrink the ISR and the metadata to say so).
 const LagTimeout = 45 * time.Second
 
-// laggingSlowNetem is the slow mode's packet fault: past any sane
-// replica.lag.time.max.ms only with the loss's retransmissions, so the
-// wait bound decides whether it worked, and the record says.
-const laggingSlowNetem = "delay=3s jitter=1s loss=30"
+// laggingSlowNetem is the slow mode's packet fault: most of what the
+// follower sends is lost, so its fetches crawl through retransmissions
+// with backoff and it falls behind; loss alone, so that it works on a
+// kernel without netem too (the agent's netfilter fallback). Whether it
+// fell behind far enough is what the wait observes.
+const laggingSlowNetem = "loss=85"
 
 // LaggingFailover makes a failover land next to a lagging replica, as it
 // is seen from outside: it picks a partition whose ISR has the leader and

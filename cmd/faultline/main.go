@@ -232,8 +232,8 @@ const nemesisHelp = `faults, comma-separated; KIND or KIND:MODE (no mode: one ch
   pause:MODE            SIGSTOP, SIGCONT when it stops
   stop:MODE             controlled shutdown (SIGTERM), restart on the same data when it stops
   partition:MODE        node-to-node traffic cut (never clients): one, halves, majorities-ring, controller
-  packet:MODE           netem on the targets' interface (client traffic too), targets drawn from one, minority, leaders, all: delay (50-250 ms ± a quarter), loss (10-40%), duplicate (10-50%), reorder (25-50% sent ahead of a 20-80 ms delay)
-  lagging-failover:MODE a follower of a partition is cut off (cut) or slowed (slow: 3 s ± 1 s delay, 30% loss) until the metadata shows it out of the ISR, then healed and the partition's leader killed at once; restart when it stops
+  packet:MODE           netem on the targets' interface (client traffic too), targets drawn from one, minority, leaders, all: delay (50-250 ms ± a quarter), loss (10-40%), duplicate (10-50%), reorder (25-50% sent ahead of a 20-80 ms delay); on a kernel without sch_netem only loss works (a netfilter rule on the node's input)
+  lagging-failover:MODE a follower of a partition is cut off (cut) or slowed (slow: 85% packet loss) until the metadata shows it out of the ISR, then healed and the partition's leader killed at once; restart when it stops
   rolling-restart       every node in turn: SIGTERM, start, back in every ISR before the next
   membership            one node shut down (SIGTERM) until no ISR lists it, brought back on its kept data dir when it stops, and waited for until it is back in every ISR
   power:MODE            power loss on the fault filesystem (unsynced writes dropped, torn or reordered); also follower-then-leader

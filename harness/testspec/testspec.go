@@ -44,10 +44,10 @@ type Spec struct {
 	NemesisInterval Duration `json:"nemesis-interval"`
 	// NemesisOverlap lets faults of different kinds overlap within a
 	// round (nemesis.PlanOptions.Overlap).
-	NemesisOverlap bool `json:"nemesis-overlap,omitempty"`
-	Nodes           int      `json:"nodes"`
-	Topology        string   `json:"topology"`
-	TimeLimit       Duration `json:"time-limit"`
+	NemesisOverlap bool     `json:"nemesis-overlap,omitempty"`
+	Nodes          int      `json:"nodes"`
+	Topology       string   `json:"topology"`
+	TimeLimit      Duration `json:"time-limit"`
 	// Rate is the target of invocations per second over all workers (0:
 	// as fast as the workers go).
 	Rate        float64 `json:"rate"`
