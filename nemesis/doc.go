@@ -20,12 +20,26 @@
 // damage the stopped node's data; restart when it stops). Each records
 // what it did to each node (DiskTargets).
 //
-// The --nemesis grammar is read in one place, ParseSpec: a comma-separated
-// list of KIND or KIND:MODE, parsed into a Spec of typed entries that the
-// harness (Test.Nemesis, stored in test.json as a list), the schedule
-// (Spec.Faults) and the report use; a bad list is refused with one error
-// naming the wrong entry.
+// Membership and failover faults: stop (SIGTERM, restart when it stops),
+// rolling-restart (every node in turn, each back in every ISR before the
+// next), membership (one node out until no ISR lists it, back on its kept
+// data when it stops), lagging-failover (a follower cut or slowed until it
+// leaves the ISR, then healed and its leader killed); these aim from what
+// Metadata says (ReplicaView), never from broker internals. packet is a
+// netem fault made by the agent (Network).
 //
-// A schedule must never leave a fault in force: Run heals before it
-// returns, even when its context was cancelled.
+// The --nemesis grammar is read in one place, ParseSpec: a comma-separated
+// list of KIND or KIND:MODE, an entry composing several with "+"
+// (partition:one+kill:leaders), parsed into a Spec of typed entries that the
+// harness (Test.Nemesis, stored in test.json as a list), the schedule
+// (Spec.Faults, one fault per slot of Spec.Parts) and the report use; a bad
+// list is refused with one error naming the wrong entry.
+//
+// A schedule is data: Plan draws a []Event from a seed (staggered gaps,
+// stable periods between rounds, overlapping timelines per kind with
+// PlanOptions.Overlap), Schedule executes one and returns it as executed
+// (Executed, with the nodes each start hit), and an executed list fed back
+// replays the faults exactly (events pin mode, seed and nodes through
+// WithAim). A schedule must never leave a fault in force: Run heals before
+// it returns, even when its context was cancelled.
 package nemesis
