@@ -214,6 +214,10 @@ type Membership struct {
 // Name is "membership".
 func (m *Membership) Name() string { return string(KindMembership) }
 
+// waitsOnStop: its stop waits for the node to rejoin every ISR, so the
+// schedule heals the other faults first at the end of a run.
+func (m *Membership) waitsOnStop() bool { return true }
+
 // Start takes one node out.
 func (m *Membership) Start(ctx context.Context, rng *rand.Rand) (any, error) {
 	nodes := m.Cluster.Nodes()

@@ -195,3 +195,45 @@ func TestScheduleHealsAStartWithoutStop(t *testing.T) {
 	require.Len(t, ex, 2)
 	assert.Equal(t, ActionStop, ex[1].Action, "the heal at the end is part of the executed schedule")
 }
+
+// slowWorld's kills take a while, as a docker exec on a busy host does.
+type slowWorld struct{ *fakeWorld }
+
+func (w slowWorld) Kill(ctx context.Context, n string) error {
+	time.Sleep(30 * time.Millisecond)
+	return w.fakeWorld.Kill(ctx, n)
+}
+
+func TestScheduleKeepsGapsAfterASlowEvent(t *testing.T) {
+	spec, err := ParseSpec("kill:one,pause:one")
+	require.NoError(t, err)
+	w := slowWorld{newWorld(3)}
+	events := []Event{
+		{At: 0, Action: ActionStart, Slot: 0, Kind: KindKill, Mode: TargetOne},
+		{At: 10 * time.Millisecond, Action: ActionStop, Slot: 0, Kind: KindKill},
+		{At: 500 * time.Millisecond, Action: ActionStart, Slot: 1, Kind: KindPause, Mode: TargetOne},
+	}
+	var slept []time.Duration
+	s := &Schedule{Faults: spec.Faults(w, w), Events: events, Sleep: func(_ context.Context, d time.Duration) bool { slept = append(slept, d); return true }}
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel() // the pause in force at the end holds until then
+	s.Run(ctx, func(checker.Op) {})
+	require.Len(t, slept, 1, "the stop that is already late runs at once; the pause waits")
+	assert.InDelta(t, float64(490*time.Millisecond), float64(slept[0]), float64(5*time.Millisecond), "its planned gap after the stop is kept: %v", slept)
+}
+
+func TestMembershipHealsLastAtTheEnd(t *testing.T) {
+	spec, err := ParseSpec("membership,partition:one")
+	require.NoError(t, err)
+	w := newISRWorld()
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	s := &Schedule{Faults: spec.Faults(w, w), Events: []Event{
+		{Action: ActionStart, Slot: 0, Kind: KindMembership, Nodes: []string{"n3"}},
+		{Action: ActionStart, Slot: 1, Kind: KindPartition, Mode: PartitionOne, Nodes: []string{"n3"}},
+	}}
+	s.Run(ctx, func(checker.Op) {})
+	ex := s.Executed()
+	require.Len(t, ex, 4)
+	assert.Equal(t, []int{1, 0}, []int{ex[2].Slot, ex[3].Slot}, "the partition is healed before membership waits for its node")
+}

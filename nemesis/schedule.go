@@ -21,8 +21,9 @@ type Recorder func(op checker.Op)
 // recorded as an invoke and a completion with f "start-<fault>" /
 // "stop-<fault>" (the checker's convention for fault windows): ok when it
 // worked, info when it failed or half-worked. Events run one at a time, in
-// order; one that takes long (a rolling restart) delays those after it by
-// as much, and the executed schedule records when each really ran.
+// order; one that takes long (a rolling restart, docker exec on a busy
+// host) shifts those after it by as much, keeping their gaps, and the
+// executed schedule records when each really ran.
 type Schedule struct {
 	// Faults are the faults of the spec's slots (Spec.Faults).
 	Faults []Fault
@@ -86,6 +87,7 @@ func (s *Schedule) Run(ctx context.Context, record Recorder) {
 		stopTimeout = time.Minute
 	}
 	var active []int // slots in force, in start order
+	var shift time.Duration // how late the schedule runs
 	// clock is the schedule's own time: the planned gaps slept plus the
 	// time each event took, so a fake Sleep still gives exact times.
 	var clock time.Duration
@@ -128,12 +130,18 @@ func (s *Schedule) Run(ctx context.Context, record Recorder) {
 		if (e.Action == ActionStart) == inForce || (e.Action != ActionStart && e.Action != ActionStop) {
 			continue // a start of a fault in force, or a stop of one that is not
 		}
-		wait := e.At - clock
-		if wait > 0 {
+		// An event that ran late (the ones before it took longer than
+		// their gaps) shifts the rest, so the gaps between events stay as
+		// planned: a kill still comes its seconds after the partition.
+		due := e.At + shift
+		if clock > due {
+			shift, due = clock-e.At, clock
+		}
+		if wait := due - clock; wait > 0 {
 			if !sleep(ctx, wait) || ctx.Err() != nil {
 				break
 			}
-			clock = e.At
+			clock = due
 		}
 		if ctx.Err() != nil {
 			break
@@ -143,8 +151,19 @@ func (s *Schedule) Run(ctx context.Context, record Recorder) {
 	if len(active) > 0 && ctx.Err() == nil {
 		<-ctx.Done() // a start the events never stop holds to the end
 	}
+	// Heal latest first, except that a fault whose stop waits for the
+	// cluster (membership waits for its node to rejoin every ISR) goes
+	// after the others, which could keep it from rejoining.
+	var waiting []int
 	for i := len(active) - 1; i >= 0; i-- {
 		slot := active[i]
+		if w, ok := s.Faults[slot].(interface{ waitsOnStop() bool }); ok && w.waitsOnStop() {
+			waiting = append(waiting, slot)
+			continue
+		}
+		step(Event{Action: ActionStop, Slot: slot, Kind: kindOf(s.Faults[slot])})
+	}
+	for _, slot := range waiting {
 		step(Event{Action: ActionStop, Slot: slot, Kind: kindOf(s.Faults[slot])})
 	}
 }
