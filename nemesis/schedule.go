@@ -86,7 +86,7 @@ func (s *Schedule) Run(ctx context.Context, record Recorder) {
 	if stopTimeout <= 0 {
 		stopTimeout = time.Minute
 	}
-	var active []int // slots in force, in start order
+	var active []int        // slots in force, in start order
 	var shift time.Duration // how late the schedule runs
 	// clock is the schedule's own time: the planned gaps slept plus the
 	// time each event took, so a fake Sleep still gives exact times.
