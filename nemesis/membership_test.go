@@ -52,7 +52,9 @@ func (w *isrWorld) Partitions(context.Context) ([]PartitionState, error) {
 	return []PartitionState{p}, nil
 }
 func (w *isrWorld) Isolate(ctx context.Context, n string, from []string) error {
+	w.mu.Lock()
 	w.cutOff[n] = len(from) == len(w.nodes)-1
+	w.mu.Unlock()
 	return w.fakeWorld.Isolate(ctx, n, from)
 }
 func (w *isrWorld) Netem(_ context.Context, n, line string) error {

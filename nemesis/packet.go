@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"sync"
 	"time"
 )
 
@@ -243,24 +244,28 @@ func (l *LaggingFailover) lag(ctx context.Context, mode, follower string) error 
 		return l.Network.Netem(ctx, follower, laggingSlowNetem)
 	}
 	g := Isolate(l.Cluster.Nodes(), follower)
-	var errs []error
-	for _, n := range sortedNodes(g) {
-		l.cut = append(l.cut, n)
-		if err := l.Runtime.Isolate(ctx, n, g[n]); err != nil {
-			errs = append(errs, err)
-		}
+	l.cut = sortedNodes(g)
+	return onEach(l.cut, func(n string) error { return l.Runtime.Isolate(ctx, n, g[n]) })
+}
+
+// onEach runs fn for every node at once (one docker exec each, which
+// can take seconds on a busy host) and joins the errors in node order.
+func onEach(nodes []string, fn func(string) error) error {
+	errs := make([]error, len(nodes))
+	var wg sync.WaitGroup
+	for i, n := range nodes {
+		wg.Add(1)
+		go func() { defer wg.Done(); errs[i] = fn(n) }()
 	}
+	wg.Wait()
 	return errors.Join(errs...)
 }
 
 // heal undoes lag.
 func (l *LaggingFailover) heal(ctx context.Context) error {
-	var errs []error
-	for _, n := range l.cut {
-		if err := l.Runtime.Isolate(ctx, n, nil); err != nil {
-			errs = append(errs, err)
-		}
-	}
+	// All at once, so that the follower is reachable from every node at
+	// about the same moment, just before its leader dies.
+	errs := []error{onEach(l.cut, func(n string) error { return l.Runtime.Isolate(ctx, n, nil) })}
 	l.cut = nil
 	if l.slowed != "" {
 		if err := l.Network.Netem(ctx, l.slowed, ""); err != nil {
