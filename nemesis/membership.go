@@ -104,19 +104,7 @@ func (s *Stop) Name() string { return string(KindStop) }
 
 // Start stops the chosen nodes, one after another.
 func (s *Stop) Start(ctx context.Context, rng *rand.Rand) (any, error) {
-	mode := pickMode(ctx, rng, s.Modes, ProcessTargetModes)
-	targets, err := chooseTargets(ctx, s.Cluster, mode, rng)
-	if err != nil {
-		return Targets{Mode: mode}, err
-	}
-	var errs []error
-	for _, n := range targets {
-		s.stopped = append(s.stopped, n)
-		if err := s.Runtime.Stop(ctx, n); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	return Targets{Mode: mode, Nodes: targets}, errors.Join(errs...)
+	return hitTargets(ctx, rng, s.Cluster, s.Modes, &s.stopped, s.Runtime.Stop)
 }
 
 // Stop restarts every node it stopped.

@@ -138,17 +138,23 @@ func (k *Kill) Name() string { return "kill" }
 
 // Start kills the chosen nodes.
 func (k *Kill) Start(ctx context.Context, rng *rand.Rand) (any, error) {
-	mode := pickMode(ctx, rng, k.Modes, ProcessTargetModes)
-	targets, err := chooseTargets(ctx, k.Cluster, mode, rng)
+	return hitTargets(ctx, rng, k.Cluster, k.Modes, &k.killed, k.Runtime.Kill)
+}
+
+// hitTargets chooses a mode (from modes, default ProcessTargetModes) and
+// its targets, and applies fn to each, noting every node in hit before
+// fn runs: a fault that errored may still have happened (the signal went
+// out, the answer was lost), so Stop undoes it either way.
+func hitTargets(ctx context.Context, rng *rand.Rand, c Cluster, modes []string, hit *[]string, fn func(context.Context, string) error) (any, error) {
+	mode := pickMode(ctx, rng, modes, ProcessTargetModes)
+	targets, err := chooseTargets(ctx, c, mode, rng)
 	if err != nil {
 		return Targets{Mode: mode}, err
 	}
 	var errs []error
 	for _, n := range targets {
-		// A kill that errored may still have happened (the signal went
-		// out, the answer was lost): Stop restarts the node either way.
-		k.killed = append(k.killed, n)
-		if err := k.Runtime.Kill(ctx, n); err != nil {
+		*hit = append(*hit, n)
+		if err := fn(ctx, n); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -176,19 +182,7 @@ func (p *Pause) Name() string { return "pause" }
 
 // Start pauses the chosen nodes.
 func (p *Pause) Start(ctx context.Context, rng *rand.Rand) (any, error) {
-	mode := pickMode(ctx, rng, p.Modes, ProcessTargetModes)
-	targets, err := chooseTargets(ctx, p.Cluster, mode, rng)
-	if err != nil {
-		return Targets{Mode: mode}, err
-	}
-	var errs []error
-	for _, n := range targets {
-		p.paused = append(p.paused, n)
-		if err := p.Runtime.Pause(ctx, n); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	return Targets{Mode: mode, Nodes: targets}, errors.Join(errs...)
+	return hitTargets(ctx, rng, p.Cluster, p.Modes, &p.paused, p.Runtime.Pause)
 }
 
 // Stop resumes every paused node.
