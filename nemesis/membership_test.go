@@ -59,7 +59,9 @@ func (w *isrWorld) Isolate(ctx context.Context, n string, from []string) error {
 }
 func (w *isrWorld) Netem(_ context.Context, n, line string) error {
 	w.log("netem " + n + " " + line)
+	w.mu.Lock()
 	w.netem[n] = line
+	w.mu.Unlock()
 	return nil
 }
 

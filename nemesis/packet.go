@@ -80,28 +80,18 @@ func (p *Packet) Start(ctx context.Context, rng *rand.Rand) (any, error) {
 	}
 	line := PacketCommand(mode, rng)
 	did := map[string]string{}
-	var errs []error
 	for _, n := range targets {
 		did[n] = line
-		p.faulty = append(p.faulty, n)
-		if err := p.Network.Netem(ctx, n, line); err != nil {
-			errs = append(errs, err)
-		}
 	}
-	return DiskTargets{Mode: mode, Nodes: targets, Did: did}, errors.Join(errs...)
+	p.faulty = append(p.faulty, targets...)
+	return DiskTargets{Mode: mode, Nodes: targets, Did: did}, onEach(targets, func(n string) error { return p.Network.Netem(ctx, n, line) })
 }
 
 // Stop heals every node it touched.
 func (p *Packet) Stop(ctx context.Context) (any, error) {
 	healed := p.faulty
 	p.faulty = nil
-	var errs []error
-	for _, n := range healed {
-		if err := p.Network.Netem(ctx, n, ""); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	return Targets{Nodes: healed}, errors.Join(errs...)
+	return Targets{Nodes: healed}, onEach(healed, func(n string) error { return p.Network.Netem(ctx, n, "") })
 }
 
 // Lagging-failover modes: how the follower is made to lag.
