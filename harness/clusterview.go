@@ -105,8 +105,9 @@ func (c *clusterView) Leaders(ctx context.Context) ([]string, error) {
 	return out, nil
 }
 
-// Partitions names every workload partition's leader, replicas and ISR
-// (nemesis.PartitionView).
+// Partitions returns the workload's partitions with the leader, replicas
+// and ISR one Metadata response names (nemesis.ReplicaView), sorted by
+// topic and partition.
 func (c *clusterView) Partitions(ctx context.Context) ([]nemesis.PartitionState, error) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
@@ -115,12 +116,13 @@ func (c *clusterView) Partitions(ctx context.Context) ([]nemesis.PartitionState,
 		return nil, err
 	}
 	names := func(ids []int32) []string {
-		var out []string
+		out := make([]string, 0, len(ids))
 		for _, id := range ids {
 			if n := c.name(id); n != "" {
 				out = append(out, n)
 			}
 		}
+		sort.Strings(out)
 		return out
 	}
 	var out []nemesis.PartitionState
@@ -129,7 +131,11 @@ func (c *clusterView) Partitions(ctx context.Context) ([]nemesis.PartitionState,
 			continue
 		}
 		for _, p := range td.Partitions {
-			out = append(out, nemesis.PartitionState{Topic: *td.Topic, Partition: p.Partition, Leader: c.name(p.Leader), Replicas: names(p.Replicas), ISR: names(p.ISR)})
+			if p.ErrorCode != 0 && p.ErrorCode != kerr.LeaderNotAvailable.Code {
+				continue
+			}
+			out = append(out, nemesis.PartitionState{Topic: *td.Topic, Partition: p.Partition, Leader: c.name(p.Leader),
+				Replicas: names(p.Replicas), ISR: names(p.ISR)})
 		}
 	}
 	sort.Slice(out, func(i, j int) bool {

@@ -32,9 +32,10 @@
 //
 // Replays, shrinking and the matrix (replay.go, shrinkrun.go, matrix.go):
 // every run writes schedule.json, the fault events it executed
-// (nemesis.Event: time since the workload started, kind, mode, targets,
-// grudge, commands); a Test whose Schedule is set plays those events with
-// nemesis.Fixed instead of drawing a schedule, which is what LoadReplay
+// (nemesis.Event: time since the workload started, start or stop, slot,
+// kind, mode, seed, nodes hit); a Test whose Schedule is set hands those
+// events to the same executor (nemesis.Schedule) instead of drawing a
+// schedule with nemesis.Plan (Test.faultPlan), which is what LoadReplay
 // (`faultline test --replay RUN`) and Shrink (`faultline shrink RUN`, the
 // runs around the pure search of harness/shrink) build. MatrixCells is the
 // guarantee matrix as data (configurations × fault columns × planted bugs,

@@ -370,6 +370,33 @@ func (r *DockerRuntime) Isolate(ctx context.Context, node string, from []string)
 	return err
 }
 
+// Netem asks the node's fault agent to make line (netem fields, see
+// `faultline agent netem`) the packet fault of its interface; an empty line
+// heals. A container that stops loses its network namespace and the qdisc
+// with it (it starts again on a fresh interface), so a node that is down
+// has no packet fault to heal.
+func (r *DockerRuntime) Netem(ctx context.Context, node, line string) error {
+	if !r.cluster.NetworkFaults {
+		if line == "" {
+			return nil
+		}
+		return fmt.Errorf("packet fault on %s: %w: the nodes were started without CAP_NET_ADMIN (name packet in --nemesis)", node, ErrUnsupported)
+	}
+	cmd := []string{agentPath, "agent", "netem", "heal"}
+	if line != "" {
+		cmd = append([]string{agentPath, "agent", "netem"}, strings.Fields(line)...)
+	}
+	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	_, err := r.d.Exec(ctx, node, cmd)
+	if err != nil && line == "" {
+		if up, rerr := r.d.Running(ctx, node); rerr == nil && !up {
+			return nil
+		}
+	}
+	return err
+}
+
 // Running reports whether the node's container runs.
 func (r *DockerRuntime) Running(ctx context.Context, node string) (bool, error) {
 	return r.d.Running(ctx, node)

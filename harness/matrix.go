@@ -114,9 +114,12 @@ var matrixFaults = []MatrixFault{
 	{Name: "power-all", List: "power:all", Fsync: true},
 	{Name: "disk", List: "disk-error:one,disk-full:one,disk-slow:one,corrupt:one"},
 	{Name: "mixed", List: "kill,pause,partition"},
-	{Name: "packet", List: "packet"},
+	{Name: "stop", List: "stop"},
+	{Name: "rolling-restart", List: "rolling-restart"},
 	{Name: "membership", List: "membership"},
-	{Name: "composed", List: "composed"},
+	{Name: "lagging-failover", List: "lagging-failover"},
+	{Name: "packet", List: "packet"},
+	{Name: "composed", List: "partition:one+kill:leaders"}, // A+B: a leader killed while a node is cut off
 }
 
 // availableFaults are the entries of matrixFaults this tree's nemesis can

@@ -13,7 +13,7 @@ import (
 
 func TestMatrixCountsAndNames(t *testing.T) {
 	faults, _ := availableFaults()
-	require.GreaterOrEqual(t, len(faults), 9, "none, kill, pause, partition, leader-loss, power, power-all, disk, mixed exist today")
+	require.Len(t, faults, len(matrixFaults), "every column's kind exists: none, kill, pause, partition, leader-loss, power, power-all, disk, mixed, stop, rolling-restart, membership, lagging-failover, packet, composed")
 	bugs := len(plantedBugs)
 	cells := MatrixCells(DefaultTest())
 	assert.Len(t, matrixConfigs(), 16, "acks 1/all × min ISR 1/2 × unclean on/off × flush default/per message")
@@ -38,6 +38,9 @@ func TestMatrixExpectations(t *testing.T) {
 		"m-acksall.isr2.clean.flushdef-kill":        ExpectValid,
 		"m-acksall.isr2.clean.flushdef-partition":   ExpectValid,
 		"m-acksall.isr2.clean.flushdef-disk":        ExpectValid,
+		"m-acksall.isr2.clean.flushdef-packet":      ExpectValid,
+		"m-acksall.isr2.clean.flushdef-composed":    ExpectValid,
+		"m-acksall.isr2.clean.flushdef-membership":  ExpectValid,
 		"m-acksall.isr2.clean.flushdef-power":       ExpectEither,
 		"m-acksall.isr2.clean.flushdef-power-all":   ExpectInvalid,
 		"m-acksall.isr2.clean.flushmsg-power":       ExpectValid,

@@ -7,7 +7,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"time"
 
 	"github.com/faultline/faultline/nemesis"
 )
@@ -17,16 +16,7 @@ import (
 // ends.
 const FileSchedule = "schedule.json"
 
-// schedule is the run's fault schedule: the test's fixed events when it
-// has them (a replay), else one drawn from the seed.
-func (r *run) schedule() nemesis.Runner {
-	view := &clusterView{r: r}
-	if r.t.Schedule != nil {
-		return &nemesis.Fixed{Events: r.t.Schedule, New: nemesis.NewFault(r.rt, view)}
-	}
-	return &nemesis.Schedule{Faults: r.t.Nemesis.Faults(r.rt, view), Interval: time.Duration(r.t.NemesisInterval), Cycle: r.t.NemesisCycle, Seed: r.t.Seed}
-}
-
+// writeSchedule writes the events the run executed into its directory.
 func writeSchedule(dir string, events []nemesis.Event) error {
 	return writeScheduleTo(filepath.Join(dir, FileSchedule), events)
 }
@@ -43,7 +33,8 @@ func writeScheduleTo(path string, events []nemesis.Event) error {
 	return os.WriteFile(path, append(b, '\n'), 0o644)
 }
 
-// ReadSchedule reads a schedule.json and checks it.
+// ReadSchedule reads a schedule.json (Test.Validate checks it against the
+// test's --nemesis list, whose slots its events name).
 func ReadSchedule(path string) ([]nemesis.Event, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -51,9 +42,6 @@ func ReadSchedule(path string) ([]nemesis.Event, error) {
 	}
 	var events []nemesis.Event
 	if err := json.Unmarshal(b, &events); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	if err := nemesis.ValidateEvents(events); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	if events == nil {
@@ -84,6 +72,9 @@ func LoadReplay(path string) (t Test, exact bool, err error) {
 	events, err := ReadSchedule(filepath.Join(dir, FileSchedule))
 	switch {
 	case err == nil:
+		if err := nemesis.ValidateEvents(t.Nemesis, events); err != nil {
+			return Test{}, false, fmt.Errorf("%s: %w", filepath.Join(dir, FileSchedule), err)
+		}
 		t.Schedule = events
 		return t, true, nil
 	case errors.Is(err, fs.ErrNotExist):

@@ -35,8 +35,8 @@ func storedRun(t *testing.T, events []nemesis.Event) (string, Test) {
 
 func TestLoadReplayTakesTheRecordedSchedule(t *testing.T) {
 	events := []nemesis.Event{
-		{At: 15 * time.Second, Op: nemesis.OpStart, ID: 1, Kind: nemesis.KindKill, Mode: "one", Targets: []string{"n3"}},
-		{At: 30 * time.Second, Op: nemesis.OpStop, ID: 1, Kind: nemesis.KindKill},
+		{At: 15 * time.Second, Action: nemesis.ActionStart, Slot: 0, Kind: nemesis.KindKill, Mode: "one", Seed: 7, Nodes: []string{"n3"}},
+		{At: 30 * time.Second, Action: nemesis.ActionStop, Slot: 0, Kind: nemesis.KindKill},
 	}
 	dir, orig := storedRun(t, events)
 	for _, path := range []string{dir, filepath.Join(dir, "test.json")} {
@@ -58,10 +58,14 @@ func TestLoadReplayTakesTheRecordedSchedule(t *testing.T) {
 func TestValidateRefusesAScheduleTheNemesisListDoesNotCover(t *testing.T) {
 	tt := DefaultTest()
 	tt.Nemesis = nemesis.Spec{{Kind: nemesis.KindKill}}
-	tt.Schedule = []nemesis.Event{{At: time.Second, Op: nemesis.OpStart, ID: 1, Kind: nemesis.KindPartition}}
+	tt.Schedule = []nemesis.Event{{At: time.Second, Action: nemesis.ActionStart, Slot: 0, Kind: nemesis.KindPartition}}
 	err := tt.Validate(workloads.Registry{"queue": queue.New})
 	require.Error(t, err)
-	assert.Contains(t, err.Error(), "does not name")
+	assert.Contains(t, err.Error(), "which --nemesis kill gives to kill")
+	tt.Schedule[0].Slot = 1
+	err = tt.Validate(workloads.Registry{"queue": queue.New})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "slot 1, but --nemesis kill has 1")
 }
 
 func TestShrinkRefusesWhatItCannotShrink(t *testing.T) {

@@ -257,26 +257,22 @@ func (r *run) execute(ctx context.Context) (Outcome, error) {
 	// Main phase: workers and the fault schedule until the time limit.
 	r.setPhase("workload")
 	r.workStart = time.Now()
-	// Schedule events are timed from here, as the time limit is.
-	workBase := rec.Elapsed()
 	mainCtx, cancelMain := context.WithTimeout(ctx, time.Duration(t.TimeLimit))
 	defer cancelMain()
 	stopProgress := r.progress(mainCtx)
 	var wg sync.WaitGroup
-	var events nemesis.EventLog
+	var executed []nemesis.Event
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		r.schedule().Run(mainCtx, func(op checker.Op) {
-			r.noteFault(op)
-			op = rec.Record(op)
-			events.Observe(time.Duration(op.Time)-workBase, op)
-		})
+		sched := &nemesis.Schedule{Faults: t.Nemesis.Faults(r.rt, &clusterView{r: r}), Events: t.faultPlan()}
+		sched.Run(mainCtx, func(op checker.Op) { r.noteFault(op); rec.Record(op) })
+		executed = sched.Executed()
 	}()
 	r.runWorkers(ctx, mainCtx, wl.Generator(), wl.NewClient, t.Concurrency, 0, time.Duration(t.CrashClientsInterval))
 	wg.Wait()
 	stopProgress()
-	if err := writeSchedule(r.dir, events.Events()); err != nil {
+	if err := writeSchedule(r.dir, executed); err != nil {
 		fmt.Fprintf(r.out, "schedule: %v\n", err)
 	}
 	if ctx.Err() != nil {
@@ -313,8 +309,14 @@ func (r *run) execute(ctx context.Context) (Outcome, error) {
 
 // healAll resumes, reconnects and restarts every node.
 func (r *run) healAll(ctx context.Context) {
+	net, _ := r.rt.(nemesis.Network)
 	for _, n := range r.nodes {
 		_ = r.rt.Resume(ctx, n.Name)
+		if net != nil && (r.t.Nemesis.Has(nemesis.KindPacket) || r.t.Nemesis.Has(nemesis.KindLaggingFailover)) {
+			if err := net.Netem(ctx, n.Name, ""); err != nil {
+				fmt.Fprintf(r.out, "heal packets of %s: %v\n", n.Name, err)
+			}
+		}
 		if err := r.rt.Isolate(ctx, n.Name, nil); err != nil && !errors.Is(err, ErrUnsupported) {
 			fmt.Fprintf(r.out, "heal %s: %v\n", n.Name, err)
 		}

@@ -116,13 +116,13 @@ func Shrink(ctx context.Context, dir string, opts ShrinkOptions, reg workloads.R
 		return ShrinkReport{}, fmt.Errorf("%s is %s: only an invalid run can be shrunk", dir, res.Valid)
 	}
 	events := orig.Schedule
-	p := shrink.Problem{Faults: nemesis.FaultIDs(events), Ends: map[int]time.Duration{}, TimeLimit: time.Duration(orig.TimeLimit)}
+	// A fault is a start and its stop (nemesis.Pairs: the start's index
+	// in the schedule); one never stopped lasts to the time limit.
+	p := shrink.Problem{Faults: nemesis.Pairs(events), Ends: map[int]time.Duration{}, TimeLimit: time.Duration(orig.TimeLimit)}
 	for _, id := range p.Faults {
 		p.Ends[id] = p.TimeLimit
-	}
-	for _, e := range events {
-		if e.Op == nemesis.OpStop {
-			p.Ends[e.ID] = e.At
+		if end := nemesis.PairEnd(events, id); end >= 0 {
+			p.Ends[id] = end
 		}
 	}
 	rep := ShrinkReport{Run: dir, Anomalies: classes, Faults: len(p.Faults), TimeLimit: orig.TimeLimit}
@@ -198,7 +198,7 @@ func Shrink(ctx context.Context, dir string, opts ShrinkOptions, reg workloads.R
 func shrinkCandidate(orig Test, events []nemesis.Event, c shrink.Candidate) Test {
 	t := orig
 	t.Name = strings.TrimSuffix(orig.FullName(), "-shrink") + "-shrink"
-	t.Schedule = nemesis.KeepFaults(events, c.Faults)
+	t.Schedule = nemesis.KeepPairs(events, c.Faults)
 	if t.Schedule == nil {
 		t.Schedule = []nemesis.Event{}
 	}

@@ -70,11 +70,26 @@ var Suites = map[string]func(base Test) []Case{
 		lossy.NemesisInterval = Duration(min(time.Duration(base.NemesisInterval), 8*time.Second))
 		lossy.Acks, lossy.Idempotent, lossy.ReplicationFactor = workloads.AcksLeader, false, 3
 		lossy.BrokerConfig = map[string]string{"min.insync.replicas": "1", "unclean.leader.election.enable": "true"}
+		// Composed, overlapping faults (Jepsen's combined nemesis): a
+		// leader killed while a node is cut off, a failover onto a
+		// lagging replica, packet loss and a node leaving and rejoining,
+		// each kind on its own staggered timeline, healed before each
+		// stable period.
+		composed := durable(base)
+		composed.Name, composed.NemesisOverlap = "durable-composed", true
+		composed.Nemesis = nemesis.Spec{
+			{Kind: nemesis.KindPartition, Mode: nemesis.PartitionOne, With: []nemesis.FaultSpec{{Kind: nemesis.KindKill, Mode: nemesis.TargetLeaders}}},
+			{Kind: nemesis.KindLaggingFailover, Mode: nemesis.LaggingCut},
+			{Kind: nemesis.KindPacket, Mode: nemesis.PacketLoss},
+			{Kind: nemesis.KindMembership},
+		}
+		composed.NemesisInterval = Duration(min(time.Duration(base.NemesisInterval), 8*time.Second))
 		return append([]Case{
 			{Test: mk("durable-none", nemesis.KindNone), Expect: checker.Valid, Why: "no faults: the baseline"},
 			{Test: mk("durable-kill", nemesis.KindKill), Expect: checker.Valid, Why: "kill -9 of nodes, leaders, controller"},
 			{Test: mk("durable-partition", nemesis.KindPartition), Expect: checker.Valid, Why: "network partitions between nodes"},
 			{Test: mk("durable-kill-partition", nemesis.KindKill, nemesis.KindPartition), Expect: checker.Valid, Why: "kills and partitions together"},
+			{Test: composed, Expect: checker.Valid, Why: "overlapping faults: a leader kill during a partition, failover next to a lagging replica, packet loss, a node leaving and rejoining"},
 			{Test: lossy, Expect: checker.Invalid, Why: "acks=1 + leader kills and zombie leaders lose acknowledged writes (seed 003): the checker must find it"},
 		}, diskCases(base)...)
 	},

@@ -100,15 +100,12 @@ func (t Test) Validate(reg workloads.Registry) error {
 		problems = append(problems, "--nemesis: power, disk and corrupt faults need --runtime docker")
 	}
 	if t.Schedule != nil {
-		if err := nemesis.ValidateEvents(t.Schedule); err != nil {
-			problems = append(problems, "schedule: "+err.Error())
+		if err := nemesis.ValidateEvents(t.Nemesis, t.Schedule); err != nil {
+			problems = append(problems, "schedule: "+err.Error()+" (the events name the slots of the --nemesis list the run had)")
 		}
-		for _, e := range t.Schedule {
-			if !t.Nemesis.Has(e.Kind) {
-				problems = append(problems, fmt.Sprintf("schedule: a %s fault, which --nemesis (%s) does not name (the cluster is set up for the faults it names)", e.Kind, t.Nemesis))
-				break
-			}
-		}
+	}
+	if t.Runtime == "process" && (t.Nemesis.Has(nemesis.KindPacket) || t.Nemesis.Has(nemesis.KindLaggingFailover)) {
+		problems = append(problems, "--nemesis: packet and lagging-failover faults need --runtime docker")
 	}
 	if time.Duration(t.NemesisInterval) <= 0 {
 		problems = append(problems, "--nemesis-interval: must be positive")
@@ -125,9 +122,22 @@ func (t Test) Validate(reg workloads.Registry) error {
 	return nil
 }
 
-// networkFaults reports whether the nemesis list cuts the network between
-// nodes (partitions), which needs extra capabilities in the nodes.
-func (t Test) networkFaults() bool { return t.Nemesis.CutsNetwork() }
+// networkFaults reports whether the nemesis list names a fault on the
+// nodes' network (partitions, packet faults, lagging-failover), which needs
+// CAP_NET_ADMIN in the nodes.
+func (t Test) networkFaults() bool { return t.Nemesis.NeedsNetAdmin() }
+
+// faultPlan is the schedule the run executes: the test's fixed events when
+// it has them (a replay, a shrinker's candidate), else drawn from the seed
+// (nemesis.Plan); either way written as schedule.json as it ran.
+func (t Test) faultPlan() []nemesis.Event {
+	if t.Schedule != nil {
+		return t.Schedule
+	}
+	return nemesis.Plan(t.Nemesis, nemesis.PlanOptions{
+		Interval: time.Duration(t.NemesisInterval), Limit: time.Duration(t.TimeLimit), Overlap: t.NemesisOverlap, Cycle: t.NemesisCycle,
+	}, t.Seed)
+}
 
 // diskFaults reports whether the nemesis list names a fault on the nodes'
 // disks (the fault filesystem or corruption of a stopped node's data).

@@ -73,13 +73,14 @@ func (p *Power) Name() string { return string(KindPower) }
 
 // Start cuts the chosen nodes' power.
 func (p *Power) Start(ctx context.Context, rng *rand.Rand) (any, error) {
-	mode := pick(rng, p.Modes, ProcessTargetModes)
+	mode := pickMode(ctx, rng, p.Modes, ProcessTargetModes)
+	draws := fork(rng)
 	if p.Disk == nil {
 		return DiskTargets{Mode: mode}, errNoDisk
 	}
 	switch mode {
 	case PowerThenLeader:
-		return p.followerThenLeader(ctx, rng)
+		return p.followerThenLeader(ctx, rng, draws)
 	case PowerAfterFsyncError, PowerAfterSlowFsync:
 		return p.afterDiskFault(ctx, rng, mode)
 	case PowerRestartLaggingThenLeader:
@@ -95,13 +96,13 @@ func (p *Power) Start(ctx context.Context, rng *rand.Rand) (any, error) {
 	// are already down.
 	did := map[string]string{}
 	for _, n := range targets {
-		did[n] = PowerCommand(rng)
+		did[n] = PowerCommand(draws)
 	}
 	return p.cut(ctx, mode, targets, did)
 }
 
 // cut cuts the power of targets at once, each with its faultfs command in
-// did (Start's draw, or a replayed event's).
+// did (Start's draw).
 func (p *Power) cut(ctx context.Context, mode string, targets []string, did map[string]string) (any, error) {
 	p.down = append(p.down, targets...)
 	return DiskTargets{Mode: mode, Nodes: targets, Did: did}, p.cutAll(ctx, targets, did)
@@ -123,14 +124,17 @@ func (p *Power) cutAll(ctx context.Context, targets []string, lines map[string]s
 	return errors.Join(errs...)
 }
 
-func (p *Power) followerThenLeader(ctx context.Context, rng *rand.Rand) (any, error) {
+func (p *Power) followerThenLeader(ctx context.Context, rng, draws *rand.Rand) (any, error) {
 	out := DiskTargets{Mode: PowerThenLeader, Did: map[string]string{}}
 	leaders, err := p.Cluster.Leaders(ctx)
-	if err != nil {
+	if err != nil && len(aimOf(ctx).nodes) != 2 {
 		return out, fmt.Errorf("find partition leaders: %w", err)
 	}
 	if len(leaders) == 0 {
-		return out, errors.New("no partition has a leader")
+		leaders = []string{""}
+		if len(aimOf(ctx).nodes) != 2 {
+			return out, errors.New("no partition has a leader")
+		}
 	}
 	leader := leaders[rng.IntN(len(leaders))]
 	var others []string
@@ -143,19 +147,12 @@ func (p *Power) followerThenLeader(ctx context.Context, rng *rand.Rand) (any, er
 		return out, errors.New("follower-then-leader needs two nodes")
 	}
 	follower := others[rng.IntN(len(others))]
-	return p.followerThenLeaderOn(ctx, follower, leader, PowerCommand(rng))
-}
-
-// startedAgain marks, in DiskTargets.Did, the follower of
-// follower-then-leader after its command.
-const startedAgain = ", started again at once"
-
-// followerThenLeaderOn cuts follower's power with line, starts it again
-// and kills leader (followerThenLeader's choice, or a replayed event's).
-func (p *Power) followerThenLeaderOn(ctx context.Context, follower, leader, line string) (any, error) {
-	out := DiskTargets{Mode: PowerThenLeader, Did: map[string]string{}}
+	if pinned := aimOf(ctx).nodes; len(pinned) == 2 {
+		follower, leader = pinned[0], pinned[1] // a replay: the nodes in the order they were hit
+	}
+	line := PowerCommand(draws)
 	out.Nodes = []string{follower, leader}
-	out.Did[follower] = line + startedAgain
+	out.Did[follower] = line + ", started again at once"
 	if err := p.Disk.PowerLoss(ctx, follower, line); err != nil {
 		return out, err
 	}
@@ -236,7 +233,8 @@ func DiskCommand(k Kind, rng *rand.Rand) string {
 
 // Start applies the fault to the chosen nodes.
 func (d *DiskFault) Start(ctx context.Context, rng *rand.Rand) (any, error) {
-	mode := pick(rng, d.Modes, ProcessTargetModes)
+	mode := pickMode(ctx, rng, d.Modes, ProcessTargetModes)
+	draws := fork(rng)
 	if d.Disk == nil {
 		return DiskTargets{Mode: mode}, errNoDisk
 	}
@@ -244,7 +242,7 @@ func (d *DiskFault) Start(ctx context.Context, rng *rand.Rand) (any, error) {
 	if err != nil {
 		return DiskTargets{Mode: mode}, err
 	}
-	return d.apply(ctx, mode, targets, DiskCommand(d.Kind, rng))
+	return d.apply(ctx, mode, targets, DiskCommand(d.Kind, draws))
 }
 
 // apply passes line to every target's fault filesystem (Start's draw, or
@@ -294,7 +292,8 @@ func (c *Corrupt) Name() string { return string(KindCorrupt) }
 
 // Start kills the chosen nodes and corrupts their data.
 func (c *Corrupt) Start(ctx context.Context, rng *rand.Rand) (any, error) {
-	mode := pick(rng, c.Modes, ProcessTargetModes)
+	mode := pickMode(ctx, rng, c.Modes, ProcessTargetModes)
+	draws := fork(rng)
 	if c.Disk == nil {
 		return DiskTargets{Mode: mode}, errNoDisk
 	}
@@ -306,11 +305,11 @@ func (c *Corrupt) Start(ctx context.Context, rng *rand.Rand) (any, error) {
 	if err != nil {
 		return DiskTargets{Mode: mode}, err
 	}
-	return c.corrupt(ctx, mode, targets, func(string) uint64 { return rng.Uint64() })
+	return c.corrupt(ctx, mode, targets, func(string) uint64 { return draws.Uint64() })
 }
 
 // corrupt kills each target and corrupts its data with the seed seedOf
-// gives it (drawn in target order by Start, or a replayed event's).
+// gives it (drawn in target order by Start).
 func (c *Corrupt) corrupt(ctx context.Context, mode string, targets []string, seedOf func(node string) uint64) (any, error) {
 	kind := corruptKind(mode)
 	did := map[string]string{}

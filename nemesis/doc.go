@@ -28,17 +28,31 @@
 // power:restart-lagging-then-leader, corrupt:bit-flip (one node, one bit
 // of one batch), corrupt:bit-flip-then-leader, and partition:lagging-then-leader (a node cut off from
 // all but the controller until it leaves its ISRs, then the rest of an ISR
-// it replicates killed, found through the optional PartitionView).
+// it replicates killed, found through the optional ReplicaView).
+//
+// Membership and failover faults: stop (SIGTERM, restart when it stops),
+// rolling-restart (every node in turn, each back in every ISR before the
+// next), membership (one node out until no ISR lists it, back on its kept
+// data when it stops), lagging-failover (a follower cut or slowed until it
+// leaves the ISR, then healed and its leader killed); these aim from what
+// Metadata says (ReplicaView), never from broker internals. packet is a
+// netem fault made by the agent (Network).
 //
 // The --nemesis grammar is read in one place, ParseSpec: a comma-separated
-// list of KIND or KIND:MODE, parsed into a Spec of typed entries that the
+// list of KIND or KIND:MODE, an entry composing several with "+"
+// (partition:one+kill:leaders), parsed into a Spec of typed entries that the
 // harness (Test.Nemesis, stored in test.json as a list), the schedule
-// (Spec.Faults) and the report use; a bad list is refused with one error
-// naming the wrong entry.
+// (Spec.Faults, one fault per slot of Spec.Parts) and the report use; a bad
+// list is refused with one error naming the wrong entry.
 //
-// Schedule starts one fault every Interval, drawn at random from the list,
-// or with Cycle in the order the list names them (a short run meets each).
-//
-// A schedule must never leave a fault in force: Run heals before it
-// returns, even when its context was cancelled.
+// A schedule is data: Plan draws a []Event from a seed (staggered gaps,
+// stable periods between rounds, overlapping timelines per kind with
+// PlanOptions.Overlap), Schedule executes one and returns it as executed
+// (Executed, with the nodes each start hit), and an executed list fed back
+// replays the faults exactly (events pin mode, seed and nodes through
+// WithAim). A schedule must never leave a fault in force: Run heals before
+// it returns, even when its context was cancelled. PlanOptions.Cycle draws
+// the entries in the order the list names them (a short run meets each).
+// Pairs and KeepPairs cut an executed list down to some of its faults
+// (the shrinker's candidates).
 package nemesis

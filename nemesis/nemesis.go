@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"time"
 )
@@ -13,6 +14,8 @@ import (
 // satisfies it).
 type Runtime interface {
 	Kill(ctx context.Context, node string) error
+	// Stop is a controlled shutdown: SIGTERM, and wait for the exit.
+	Stop(ctx context.Context, node string) error
 	Start(ctx context.Context, node string) error
 	Pause(ctx context.Context, node string) error
 	Resume(ctx context.Context, node string) error
@@ -73,8 +76,12 @@ var ProcessTargetModes = []string{TargetOne, TargetMinority, TargetMajority, Tar
 // explicitProcessTargetModes are the modes kill:MODE and pause:MODE accept.
 var explicitProcessTargetModes = append(append([]string(nil), ProcessTargetModes...), TargetAll)
 
-// chooseTargets picks nodes for a process fault.
+// chooseTargets picks nodes for a process fault: the nodes the event
+// pinned, if any, else the mode's.
 func chooseTargets(ctx context.Context, c Cluster, mode string, rng *rand.Rand) ([]string, error) {
+	if pinned := pinnedNodes(ctx); pinned != nil {
+		return pinned, nil
+	}
 	nodes := append([]string(nil), c.Nodes()...)
 	rng.Shuffle(len(nodes), func(i, j int) { nodes[i], nodes[j] = nodes[j], nodes[i] })
 	var out []string
@@ -132,22 +139,23 @@ func (k *Kill) Name() string { return "kill" }
 
 // Start kills the chosen nodes.
 func (k *Kill) Start(ctx context.Context, rng *rand.Rand) (any, error) {
-	mode := pick(rng, k.Modes, ProcessTargetModes)
-	targets, err := chooseTargets(ctx, k.Cluster, mode, rng)
+	return hitTargets(ctx, rng, k.Cluster, k.Modes, &k.killed, k.Runtime.Kill)
+}
+
+// hitTargets chooses a mode (from modes, default ProcessTargetModes) and
+// its targets, and applies fn to each, noting every node in hit before
+// fn runs: a fault that errored may still have happened (the signal went
+// out, the answer was lost), so Stop undoes it either way.
+func hitTargets(ctx context.Context, rng *rand.Rand, c Cluster, modes []string, hit *[]string, fn func(context.Context, string) error) (any, error) {
+	mode := pickMode(ctx, rng, modes, ProcessTargetModes)
+	targets, err := chooseTargets(ctx, c, mode, rng)
 	if err != nil {
 		return Targets{Mode: mode}, err
 	}
-	return k.kill(ctx, mode, targets)
-}
-
-// kill SIGKILLs targets (Start's choice, or a replayed event's).
-func (k *Kill) kill(ctx context.Context, mode string, targets []string) (any, error) {
 	var errs []error
 	for _, n := range targets {
-		// A kill that errored may still have happened (the signal went
-		// out, the answer was lost): Stop restarts the node either way.
-		k.killed = append(k.killed, n)
-		if err := k.Runtime.Kill(ctx, n); err != nil {
+		*hit = append(*hit, n)
+		if err := fn(ctx, n); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -175,24 +183,7 @@ func (p *Pause) Name() string { return "pause" }
 
 // Start pauses the chosen nodes.
 func (p *Pause) Start(ctx context.Context, rng *rand.Rand) (any, error) {
-	mode := pick(rng, p.Modes, ProcessTargetModes)
-	targets, err := chooseTargets(ctx, p.Cluster, mode, rng)
-	if err != nil {
-		return Targets{Mode: mode}, err
-	}
-	return p.pause(ctx, mode, targets)
-}
-
-// pause SIGSTOPs targets (Start's choice, or a replayed event's).
-func (p *Pause) pause(ctx context.Context, mode string, targets []string) (any, error) {
-	var errs []error
-	for _, n := range targets {
-		p.paused = append(p.paused, n)
-		if err := p.Runtime.Pause(ctx, n); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	return Targets{Mode: mode, Nodes: targets}, errors.Join(errs...)
+	return hitTargets(ctx, rng, p.Cluster, p.Modes, &p.paused, p.Runtime.Pause)
 }
 
 // Stop resumes every paused node.
@@ -238,40 +229,58 @@ type Partition struct {
 // Name is "partition".
 func (p *Partition) Name() string { return "partition" }
 
-// PartitionStart records a partition's mode and grudge.
+// PartitionStart records a partition's mode and grudge, and the nodes
+// that pin the same grudge in a replay (Event.Nodes): the isolated node,
+// the smaller side of halves, the ring in its order.
 type PartitionStart struct {
-	Mode   string `json:"mode"`
-	Grudge Grudge `json:"grudge"`
+	Mode   string   `json:"mode"`
+	Grudge Grudge   `json:"grudge"`
+	Nodes  []string `json:"nodes,omitempty"`
 }
 
 // Start installs the grudge of a chosen mode.
 func (p *Partition) Start(ctx context.Context, rng *rand.Rand) (any, error) {
-	mode := pick(rng, p.Modes, PartitionModes)
+	mode := pickMode(ctx, rng, p.Modes, PartitionModes)
 	nodes := p.Cluster.Nodes()
+	pinned := aimOf(ctx).nodes
 	var g Grudge
+	var aim []string
 	switch mode {
-	case PartitionOne:
-		g = Isolate(nodes, nodes[rng.IntN(len(nodes))])
-	case PartitionHalves:
-		g = Halves(nodes, rng)
-	case PartitionRing:
-		g = MajoritiesRing(nodes, rng)
-	case PartitionController:
-		ctl, err := p.Cluster.Controller(ctx)
-		if err != nil {
-			return PartitionStart{Mode: mode}, fmt.Errorf("find the active controller: %w", err)
+	case PartitionOne, PartitionController:
+		victim := ""
+		switch {
+		case len(pinned) > 0:
+			victim = pinned[0]
+		case mode == PartitionOne:
+			victim = nodes[rng.IntN(len(nodes))]
+		default:
+			ctl, err := p.Cluster.Controller(ctx)
+			if err != nil {
+				return PartitionStart{Mode: mode}, fmt.Errorf("find the active controller: %w", err)
+			}
+			victim = ctl
 		}
-		g = Isolate(nodes, ctl)
+		g, aim = Isolate(nodes, victim), []string{victim}
+	case PartitionHalves:
+		order := shuffled(nodes, rng)
+		if len(pinned) > 0 {
+			order = pinnedFirst(nodes, pinned)
+		}
+		g, aim = halvesOf(order, len(order)/2), order[:len(order)/2]
+		if len(pinned) > 0 {
+			g, aim = halvesOf(order, len(pinned)), pinned
+		}
+	case PartitionRing:
+		ring := shuffled(nodes, rng)
+		if len(pinned) == len(nodes) {
+			ring = append([]string(nil), pinned...)
+		}
+		g, aim = ringOf(ring), ring
 	case PartitionLaggingThenLeader:
 		return p.laggingThenLeader(ctx, rng)
 	default:
 		return nil, fmt.Errorf("unknown partition mode %q", mode)
 	}
-	return p.cutOff(ctx, mode, g)
-}
-
-// cutOff installs grudge g (Start's choice, or a replayed event's).
-func (p *Partition) cutOff(ctx context.Context, mode string, g Grudge) (any, error) {
 	var errs []error
 	for _, n := range sortedNodes(g) {
 		p.cut = append(p.cut, n)
@@ -279,7 +288,7 @@ func (p *Partition) cutOff(ctx context.Context, mode string, g Grudge) (any, err
 			errs = append(errs, err)
 		}
 	}
-	return PartitionStart{Mode: mode, Grudge: g}, errors.Join(errs...)
+	return PartitionStart{Mode: mode, Grudge: g, Nodes: aim}, errors.Join(errs...)
 }
 
 // Stop starts every node it killed and heals every node it cut (a node
@@ -315,9 +324,30 @@ func Isolate(nodes []string, victim string) Grudge {
 // Halves splits the nodes into two random halves (the first one smaller
 // when the count is odd) that cannot reach each other.
 func Halves(nodes []string, rng *rand.Rand) Grudge {
-	shuffled := append([]string(nil), nodes...)
-	rng.Shuffle(len(shuffled), func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
-	a, b := shuffled[:len(shuffled)/2], shuffled[len(shuffled)/2:]
+	order := shuffled(nodes, rng)
+	return halvesOf(order, len(order)/2)
+}
+
+func shuffled(nodes []string, rng *rand.Rand) []string {
+	out := append([]string(nil), nodes...)
+	rng.Shuffle(len(out), func(i, j int) { out[i], out[j] = out[j], out[i] })
+	return out
+}
+
+// pinnedFirst orders nodes with the pinned ones first.
+func pinnedFirst(nodes, pinned []string) []string {
+	out := append([]string(nil), pinned...)
+	for _, n := range nodes {
+		if !slices.Contains(pinned, n) {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// halvesOf cuts order[:k] off from order[k:].
+func halvesOf(order []string, k int) Grudge {
+	a, b := order[:k], order[k:]
 	g := Grudge{}
 	for _, x := range a {
 		g[x] = append([]string(nil), b...)
@@ -335,8 +365,11 @@ func Halves(nodes []string, rng *rand.Rand) Grudge {
 // itself and its nearest neighbours, enough for a majority, and drops the
 // rest: every node is in a majority, but no two nodes see the same one.
 func MajoritiesRing(nodes []string, rng *rand.Rand) Grudge {
-	ring := append([]string(nil), nodes...)
-	rng.Shuffle(len(ring), func(i, j int) { ring[i], ring[j] = ring[j], ring[i] })
+	return ringOf(shuffled(nodes, rng))
+}
+
+// ringOf is the majorities ring of the nodes in ring's order.
+func ringOf(ring []string) Grudge {
 	n := len(ring)
 	majority := n/2 + 1
 	reach := majority / 2 // neighbours seen on each side

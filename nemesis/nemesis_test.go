@@ -40,6 +40,11 @@ func (w *fakeWorld) Kill(_ context.Context, n string) error {
 	w.mu.Unlock()
 	return nil
 }
+func (w *fakeWorld) Stop(_ context.Context, n string) error {
+	w.log("stop " + n)
+	w.down[n] = true
+	return nil
+}
 func (w *fakeWorld) Start(_ context.Context, n string) error {
 	w.log("start " + n)
 	w.mu.Lock()
@@ -59,27 +64,18 @@ func (w *fakeWorld) Leaders(context.Context) ([]string, error) {
 }
 func (w *fakeWorld) Controller(context.Context) (string, error) { return w.ctl, nil }
 
-// runSchedule runs a schedule for a fixed number of fault cycles without
+// runSchedule plans and runs a schedule of cycles intervals without
 // waiting, returning the runtime calls and the recorded ops.
 func runSchedule(t *testing.T, seed int64, spec string, cycles int) ([]string, []checker.Op) {
 	t.Helper()
 	w := newWorld(5)
 	parsed, err := ParseSpec(spec)
 	require.NoError(t, err)
-	faults := parsed.Faults(w, w)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	sleeps := 0
-	s := &Schedule{Faults: faults, Interval: time.Second, Seed: seed, Sleep: func(ctx context.Context, _ time.Duration) bool {
-		sleeps++
-		if sleeps > 2*cycles {
-			cancel()
-			return false
-		}
-		return ctx.Err() == nil
-	}}
+	events := Plan(parsed, PlanOptions{Interval: time.Second, Limit: time.Duration(cycles) * time.Second}, seed)
+	require.NotEmpty(t, events)
+	s := &Schedule{Faults: parsed.Faults(w, w), Events: events, Sleep: func(ctx context.Context, _ time.Duration) bool { return ctx.Err() == nil }}
 	var ops []checker.Op
-	s.Run(ctx, func(op checker.Op) { ops = append(ops, op) })
+	s.Run(context.Background(), func(op checker.Op) { ops = append(ops, op) })
 	return w.calls, ops
 }
 
@@ -136,10 +132,11 @@ func TestNoneRecordsNothing(t *testing.T) {
 	parsed, err := ParseSpec("none")
 	require.NoError(t, err)
 	faults := parsed.Faults(w, w)
+	assert.Empty(t, Plan(parsed, PlanOptions{Interval: time.Millisecond, Limit: time.Second}, 1))
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
 	var ops []checker.Op
-	(&Schedule{Faults: faults, Interval: time.Millisecond}).Run(ctx, func(op checker.Op) { ops = append(ops, op) })
+	(&Schedule{Faults: faults, Events: []Event{{Action: ActionStart, Slot: 0, Kind: KindNone}}}).Run(ctx, func(op checker.Op) { ops = append(ops, op) })
 	assert.Empty(t, w.calls)
 	assert.Empty(t, ops)
 }
@@ -241,30 +238,18 @@ func TestAllIsExplicitOnly(t *testing.T) {
 	assert.ErrorContains(t, err, `unknown mode "all"`)
 }
 
-// startedFaults runs a schedule of spec for cycles faults without waiting
-// and lists the faults it started, in order.
+// startedFaults plans spec for cycles faults (PlanOptions.Cycle or drawn
+// at random) and lists the faults it starts, in order.
 func startedFaults(t *testing.T, spec string, cycle bool, cycles int) []string {
 	t.Helper()
-	w := newWorld(5)
 	parsed, err := ParseSpec(spec)
 	require.NoError(t, err)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	sleeps := 0
-	s := &Schedule{Faults: parsed.Faults(w, w), Interval: time.Second, Seed: 5, Cycle: cycle, Sleep: func(ctx context.Context, _ time.Duration) bool {
-		sleeps++
-		if sleeps > 2*cycles {
-			cancel()
-			return false
-		}
-		return ctx.Err() == nil
-	}}
 	var started []string
-	s.Run(ctx, func(op checker.Op) {
-		if op.Type == checker.Invoke && len(op.F) > 6 && op.F[:6] == "start-" {
-			started = append(started, op.F[6:])
+	for _, e := range Plan(parsed, PlanOptions{Interval: time.Second, Limit: time.Hour, Cycle: cycle}, 5) {
+		if e.Action == ActionStart && len(started) < cycles {
+			started = append(started, string(e.Kind))
 		}
-	})
+	}
 	return started
 }
 

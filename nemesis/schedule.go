@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"math/rand/v2"
+	"slices"
+	"sync"
 	"time"
 
 	"github.com/faultline/faultline/checker"
@@ -13,30 +15,35 @@ import (
 // index and time.
 type Recorder func(op checker.Op)
 
-// Schedule starts and stops faults, Jepsen-style: every Interval it starts
-// one fault chosen at random (or the next one in order, with Cycle), and
-// one Interval later stops it. Every start
-// and stop is recorded as an invoke and a completion with f
-// "start-<fault>" / "stop-<fault>" (the checker's convention for fault
-// windows): ok when it worked, info when it failed or half-worked.
+// Schedule runs a list of timed events (Plan draws one; a stored
+// schedule.json replays one) against the faults of its slots: at each
+// event's time it starts or stops that fault. Every start and stop is
+// recorded as an invoke and a completion with f "start-<fault>" /
+// "stop-<fault>" (the checker's convention for fault windows): ok when it
+// worked, info when it failed or half-worked. Events run one at a time, in
+// order; one that takes long (a rolling restart, docker exec on a busy
+// host) shifts those after it by as much, keeping their gaps, and the
+// executed schedule records when each really ran.
 type Schedule struct {
-	Faults   []Fault
-	Interval time.Duration
-	// Cycle starts the faults in the order Faults names them, round after
-	// round, instead of drawing each at random, so that a short run still
-	// meets every kind (their modes and nodes are still drawn).
-	Cycle bool
-	// Seed makes the choices (which fault, which mode, which nodes)
-	// reproducible.
-	Seed int64
-	// StopTimeout bounds how long healing may take after the run ends.
+	// Faults are the faults of the spec's slots (Spec.Faults).
+	Faults []Fault
+	// Events is the schedule, sorted by At.
+	Events []Event
+	// StopTimeout bounds how long one start or stop may take, and
+	// healing after the run ends.
 	StopTimeout time.Duration
 	// Sleep waits for d or until ctx ends; tests replace it to run a
 	// schedule without waiting. Default: a timer.
 	Sleep func(ctx context.Context, d time.Duration) bool
+
+	mu       sync.Mutex
+	executed []Event
 }
 
 func timerSleep(ctx context.Context, d time.Duration) bool {
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
@@ -47,19 +54,30 @@ func timerSleep(ctx context.Context, d time.Duration) bool {
 	}
 }
 
-// Run executes the schedule until ctx ends, then stops the fault in force
-// (heals) before returning. It never leaves a fault active.
+// Executed returns the events as they ran: the time each began (from the
+// start of Run, on the schedule's own clock: planned gaps plus the time
+// the events before it took) and, for starts, the nodes the fault hit,
+// including the stops that healed what was in force when the run ended.
+// Fed back as Events with the same spec, it replays the run's faults.
+func (s *Schedule) Executed() []Event {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.executed)
+}
+
+func (s *Schedule) note(e Event) {
+	s.mu.Lock()
+	s.executed = append(s.executed, e)
+	s.mu.Unlock()
+}
+
+// Run executes the events until they are done or ctx ends; a fault still
+// in force then (a start with no stop) holds until ctx ends. Either way it
+// stops every fault still in force (heals), latest started first, before
+// it returns. It never leaves a
+// fault active. An event naming a slot out of range is skipped, and a stop
+// of a fault not in force does nothing.
 func (s *Schedule) Run(ctx context.Context, record Recorder) {
-	var active []Fault
-	for _, f := range s.Faults {
-		if _, noop := f.(Noop); !noop {
-			active = append(active, f)
-		}
-	}
-	if len(active) == 0 {
-		<-ctx.Done()
-		return
-	}
 	sleep := s.Sleep
 	if sleep == nil {
 		sleep = timerSleep
@@ -68,31 +86,91 @@ func (s *Schedule) Run(ctx context.Context, record Recorder) {
 	if stopTimeout <= 0 {
 		stopTimeout = time.Minute
 	}
-	rng := rand.New(rand.NewPCG(uint64(s.Seed), 0x6e656d65736973))
-	for round := 0; ; round++ {
-		if !sleep(ctx, s.Interval) || ctx.Err() != nil {
-			return
-		}
-		f := active[round%len(active)]
-		if !s.Cycle {
-			f = active[rng.IntN(len(active))]
-		}
+	var active []int        // slots in force, in start order
+	var shift time.Duration // how late the schedule runs
+	// clock is the schedule's own time: the planned gaps slept plus the
+	// time each event took, so a fake Sleep still gives exact times.
+	var clock time.Duration
+	step := func(e Event) {
+		f := s.Faults[e.Slot]
 		// A fault is started and stopped with contexts of its own, so the
 		// end of the run never leaves one half-applied.
-		startCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stopTimeout)
-		do(record, "start-"+f.Name(), func() (any, error) { return f.Start(startCtx, rng) })
-		cancel()
-		sleep(ctx, s.Interval)
-		stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stopTimeout)
-		do(record, "stop-"+f.Name(), func() (any, error) { return f.Stop(stopCtx) })
-		cancel()
-		if ctx.Err() != nil {
-			return
+		limit := stopTimeout
+		if l, ok := f.(interface{ timeout() time.Duration }); ok {
+			limit = max(limit, l.timeout())
 		}
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), limit)
+		defer cancel()
+		t0 := time.Now()
+		ran := e
+		ran.At = clock.Round(time.Millisecond)
+		switch e.Action {
+		case ActionStart:
+			rng := rand.New(rand.NewPCG(e.Seed, uint64(e.Slot)))
+			v := do(record, "start-"+f.Name(), func() (any, error) { return f.Start(WithAim(sctx, e.Mode, e.Nodes), rng) })
+			if a, ok := v.(Aimed); ok && len(e.Nodes) == 0 {
+				ran.Nodes = a.AimedAt()
+			}
+			active = append(active, e.Slot)
+		case ActionStop:
+			do(record, "stop-"+f.Name(), func() (any, error) { return f.Stop(sctx) })
+			active = slices.DeleteFunc(active, func(x int) bool { return x == e.Slot })
+		}
+		s.note(ran)
+		clock += time.Since(t0)
+	}
+	for _, e := range s.Events {
+		if e.Slot < 0 || e.Slot >= len(s.Faults) {
+			continue
+		}
+		if _, noop := s.Faults[e.Slot].(Noop); noop {
+			continue
+		}
+		inForce := slices.Contains(active, e.Slot)
+		if (e.Action == ActionStart) == inForce || (e.Action != ActionStart && e.Action != ActionStop) {
+			continue // a start of a fault in force, or a stop of one that is not
+		}
+		// An event that ran late (the ones before it took longer than
+		// their gaps) shifts the rest, so the gaps between events stay as
+		// planned: a kill still comes its seconds after the partition.
+		due := e.At + shift
+		if clock > due {
+			shift, due = clock-e.At, clock
+		}
+		if wait := due - clock; wait > 0 {
+			if !sleep(ctx, wait) || ctx.Err() != nil {
+				break
+			}
+			clock = due
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		step(e)
+	}
+	if len(active) > 0 && ctx.Err() == nil {
+		<-ctx.Done() // a start the events never stop holds to the end
+	}
+	// Heal latest first, except that a fault whose stop waits for the
+	// cluster (membership waits for its node to rejoin every ISR) goes
+	// after the others, which could keep it from rejoining.
+	var waiting []int
+	for i := len(active) - 1; i >= 0; i-- {
+		slot := active[i]
+		if w, ok := s.Faults[slot].(interface{ waitsOnStop() bool }); ok && w.waitsOnStop() {
+			waiting = append(waiting, slot)
+			continue
+		}
+		step(Event{Action: ActionStop, Slot: slot, Kind: kindOf(s.Faults[slot])})
+	}
+	for _, slot := range waiting {
+		step(Event{Action: ActionStop, Slot: slot, Kind: kindOf(s.Faults[slot])})
 	}
 }
 
-func do(record Recorder, f string, fn func() (any, error)) {
+func kindOf(f Fault) Kind { return Kind(f.Name()) }
+
+func do(record Recorder, f string, fn func() (any, error)) any {
 	record(checker.Op{Process: checker.NemesisProcess, Type: checker.Invoke, F: f})
 	v, err := fn()
 	done := checker.Op{Process: checker.NemesisProcess, Type: checker.OK, F: f}
@@ -105,4 +183,5 @@ func do(record Recorder, f string, fn func() (any, error)) {
 		done.Type, done.Error = checker.Info, err.Error()
 	}
 	record(done)
+	return v
 }

@@ -110,8 +110,8 @@ func (p *Partition) laggingThenLeader(ctx context.Context, rng *rand.Rand) (any,
 // lagThenFailover chooses the lagging node (never the controller), does
 // before to it (nil: nothing), cuts it off from all but the controller,
 // waits, and kills the failover targets.
-func (p *Partition) lagThenFailover(ctx context.Context, rng *rand.Rand, mode string, before func(lagging string) (string, error)) (LaggingFailover, error) {
-	out := LaggingFailover{Mode: mode}
+func (p *Partition) lagThenFailover(ctx context.Context, rng *rand.Rand, mode string, before func(lagging string) (string, error)) (LaggingThenLeader, error) {
+	out := LaggingThenLeader{Mode: mode}
 	ctl, err := p.Cluster.Controller(ctx)
 	if err != nil {
 		return out, fmt.Errorf("find the active controller: %w", err)
@@ -160,7 +160,7 @@ func (p *Partition) lagThenFailover(ctx context.Context, rng *rand.Rand, mode st
 }
 
 // failoverTargets chooses whom lagging-then-leader kills. With a cluster
-// that names each partition's replicas and ISR (PartitionView), it is the
+// that names each partition's replicas and ISR (ReplicaView), it is the
 // ISR but the lagging node of one partition the lagging node replicates
 // (at most a minority), preferring one whose ISR it left and that does not
 // hold the controller: the only live replica left is then the lagging
@@ -171,7 +171,7 @@ func (p *Partition) lagThenFailover(ctx context.Context, rng *rand.Rand, mode st
 // minority.
 func (p *Partition) failoverTargets(ctx context.Context, rng *rand.Rand, lagging, ctl string, nodes int) ([]string, error) {
 	minority := max(1, (nodes-1)/2)
-	if view, ok := p.Cluster.(PartitionView); ok {
+	if view, ok := p.Cluster.(ReplicaView); ok {
 		parts, err := view.Partitions(ctx)
 		if err != nil {
 			return nil, fmt.Errorf("find partition replicas: %w", err)
@@ -213,21 +213,6 @@ func (p *Partition) failoverTargets(ctx context.Context, rng *rand.Rand, lagging
 	victims := leaders[:min(len(leaders), minority)]
 	slices.Sort(victims)
 	return victims, nil
-}
-
-// PartitionView is what a Cluster may answer besides: every workload
-// partition's leader, replicas and ISR, by node name.
-type PartitionView interface {
-	Partitions(ctx context.Context) ([]PartitionState, error)
-}
-
-// PartitionState is one partition as metadata names it.
-type PartitionState struct {
-	Topic     string
-	Partition int32
-	Leader    string
-	Replicas  []string
-	ISR       []string
 }
 
 // restartLaggingThenLeader is Power's PowerRestartLaggingThenLeader.
@@ -275,7 +260,7 @@ func (c *Corrupt) bitFlipThenLeader(ctx context.Context, node, did string) ([]st
 	if !sequenceWait(ctx, c.Sleep, c.Wait) {
 		return nil, ctx.Err()
 	}
-	view, ok := c.Cluster.(PartitionView)
+	view, ok := c.Cluster.(ReplicaView)
 	if !ok {
 		return nil, errors.New("bit-flip-then-leader: the cluster names no partition's ISR")
 	}
@@ -305,9 +290,9 @@ func (c *Corrupt) bitFlipThenLeader(ctx context.Context, node, did string) ([]st
 	return nil, fmt.Errorf("bit-flip-then-leader: %s is no partition of the workload's", dir)
 }
 
-// LaggingFailover records a lagging-then-leader fault: the node cut off
+// LaggingThenLeader records a lagging-then-leader fault: the node cut off
 // from all but the controller, the grudge, and the leaders killed.
-type LaggingFailover struct {
+type LaggingThenLeader struct {
 	Mode    string   `json:"mode"`
 	Lagging string   `json:"lagging,omitempty"`
 	Did     string   `json:"did,omitempty"` // what was done to the lagging node first

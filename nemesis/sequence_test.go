@@ -73,7 +73,7 @@ func TestCorruptBitFlipAsksForABitFlipOnOneNode(t *testing.T) {
 // from all but the controller, then leaders other than it and the
 // controller are killed; Stop heals and restarts; a seed replays it.
 func TestLaggingThenLeader(t *testing.T) {
-	run := func(seed uint64) (LaggingFailover, []string) {
+	run := func(seed uint64) (LaggingThenLeader, []string) {
 		w := newWorld(5)
 		w.ctl, w.leader = "n2", []string{"n1", "n2", "n3", "n4"}
 		p := Spec{{Kind: KindPartition, Mode: PartitionLaggingThenLeader}}.Faults(w, w)[0].(*Partition)
@@ -82,7 +82,7 @@ func TestLaggingThenLeader(t *testing.T) {
 		require.NoError(t, err)
 		_, err = p.Stop(context.Background())
 		require.NoError(t, err)
-		return v.(LaggingFailover), w.calls
+		return v.(LaggingThenLeader), w.calls
 	}
 	got, calls := run(7)
 	assert.NotEqual(t, "n2", got.Lagging)
@@ -126,7 +126,7 @@ func TestLaggingThenLeaderKillsTheRestOfAnISRItLeft(t *testing.T) {
 	probe := Spec{{Kind: KindPartition, Mode: PartitionLaggingThenLeader}}.Faults(v, v)[0].(*Partition)
 	probe.Sleep = noWait
 	first, _ := probe.Start(context.Background(), rand.New(rand.NewPCG(1, 1)))
-	lag := first.(LaggingFailover).Lagging
+	lag := first.(LaggingThenLeader).Lagging
 	others := []string{}
 	for _, n := range w.nodes {
 		if n != lag && n != "n2" {
@@ -142,9 +142,9 @@ func TestLaggingThenLeaderKillsTheRestOfAnISRItLeft(t *testing.T) {
 	w.calls = nil
 	got, err := p.Start(context.Background(), rng)
 	require.NoError(t, err)
-	assert.Equal(t, lag, got.(LaggingFailover).Lagging)
+	assert.Equal(t, lag, got.(LaggingThenLeader).Lagging)
 	want := []string{others[1], others[2]}
-	assert.Equal(t, want, got.(LaggingFailover).Killed)
+	assert.Equal(t, want, got.(LaggingThenLeader).Killed)
 	_, err = p.Stop(context.Background())
 	require.NoError(t, err)
 	assert.Contains(t, w.calls, "start "+others[1])
@@ -173,7 +173,7 @@ func TestPowerRestartLaggingThenLeader(t *testing.T) {
 	p.Sleep = noWait
 	got, err := p.Start(context.Background(), rand.New(rand.NewPCG(5, 5)))
 	require.NoError(t, err)
-	lf := got.(LaggingFailover)
+	lf := got.(LaggingThenLeader)
 	require.NotEqual(t, "n1", lf.Lagging)
 	assert.Contains(t, lf.Did, "started again at once")
 	require.GreaterOrEqual(t, len(w.calls), 2)

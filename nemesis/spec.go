@@ -22,10 +22,24 @@ const (
 	KindDiskFull  Kind = "disk-full"
 	KindDiskSlow  Kind = "disk-slow"
 	KindCorrupt   Kind = "corrupt"
+	// KindStop is a controlled shutdown (SIGTERM), restarted when it stops.
+	KindStop Kind = "stop"
+	// KindRollingRestart restarts every node, one by one, each back in
+	// the ISR before the next goes down.
+	KindRollingRestart Kind = "rolling-restart"
+	// KindMembership takes one node out of the cluster until the others
+	// see it gone (out of every ISR) and brings it back when it stops.
+	KindMembership Kind = "membership"
+	// KindLaggingFailover cuts or slows a follower until it leaves the
+	// ISR, then kills the leader: the failover must not land on it.
+	KindLaggingFailover Kind = "lagging-failover"
+	// KindPacket is a netem packet fault on the targets' interfaces.
+	KindPacket Kind = "packet"
 )
 
 // kinds lists every kind, in the order error messages name them.
-var kinds = []Kind{KindNone, KindKill, KindPause, KindPartition, KindPower, KindDiskError, KindDiskFull, KindDiskSlow, KindCorrupt}
+var kinds = []Kind{KindNone, KindKill, KindPause, KindPartition, KindPower, KindDiskError, KindDiskFull, KindDiskSlow, KindCorrupt,
+	KindStop, KindRollingRestart, KindMembership, KindLaggingFailover, KindPacket}
 
 // OnFaultFS reports whether the kind needs the fault filesystem under the
 // nodes (and so CAP_SYS_ADMIN and /dev/fuse in them).
@@ -33,20 +47,47 @@ func (k Kind) OnFaultFS() bool {
 	return k == KindPower || k == KindDiskError || k == KindDiskFull || k == KindDiskSlow
 }
 
+// NeedsNetAdmin reports whether the kind acts on the nodes' network (and
+// so needs CAP_NET_ADMIN in them).
+func (k Kind) NeedsNetAdmin() bool {
+	return k == KindPartition || k == KindPacket || k == KindLaggingFailover
+}
+
 // FaultSpec is one entry of a --nemesis list: a kind of fault and, when
 // given, the one mode it is pinned to (kill:leaders); without a mode the
-// fault picks one at random each time it starts.
+// fault picks one at random each time it starts. With holds the faults
+// composed with it (partition:one+kill:leaders): in one round they start
+// after it, one after another, all in force together, and stop in the
+// reverse order.
 type FaultSpec struct {
 	Kind Kind
 	Mode string
+	With []FaultSpec
 }
 
-// String writes the entry as --nemesis takes it: "kill" or "kill:leaders".
+// String writes the entry as --nemesis takes it: "kill", "kill:leaders"
+// or "partition+kill:leaders".
 func (f FaultSpec) String() string {
-	if f.Mode == "" {
-		return string(f.Kind)
+	s := string(f.Kind)
+	if f.Mode != "" {
+		s += ":" + f.Mode
 	}
-	return string(f.Kind) + ":" + f.Mode
+	for _, w := range f.With {
+		s += "+" + w.String()
+	}
+	return s
+}
+
+// Parts returns the faults of the entry in the order they start: the
+// entry itself and then those composed with it.
+func (f FaultSpec) Parts() []FaultSpec {
+	head := f
+	head.With = nil
+	out := []FaultSpec{head}
+	for _, w := range f.With {
+		out = append(out, w.Parts()...)
+	}
+	return out
 }
 
 // modes returns the modes a kind may be pinned to.
@@ -60,12 +101,34 @@ func (k Kind) modes() []string {
 		return explicitProcessTargetModes
 	case KindPartition:
 		return append(append([]string(nil), PartitionModes...), PartitionLaggingThenLeader)
+	case KindStop:
+		return explicitProcessTargetModes
+	case KindLaggingFailover:
+		return LaggingModes
+	case KindPacket:
+		return PacketModes
 	}
 	return nil
 }
 
 // validate checks one entry against the grammar; the error names the entry.
 func (f FaultSpec) validate() error {
+	if len(f.With) > 0 {
+		seen := map[Kind]bool{}
+		for _, p := range f.Parts() {
+			if p.Kind == KindNone {
+				return fmt.Errorf("%s: none cannot be composed with other faults", f)
+			}
+			if seen[p.Kind] {
+				return fmt.Errorf("%s: %s composed with itself (a fault of a kind is in force once at a time)", f, p.Kind)
+			}
+			seen[p.Kind] = true
+			if err := p.validate(); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
 	if !slices.Contains(kinds, f.Kind) {
 		names := make([]string, len(kinds))
 		for i, k := range kinds {
@@ -93,26 +156,44 @@ type Spec []FaultSpec
 
 // ParseSpec reads a comma-separated --nemesis list: entries KIND or
 // KIND:MODE, with kinds none, kill, pause, partition, power, disk-error,
-// disk-full, disk-slow, corrupt; all but partition and none take the modes
-// one, minority, majority, leaders, controller, all; power also takes
+// disk-full, disk-slow, corrupt, stop, rolling-restart, membership,
+// lagging-failover, packet; the process kinds take the modes one,
+// minority, majority, leaders, controller, all; power also takes
 // follower-then-leader, after-fsync-error, after-slow-fsync and
-// restart-lagging-then-leader,
-// corrupt also bit-flip and bit-flip-then-leader;
-// partition takes one, halves, majorities-ring, controller and
-// lagging-then-leader; none takes none. The error names the entry that is
-// wrong.
+// restart-lagging-then-leader, corrupt also bit-flip and
+// bit-flip-then-leader; partition takes one, halves, majorities-ring,
+// controller and lagging-then-leader; lagging-failover takes cut, slow;
+// packet takes delay, loss, duplicate, reorder; none, rolling-restart and
+// membership take none. An entry may compose faults of different kinds
+// with "+" (partition:one+kill:leaders): they are in force together. The
+// error names the entry that is wrong.
 func ParseSpec(list string) (Spec, error) {
 	var s Spec
-	for _, part := range strings.Split(list, ",") {
-		part = strings.TrimSpace(part)
-		if part == "" {
+	for _, entry := range strings.Split(list, ",") {
+		entry = strings.TrimSpace(entry)
+		if entry == "" {
 			return nil, fmt.Errorf("empty entry in %q (name a fault between every two commas; none for no faults)", list)
 		}
-		kind, mode, hasMode := strings.Cut(part, ":")
-		if hasMode && mode == "" {
-			return nil, fmt.Errorf("%s: empty mode in %q", kind, part)
+		var f FaultSpec
+		for i, part := range strings.Split(entry, "+") {
+			part = strings.TrimSpace(part)
+			if part == "" {
+				return nil, fmt.Errorf("empty fault in %q (name a fault on each side of every +)", entry)
+			}
+			kind, mode, hasMode := strings.Cut(part, ":")
+			if hasMode && mode == "" {
+				return nil, fmt.Errorf("%s: empty mode in %q", kind, part)
+			}
+			p := FaultSpec{Kind: Kind(kind), Mode: mode}
+			if err := p.validate(); err != nil {
+				return nil, err
+			}
+			if i == 0 {
+				f = p
+			} else {
+				f.With = append(f.With, p)
+			}
 		}
-		f := FaultSpec{Kind: Kind(kind), Mode: mode}
 		if err := f.validate(); err != nil {
 			return nil, err
 		}
@@ -146,9 +227,29 @@ func (s Spec) Names() []string {
 // String writes the list as --nemesis takes it: "kill,partition:one".
 func (s Spec) String() string { return strings.Join(s.Names(), ",") }
 
-// Has reports whether the list names a fault of kind k.
+// Parts returns every fault of the list, composed ones included, in
+// order: the slots a schedule's events name by index.
+func (s Spec) Parts() []FaultSpec {
+	var out []FaultSpec
+	for _, f := range s {
+		out = append(out, f.Parts()...)
+	}
+	return out
+}
+
+// Has reports whether the list names a fault of kind k (composed ones
+// included).
 func (s Spec) Has(k Kind) bool {
-	return slices.ContainsFunc(s, func(f FaultSpec) bool { return f.Kind == k })
+	return slices.ContainsFunc(s.Parts(), func(f FaultSpec) bool { return f.Kind == k })
+}
+
+// NeedsNetAdmin reports whether any fault acts on the nodes' network
+// (partition, packet, lagging-failover, power:restart-lagging-then-leader),
+// which needs the nodes' netfilter rules.
+func (s Spec) NeedsNetAdmin() bool {
+	return slices.ContainsFunc(s.Parts(), func(f FaultSpec) bool {
+		return f.Kind.NeedsNetAdmin() || (f.Kind == KindPower && f.Mode == PowerRestartLaggingThenLeader)
+	})
 }
 
 // Injected returns the entries that inject a fault (all but none).
@@ -156,27 +257,21 @@ func (s Spec) Injected() Spec {
 	return slices.DeleteFunc(slices.Clone(s), func(f FaultSpec) bool { return f.Kind == KindNone })
 }
 
-// CutsNetwork reports whether any entry cuts the network between nodes
-// (partition, or power:restart-lagging-then-leader), which needs the
-// nodes' netfilter rules.
-func (s Spec) CutsNetwork() bool {
-	return slices.ContainsFunc(s, func(f FaultSpec) bool {
-		return f.Kind == KindPartition || (f.Kind == KindPower && f.Mode == PowerRestartLaggingThenLeader)
-	})
-}
-
 // OnFaultFS reports whether any entry needs the fault filesystem.
 func (s Spec) OnFaultFS() bool {
-	return slices.ContainsFunc(s, func(f FaultSpec) bool { return f.Kind.OnFaultFS() })
+	return slices.ContainsFunc(s.Parts(), func(f FaultSpec) bool { return f.Kind.OnFaultFS() })
 }
 
-// Faults builds the faults of the list, made real by rt and aimed with c.
-// The disk faults need rt to be a Disk as well; without it they fail when
-// they start.
+// Faults builds one fault for each of the list's Parts (the slots a
+// schedule's events name), made real by rt and aimed with c. The disk
+// faults need rt to be a Disk as well, and the packet faults a Network;
+// without it they fail when they start.
 func (s Spec) Faults(rt Runtime, c Cluster) []Fault {
 	disk, _ := rt.(Disk)
-	faults := make([]Fault, 0, len(s))
-	for _, f := range s {
+	network, _ := rt.(Network)
+	parts := s.Parts()
+	faults := make([]Fault, 0, len(parts))
+	for _, f := range parts {
 		var modes []string
 		if f.Mode != "" {
 			modes = []string{f.Mode}
@@ -194,6 +289,16 @@ func (s Spec) Faults(rt Runtime, c Cluster) []Fault {
 			faults = append(faults, &DiskFault{Kind: f.Kind, Disk: disk, Cluster: c, Modes: modes})
 		case KindCorrupt:
 			faults = append(faults, &Corrupt{Runtime: rt, Disk: disk, Cluster: c, Modes: modes})
+		case KindStop:
+			faults = append(faults, &Stop{Runtime: rt, Cluster: c, Modes: modes})
+		case KindRollingRestart:
+			faults = append(faults, &RollingRestart{Runtime: rt, Cluster: c})
+		case KindMembership:
+			faults = append(faults, &Membership{Runtime: rt, Cluster: c})
+		case KindLaggingFailover:
+			faults = append(faults, &LaggingFailover{Runtime: rt, Network: network, Cluster: c, Modes: modes})
+		case KindPacket:
+			faults = append(faults, &Packet{Network: network, Cluster: c, Modes: modes})
 		default:
 			faults = append(faults, Noop{})
 		}

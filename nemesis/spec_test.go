@@ -25,7 +25,7 @@ func TestParseSpecReadsEveryForm(t *testing.T) {
 // TestParseSpecNamesTheBadPart: one error, naming the entry that is wrong.
 func TestParseSpecNamesTheBadPart(t *testing.T) {
 	for spec, want := range map[string]string{
-		"kill,chaos":           `unknown nemesis "chaos" (known: none, kill, pause, partition, power, disk-error, disk-full, disk-slow, corrupt)`,
+		"kill,chaos":           `unknown nemesis "chaos" (known: none, kill, pause, partition, power, disk-error, disk-full, disk-slow, corrupt, stop, rolling-restart, membership, lagging-failover, packet)`,
 		"partition:everything": `partition: unknown mode "everything" (known: one, halves, majorities-ring, controller, lagging-then-leader)`,
 		"pause:halves":         `pause: unknown mode "halves"`,
 		"partition:all":        `partition: unknown mode "all"`,

@@ -176,9 +176,10 @@ func parseTest(args []string, stderr io.Writer) (harness.Test, int) {
 	clients.register(fs)
 	fs.StringVar(&t.Name, "name", "", "test name, the store directory under --store (default: workload-nemesis-Nn)")
 	fs.StringVar(&t.Workload, "workload", t.Workload, "workload: queue (Jepsen's Kafka workload)")
-	fs.StringVar(&nemesisList, "nemesis", "none", "faults, comma-separated: none, kill, pause, partition, power, disk-error, disk-full, disk-slow, corrupt; a mode pins the targets: KIND:MODE with one, minority, majority, leaders, controller, all (all only when named); partition:MODE with one, halves, majorities-ring, controller (no mode: chosen at random each time). Sequences, only when named: power:follower-then-leader (a follower's power cut, then a leader killed), power:after-fsync-error (every node's fsyncs fail with EIO for 10 s, then every node's power is cut), power:after-slow-fsync (the same with fsyncs slowed to 300 ms), power:restart-lagging-then-leader (a node's power cut and restarted, then as lagging-then-leader), corrupt:bit-flip (one node killed and one bit of one batch flipped), corrupt:bit-flip-then-leader (then the rest of that partition's ISR killed so the node leads it), partition:lagging-then-leader (a node cut off from all but the controller for 10 s, leaving its ISRs, then the rest of one ISR it replicates killed)")
-	fs.DurationVar(&interval, "nemesis-interval", interval, "time between starting and stopping faults")
-	fs.BoolVar(&t.NemesisCycle, "nemesis-cycle", false, "start the faults in the order --nemesis names them, round after round (default false: each drawn at random)")
+	fs.StringVar(&nemesisList, "nemesis", "none", nemesisHelp)
+	fs.DurationVar(&interval, "nemesis-interval", interval, "mean time between fault events (each gap drawn uniform in [0, 2×interval): Jepsen's stagger), and the fault-free stable period between rounds")
+	fs.BoolVar(&t.NemesisCycle, "nemesis-cycle", false, "take the --nemesis entries in the order the list names them, round after round (default false: each drawn at random; not with --nemesis-overlap)")
+	fs.BoolVar(&t.NemesisOverlap, "nemesis-overlap", false, "let faults of different kinds overlap: each kind of the --nemesis list runs on a timeline of its own in rounds of 4×interval, all healed before each stable period (default: one entry in force at a time)")
 	fs.IntVar(&t.Nodes, "nodes", t.Nodes, "number of nodes n1..nK")
 	fs.StringVar(&t.Topology, "topology", t.Topology, "combined (the first min(3, nodes) nodes are broker+controller, the rest brokers) or split (n1..n3 controllers only, the rest brokers; needs 4+ nodes)")
 	fs.DurationVar(&limit, "time-limit", limit, "how long the workload runs before healing and final reads")
@@ -199,7 +200,7 @@ func parseTest(args []string, stderr io.Writer) (harness.Test, int) {
 	fs.StringVar(&t.BrokerBinary, "broker-binary", t.BrokerBinary, "broker executable (static, for docker)")
 	fs.StringVar(&t.AgentBinary, "agent-binary", t.AgentBinary, "faultline executable used as the in-node agent (docker)")
 	fs.StringVar(&replay, "replay", "", "a stored run (its directory or its test.json): run it again with the same spec, seed and fault schedule, each fault at the same time on the same nodes, from its schedule.json (other flags are ignored; default none)")
-	fs.StringVar(&schedule, "schedule", "", "schedule.json of a stored run: execute these fault events (times, targets) instead of drawing a schedule from the seed; --nemesis must name their kinds (default none)")
+	fs.StringVar(&schedule, "schedule", "", "schedule.json of a stored run: execute these fault events (times, slots, modes, seeds, nodes) instead of drawing a schedule from the seed; --nemesis must be the list the run had, whose slots the events name (default none)")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, `usage: faultline test [flags]
 Starts a cluster, runs the workload under the faults, heals, waits for
@@ -289,6 +290,23 @@ func interruptible() (context.Context, context.CancelFunc) {
 	return ctx, stop
 }
 
+// nemesisHelp documents every kind of the --nemesis grammar
+// (nemesis.ParseSpec).
+const nemesisHelp = `faults, comma-separated; KIND or KIND:MODE (no mode: one chosen at random each time); A+B composes faults of different kinds into one entry, started one after another and in force together (partition:one+kill:leaders: a leader killed while a node is cut off). Kinds:
+  none                  no faults
+  kill:MODE             SIGKILL, restart on the same data when it stops
+  pause:MODE            SIGSTOP, SIGCONT when it stops
+  stop:MODE             controlled shutdown (SIGTERM), restart on the same data when it stops
+  partition:MODE        node-to-node traffic cut (never clients): one, halves, majorities-ring, controller; also lagging-then-leader (a node cut off from all but the controller for 10 s, leaving its ISRs, then the rest of one ISR it replicates killed)
+  packet:MODE           netem on the targets' interface (client traffic too), targets drawn from one, minority, leaders, all: delay (50-250 ms ± a quarter), loss (10-40%), duplicate (10-50%), reorder (25-50% sent ahead of a 20-80 ms delay); on a kernel without sch_netem only loss works (a netfilter rule on the node's input)
+  lagging-failover:MODE a follower of a partition is cut off (cut) or slowed (slow: 85% packet loss) until the metadata shows it out of the ISR, then healed and the partition's leader killed at once; restart when it stops
+  rolling-restart       every node in turn: SIGTERM, start, back in every ISR before the next
+  membership            one node shut down (SIGTERM) until no ISR lists it, brought back on its kept data dir when it stops, and waited for until it is back in every ISR
+  power:MODE            power loss on the fault filesystem (unsynced writes dropped, torn or reordered); also follower-then-leader (a follower's power cut, then a leader killed), after-fsync-error (every node's fsyncs fail with EIO for 10 s, then every node's power is cut), after-slow-fsync (the same with fsyncs slowed to 300 ms), restart-lagging-then-leader (a node's power cut and restarted, then as lagging-then-leader)
+  disk-error:MODE, disk-full:MODE, disk-slow:MODE   EIO, ENOSPC, latency on the fault filesystem
+  corrupt:MODE          kill, damage the stopped node's data, restart when it stops; also bit-flip (one node, one bit of one batch), bit-flip-then-leader (then the rest of that partition's ISR killed so the node leads it)
+Process MODEs: one, minority, majority, leaders, controller, all (all only when named). Clock faults are not offered: a container shares the host's clock.`
+
 func cmdSuite(args []string, stdout, stderr io.Writer) int {
 	base := harness.DefaultTest()
 	fs := flag.NewFlagSet("suite", flag.ContinueOnError)
@@ -297,7 +315,7 @@ func cmdSuite(args []string, stdout, stderr io.Writer) int {
 	only := fs.String("only", "", "comma-separated test names (or name prefixes ending in *) of the suite to run; default all")
 	limit := fs.Duration("time-limit", 90*time.Second, "time limit of each test")
 	interval := time.Duration(base.NemesisInterval)
-	fs.DurationVar(&interval, "nemesis-interval", interval, "time between starting and stopping faults")
+	fs.DurationVar(&interval, "nemesis-interval", interval, "mean time between fault events (staggered in [0, 2×interval)) and the stable period between rounds")
 	fs.IntVar(&base.Nodes, "nodes", base.Nodes, "number of nodes (the single suite always uses 1)")
 	fs.StringVar(&base.Runtime, "runtime", base.Runtime, "docker or process")
 	fs.StringVar(&base.Store, "store", base.Store, "directory runs are written under")
@@ -649,6 +667,8 @@ func cmdAgent(args []string, stdout, stderr io.Writer) int {
 		}
 	case "corrupt":
 		return cmdAgentCorrupt(args[1:], stdout, stderr)
+	case "netem":
+		return cmdAgentNetem(args[1:], stdout, stderr)
 	case "status":
 		addrs, err := agent.Dropped()
 		if err != nil {
@@ -683,7 +703,44 @@ const agentUsage = `usage: faultline agent COMMAND (runs inside a node container
                     print what was done (JSON); --kind keeps to one
                     corruption (torn-tail, bit-flip, index-truncate,
                     index-garbage, checkpoint-delete)
+  netem [delay=D] [jitter=D] [loss=P] [duplicate=P] [reorder=P]
+                    make a netem qdisc the root of eth0 (replacing the one in
+                    force): every packet the node sends is delayed, dropped (P
+                    percent), duplicated or reordered (needs CAP_NET_ADMIN)
+  netem heal        remove the netem qdisc
+  netem status      print eth0's root qdisc kind (netem while a fault holds)
 `
+
+// cmdAgentNetem installs, heals or shows the packet fault on the node's
+// interface.
+func cmdAgentNetem(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprintln(stderr, "faultline agent netem: want KEY=VALUE fields, heal or status")
+		return harness.ExitBadArgs
+	}
+	var err error
+	switch args[0] {
+	case "heal":
+		err = agent.HealNetem(agent.DefaultInterface)
+	case "status":
+		var kind string
+		if kind, err = agent.NetemKind(agent.DefaultInterface); err == nil {
+			fmt.Fprintln(stdout, kind)
+		}
+	default:
+		n, perr := agent.ParseNetem(args)
+		if perr != nil {
+			fmt.Fprintf(stderr, "faultline agent %v\n", perr)
+			return harness.ExitBadArgs
+		}
+		err = agent.ApplyNetem(agent.DefaultInterface, n)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "faultline agent %v\n", err)
+		return harness.ExitInternal
+	}
+	return 0
+}
 
 func cmdAgentRun(args []string, stderr io.Writer) int {
 	fs := flag.NewFlagSet("agent run", flag.ContinueOnError)

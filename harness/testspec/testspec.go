@@ -38,19 +38,25 @@ type Spec struct {
 	// Workload is looked up in the registry the harness runs with.
 	Workload string       `json:"workload"`
 	Nemesis  nemesis.Spec `json:"nemesis"`
-	// NemesisInterval is the time between fault starts and stops.
+	// NemesisInterval is the mean time between fault starts and stops
+	// (each gap is drawn in [0, 2×interval), Jepsen's stagger) and the
+	// stable, fault-free period between rounds.
 	NemesisInterval Duration `json:"nemesis-interval"`
 	// Schedule, when set, is the fault schedule to execute instead of one
 	// drawn from the seed: the events a stored run executed
-	// (schedule.json), replayed on the same targets at the same times
+	// (schedule.json: slots of Nemesis, modes, seeds, nodes), replayed on
+	// the same targets at the same times
 	// (`faultline test --replay`, the shrinker's candidates).
 	Schedule []nemesis.Event `json:"schedule,omitempty"`
 	// NemesisCycle starts the faults in the order Nemesis names them,
 	// round after round, instead of drawing each at random.
-	NemesisCycle bool     `json:"nemesis-cycle,omitempty"`
-	Nodes        int      `json:"nodes"`
-	Topology     string   `json:"topology"`
-	TimeLimit    Duration `json:"time-limit"`
+	NemesisCycle bool `json:"nemesis-cycle,omitempty"`
+	// NemesisOverlap lets faults of different kinds overlap within a
+	// round (nemesis.PlanOptions.Overlap).
+	NemesisOverlap bool     `json:"nemesis-overlap,omitempty"`
+	Nodes          int      `json:"nodes"`
+	Topology       string   `json:"topology"`
+	TimeLimit      Duration `json:"time-limit"`
 	// Rate is the target of invocations per second over all workers (0:
 	// as fast as the workers go).
 	Rate        float64 `json:"rate"`

@@ -16,6 +16,11 @@
 // (PlanCorruption, a pure function of the seed and the dir's listing;
 // ApplyCorruption does it).
 //
+// `faultline agent netem` makes a packet fault (delay, loss, duplication,
+// reordering) the root netem qdisc of the node's eth0 over rtnetlink
+// (Netem; no tc binary); on a kernel without sch_netem, loss alone falls
+// back to a netfilter rule in a table of its own.
+//
 // The agent must never act outside its own namespace, and Heal must always
 // leave the namespace as it found it.
 package agent
