@@ -121,6 +121,9 @@ func Analyze(ctx context.Context, h History, opts Options) Result {
 		Func{CheckerName: "queue", Fn: func(ctx context.Context, h History) CheckerResult {
 			return runQueue(ctx, h, p, opts)
 		}},
+		Func{CheckerName: "cycles", Fn: func(ctx context.Context, h History) CheckerResult {
+			return runCycles(ctx, h, p, opts)
+		}},
 	}
 	if !opts.SkipLinear {
 		checkers = append(checkers, Func{CheckerName: "linearizable", Fn: func(ctx context.Context, h History) CheckerResult {
