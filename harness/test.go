@@ -78,6 +78,12 @@ func (t Test) Validate(reg workloads.Registry) error {
 	if t.ReplicationFactor < 1 || t.ReplicationFactor > t.Nodes {
 		problems = append(problems, fmt.Sprintf("--replication-factor: must be 1..nodes (%d), got %d", t.Nodes, t.ReplicationFactor))
 	}
+	if t.Txn && (t.Acks != workloads.AcksAll || !t.Idempotent) {
+		problems = append(problems, "--txn: transactions need --acks -1 and the idempotent producer")
+	}
+	if t.Txn && t.Subscribe {
+		problems = append(problems, "--txn: transactional operations assign partitions; drop --subscribe")
+	}
 	if t.Runtime != "docker" && t.Runtime != "process" {
 		problems = append(problems, fmt.Sprintf("--runtime: must be docker or process, got %q", t.Runtime))
 	}
@@ -112,6 +118,7 @@ func (t Test) WorkloadOptions(seeds []string) workloads.Options {
 	return workloads.Options{
 		Seeds: seeds, Seed: t.Seed, Acks: t.Acks, Idempotent: t.Idempotent,
 		ReplicationFactor: t.ReplicationFactor, PartitionsPerTopic: t.PartitionsPerTopic, Subscribe: t.Subscribe,
+		Txn: t.Txn,
 	}
 }
 
@@ -121,6 +128,7 @@ func (t Test) checkerOptions() checker.Options {
 	if t.Subscribe {
 		opts.Mode = checker.ModeSubscribe
 	}
+	opts.Txn = t.Txn
 	return opts
 }
 

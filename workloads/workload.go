@@ -45,6 +45,9 @@ type Options struct {
 	// Subscribe makes consumers join a consumer group instead of assigning
 	// partitions.
 	Subscribe bool
+	// Txn makes operations transactions (workloads that have them; the
+	// queue workload's --txn).
+	Txn bool
 }
 
 // Workload is one run's instance of a workload: the generator of the main

@@ -56,6 +56,9 @@ type Spec struct {
 	ReplicationFactor  int            `json:"replication-factor"`
 	PartitionsPerTopic int            `json:"partitions-per-topic"`
 	Subscribe          bool           `json:"subscribe"`
+	// Txn makes the queue workload's operations transactions of up to 4
+	// sends and polls (transactional producers, read_committed consumers).
+	Txn bool `json:"txn,omitempty"`
 	// Runtime is "docker" or "process".
 	Runtime string `json:"runtime"`
 	// Store is the directory runs are written under.
