@@ -125,6 +125,11 @@ func Analyze(ctx context.Context, h History, opts Options) Result {
 			return runCycles(ctx, h, p, opts)
 		}},
 	}
+	if hasF(h, FPut) {
+		checkers = append(checkers, Func{CheckerName: "compaction", Fn: func(ctx context.Context, h History) CheckerResult {
+			return runCompaction(ctx, h, p, opts)
+		}})
+	}
 	if !opts.SkipLinear {
 		checkers = append(checkers, Func{CheckerName: "linearizable", Fn: func(ctx context.Context, h History) CheckerResult {
 			return runLinear(ctx, h, p, opts)
@@ -149,7 +154,7 @@ func Analyze(ctx context.Context, h History, opts Options) Result {
 func checkNotEmpty(h History) CheckerResult {
 	for i := range h {
 		op := &h[i]
-		if op.Process != NemesisProcess && op.Type != Invoke && (op.F == FSend || op.F == FPoll || op.F == FTxn) {
+		if op.Process != NemesisProcess && op.Type != Invoke && (op.F == FSend || op.F == FPoll || op.F == FTxn || op.F == FPut || op.F == FScan) {
 			return CheckerResult{Valid: Valid}
 		}
 	}
@@ -158,6 +163,11 @@ func checkNotEmpty(h History) CheckerResult {
 		Examples: []Example{{Key: -1, Text: fmt.Sprintf(
 			"the history's %d operations hold no completed send or poll: the test exercised nothing, so it cannot pass", len(h))}},
 	}}}
+}
+
+// hasF reports whether any client op of h has function f.
+func hasF(h History, f string) bool {
+	return slices.ContainsFunc(h, func(op Op) bool { return op.IsClient() && op.F == f })
 }
 
 // CheckFile reads history.jsonl at path and analyzes it. A file that cannot

@@ -138,6 +138,7 @@ func parseTest(args []string, stderr io.Writer) (harness.Test, int) {
 	fs.IntVar(&t.ReplicationFactor, "replication-factor", t.ReplicationFactor, "replication factor of the workload's topics (capped at --nodes)")
 	fs.IntVar(&t.PartitionsPerTopic, "partitions-per-topic", t.PartitionsPerTopic, "partitions per topic; key k is partition k mod P of topic t<k div P>")
 	fs.BoolVar(&t.Subscribe, "subscribe", t.Subscribe, "consumers subscribe through consumer groups instead of assigning partitions (default false: assign)")
+	fs.BoolVar(&t.Txn, "txn", t.Txn, "queue workload: every operation is a transaction of up to 4 sends and polls over several partitions (transactional producers, read_committed consumers, offsets committed in the transaction, one in ten aborted on purpose); needs --acks -1, the idempotent producer and assign (default false)")
 	fs.DurationVar(&recovery, "recovery-timeout", recovery, "how long to wait for the cluster to recover after healing")
 	fs.DurationVar(&final, "final-timeout", final, "bound on the final reads (every key read from the beginning up to the highest offset known for it)")
 	fs.StringVar(&t.BrokerBinary, "broker-binary", t.BrokerBinary, "broker executable (static, for docker)")
