@@ -2,6 +2,8 @@ package harness
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"io"
 	"path/filepath"
 	"testing"
@@ -92,4 +94,55 @@ func anomalyCounts(res checker.Result) map[string]int {
 		out[n] = a.Count
 	}
 	return out
+}
+
+// TestCompactOnKfakeIsValid runs the compaction workload in process
+// against kfake, which keeps the whole log (it does not compact): the
+// latest value of every key is still last, and the history checks valid.
+func TestCompactOnKfakeIsValid(t *testing.T) {
+	h := runOnKfake(t, "compact", workloads.Options{Seed: 5, Idempotent: true, Acks: workloads.AcksAll}, 2*time.Second, 4)
+	puts, scans := 0, 0
+	for _, op := range h {
+		switch {
+		case op.F == checker.FPut && op.Type == checker.OK:
+			puts++
+		case op.F == checker.FScan && op.Type == checker.OK:
+			scans++
+		}
+	}
+	require.Positive(t, puts)
+	require.Equal(t, 1, scans)
+	res := checker.Analyze(context.Background(), h, checker.Options{})
+	require.Equal(t, checker.Valid, res.Valid, "bad anomalies %v; checkers %+v", res.BadAnomalies(), res.Checkers)
+	t.Logf("puts ok %d; anomalies: %v", puts, anomalyCounts(res))
+
+	// Planted: the cleaner "dropped" the latest record of one key whose
+	// latest put was a value, so the scan shows an older one last.
+	for i := range h {
+		if h[i].F != checker.FScan || h[i].Type != checker.OK {
+			continue
+		}
+		scan, err := checker.ParseScan(h[i].Raw)
+		require.NoError(t, err)
+		planted := false
+		out := map[string][][2]any{}
+		for k, es := range scan {
+			if !planted && len(es) > 1 && es[len(es)-1].Value != nil && es[len(es)-2].Value != nil {
+				es, planted = es[:len(es)-1], true
+			}
+			for _, e := range es {
+				var v any
+				if e.Value != nil {
+					v = *e.Value
+				}
+				out[fmt.Sprint(k)] = append(out[fmt.Sprint(k)], [2]any{e.Offset, v})
+			}
+		}
+		require.True(t, planted)
+		h[i].Raw, err = json.Marshal(out)
+		require.NoError(t, err)
+	}
+	res = checker.Analyze(context.Background(), h, checker.Options{})
+	require.Equal(t, checker.Invalid, res.Valid)
+	require.Equal(t, []string{checker.AnomalyLostLatestValue}, res.BadAnomalies())
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/faultline/faultline/nemesis/faultfs"
 	"github.com/faultline/faultline/reports"
 	"github.com/faultline/faultline/workloads"
+	"github.com/faultline/faultline/workloads/compact"
 	"github.com/faultline/faultline/workloads/queue"
 )
 
@@ -85,7 +86,7 @@ func (k kvFlags) Set(s string) error {
 }
 
 // workloadRegistry lists the workloads --workload names.
-var workloadRegistry = workloads.Registry{"queue": queue.New}
+var workloadRegistry = workloads.Registry{"queue": queue.New, "compact": compact.New}
 
 func cmdTest(args []string, stdout, stderr io.Writer) int {
 	t, code := parseTest(args, stderr)
@@ -121,7 +122,7 @@ func parseTest(args []string, stderr io.Writer) (harness.Test, int) {
 	final := time.Duration(t.FinalTimeout)
 	brokerConfig := kvFlags{}
 	fs.StringVar(&t.Name, "name", "", "test name, the store directory under --store (default: workload-nemesis-Nn)")
-	fs.StringVar(&t.Workload, "workload", t.Workload, "workload: queue (Jepsen's Kafka workload)")
+	fs.StringVar(&t.Workload, "workload", t.Workload, "workload: queue (Jepsen's Kafka workload; --txn for transactions) or compact (keyed upserts and deletes to a cleanup.policy=compact topic, checked against the latest acknowledged value per key)")
 	fs.StringVar(&nemesisList, "nemesis", "none", "faults, comma-separated: none, kill, pause, partition; a mode pins the targets: kill:MODE and pause:MODE with one, minority, majority, leaders, controller, all (all only when named); partition:MODE with one, halves, majorities-ring, controller (no mode: chosen at random each time)")
 	fs.DurationVar(&interval, "nemesis-interval", interval, "time between starting and stopping faults")
 	fs.IntVar(&t.Nodes, "nodes", t.Nodes, "number of nodes n1..nK")
