@@ -3,7 +3,9 @@ package checker
 import (
 	"context"
 	"fmt"
+	"os"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -174,12 +176,37 @@ func hasF(h History, f string) bool {
 // be read or decoded is an error (the CLI exits 254/255); a history that
 // decodes but breaks the discipline is analysed, with its violations in
 // Result.Warnings. The analysis is bounded by opts' timeouts.
+//
+// A path ending in .edn is read as Jepsen's EDN notation (ReadEDNHistory);
+// the integers its keywords became are in Result.Notes.
 func CheckFile(path string, opts Options) (Result, error) {
-	h, err := ReadHistory(path)
+	h, notes, err := ReadAnyHistory(path)
 	if err != nil {
 		return Result{Valid: Unknown}, err
 	}
-	return Analyze(context.Background(), h, opts), nil
+	res := Analyze(context.Background(), h, opts)
+	res.Notes = notes
+	return res, nil
+}
+
+// ReadAnyHistory reads history.jsonl, or Jepsen's EDN notation when path
+// ends in .edn (ReadEDNHistory, whose notes say which integers keywords
+// became).
+func ReadAnyHistory(path string) (History, []string, error) {
+	if !strings.HasSuffix(path, ".edn") {
+		h, err := ReadHistory(path)
+		return h, nil, err
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, nil, fmt.Errorf("read history: %w", err)
+	}
+	defer f.Close()
+	h, notes, err := ReadEDNHistory(f)
+	if err != nil {
+		return nil, nil, fmt.Errorf("read history %s: %w", path, err)
+	}
+	return h, notes, nil
 }
 
 // QueueChecker returns Jepsen's Kafka analyses as a Checker named "queue".

@@ -113,5 +113,16 @@
 // the statistics); the report uses them to say which node led a partition
 // when a write was acknowledged and when a new leader took over.
 //
+// # Jepsen's notation
+//
+// ReadEDNHistory reads Jepsen's EDN: history.edn (one op map per line,
+// tagged #jepsen.history.Op or not) or a vector of op maps, as Jepsen's
+// checker tests write them ({:process 0 :type :ok :f :txn :value
+// [[:send :x [0 :a]] [:poll {:y [[0 :b]]}]]}). Keywords used as keys or
+// values become integers, in order of first appearance and above any
+// integer of the same kind in the history; the mapping comes back as notes
+// (Result.Notes). A missing :index or :time is the op's position.
+// ReadAnyHistory picks the reader by the file's suffix (.edn or not).
+//
 // CheckFile(path, Options) is what `faultline check` calls.
 package checker

@@ -291,7 +291,7 @@ func cmdCheck(args []string, stdout, stderr io.Writer) int {
 	linearTimeout := fs.Duration("linear-timeout", 10*time.Second, "porcupine's bound per partition; past it the partition is unknown")
 	jsonOut := fs.Bool("json", false, "print results.json instead of the summary")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: faultline check [flags] HISTORY.jsonl\nRe-checks a stored history and prints the verdict; exit 0 valid, 1 invalid, 2 unknown.")
+		fmt.Fprintln(stderr, "usage: faultline check [flags] HISTORY.jsonl|HISTORY.edn\nRe-checks a stored history and prints the verdict; exit 0 valid, 1 invalid, 2 unknown.\nA .edn file is read in Jepsen's notation (history.edn, or ops as Jepsen's checker tests write them:\n{:process 0 :type :invoke :f :txn :value [[:send :x :a] [:poll]]}); keywords used as keys or values\nbecome integers, each mapping printed as a note (\"notes\" in --json).")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -308,12 +308,18 @@ func cmdCheck(args []string, stdout, stderr io.Writer) int {
 	if *subscribe {
 		opts.Mode = checker.ModeSubscribe
 	}
-	h, err := checker.ReadHistory(fs.Arg(0))
+	h, notes, err := checker.ReadAnyHistory(fs.Arg(0))
 	if err != nil && h == nil {
 		fmt.Fprintf(stderr, "faultline check: %v\n", err)
 		return harness.ExitBadArgs
 	}
 	res := checker.Analyze(context.Background(), h, opts)
+	res.Notes = notes
+	if !*jsonOut {
+		for _, n := range notes {
+			fmt.Fprintf(stdout, "note: %s\n", n)
+		}
+	}
 	if *jsonOut {
 		b, _ := json.MarshalIndent(res, "", "  ")
 		fmt.Fprintln(stdout, string(b))
