@@ -160,7 +160,7 @@ func TestEveryCommandHasHelp(t *testing.T) {
 func TestUnknownWorkloadListsTheRegistered(t *testing.T) {
 	var out, errOut bytes.Buffer
 	assert.Equal(t, 254, run([]string{"test", "--workload", "bank", "--runtime", "process"}, &out, &errOut))
-	assert.Contains(t, errOut.String(), `--workload: unknown workload "bank" (known: queue)`)
+	assert.Contains(t, errOut.String(), `--workload: unknown workload "bank" (known: compact, queue)`)
 }
 
 // TestBadNemesisNamesTheBadPart: one error, naming the entry of --nemesis
@@ -169,4 +169,18 @@ func TestBadNemesisNamesTheBadPart(t *testing.T) {
 	var out, errOut bytes.Buffer
 	assert.Equal(t, 254, run([]string{"test", "--nemesis", "kill,pause:halves", "--runtime", "process"}, &out, &errOut))
 	assert.Equal(t, "faultline test: --nemesis: pause: unknown mode \"halves\" (known: one, minority, majority, leaders, controller, all)\n", errOut.String())
+}
+
+// TestTxnFlag: --txn is stored in the test and refused with acks other
+// than all, without idempotence, or with subscribe.
+func TestTxnFlag(t *testing.T) {
+	var errOut bytes.Buffer
+	tt, code := parseTest([]string{"--txn", "--nodes", "3", "--runtime", "process"}, &errOut)
+	require.Equal(t, -1, code, errOut.String())
+	assert.True(t, tt.Txn)
+	for _, args := range [][]string{{"--acks", "1"}, {"--idempotent=false"}, {"--subscribe"}} {
+		var out, errOut bytes.Buffer
+		assert.Equal(t, 254, run(append([]string{"test", "--txn", "--runtime", "process"}, args...), &out, &errOut), "%v", args)
+		assert.Contains(t, errOut.String(), "--txn:", "%v", args)
+	}
 }
