@@ -20,7 +20,7 @@
 //
 // # Checking
 //
-// Analyze(ctx, h, Options) runs four checkers through Compose, which runs
+// Analyze(ctx, h, Options) runs these checkers through Compose, which runs
 // them concurrently and turns a panic or timeout into unknown:
 //
 //   - "history": a history with no completed send or poll tested nothing
@@ -48,6 +48,11 @@
 //     component). Each cycle is an Example whose Steps spell every edge
 //     out: which op sent or polled which value of which key at which
 //     offset, or which process and times order the two ops.
+//   - "compaction" (only when the history has put ops, the compact
+//     workload's): the last ok scan of the compacted topic must show, last
+//     for each key, its latest acknowledged put, or a later put whose
+//     outcome is unknown (lost-latest-value, resurrected-delete); a
+//     deleted key may be absent or keep its tombstone.
 //   - "linearizable": porcupine on each key, with the log model described
 //     in linear.go; a partition that times out or exceeds
 //     Options.LinearOpsMax is unknown, a failing one yields
