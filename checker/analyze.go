@@ -3,7 +3,9 @@ package checker
 import (
 	"context"
 	"fmt"
+	"os"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -127,6 +129,14 @@ func Analyze(ctx context.Context, h History, opts Options) Result {
 		Func{CheckerName: "queue", Fn: func(ctx context.Context, h History) CheckerResult {
 			return runQueue(ctx, h, p, opts)
 		}},
+		Func{CheckerName: "cycles", Fn: func(ctx context.Context, h History) CheckerResult {
+			return runCycles(ctx, h, p, opts)
+		}},
+	}
+	if hasF(h, FPut) {
+		checkers = append(checkers, Func{CheckerName: "compaction", Fn: func(ctx context.Context, h History) CheckerResult {
+			return runCompaction(ctx, h, p, opts)
+		}})
 	}
 	if len(opts.FailOnClientErrors) > 0 {
 		checkers = append(checkers, Func{CheckerName: "client-errors", Fn: func(context.Context, History) CheckerResult {
@@ -159,7 +169,7 @@ func Analyze(ctx context.Context, h History, opts Options) Result {
 func checkNotEmpty(h History) CheckerResult {
 	for i := range h {
 		op := &h[i]
-		if op.Process != NemesisProcess && op.Type != Invoke && (op.F == FSend || op.F == FPoll || op.F == FTxn) {
+		if op.Process != NemesisProcess && op.Type != Invoke && (op.F == FSend || op.F == FPoll || op.F == FTxn || op.F == FPut || op.F == FScan) {
 			return CheckerResult{Valid: Valid}
 		}
 	}
@@ -170,16 +180,46 @@ func checkNotEmpty(h History) CheckerResult {
 	}}}
 }
 
+// hasF reports whether any client op of h has function f.
+func hasF(h History, f string) bool {
+	return slices.ContainsFunc(h, func(op Op) bool { return op.IsClient() && op.F == f })
+}
+
 // CheckFile reads history.jsonl at path and analyzes it. A file that cannot
 // be read or decoded is an error (the CLI exits 254/255); a history that
 // decodes but breaks the discipline is analysed, with its violations in
 // Result.Warnings. The analysis is bounded by opts' timeouts.
+//
+// A path ending in .edn is read as Jepsen's EDN notation (ReadEDNHistory);
+// the integers its keywords became are in Result.Notes.
 func CheckFile(path string, opts Options) (Result, error) {
-	h, err := ReadHistory(path)
+	h, notes, err := ReadAnyHistory(path)
 	if err != nil {
 		return Result{Valid: Unknown}, err
 	}
-	return Analyze(context.Background(), h, opts), nil
+	res := Analyze(context.Background(), h, opts)
+	res.Notes = notes
+	return res, nil
+}
+
+// ReadAnyHistory reads history.jsonl, or Jepsen's EDN notation when path
+// ends in .edn (ReadEDNHistory, whose notes say which integers keywords
+// became).
+func ReadAnyHistory(path string) (History, []string, error) {
+	if !strings.HasSuffix(path, ".edn") {
+		h, err := ReadHistory(path)
+		return h, nil, err
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, nil, fmt.Errorf("read history: %w", err)
+	}
+	defer f.Close()
+	h, notes, err := ReadEDNHistory(f)
+	if err != nil {
+		return nil, nil, fmt.Errorf("read history %s: %w", path, err)
+	}
+	return h, notes, nil
 }
 
 // QueueChecker returns Jepsen's Kafka analyses as a Checker named "queue".

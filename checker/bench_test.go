@@ -110,3 +110,22 @@ func BenchmarkLinearPartition(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkCycles is the cycle search alone (graph, Tarjan, BFS) on a
+// synthetic valid history; ops/s = history lines per second.
+func BenchmarkCycles(b *testing.B) {
+	for _, n := range []int{100_000, 1_000_000} {
+		h := synthHistory(n)
+		b.Run(fmt.Sprintf("ops=%d", n), func(b *testing.B) {
+			c := checker.CycleChecker(checker.Options{})
+			start := cpuTime()
+			for b.Loop() {
+				if r := c.Check(context.Background(), h); r.Valid != checker.Valid {
+					b.Fatalf("synthetic history: %v %v", r.Valid, r.Error)
+				}
+			}
+			reportCPU(b, start)
+			b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "ops/s")
+		})
+	}
+}

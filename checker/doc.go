@@ -20,7 +20,7 @@
 //
 // # Checking
 //
-// Analyze(ctx, h, Options) runs three checkers through Compose, which runs
+// Analyze(ctx, h, Options) runs these checkers through Compose, which runs
 // them concurrently and turns a panic or timeout into unknown:
 //
 //   - "history": a history with no completed send or poll tested nothing
@@ -34,6 +34,25 @@
 //     every poll and from every send with a known offset that must have
 //     committed (ok, or info with a value some ok poll read), in linear
 //     passes with memory proportional to the values.
+//   - "cycles": Elle's cycle search, as kafka.clj runs it. Every send,
+//     poll and txn completion is a transaction in a dependency graph with
+//     ww edges (the writers of consecutive values of a key's version
+//     order), wr edges (the writer of a value to every op that polled it),
+//     process edges (consecutive ok ops of one process) and realtime edges
+//     (an ok op to each op invoked after it completed, transitively
+//     reduced). For each of G0 (ww), G1c (ww and wr, at least one wr),
+//     G0-process, G1c-process, G0-realtime and G1c-realtime (which must
+//     also use a process or realtime edge), Tarjan's algorithm finds the
+//     components of the graph restricted to those edges, and a
+//     breadth-first search finds a short cycle in each (bounded work per
+//     component). Each cycle is an Example whose Steps spell every edge
+//     out: which op sent or polled which value of which key at which
+//     offset, or which process and times order the two ops.
+//   - "compaction" (only when the history has put ops, the compact
+//     workload's): the last ok scan of the compacted topic must show, last
+//     for each key, its latest acknowledged put, or a later put whose
+//     outcome is unknown (lost-latest-value, resurrected-delete); a
+//     deleted key may be absent or keep its tombstone.
 //   - "linearizable": porcupine on each key, with the log model described
 //     in linear.go; a partition that times out or exceeds
 //     Options.LinearOpsMax is unknown, a failing one yields
@@ -47,8 +66,15 @@
 // used, in Result.SubVia) neither do poll-skip and nonmonotonic-poll; they
 // are still reported, with AnomalyReport.Allowed set. Every other anomaly found, unseen included,
 // makes the result invalid: an acknowledged value no poll returned by the
-// end of the final reads is loss as far as the test can tell. Jepsen's
-// elle-based G0/G1c cycle search is not implemented.
+// end of the final reads is loss as far as the test can tell, with one
+// refinement for the G1c family. Jepsen allows G1c whenever it infers ww
+// edges (its ww-deps), because without write isolation a cycle such as
+// T1 <ww T2 <wr T1 is normal; faultline always infers them and judges each
+// cycle instead: it first looks for a cycle that needs no ww edge, and such
+// a cycle is an anomaly under read_committed (a wr, process or realtime
+// edge T1 → T2 means T1 committed before T2 did), while one found only
+// through a ww edge is reported as allowed. G1c is allowed only when every
+// cycle reported under it runs through a ww edge.
 //
 // Where this checker departs from kafka.clj, on purpose: a value found at
 // several offsets is placed at its first one in the version order (Jepsen
@@ -106,6 +132,17 @@
 // "client-errors" checker, which makes the result invalid
 // (AnomalyClientError) when a named code occurs. Result.FirstAnomalyNs is
 // the time of the earliest operation an invalidating anomaly names.
+//
+// # Jepsen's notation
+//
+// ReadEDNHistory reads Jepsen's EDN: history.edn (one op map per line,
+// tagged #jepsen.history.Op or not) or a vector of op maps, as Jepsen's
+// checker tests write them ({:process 0 :type :ok :f :txn :value
+// [[:send :x [0 :a]] [:poll {:y [[0 :b]]}]]}). Keywords used as keys or
+// values become integers, in order of first appearance and above any
+// integer of the same kind in the history; the mapping comes back as notes
+// (Result.Notes). A missing :index or :time is the op's position.
+// ReadAnyHistory picks the reader by the file's suffix (.edn or not).
 //
 // CheckFile(path, Options) is what `faultline check` calls.
 package checker

@@ -30,7 +30,11 @@ type Example struct {
 	Ops          []int64 `json:"ops,omitempty"`
 	// Result is porcupine's verdict for a partition (nonlinearizable).
 	Result string `json:"result,omitempty"`
-	Text   string `json:"text"`
+	// Steps spells out a dependency cycle (G0, G1c and their process and
+	// realtime variants) edge by edge; Ops lists the cycle's operations in
+	// order, the last step leading back to the first.
+	Steps []CycleStep `json:"steps,omitempty"`
+	Text  string      `json:"text"`
 }
 
 func ptr[T any](v T) *T { return &v }

@@ -31,12 +31,12 @@ const (
 )
 
 // AllowedAnomalies returns the anomalies a test tolerates, after Jepsen's
-// allowed-error-types: int-send-skip and G0 always (Kafka transactions do
-// not isolate writes); with subscribe also poll-skip and nonmonotonic-poll,
+// allowed-error-types: int-send-skip and G0 (with its process and realtime
+// variants) always (Kafka transactions do not isolate writes); with subscribe also poll-skip and nonmonotonic-poll,
 // because a rebalance may move a partition between consumers. Everything
 // else, unseen included, makes the result invalid.
 func AllowedAnomalies(subscribe bool) map[string]bool {
-	allowed := map[string]bool{AnomalyIntSendSkip: true, AnomalyG0: true}
+	allowed := map[string]bool{AnomalyIntSendSkip: true, AnomalyG0: true, AnomalyG0Process: true, AnomalyG0Realtime: true}
 	if subscribe {
 		allowed[AnomalyPollSkip] = true
 		allowed[AnomalyNonmonotonicPoll] = true
@@ -285,11 +285,11 @@ func (q *queue) report(name string, ex Example) {
 
 func (q *queue) index(pos int32) int64 { return q.h[pos].Index }
 
-// runQueue performs Jepsen's Kafka analyses. Every pass is linear in the
-// history (plus sorting each key's offsets), and memory is O(values).
-func runQueue(ctx context.Context, h History, p *pairing, opts Options) CheckerResult {
+// buildQueue reads the history into per-key version orders: writers of
+// each value, what ok polls read, every poll's pairs and every send with a
+// known offset that must have committed. It reports false when ctx ended.
+func buildQueue(ctx context.Context, h History, p *pairing, opts Options) (*queue, []int, bool) {
 	q := &queue{h: h, p: p, opts: opts, keys: map[int]*keyData{}, found: map[string]*AnomalyReport{}, scratch: map[int]int{}}
-	res := CheckerResult{Name: "queue", Valid: Valid}
 
 	// Pass 1: writers of each value, what ok polls read, and every poll's
 	// pairs into the version order (Jepsen uses polls of every type).
@@ -324,7 +324,7 @@ func runQueue(ctx context.Context, h History, p *pairing, opts Options) CheckerR
 		}
 	}
 	if ctx.Err() != nil {
-		return unknown(res, ctx)
+		return nil, nil, false
 	}
 	// Pass 2: sends with a known offset join the version order when they
 	// must have committed.
@@ -345,7 +345,15 @@ func runQueue(ctx context.Context, h History, p *pairing, opts Options) CheckerR
 	for _, k := range keys {
 		q.keys[k].build()
 	}
-	if ctx.Err() != nil {
+	return q, keys, ctx.Err() == nil
+}
+
+// runQueue performs Jepsen's Kafka analyses. Every pass is linear in the
+// history (plus sorting each key's offsets), and memory is O(values).
+func runQueue(ctx context.Context, h History, p *pairing, opts Options) CheckerResult {
+	res := CheckerResult{Name: "queue", Valid: Valid}
+	q, keys, ok := buildQueue(ctx, h, p, opts)
+	if !ok {
 		return unknown(res, ctx)
 	}
 

@@ -60,6 +60,9 @@ type Result struct {
 	// invoke, ...). Such a history is analysed all the same, as Jepsen does;
 	// the warnings say what the analysis had to assume.
 	Warnings []string `json:"warnings,omitempty"`
+	// Notes say how the history was read when that needed saying (the
+	// integers an EDN history's keywords became).
+	Notes []string `json:"notes,omitempty"`
 	// Mode is the consumer mode the anomalies were judged in: "subscribe"
 	// when SubVia (Jepsen's sub-via: the methods consumers used, "assign"
 	// and/or "subscribe") holds subscribe, else "assign"; Txn tells whether

@@ -95,6 +95,8 @@ func TestTestdataAnomalyPerFile(t *testing.T) {
 		AnomalyIntNonmonotonicPoll: "int-nonmonotonic-poll", AnomalyNonmonotonicSend: "nonmonotonic-send",
 		AnomalyIntNonmonotonicSend: "int-nonmonotonic-send", AnomalyIntSendSkip: "valid-int-send-skip",
 		AnomalyG1a: "g1a", AnomalyPrecommittedRead: "precommitted-read", AnomalyNonlinearizable: "nonlinearizable",
+		AnomalyG0: "valid-g0", AnomalyG1c: "g1c", AnomalyG1cProcess: "g1c-process", AnomalyG1cRealtime: "g1c-realtime",
+		AnomalyLostLatestValue: "lost-latest-value", AnomalyResurrectedDelete: "resurrected-delete",
 	}
 	for anomaly, file := range files {
 		res, err := CheckFile(filepath.Join("testdata", file+".jsonl"), Options{})

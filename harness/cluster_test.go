@@ -97,7 +97,7 @@ func TestValidateWantsExplicitAcksAndAKnownWorkload(t *testing.T) {
 	tt.Acks = workloads.Acks{}
 	assert.ErrorContains(t, tt.Validate(testWorkloads), "--acks: must be -1 (all), 0 or 1, got none")
 	tt.Acks, tt.Workload = workloads.AcksNone, "bank"
-	assert.ErrorContains(t, tt.Validate(testWorkloads), `--workload: unknown workload "bank" (known: queue)`)
+	assert.ErrorContains(t, tt.Validate(testWorkloads), `--workload: unknown workload "bank" (known: compact, queue)`)
 	tt.Workload = "queue"
 	assert.NoError(t, tt.Validate(testWorkloads))
 }

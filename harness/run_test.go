@@ -17,12 +17,13 @@ import (
 	"github.com/faultline/faultline/checker"
 	"github.com/faultline/faultline/nemesis"
 	"github.com/faultline/faultline/workloads"
+	"github.com/faultline/faultline/workloads/compact"
 	"github.com/faultline/faultline/workloads/queue"
 )
 
 // testWorkloads is the registry of the harness's tests, the one
 // cmd/faultline fills.
-var testWorkloads = workloads.Registry{"queue": queue.New}
+var testWorkloads = workloads.Registry{"queue": queue.New, "compact": compact.New}
 
 // parseNemesis parses a --nemesis list of a test.
 func parseNemesis(t *testing.T, list string) nemesis.Spec {

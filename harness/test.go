@@ -90,6 +90,12 @@ func (t Test) Validate(reg workloads.Registry) error {
 	if t.ReplicationFactor < 1 || t.ReplicationFactor > t.Nodes {
 		problems = append(problems, fmt.Sprintf("--replication-factor: must be 1..nodes (%d), got %d", t.Nodes, t.ReplicationFactor))
 	}
+	if t.Txn && (t.Acks != workloads.AcksAll || !t.Idempotent) {
+		problems = append(problems, "--txn: transactions need --acks -1 and the idempotent producer")
+	}
+	if t.Txn && t.Subscribe {
+		problems = append(problems, "--txn: transactional operations assign partitions; drop --subscribe")
+	}
 	if t.Runtime != "docker" && t.Runtime != "process" {
 		problems = append(problems, fmt.Sprintf("--runtime: must be docker or process, got %q", t.Runtime))
 	}
@@ -152,6 +158,7 @@ func (t Test) WorkloadOptions(seeds []string) workloads.Options {
 		Seeds: seeds, Seed: t.Seed, Acks: t.Acks, Idempotent: t.Idempotent,
 		ReplicationFactor: t.ReplicationFactor, PartitionsPerTopic: t.PartitionsPerTopic, Subscribe: t.Subscribe && !t.MixedConsumers,
 		MixedConsumers: t.MixedConsumers,
+		Txn:            t.Txn,
 	}
 }
 
@@ -161,6 +168,7 @@ func (t Test) checkerOptions() checker.Options {
 	if t.Subscribe && !t.MixedConsumers {
 		opts.Mode = checker.ModeSubscribe
 	}
+	opts.Txn = t.Txn
 	return opts
 }
 

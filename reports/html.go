@@ -82,10 +82,38 @@ type anomalySection struct {
 	Count                              int
 	Allowed                            bool
 	Texts                              []string
-	Examples                           []string
-	ExamplesTotal                      int
-	Ops                                []opRow
-	OpsOmitted                         int
+	// Cycles spells out dependency cycles (G0, G1c and variants), one
+	// list of steps each.
+	Cycles        []cycleList
+	Examples      []string
+	ExamplesTotal int
+	Ops           []opRow
+	OpsOmitted    int
+}
+
+// cycleList is one dependency cycle: its operations, then one line per
+// edge saying why it holds.
+type cycleList struct {
+	Head  string
+	Steps []string
+}
+
+// cycleOf renders an example's cycle, or reports false for an example
+// without one.
+func cycleOf(ex checker.Example) (cycleList, bool) {
+	if len(ex.Steps) == 0 {
+		return cycleList{}, false
+	}
+	var ops []string
+	for _, st := range ex.Steps {
+		ops = append(ops, fmt.Sprintf("op %d", st.From))
+	}
+	ops = append(ops, fmt.Sprintf("op %d", ex.Steps[0].From))
+	c := cycleList{Head: strings.Join(ops, " → ")}
+	for _, st := range ex.Steps {
+		c.Steps = append(c.Steps, fmt.Sprintf("%s: %s", st.Type, st.Text))
+	}
+	return c, true
 }
 
 type opRow struct {
@@ -377,7 +405,9 @@ func anomalySectionOf(in Input, a *analysis, name string, rep checker.AnomalyRep
 		focus.offsets = append(focus.offsets, ex.OffsetsNamed()...)
 		if i < examplesPerAnomalyMax {
 			s.Examples = append(s.Examples, exampleJSON(ex, exampleBytesMax))
-			if text := exampleText(a, ex); text != "" {
+			if c, ok := cycleOf(ex); ok {
+				s.Cycles = append(s.Cycles, c)
+			} else if text := exampleText(a, ex); text != "" {
 				s.Texts = append(s.Texts, text)
 			}
 		}

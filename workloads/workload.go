@@ -48,6 +48,9 @@ type Options struct {
 	// MixedConsumers makes the consumers of odd-numbered workers subscribe
 	// and the others assign, in one run.
 	MixedConsumers bool
+	// Txn makes operations transactions (workloads that have them; the
+	// queue workload's --txn).
+	Txn bool
 }
 
 // Workload is one run's instance of a workload: the generator of the main

@@ -24,6 +24,7 @@ import (
 	"github.com/faultline/faultline/nemesis/faultfs"
 	"github.com/faultline/faultline/reports"
 	"github.com/faultline/faultline/workloads"
+	"github.com/faultline/faultline/workloads/compact"
 	"github.com/faultline/faultline/workloads/queue"
 )
 
@@ -137,7 +138,7 @@ func (c *clientFlags) apply(t *harness.Test) error {
 }
 
 // workloadRegistry lists the workloads --workload names.
-var workloadRegistry = workloads.Registry{"queue": queue.New}
+var workloadRegistry = workloads.Registry{"queue": queue.New, "compact": compact.New}
 
 func cmdTest(args []string, stdout, stderr io.Writer) int {
 	t, code := parseTest(args, stderr)
@@ -175,7 +176,7 @@ func parseTest(args []string, stderr io.Writer) (harness.Test, int) {
 	var clients clientFlags
 	clients.register(fs)
 	fs.StringVar(&t.Name, "name", "", "test name, the store directory under --store (default: workload-nemesis-Nn)")
-	fs.StringVar(&t.Workload, "workload", t.Workload, "workload: queue (Jepsen's Kafka workload)")
+	fs.StringVar(&t.Workload, "workload", t.Workload, "workload: queue (Jepsen's Kafka workload; --txn for transactions) or compact (keyed upserts and deletes to a cleanup.policy=compact topic, checked against the latest acknowledged value per key)")
 	fs.StringVar(&nemesisList, "nemesis", "none", nemesisHelp)
 	fs.DurationVar(&interval, "nemesis-interval", interval, "mean time between fault events (each gap drawn uniform in [0, 2×interval): Jepsen's stagger), and the fault-free stable period between rounds")
 	fs.BoolVar(&t.NemesisCycle, "nemesis-cycle", false, "take the --nemesis entries in the order the list names them, round after round (default false: each drawn at random; not with --nemesis-overlap)")
@@ -194,6 +195,7 @@ func parseTest(args []string, stderr io.Writer) (harness.Test, int) {
 	fs.IntVar(&t.ReplicationFactor, "replication-factor", t.ReplicationFactor, "replication factor of the workload's topics (capped at --nodes)")
 	fs.IntVar(&t.PartitionsPerTopic, "partitions-per-topic", t.PartitionsPerTopic, "partitions per topic; key k is partition k mod P of topic t<k div P>")
 	fs.BoolVar(&t.Subscribe, "subscribe", t.Subscribe, "consumers subscribe through consumer groups instead of assigning partitions (default false: assign)")
+	fs.BoolVar(&t.Txn, "txn", t.Txn, "queue workload: every operation is a transaction of up to 4 sends and polls over several partitions (transactional producers, read_committed consumers, offsets committed in the transaction, one in ten aborted on purpose); needs --acks -1, the idempotent producer and assign (default false)")
 	fs.DurationVar(&recovery, "recovery-timeout", recovery, "how long to wait for the cluster to recover after healing")
 	fs.DurationVar(&final, "final-timeout", final, "bound on the final reads (every key read from the beginning up to the highest offset known for it)")
 	fs.StringVar(&t.DB, "db", "", "the broker under test: a built-in profile ("+strings.Join(profile.Builtin(), ", ")+") or a profile file (YAML; see `faultline profiles`); default faultline, the reference broker")
@@ -513,7 +515,7 @@ func cmdCheck(args []string, stdout, stderr io.Writer) int {
 	linearTimeout := fs.Duration("linear-timeout", 10*time.Second, "porcupine's bound per partition; past it the partition is unknown")
 	jsonOut := fs.Bool("json", false, "print results.json instead of the summary")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: faultline check [flags] HISTORY.jsonl\nRe-checks a stored history and prints the verdict; exit 0 valid, 1 invalid, 2 unknown.")
+		fmt.Fprintln(stderr, "usage: faultline check [flags] HISTORY.jsonl|HISTORY.edn\nRe-checks a stored history and prints the verdict; exit 0 valid, 1 invalid, 2 unknown.\nA .edn file is read in Jepsen's notation (history.edn, or ops as Jepsen's checker tests write them:\n{:process 0 :type :invoke :f :txn :value [[:send :x :a] [:poll]]}); keywords used as keys or values\nbecome integers, each mapping printed as a note (\"notes\" in --json).")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -530,12 +532,18 @@ func cmdCheck(args []string, stdout, stderr io.Writer) int {
 	if *subscribe {
 		opts.Mode = checker.ModeSubscribe
 	}
-	h, err := checker.ReadHistory(fs.Arg(0))
+	h, notes, err := checker.ReadAnyHistory(fs.Arg(0))
 	if err != nil && h == nil {
 		fmt.Fprintf(stderr, "faultline check: %v\n", err)
 		return harness.ExitBadArgs
 	}
 	res := checker.Analyze(context.Background(), h, opts)
+	res.Notes = notes
+	if !*jsonOut {
+		for _, n := range notes {
+			fmt.Fprintf(stdout, "note: %s\n", n)
+		}
+	}
 	if *jsonOut {
 		b, _ := json.MarshalIndent(res, "", "  ")
 		fmt.Fprintln(stdout, string(b))

@@ -78,7 +78,7 @@ func TestTestHelpGivesEveryDefault(t *testing.T) {
 		name, _, _ := strings.Cut(entry, " ")
 		assert.Contains(t, entry, "default", "flag --%s does not state its default", strings.TrimSpace(name))
 	}
-	assert.Equal(t, 30, flags, "every flag is listed")
+	assert.Equal(t, 31, flags, "every flag is listed")
 }
 
 // producedAcks builds t's workload against a fake cluster, sends one
@@ -160,7 +160,7 @@ func TestEveryCommandHasHelp(t *testing.T) {
 func TestUnknownWorkloadListsTheRegistered(t *testing.T) {
 	var out, errOut bytes.Buffer
 	assert.Equal(t, 254, run([]string{"test", "--workload", "bank", "--runtime", "process"}, &out, &errOut))
-	assert.Contains(t, errOut.String(), `--workload: unknown workload "bank" (known: queue)`)
+	assert.Contains(t, errOut.String(), `--workload: unknown workload "bank" (known: compact, queue)`)
 }
 
 // TestBadNemesisNamesTheBadPart: one error, naming the entry of --nemesis
@@ -209,5 +209,19 @@ func TestClientFlagsReachTheTest(t *testing.T) {
 		_, code := parseTest(strings.Fields(args), &errOut)
 		assert.Equal(t, 254, code, args)
 		assert.Contains(t, errOut.String(), want, args)
+	}
+}
+
+// TestTxnFlag: --txn is stored in the test and refused with acks other
+// than all, without idempotence, or with subscribe.
+func TestTxnFlag(t *testing.T) {
+	var errOut bytes.Buffer
+	tt, code := parseTest([]string{"--txn", "--nodes", "3", "--runtime", "process"}, &errOut)
+	require.Equal(t, -1, code, errOut.String())
+	assert.True(t, tt.Txn)
+	for _, args := range [][]string{{"--acks", "1"}, {"--idempotent=false"}, {"--subscribe"}} {
+		var out, errOut bytes.Buffer
+		assert.Equal(t, 254, run(append([]string{"test", "--txn", "--runtime", "process"}, args...), &out, &errOut), "%v", args)
+		assert.Contains(t, errOut.String(), "--txn:", "%v", args)
 	}
 }

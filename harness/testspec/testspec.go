@@ -82,6 +82,9 @@ type Spec struct {
 	// FailOnClientErrors are client error codes (checker's
 	// SuspectClientErrors) that make the test invalid when a client gets one.
 	FailOnClientErrors []string `json:"fail-on-client-errors,omitempty"`
+	// Txn makes the queue workload's operations transactions of up to 4
+	// sends and polls (transactional producers, read_committed consumers).
+	Txn bool `json:"txn,omitempty"`
 	// Runtime is "docker" or "process".
 	Runtime string `json:"runtime"`
 	// Store is the directory runs are written under.

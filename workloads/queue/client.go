@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -37,8 +38,20 @@ type Options struct {
 	RequestTimeout time.Duration
 	// PollTimeout is how long a poll waits for records (default 100 ms).
 	PollTimeout time.Duration
-	// Group is the consumer group of subscribe operations.
+	// Group is the consumer group of subscribe operations, and the group
+	// whose offsets transactions commit.
 	Group string
+	// Txn makes every producer transactional (a transactional.id of its
+	// own per client, so a crashed process's successor starts afresh) and
+	// every consumer read_committed, for txn operations.
+	Txn bool
+	// TxnAbortOneIn is the odds that a transaction is aborted on purpose
+	// after its micro-ops (default 10: one in ten; negative: never).
+	TxnAbortOneIn int
+	// TxnIDPrefix starts every transactional.id (default "faultline").
+	TxnIDPrefix string
+	// Seed seeds each client's choice of the transactions it aborts.
+	Seed int64
 }
 
 func (o Options) withDefaults() Options {
@@ -57,6 +70,12 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Group == "" {
 		o.Group = "faultline"
+	}
+	if o.TxnAbortOneIn == 0 {
+		o.TxnAbortOneIn = 10
+	}
+	if o.TxnIDPrefix == "" {
+		o.TxnIDPrefix = "faultline"
 	}
 	return o
 }
@@ -88,6 +107,37 @@ type Topics struct {
 	adm     *kadm.Client
 	mu      sync.Mutex
 	created map[string]bool
+	// clients numbers the clients made, for their transactional.ids.
+	clients atomic.Int64
+	// ids caches topic IDs (TxnOffsetCommit v6+ names topics by ID).
+	ids map[string][16]byte
+}
+
+// TopicID returns the ID of topic, asking the cluster the first time.
+func (t *Topics) TopicID(ctx context.Context, topic string) ([16]byte, error) {
+	t.mu.Lock()
+	id, ok := t.ids[topic]
+	t.mu.Unlock()
+	if ok {
+		return id, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, t.opts.RequestTimeout)
+	defer cancel()
+	details, err := t.adm.ListTopics(ctx, topic)
+	if err != nil {
+		return id, fmt.Errorf("topic id of %s: %w", topic, err)
+	}
+	d, ok := details[topic]
+	if !ok || d.Err != nil {
+		return id, fmt.Errorf("topic id of %s: %v", topic, d.Err)
+	}
+	t.mu.Lock()
+	if t.ids == nil {
+		t.ids = map[string][16]byte{}
+	}
+	t.ids[topic] = d.ID
+	t.mu.Unlock()
+	return d.ID, nil
 }
 
 // NewTopics returns a topic creator using its own admin connection.
@@ -182,13 +232,16 @@ type Client struct {
 	producerOpts []kgo.Opt
 	consumer     *kgo.Client
 	assigned     map[int]bool
-	group    bool
+	group        bool
 
 	// rebalances collects the consumer group's assignments since the last
 	// poll; the next poll's completion carries them (Jepsen's rebalance
 	// log), so the checker can tell a skip across a rebalance from a bug.
 	rebalanceMu sync.Mutex
 	rebalances  []checker.Rebalance
+
+	// txn is the transactional state: nil unless Options.Txn.
+	txn *txnState
 }
 
 // NewClient connects a client for one process.
@@ -213,11 +266,17 @@ func NewClient(opts Options, topics *Topics) (*Client, error) {
 			popts = append(popts, kgo.DisableIdempotentWrite())
 		}
 	}
+	var txn *txnState
+	if opts.Txn {
+		n := topics.clients.Add(1)
+		txn = newTxnState(opts, n)
+		popts = append(popts, kgo.TransactionalID(txn.id), kgo.TransactionTimeout(4*opts.RequestTimeout))
+	}
 	producer, err := kgo.NewClient(popts...)
 	if err != nil {
 		return nil, fmt.Errorf("producer: %w", err)
 	}
-	c := &Client{opts: opts, topics: topics, producer: producer, producerOpts: popts, assigned: map[int]bool{}}
+	c := &Client{opts: opts, topics: topics, producer: producer, producerOpts: popts, assigned: map[int]bool{}, txn: txn}
 	if err := c.newConsumer(nil, false); err != nil {
 		producer.Close()
 		return nil, err
@@ -237,6 +296,9 @@ func (c *Client) newConsumer(topics []string, group bool) error {
 		kgo.FetchMaxWait(c.opts.PollTimeout),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.RetryTimeout(c.opts.RequestTimeout),
+	}
+	if c.opts.Txn {
+		copts = append(copts, kgo.FetchIsolationLevel(kgo.ReadCommitted()))
 	}
 	if group {
 		copts = append(copts, kgo.ConsumerGroup(c.opts.Group), kgo.ConsumeTopics(topics...), kgo.DisableAutoCommit(),
@@ -278,6 +340,8 @@ func (c *Client) Invoke(ctx context.Context, op checker.Op) checker.Op {
 		return c.send(ctx, op)
 	case "poll":
 		return c.poll(ctx, op)
+	case "txn":
+		return c.transact(ctx, op)
 	case "assign":
 		return c.assign(ctx, op)
 	case "subscribe":
@@ -351,27 +415,7 @@ func (c *Client) produce(ctx context.Context, rec *kgo.Record) error {
 }
 
 func (c *Client) poll(ctx context.Context, op checker.Op) checker.Op {
-	pctx, cancel := context.WithTimeout(ctx, c.opts.PollTimeout)
-	fetches := c.consumer.PollRecords(pctx, 1000)
-	cancel()
-	polls := map[int][]checker.Pair{}
-	fetches.EachRecord(func(r *kgo.Record) {
-		k, ok := c.opts.Key(r.Topic, r.Partition)
-		if !ok {
-			return
-		}
-		v, err := strconv.ParseInt(string(r.Value), 10, 64)
-		if err != nil {
-			return
-		}
-		polls[k] = append(polls[k], checker.Pair{Offset: r.Offset, Value: v})
-	})
-	var ferr error
-	fetches.EachError(func(_ string, _ int32, err error) {
-		if ferr == nil && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
-			ferr = err
-		}
-	})
+	polls, ferr := c.pollOnce(ctx)
 	if ferr != nil && len(polls) == 0 {
 		// A poll changes nothing on the broker, so a failed one is a
 		// definite fail.
@@ -398,6 +442,37 @@ func (c *Client) poll(ctx context.Context, op checker.Op) checker.Op {
 	return op
 }
 
+// pollOnce fetches once (waiting up to PollTimeout) and returns the
+// records by key, noting each key's next offset for transactions; the
+// error is the first fetch error other than the wait running out.
+func (c *Client) pollOnce(ctx context.Context) (map[int][]checker.Pair, error) {
+	pctx, cancel := context.WithTimeout(ctx, c.opts.PollTimeout)
+	fetches := c.consumer.PollRecords(pctx, 1000)
+	cancel()
+	polls := map[int][]checker.Pair{}
+	fetches.EachRecord(func(r *kgo.Record) {
+		k, ok := c.opts.Key(r.Topic, r.Partition)
+		if !ok {
+			return
+		}
+		v, err := strconv.ParseInt(string(r.Value), 10, 64)
+		if err != nil {
+			return
+		}
+		polls[k] = append(polls[k], checker.Pair{Offset: r.Offset, Value: v})
+		if c.txn != nil {
+			c.txn.next[k] = r.Offset + 1
+		}
+	})
+	var ferr error
+	fetches.EachError(func(_ string, _ int32, err error) {
+		if ferr == nil && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
+			ferr = err
+		}
+	})
+	return polls, ferr
+}
+
 func (c *Client) assign(ctx context.Context, op checker.Op) checker.Op {
 	if err := c.topics.Ensure(ctx, op.Keys); err != nil {
 		op.Type, op.Error = checker.Fail, err.Error()
@@ -420,6 +495,9 @@ func (c *Client) assign(ctx context.Context, op checker.Op) checker.Op {
 			t, p := c.opts.TopicPartition(k)
 			remove[t] = append(remove[t], p)
 			delete(c.assigned, k)
+			if c.txn != nil {
+				delete(c.txn.next, k)
+			}
 		}
 	}
 	if len(remove) > 0 {

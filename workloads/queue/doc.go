@@ -9,6 +9,15 @@
 // a send or poll returned during the run (Generator.MaxOffsets, as Jepsen
 // tracks it), raised to the healed cluster's end offset.
 //
+// With Options.Txn (`faultline test --txn`) every operation but assign is
+// a txn of 1 to 4 sends and polls (GenOptions.Txn) carried out in one
+// Kafka transaction by a transactional producer (a transactional.id per
+// client) and a read_committed consumer, with the consumer's offsets
+// committed in the transaction and one in ten aborted on purpose (fail);
+// see txn.go. The final reads of a transactional run go up to the offsets
+// in the history only: a partition's end offset is a commit or abort
+// marker no read_committed poll returns.
+//
 // A send that errors is recorded as info (it may have been written: a lost
 // acknowledgement, or a retry racing a leader change); a poll that errors
 // without returning records is a fail (reads change nothing); one that

@@ -22,6 +22,11 @@ type GenOptions struct {
 	// Mixed makes odd-numbered processes subscribe and even-numbered ones
 	// assign, so one run mixes both (Subscribe is then ignored).
 	Mixed bool
+	// Txn makes every operation but assign/subscribe a txn of 1 to
+	// TxnMopsMax micro-ops, each a send or a poll (Jepsen's txn generator).
+	Txn bool
+	// TxnMopsMax bounds a transaction's micro-ops (default 4, as Jepsen).
+	TxnMopsMax int
 	// MembershipOneIn is the odds of an assign/subscribe operation (default
 	// 64: one in 64 operations, as Jepsen).
 	MembershipOneIn int
@@ -33,6 +38,9 @@ func (o GenOptions) withDefaults() GenOptions {
 	}
 	if o.MaxWritesPerKey <= 0 {
 		o.MaxWritesPerKey = 1024
+	}
+	if o.TxnMopsMax <= 0 {
+		o.TxnMopsMax = 4
 	}
 	if o.MembershipOneIn <= 0 {
 		o.MembershipOneIn = 64
@@ -103,9 +111,27 @@ func (g *Generator) Next(p int) (checker.Op, bool) {
 	if g.rng.IntN(g.opts.MembershipOneIn) == 0 {
 		return g.membership(p, g.pickKeys()), true
 	}
+	if g.opts.Txn {
+		n := 1 + g.rng.IntN(g.opts.TxnMopsMax)
+		mops := make([]checker.MicroOp, 0, n)
+		for range n {
+			if g.rng.IntN(2) == 0 {
+				mops = append(mops, checker.MicroOp{F: "poll"})
+			} else {
+				mops = append(mops, g.nextSend())
+			}
+		}
+		return checker.Op{Type: checker.Invoke, F: "txn", Mops: mops}, true
+	}
 	if g.rng.IntN(2) == 0 {
 		return checker.Op{Type: checker.Invoke, F: "poll", Mops: []checker.MicroOp{{F: "poll"}}}, true
 	}
+	return checker.Op{Type: checker.Invoke, F: "send", Mops: []checker.MicroOp{g.nextSend()}}, true
+}
+
+// nextSend draws the next send: a fresh value to one of the active keys,
+// retiring the key once it has had MaxWritesPerKey sends.
+func (g *Generator) nextSend() checker.MicroOp {
 	i := g.rng.IntN(len(g.active))
 	k := g.active[i]
 	v := g.nextValue
@@ -115,7 +141,7 @@ func (g *Generator) Next(p int) (checker.Op, bool) {
 		g.active[i] = g.nextKey
 		g.nextKey++
 	}
-	return checker.Op{Type: checker.Invoke, F: "send", Mops: []checker.MicroOp{{F: "send", Key: k, Value: v}}}, true
+	return checker.MicroOp{F: "send", Key: k, Value: v}
 }
 
 // pickKeys chooses the keys of an assign/subscribe: a third of the time the

@@ -1,0 +1,324 @@
+// Package compact is the compaction workload, registered as "compact":
+// keyed upserts and deletes (tombstones) to one topic with
+// cleanup.policy=compact, then a final scan of every partition from its
+// start to its end, which the checker's "compaction" analysis holds
+// against the latest acknowledged put of each key (lost-latest-value,
+// resurrected-delete).
+//
+// Record key k (integers 0..Keys-1, written "k<k>") lives in partition
+// k mod P of topic "c0", so each partition holds several keys for the
+// cleaner to compact. A put is invoked as [k, v] (v null: delete) and
+// completes as [k, v, offset]; a send that errors is info (it may have
+// been written). The scan reads every partition up to the end offsets it
+// lists at its start and completes as {"k": [[offset, v], ...]}; one that
+// does not get there in time fails, and the final phase tries again with
+// a fresh process. The topic rolls segments every second and asks for
+// eager cleaning (min.cleanable.dirty.ratio 0.01, delete.retention.ms
+// 2 s), so a broker's cleaner runs during a short test; a broker that does
+// not compact (kfake) keeps the whole log, which checks valid as well.
+package compact
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/faultline/faultline/checker"
+	"github.com/faultline/faultline/workloads"
+)
+
+// Topic is the compacted topic the workload writes.
+const Topic = "c0"
+
+// Keys is the number of record keys (default of New).
+const Keys = 16
+
+// TopicConfigs are the compacted topic's settings.
+func TopicConfigs() map[string]*string {
+	s := func(v string) *string { return &v }
+	return map[string]*string{
+		"cleanup.policy":            s("compact"),
+		"segment.ms":                s("1000"),
+		"min.cleanable.dirty.ratio": s("0.01"),
+		"delete.retention.ms":       s("2000"),
+		"min.compaction.lag.ms":     s("0"),
+	}
+}
+
+const requestTimeout = 5 * time.Second
+
+// New builds the workload against a serving cluster.
+func New(o workloads.Options) (workloads.Workload, error) {
+	if o.Txn || o.Subscribe {
+		return nil, errors.New("the compact workload has no --txn or --subscribe")
+	}
+	parts := o.PartitionsPerTopic
+	if parts <= 0 {
+		parts = 4
+	}
+	rf := o.ReplicationFactor
+	if rf <= 0 {
+		rf = 3
+	}
+	adminCl, err := kgo.NewClient(kgo.SeedBrokers(o.Seeds...), kgo.RequestRetries(3), kgo.RetryTimeout(requestTimeout))
+	if err != nil {
+		return nil, fmt.Errorf("admin client: %w", err)
+	}
+	w := &workload{o: o, parts: parts, rf: int16(rf), adm: kadm.NewClient(adminCl), gen: NewGenerator(o.Seed, Keys)}
+	return w, nil
+}
+
+type workload struct {
+	o       workloads.Options
+	parts   int
+	rf      int16
+	adm     *kadm.Client
+	gen     *Generator
+	mu      sync.Mutex // guards created: clients are made concurrently
+	created bool
+}
+
+func (w *workload) Generator() workloads.Generator { return w.gen }
+
+func (w *workload) ensure(ctx context.Context) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.created {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
+	defer cancel()
+	res, err := w.adm.CreateTopics(ctx, int32(w.parts), w.rf, TopicConfigs(), Topic)
+	if err != nil {
+		return fmt.Errorf("create topic %s: %w", Topic, err)
+	}
+	for _, r := range res {
+		if r.Err != nil && !errors.Is(r.Err, kerr.TopicAlreadyExists) {
+			return fmt.Errorf("create topic %s: %w", Topic, r.Err)
+		}
+	}
+	w.created = true
+	return nil
+}
+
+func (w *workload) NewClient() (workloads.Client, error) {
+	if err := w.ensure(context.Background()); err != nil {
+		return nil, err
+	}
+	return newClient(w.o, w.parts)
+}
+
+func (w *workload) OwnsTopic(topic string) bool { return topic == Topic }
+
+func (w *workload) Close() { w.adm.Close() }
+
+// Final scans the topic until one scan reached every partition's end.
+func (w *workload) Final(context.Context, io.Writer) workloads.Final {
+	return &final{w: w, started: map[int]bool{}}
+}
+
+type final struct {
+	w       *workload
+	started map[int]bool
+	done    bool
+}
+
+func (f *final) Next(p int) (checker.Op, bool) {
+	if f.done || f.started[p] {
+		return checker.Op{}, false
+	}
+	f.started[p] = true
+	return checker.Op{Type: checker.Invoke, F: checker.FScan, Raw: []byte("null")}, true
+}
+
+func (f *final) Update(c checker.Op) {
+	if c.F == checker.FScan && c.Type == checker.OK {
+		f.done = true
+	}
+}
+
+func (f *final) NewClient() (workloads.Client, error) { return f.w.NewClient() }
+func (f *final) Done() bool                           { return f.done }
+func (f *final) Missing() string                      { return "a scan of topic " + Topic + " to its end" }
+
+// Generator hands out puts: three in four upsert a fresh value, one in
+// four deletes, each to a random key. It is a pure function of its seed.
+type Generator struct {
+	rng   *rand.Rand
+	keys  int
+	value int64
+}
+
+// NewGenerator returns a generator over keys record keys.
+func NewGenerator(seed int64, keys int) *Generator {
+	return &Generator{rng: rand.New(rand.NewPCG(uint64(seed), 0xc0ffee)), keys: keys}
+}
+
+// Next returns the next put.
+func (g *Generator) Next(int) (checker.Op, bool) {
+	k := g.rng.IntN(g.keys)
+	v := "null"
+	if g.rng.IntN(4) != 0 {
+		v = strconv.FormatInt(g.value, 10)
+		g.value++
+	}
+	return checker.Op{Type: checker.Invoke, F: checker.FPut, Raw: []byte(fmt.Sprintf("[%d,%s]", k, v))}, true
+}
+
+// Update learns nothing: puts do not depend on outcomes.
+func (g *Generator) Update(checker.Op) {}
+
+type client struct {
+	parts    int
+	producer *kgo.Client
+	seeds    []string
+}
+
+func newClient(o workloads.Options, parts int) (*client, error) {
+	popts := []kgo.Opt{
+		kgo.SeedBrokers(o.Seeds...),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		kgo.ProducerLinger(0),
+		kgo.ProduceRequestTimeout(requestTimeout),
+		kgo.RecordDeliveryTimeout(2 * requestTimeout),
+		kgo.RetryTimeout(requestTimeout),
+	}
+	switch o.Acks.OrDefault() {
+	case workloads.AcksLeader:
+		popts = append(popts, kgo.RequiredAcks(kgo.LeaderAck()), kgo.DisableIdempotentWrite())
+	case workloads.AcksNone:
+		popts = append(popts, kgo.RequiredAcks(kgo.NoAck()), kgo.DisableIdempotentWrite())
+	default:
+		popts = append(popts, kgo.RequiredAcks(kgo.AllISRAcks()))
+		if !o.Idempotent {
+			popts = append(popts, kgo.DisableIdempotentWrite())
+		}
+	}
+	p, err := kgo.NewClient(popts...)
+	if err != nil {
+		return nil, fmt.Errorf("producer: %w", err)
+	}
+	return &client{parts: parts, producer: p, seeds: o.Seeds}, nil
+}
+
+func (c *client) Close() { c.producer.Close() }
+
+func (c *client) Invoke(ctx context.Context, op checker.Op) checker.Op {
+	switch op.F {
+	case checker.FPut:
+		return c.put(ctx, op)
+	case checker.FScan:
+		return c.scan(ctx, op)
+	}
+	op.Type, op.Error = checker.Fail, "unknown operation "+op.F
+	return op
+}
+
+func (c *client) put(ctx context.Context, op checker.Op) checker.Op {
+	pv, err := checker.ParsePut(op.Raw)
+	if err != nil {
+		op.Type, op.Error = checker.Fail, err.Error()
+		return op
+	}
+	rec := &kgo.Record{Topic: Topic, Partition: int32(pv.Key % c.parts), Key: []byte("k" + strconv.Itoa(pv.Key))}
+	v := "null"
+	if pv.Value != nil {
+		v = strconv.FormatInt(*pv.Value, 10)
+		rec.Value = []byte(v)
+	}
+	sctx, cancel := context.WithTimeout(ctx, 3*requestTimeout)
+	err = c.producer.ProduceSync(sctx, rec).FirstErr()
+	cancel()
+	if err != nil {
+		op.Type, op.Error = checker.Info, err.Error()
+		op.Raw = []byte(fmt.Sprintf("[%d,%s,null]", pv.Key, v))
+		return op
+	}
+	op.Type = checker.OK
+	op.Raw = []byte(fmt.Sprintf("[%d,%s,%d]", pv.Key, v, rec.Offset))
+	return op
+}
+
+// scan reads every partition from the start up to the end offsets listed
+// when it began.
+func (c *client) scan(ctx context.Context, op checker.Op) checker.Op {
+	adminCl, err := kgo.NewClient(kgo.SeedBrokers(c.seeds...), kgo.RetryTimeout(requestTimeout))
+	if err != nil {
+		op.Type, op.Error = checker.Fail, err.Error()
+		return op
+	}
+	lctx, cancel := context.WithTimeout(ctx, requestTimeout)
+	ends, err := kadm.NewClient(adminCl).ListEndOffsets(lctx, Topic)
+	cancel()
+	adminCl.Close()
+	if err == nil {
+		err = ends.Error()
+	}
+	if err != nil {
+		op.Type, op.Error = checker.Fail, "list end offsets: "+err.Error()
+		return op
+	}
+	need := map[int32]int64{}
+	ends.Each(func(o kadm.ListedOffset) {
+		if o.Offset > 0 {
+			need[o.Partition] = o.Offset
+		}
+	})
+	starts := map[int32]kgo.Offset{}
+	for p := range c.parts {
+		starts[int32(p)] = kgo.NewOffset().AtStart()
+	}
+	consumer, err := kgo.NewClient(kgo.SeedBrokers(c.seeds...), kgo.FetchMaxWait(time.Second),
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{Topic: starts}), kgo.RetryTimeout(requestTimeout))
+	if err != nil {
+		op.Type, op.Error = checker.Fail, err.Error()
+		return op
+	}
+	defer consumer.Close()
+	out := map[string][][2]any{}
+	for len(need) > 0 && ctx.Err() == nil {
+		pctx, cancel := context.WithTimeout(ctx, time.Second)
+		fetches := consumer.PollFetches(pctx)
+		cancel()
+		fetches.EachRecord(func(r *kgo.Record) {
+			k, err := strconv.Atoi(string(r.Key[min(1, len(r.Key)):]))
+			if err != nil || len(r.Key) == 0 || r.Key[0] != 'k' {
+				return
+			}
+			var v any
+			if r.Value != nil {
+				n, err := strconv.ParseInt(string(r.Value), 10, 64)
+				if err != nil {
+					return
+				}
+				v = n
+			}
+			ks := strconv.Itoa(k)
+			out[ks] = append(out[ks], [2]any{r.Offset, v})
+			if end, ok := need[r.Partition]; ok && r.Offset >= end-1 {
+				delete(need, r.Partition)
+			}
+		})
+	}
+	if len(need) > 0 {
+		op.Type, op.Error = checker.Fail, fmt.Sprintf("scan did not reach the end of partitions %v", need)
+		return op
+	}
+	b, err := json.Marshal(out)
+	if err != nil {
+		op.Type, op.Error = checker.Fail, err.Error()
+		return op
+	}
+	op.Type, op.Raw = checker.OK, b
+	return op
+}

@@ -1,0 +1,240 @@
+package queue
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"strconv"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/faultline/faultline/checker"
+)
+
+// errAbortedOnPurpose is the error of a transaction the client aborted by
+// choice (Options.TxnAbortOneIn).
+const errAbortedOnPurpose = "aborted on purpose"
+
+// txnState is a transactional client's own state: its transactional.id,
+// the choice of aborts, and the next offset of each key its consumer will
+// read (what the transaction commits for the group, and where an aborted
+// transaction's polls rewind to).
+type txnState struct {
+	id   string
+	rng  *rand.Rand
+	next map[int]int64
+}
+
+func newTxnState(opts Options, n int64) *txnState {
+	return &txnState{
+		id:   fmt.Sprintf("%s-%d", opts.TxnIDPrefix, n),
+		rng:  rand.New(rand.NewPCG(uint64(opts.Seed), uint64(n))),
+		next: map[int]int64{},
+	}
+}
+
+// transact runs a txn operation: its sends and polls in one Kafka
+// transaction, the consumer's new offsets committed in it (when it
+// produced anything: kgo ends a transaction that added no partition
+// without asking the broker), then commit, or abort now and then on
+// purpose. An aborted transaction (on purpose, or after a send failed and
+// the abort succeeded) completes fail: none of its sends may be seen. A
+// commit whose outcome is unknown completes info. After an abort the
+// consumer rewinds the keys the transaction polled, so the next poll
+// reads them again.
+func (c *Client) transact(ctx context.Context, op checker.Op) checker.Op {
+	if c.txn == nil {
+		op.Type, op.Error = checker.Fail, "txn operation on a client made without Options.Txn"
+		return op
+	}
+	var keys []int
+	for _, m := range op.Mops {
+		if m.F == "send" {
+			keys = append(keys, m.Key)
+		}
+	}
+	if err := c.topics.Ensure(ctx, keys); err != nil {
+		op.Type, op.Error = checker.Fail, err.Error()
+		return op
+	}
+	before := maps.Clone(c.txn.next)
+	polled := map[int]bool{}
+	if err := c.producer.BeginTransaction(); err != nil {
+		// Nothing reached the broker, but a producer that cannot begin
+		// (a transaction left open, a fatal error) will not recover:
+		// info retires the process, whose successor gets a new client
+		// and transactional.id.
+		op.Type, op.Error = checker.Info, "begin transaction: "+err.Error()
+		return op
+	}
+	mops := make([]checker.MicroOp, len(op.Mops))
+	copy(mops, op.Mops)
+	op.Mops = mops
+	produced := false
+	var failure error
+	for i, m := range mops {
+		switch m.F {
+		case "send":
+			topic, part := c.opts.TopicPartition(m.Key)
+			rec := &kgo.Record{Topic: topic, Partition: part, Key: []byte(strconv.Itoa(m.Key)), Value: []byte(strconv.FormatInt(m.Value, 10))}
+			sctx, cancel := context.WithTimeout(ctx, 3*c.opts.RequestTimeout)
+			err := c.producer.ProduceSync(sctx, rec).FirstErr()
+			cancel()
+			if err != nil {
+				failure = fmt.Errorf("send to key %d: %w", m.Key, err)
+			} else {
+				produced = true
+				off := rec.Offset
+				mops[i].Offset, mops[i].Completed = &off, true
+			}
+		case "poll":
+			polls, err := c.pollOnce(ctx)
+			if err != nil && len(polls) == 0 {
+				failure = fmt.Errorf("poll: %w", err)
+			}
+			for k := range polls {
+				polled[k] = true
+			}
+			mops[i] = checker.MicroOp{F: "poll", Polls: polls}
+		}
+		if failure != nil {
+			break
+		}
+	}
+	abort := failure != nil || c.opts.TxnAbortOneIn > 0 && c.txn.rng.IntN(c.opts.TxnAbortOneIn) == 0
+	if !abort && produced && len(polled) > 0 {
+		if err := c.sendOffsets(ctx, polled); err != nil {
+			failure, abort = fmt.Errorf("offsets to transaction: %w", err), true
+		}
+	}
+	// Micro-ops the transaction did not get to stay as invoked, without an
+	// offset or poll result.
+	ectx, cancel := context.WithTimeout(ctx, 3*c.opts.RequestTimeout)
+	defer cancel()
+	if abort {
+		err := c.producer.AbortBufferedRecords(ectx)
+		if err == nil {
+			err = c.producer.EndTransaction(ectx, kgo.TryAbort)
+		}
+		c.rewind(before, polled)
+		switch {
+		case err != nil:
+			// The abort itself failed: the transaction may yet commit
+			// (a retried commit, or a coordinator that had decided).
+			op.Type, op.Error = checker.Info, fmt.Sprintf("abort: %v (after: %v)", err, causeOr(failure))
+		case failure != nil:
+			op.Type, op.Error = checker.Fail, "aborted: "+failure.Error()
+		default:
+			op.Type, op.Error = checker.Fail, errAbortedOnPurpose
+		}
+		return op
+	}
+	if err := c.producer.EndTransaction(ectx, kgo.TryCommit); err != nil {
+		// A commit that errs may have been decided by the coordinator
+		// all the same.
+		op.Type, op.Error = checker.Info, "commit: "+err.Error()
+		return op
+	}
+	op.Type = checker.OK
+	return op
+}
+
+func causeOr(err error) string {
+	if err == nil {
+		return errAbortedOnPurpose
+	}
+	return err.Error()
+}
+
+// sendOffsets commits, within the open transaction, the consumer's next
+// offset of each key the transaction polled, for the group Options.Group
+// (Kafka's AddOffsetsToTxn then TxnOffsetCommit, as a producer's
+// sendOffsetsToTransaction does for an assigning consumer: generation -1,
+// no member).
+func (c *Client) sendOffsets(ctx context.Context, polled map[int]bool) error {
+	ctx, cancel := context.WithTimeout(ctx, c.opts.RequestTimeout)
+	defer cancel()
+	id, epoch, err := c.producer.ProducerID(ctx)
+	if err != nil {
+		return err
+	}
+	add := kmsg.NewPtrAddOffsetsToTxnRequest()
+	add.TransactionalID, add.ProducerID, add.ProducerEpoch, add.Group = c.txn.id, id, epoch, c.opts.Group
+	resp, err := add.RequestWith(ctx, c.producer)
+	if err != nil {
+		return err
+	}
+	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
+		return err
+	}
+	commit := kmsg.NewPtrTxnOffsetCommitRequest()
+	commit.TransactionalID, commit.Group, commit.ProducerID, commit.ProducerEpoch = c.txn.id, c.opts.Group, id, epoch
+	commit.Generation = -1
+	byTopic := map[string]int{}
+	for k := range polled {
+		topic, part := c.opts.TopicPartition(k)
+		i, ok := byTopic[topic]
+		if !ok {
+			tid, err := c.topics.TopicID(ctx, topic)
+			if err != nil {
+				return err
+			}
+			i = len(commit.Topics)
+			byTopic[topic] = i
+			t := kmsg.NewTxnOffsetCommitRequestTopic()
+			t.Topic, t.TopicID = topic, tid
+			commit.Topics = append(commit.Topics, t)
+		}
+		p := kmsg.NewTxnOffsetCommitRequestTopicPartition()
+		p.Partition, p.Offset, p.LeaderEpoch = part, c.txn.next[k], -1
+		commit.Topics[i].Partitions = append(commit.Topics[i].Partitions, p)
+	}
+	cresp, err := commit.RequestWith(ctx, c.producer)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for i, t := range cresp.Topics {
+		name := t.Topic
+		if name == "" && i < len(commit.Topics) {
+			name = commit.Topics[i].Topic
+		}
+		for _, p := range t.Partitions {
+			if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
+				errs = append(errs, fmt.Errorf("%s-%d: %w", name, p.Partition, err))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// rewind moves the consumer back to where it was before a transaction for
+// every key the transaction polled (Jepsen's client seeks back after an
+// aborted transaction), so that the next polls read those records again.
+func (c *Client) rewind(before map[int]int64, polled map[int]bool) {
+	if len(polled) == 0 {
+		return
+	}
+	remove := map[string][]int32{}
+	add := map[string]map[int32]kgo.Offset{}
+	for k := range polled {
+		t, p := c.opts.TopicPartition(k)
+		remove[t] = append(remove[t], p)
+		if add[t] == nil {
+			add[t] = map[int32]kgo.Offset{}
+		}
+		if o, ok := before[k]; ok {
+			add[t][p] = kgo.NewOffset().At(o)
+			c.txn.next[k] = o
+		} else {
+			add[t][p] = kgo.NewOffset().AtStart()
+			delete(c.txn.next, k)
+		}
+	}
+	c.consumer.RemoveConsumePartitions(remove)
+	c.consumer.AddConsumePartitions(add)
+}
