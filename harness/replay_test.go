@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/faultline/faultline/checker"
+	"github.com/faultline/faultline/harness/shrink"
 	"github.com/faultline/faultline/nemesis"
 	"github.com/faultline/faultline/workloads"
 	"github.com/faultline/faultline/workloads/queue"
@@ -87,4 +88,25 @@ func TestAnomalyClassesSkipAllowedOnes(t *testing.T) {
 		"lost-write": {Count: 2}, "poll-skip": {Count: 1, Allowed: true}, "duplicate": {Count: 1},
 	}}
 	assert.Equal(t, []string{"duplicate", "lost-write"}, anomalyClasses(res))
+}
+
+func TestShrinkCandidateKeepsWholeFaultsAndValidates(t *testing.T) {
+	orig := DefaultTest()
+	orig.Nemesis = nemesis.Spec{{Kind: nemesis.KindKill}, {Kind: nemesis.KindPartition}}
+	events := []nemesis.Event{
+		{At: 1 * time.Second, Action: nemesis.ActionStart, Slot: 0, Kind: nemesis.KindKill, Nodes: []string{"n1"}},
+		{At: 2 * time.Second, Action: nemesis.ActionStart, Slot: 1, Kind: nemesis.KindPartition, Nodes: []string{"n2"}},
+		{At: 3 * time.Second, Action: nemesis.ActionStop, Slot: 0, Kind: nemesis.KindKill},
+		{At: 4 * time.Second, Action: nemesis.ActionStop, Slot: 1, Kind: nemesis.KindPartition},
+		{At: 5 * time.Second, Action: nemesis.ActionStart, Slot: 0, Kind: nemesis.KindKill, Nodes: []string{"n3"}},
+		{At: 6 * time.Second, Action: nemesis.ActionStop, Slot: 0, Kind: nemesis.KindKill},
+	}
+	require.Equal(t, []int{0, 1, 4}, nemesis.Pairs(events))
+	c := shrinkCandidate(orig, events, shrink.Candidate{Faults: []int{1, 4}, TimeLimit: 20 * time.Second})
+	assert.Equal(t, []nemesis.Event{events[1], events[3], events[4], events[5]}, c.Schedule)
+	assert.Equal(t, Duration(20*time.Second), c.TimeLimit)
+	require.NoError(t, c.Validate(workloads.Registry{"queue": queue.New}))
+	none := shrinkCandidate(orig, events, shrink.Candidate{TimeLimit: time.Minute})
+	assert.NotNil(t, none.Schedule, "no faults is an empty schedule, not a drawn one")
+	assert.Empty(t, none.Schedule)
 }
