@@ -34,20 +34,6 @@ type SegmentDump struct {
 	Size      int64
 }
 
-// Valid reports whether every byte of the segment is in a batch with a
-// good CRC.
-func (d SegmentDump) Valid() bool {
-	if d.CorruptAt >= 0 {
-		return false
-	}
-	for _, b := range d.Batches {
-		if b.Err != nil {
-			return false
-		}
-	}
-	return true
-}
-
 // DumpSegment walks a segment's batches. A batch whose CRC does not match
 // is reported and skipped by its declared length (the length is what the
 // header says; when it runs past the file, the rest is a torn tail); a
