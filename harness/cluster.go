@@ -54,11 +54,7 @@ func (c Cluster) profile() *profile.Profile {
 	if c.Profile != nil {
 		return c.Profile
 	}
-	p, err := profile.Load("faultline")
-	if err != nil {
-		panic("the built-in faultline profile does not load: " + err.Error())
-	}
-	return p
+	return profile.Default()
 }
 
 // binaryEnv are the variables profiles' binaries may use:

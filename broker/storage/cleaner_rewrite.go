@@ -46,12 +46,6 @@ const (
 // while it was being cleaned; the cleaned files were dropped.
 var errCleanAborted = errors.New("log changed during cleaning; clean abandoned")
 
-// lastStableOffset is the log's last stable offset (Log.LastStableOffset:
-// the first offset of the oldest open transaction, at most the high
-// watermark); the cleaner never cleans at or above it. The caller must not
-// hold l.mu.
-func (l *Log) lastStableOffset() int64 { return l.LastStableOffset() }
-
 // cleanerState is a log's state taken under its lock at the start of a
 // clean.
 type cleanerState struct {
@@ -65,7 +59,9 @@ type cleanerState struct {
 }
 
 func (l *Log) cleanerState(checkpoint, nowMs int64) (cleanerState, error) {
-	lso := l.lastStableOffset()
+	// The cleaner never cleans at or above the last stable offset (the
+	// oldest open transaction, at most the high watermark); l.mu is not held.
+	lso := l.LastStableOffset()
 	l.mu.RLock()
 	defer l.mu.RUnlock()
 	if err := l.checkUsable(); err != nil {

@@ -343,11 +343,8 @@ Flags:
 `)
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return harness.ExitBadArgs
+	if code := parseFlags(fs, args, -1); code >= 0 {
+		return code
 	}
 	mk, ok := harness.Suites[*name]
 	if !ok {
@@ -418,11 +415,8 @@ Flags:
 `)
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return harness.ExitBadArgs
+	if code := parseFlags(fs, args, -1); code >= 0 {
+		return code
 	}
 	if *seeds < 1 {
 		fmt.Fprintln(stderr, "faultline matrix: --seeds must be at least 1")
@@ -485,15 +479,8 @@ Flags:
 `)
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return harness.ExitBadArgs
-	}
-	if fs.NArg() != 1 {
-		fs.Usage()
-		return harness.ExitBadArgs
+	if code := parseFlags(fs, args, 1); code >= 0 {
+		return code
 	}
 	ctx, stop := interruptible()
 	defer stop()
@@ -518,15 +505,8 @@ func cmdCheck(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "usage: faultline check [flags] HISTORY.jsonl|HISTORY.edn\nRe-checks a stored history and prints the verdict; exit 0 valid, 1 invalid, 2 unknown.\nA .edn file is read in Jepsen's notation (history.edn, or ops as Jepsen's checker tests write them:\n{:process 0 :type :invoke :f :txn :value [[:send :x :a] [:poll]]}); keywords used as keys or values\nbecome integers, each mapping printed as a note (\"notes\" in --json).")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return harness.ExitBadArgs
-	}
-	if fs.NArg() != 1 {
-		fs.Usage()
-		return harness.ExitBadArgs
+	if code := parseFlags(fs, args, 1); code >= 0 {
+		return code
 	}
 	opts := checker.Options{LinearTimeout: *linearTimeout}
 	if *subscribe {
@@ -559,15 +539,8 @@ func cmdReport(args []string, stdout, stderr io.Writer) int {
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: faultline report RUN_DIR\nRe-renders report.html and junit.xml from a stored run's results.json, history.jsonl and test.json.")
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return harness.ExitBadArgs
-	}
-	if fs.NArg() != 1 {
-		fs.Usage()
-		return harness.ExitBadArgs
+	if code := parseFlags(fs, args, 1); code >= 0 {
+		return code
 	}
 	if err := reports.RenderDir(fs.Arg(0)); err != nil {
 		fmt.Fprintf(stderr, "faultline report: %v\n", err)
@@ -586,11 +559,8 @@ func cmdServe(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "usage: faultline serve [--store DIR] [--addr HOST:PORT]\nServes the stored runs under DIR (their reports, histories and node logs) to a web browser until Ctrl-C.")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return harness.ExitBadArgs
+	if code := parseFlags(fs, args, -1); code >= 0 {
+		return code
 	}
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
@@ -842,4 +812,22 @@ exits 254. See the README's "Testing another broker" for the fields.
 		p.Name, p.Description, p.MaxNodes, strings.Join(p.Topologies, ","), p.Controller, p.IsDurable(),
 		strings.Join(p.Format, " "), strings.Join(p.Start, " "), p.Signals.Stop, p.Signals.Kill, p.Signals.Pause, p.Signals.Resume)
 	return 0
+}
+
+// parseFlags parses a command's flags and checks it got want positional
+// arguments (-1: any). It returns -1 to go on, or the exit code: 0 after
+// --help, ExitBadArgs for bad flags or the wrong number of arguments (with
+// the usage printed).
+func parseFlags(fs *flag.FlagSet, args []string, want int) int {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return harness.ExitBadArgs
+	}
+	if want >= 0 && fs.NArg() != want {
+		fs.Usage()
+		return harness.ExitBadArgs
+	}
+	return -1
 }

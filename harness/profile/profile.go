@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"text/template"
 
 	"go.yaml.in/yaml/v3"
@@ -114,6 +115,19 @@ func Builtin() []string {
 	sort.Strings(out)
 	return out
 }
+
+// Default is the built-in faultline profile (the reference broker), parsed
+// once; callers must not modify it.
+var Default = sync.OnceValue(func() *Profile {
+	b, err := builtinFS.ReadFile("builtin/faultline.yaml")
+	if err == nil {
+		var p *Profile
+		if p, err = Parse(b, ""); err == nil {
+			return p
+		}
+	}
+	panic("the built-in faultline profile does not load: " + err.Error())
+})
 
 // Load returns the built-in profile called nameOrPath, or reads the file
 // at that path; either way validated.
