@@ -30,8 +30,7 @@ type Coordinator struct {
 	cancel context.CancelFunc
 	loads  sync.WaitGroup
 
-	locksMu     sync.Mutex
-	appendLocks map[int32]*sync.Mutex
+	appendLocks PartitionLocks
 
 	mu         sync.Mutex
 	closed     bool
@@ -65,16 +64,15 @@ func New(cfg Config, offsets OffsetsLog, md metadata.Source) (*Coordinator, erro
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Coordinator{
-		cfg:         cfg,
-		log:         offsets,
-		md:          md,
-		logger:      cfg.Logger,
-		clock:       cfg.Clock,
-		ctx:         ctx,
-		cancel:      cancel,
-		appendLocks: map[int32]*sync.Mutex{},
-		partitions:  map[int32]*partitionState{},
-		groups:      map[string]*group{},
+		cfg:        cfg,
+		log:        offsets,
+		md:         md,
+		logger:     cfg.Logger,
+		clock:      cfg.Clock,
+		ctx:        ctx,
+		cancel:     cancel,
+		partitions: map[int32]*partitionState{},
+		groups:     map[string]*group{},
 	}, nil
 }
 
@@ -118,17 +116,6 @@ func (c *Coordinator) ownerLocked(group string) (int32, int16) {
 		return p, codeCoordinatorLoadInProgress
 	}
 	return p, codeNone
-}
-
-func (c *Coordinator) appendLock(p int32) *sync.Mutex {
-	c.locksMu.Lock()
-	defer c.locksMu.Unlock()
-	l := c.appendLocks[p]
-	if l == nil {
-		l = new(sync.Mutex)
-		c.appendLocks[p] = l
-	}
-	return l
 }
 
 // ApplyImage brings the set of offsets partitions this coordinator owns in
@@ -255,7 +242,7 @@ func stopTimer(t Timer) {
 // in the log behind the replay's back.
 func (c *Coordinator) load(ctx context.Context, p int32, token uint64) {
 	defer c.loads.Done()
-	lock := c.appendLock(p)
+	lock := c.appendLocks.Of(p)
 	lock.Lock()
 	defer lock.Unlock()
 	if !c.current(p, token) {
@@ -594,7 +581,7 @@ func (c *Coordinator) persistGroupAsync(g *group) {
 	c.loads.Add(1)
 	go func() {
 		defer c.loads.Done()
-		lock := c.appendLock(g.partition)
+		lock := c.appendLocks.Of(g.partition)
 		lock.Lock()
 		defer lock.Unlock()
 		c.mu.Lock()

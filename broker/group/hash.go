@@ -1,6 +1,9 @@
 package group
 
-import "unicode/utf16"
+import (
+	"sync"
+	"unicode/utf16"
+)
 
 // javaStringHashCode is Java's String.hashCode: s[0]*31^(n-1) + ... + s[n-1]
 // over the UTF-16 code units of s, in wrapping 32-bit arithmetic. Go strings
@@ -32,3 +35,27 @@ func partitionFor(group string, partitions int32) int32 {
 // __transaction_state) on one of partitions exactly as Kafka does; the
 // transaction coordinator shares it.
 func HashPartition(key string, partitions int32) int32 { return partitionFor(key, partitions) }
+
+// PartitionLocks hands out one mutex per partition of a coordinator's
+// internal topic, made on first use: appends to one partition are
+// serialised, different partitions proceed in parallel. The zero value is
+// ready; the transaction coordinator shares it.
+type PartitionLocks struct {
+	mu    sync.Mutex
+	locks map[int32]*sync.Mutex
+}
+
+// Of returns partition p's mutex.
+func (l *PartitionLocks) Of(p int32) *sync.Mutex {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	m := l.locks[p]
+	if m == nil {
+		if l.locks == nil {
+			l.locks = map[int32]*sync.Mutex{}
+		}
+		m = new(sync.Mutex)
+		l.locks[p] = m
+	}
+	return m
+}

@@ -65,7 +65,7 @@ func (c *Coordinator) commit(req *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCom
 
 	// The append lock orders this commit's records and its effect on
 	// memory with every other write to the partition.
-	lock := c.appendLock(p)
+	lock := c.appendLocks.Of(p)
 	lock.Lock()
 	defer lock.Unlock()
 

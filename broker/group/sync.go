@@ -108,7 +108,7 @@ func (c *Coordinator) syncResponseLocked(g *group, m *member) *kmsg.SyncGroupRes
 // began) nothing is written: whoever changed it answered the members.
 func (c *Coordinator) storeAssignment(pa *pendingAssignment) {
 	g := pa.g
-	lock := c.appendLock(g.partition)
+	lock := c.appendLocks.Of(g.partition)
 	lock.Lock()
 	defer lock.Unlock()
 	c.mu.Lock()

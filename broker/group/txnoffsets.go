@@ -75,7 +75,7 @@ func (c *Coordinator) TxnOffsetCommit(_ context.Context, req *kmsg.TxnOffsetComm
 		setAll(code)
 		return resp
 	}
-	lock := c.appendLock(p)
+	lock := c.appendLocks.Of(p)
 	lock.Lock()
 	defer lock.Unlock()
 

@@ -27,8 +27,7 @@ type Coordinator struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
-	locksMu     sync.Mutex
-	appendLocks map[int32]*sync.Mutex
+	appendLocks group.PartitionLocks
 
 	// mu guards parts, txns and every entry's meta pointer. Lock order:
 	// entry.mu, then the partition's append lock, then mu.
@@ -69,9 +68,8 @@ func New(cfg Config, log StateLog, markers MarkerWriter, md metadata.Source) (*C
 	c := &Coordinator{
 		cfg: cfg, log: log, markers: markers, md: md, logger: cfg.Logger,
 		ctx: ctx, cancel: cancel,
-		appendLocks: map[int32]*sync.Mutex{},
-		parts:       map[int32]*partState{},
-		txns:        map[string]*entry{},
+		parts: map[int32]*partState{},
+		txns:  map[string]*entry{},
 	}
 	c.wg.Add(1)
 	go c.abortLoop()
@@ -102,17 +100,6 @@ func (c *Coordinator) numPartitions() int32 {
 // PartitionFor is the __transaction_state partition of a transactional id.
 func (c *Coordinator) PartitionFor(txnID string) int32 {
 	return group.HashPartition(txnID, c.numPartitions())
-}
-
-func (c *Coordinator) appendLock(p int32) *sync.Mutex {
-	c.locksMu.Lock()
-	defer c.locksMu.Unlock()
-	l := c.appendLocks[p]
-	if l == nil {
-		l = new(sync.Mutex)
-		c.appendLocks[p] = l
-	}
-	return l
 }
 
 // ApplyImage brings the owned partitions in line with image: loads the
@@ -202,7 +189,7 @@ func (c *Coordinator) load(ctx context.Context, p int32, st *partState) {
 }
 
 func (c *Coordinator) loadOnce(ctx context.Context, p int32, st *partState) error {
-	lock := c.appendLock(p)
+	lock := c.appendLocks.Of(p)
 	lock.Lock()
 	defer lock.Unlock()
 	start := c.cfg.Now()
@@ -311,7 +298,7 @@ func (c *Coordinator) with(txnID string, create bool, fn func(o op, cur *Metadat
 // persist writes m to __transaction_state and installs it; the caller
 // holds o.e.mu.
 func (c *Coordinator) persist(o op, m Metadata) int16 {
-	lock := c.appendLock(o.p)
+	lock := c.appendLocks.Of(o.p)
 	lock.Lock()
 	defer lock.Unlock()
 	if !c.current(o.p, o.token) {
