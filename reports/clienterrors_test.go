@@ -41,3 +41,25 @@ func TestClientErrorsTableAndSummary(t *testing.T) {
 	require.NoError(t, WriteHTML(&b, Input{Result: checker.Result{Valid: checker.Valid}}))
 	assert.NotContains(t, b.String(), `id="client-errors"`, "no table without client errors")
 }
+
+func TestClientErrorHeadlineStatesItsFaultWindow(t *testing.T) {
+	var b historyBuilder
+	b.send(0, 1, 100, 0, 1000, 4, checker.OK)
+	early := b.add(checker.Op{Time: ms(2000), Process: 1, Type: checker.Info, F: "send", Error: checker.CodeOutOfOrderSequence})
+	b.nemesis("start-kill", []string{"n1"}, 10000)
+	during := b.add(checker.Op{Time: ms(12000), Process: 1, Type: checker.Info, F: "send", Error: checker.CodeUnknownProducerID})
+	b.nemesis("stop-kill", []string{"n1"}, 20000)
+	after := b.add(checker.Op{Time: ms(25000), Process: 1, Type: checker.Info, F: "send", Error: checker.CodeUnknownProducerID})
+	in := Input{Spec: testSpec("client-errors"), History: b.h}
+	a := analyze(in.History)
+	story := func(ops ...int64) anomalyStory {
+		return anomalySentence(in, a, checker.AnomalyClientError, checker.AnomalyReport{Count: len(ops), Examples: []checker.Example{{Key: -1, Ops: ops}}})
+	}
+	st := story(during)
+	assert.Contains(t, st.sentence, "during the nemesis killed n1 (10.0 s – 20.0 s)")
+	assert.NotContains(t, st.sentence, "before any fault")
+	assert.NotEqual(t, int64(-1), st.nemesisIndex, "the sentence cites the kill")
+	assert.Contains(t, story(after).sentence, "after the nemesis killed n1 (10.0 s – 20.0 s)")
+	assert.Contains(t, story(early).sentence, "before any fault", "an error before the first fault says so")
+	assert.Contains(t, story(early, during).sentence, "during the nemesis killed n1", "errors from before into a fault window name the window")
+}

@@ -99,9 +99,33 @@ func anomalySentence(in Input, a *analysis, name string, rep checker.AnomalyRepo
 	case kind.loss:
 		st.sentence += " with no fault injected after the writes"
 	default:
-		st.sentence += " before any fault"
+		// Examples without a key (client errors) are laid to the fault
+		// of their own times: the one in force, or the last one before.
+		f := blame(spans, first, last, false)
+		st.sentence += faultWindowPhrase(f, first, last)
+		if f != nil {
+			st.nemesisIndex = f.opIndex
+		}
 	}
 	return st
+}
+
+// faultWindowPhrase says where [first, last] lies against fault f (blame's
+// choice): during it, after it, or before any fault when f is nil.
+func faultWindowPhrase(f *faultSpan, first, last int64) string {
+	switch {
+	case f == nil:
+		return " before any fault"
+	case f.start <= last && (f.end < 0 || f.end >= first):
+		span := "from " + seconds(f.start)
+		if f.end >= 0 {
+			span = seconds(f.start) + " – " + seconds(f.end)
+		}
+		return " during the nemesis " + f.Text + " (" + span + ")"
+	case f.end >= 0:
+		return " after the nemesis " + f.Text + " (" + seconds(f.start) + " – " + seconds(f.end) + ")"
+	}
+	return " after the nemesis " + f.Text + " at " + seconds(f.start)
 }
 
 // keysBlamed are the keys whose anomalies are laid to one fault.
