@@ -39,8 +39,11 @@
 // (`faultline test --replay RUN`) and Shrink (`faultline shrink RUN`, the
 // runs around the pure search of harness/shrink) build. MatrixCells is the
 // guarantee matrix as data (configurations × fault columns × planted bugs,
-// each cell with its expected verdict) and RunMatrix runs it over seeds
-// and writes the index report (reports.WriteMatrixDir).
+// each cell with its expected verdict and, for a planted bug, the anomaly
+// classes its suite case expects) and RunMatrix runs it over seeds, judges
+// each run with Case.Judge (an invalid run of another class is a
+// wrong-class detection, which does not count) and writes the index
+// report (reports.WriteMatrixDir).
 //
 // Runtimes: Docker (docker.go, dockerruntime.go) builds the node image from
 // an in-memory context tagged by content hash (an unchanged broker is never

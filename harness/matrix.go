@@ -142,7 +142,20 @@ type MatrixCell struct {
 	Fault  string
 	Bug    string // the unsafe.* switch, "" for none
 	Expect string // ExpectValid, ExpectInvalid or ExpectEither
-	Why    string
+	// ExpectAnomalies are the classes that count as detecting the cell's
+	// planted bug (its suite case's ExpectAnomalies); empty: any invalid
+	// result counts.
+	ExpectAnomalies []string
+	Why             string
+}
+
+// judge says whether a run found what the cell looks for, with
+// Case.Judge: invalid with one of the expected classes. found is Judge's
+// text (naming a wrong class); wrongClass marks an invalid result with
+// none of them.
+func (c MatrixCell) judge(res checker.Result) (found string, wrongClass bool) {
+	found, ok := Case{Expect: checker.Invalid, ExpectAnomalies: c.ExpectAnomalies}.Judge(res)
+	return found, res.Valid == checker.Invalid && !ok
 }
 
 // expectFor is what a configuration promises under a fault.
@@ -196,7 +209,8 @@ func MatrixCells(base Test) []MatrixCell {
 	for _, pc := range plantedSuite(base) {
 		bug := plantedKey(pc.Test)
 		cell := MatrixCell{Test: pc.Test, Config: "guarantee", Fault: "own: " + pc.Test.Nemesis.String(), Bug: bug, Why: pc.Why,
-			Expect: map[checker.Validity]string{checker.Valid: ExpectValid, checker.Invalid: ExpectInvalid}[pc.Expect]}
+			Expect:          map[checker.Validity]string{checker.Valid: ExpectValid, checker.Invalid: ExpectInvalid}[pc.Expect],
+			ExpectAnomalies: pc.ExpectAnomalies}
 		cell.Test.Name = "m-" + pc.Test.Name
 		cells = append(cells, cell)
 		if bug != "" {
@@ -211,7 +225,7 @@ func MatrixCells(base Test) []MatrixCell {
 				t.BrokerConfig["log.flush.interval.messages"] = "1"
 			}
 			t.Name, t.Nemesis = pc.Test.Name+"-x-"+f.Name, specs[i]
-			cells = append(cells, MatrixCell{Test: t, Config: "guarantee", Fault: f.Name, Bug: pc.Bug, Expect: ExpectEither,
+			cells = append(cells, MatrixCell{Test: t, Config: "guarantee", Fault: f.Name, Bug: pc.Bug, Expect: ExpectEither, ExpectAnomalies: pc.ExpectAnomalies,
 				Why: "a planted bug under a fault its named test does not use: found or not, both are information"})
 		}
 	}
@@ -265,7 +279,7 @@ func RunMatrix(ctx context.Context, cells []MatrixCell, seeds int, store string,
 	idx := reports.MatrixIndex{Title: fmt.Sprintf("faultline guarantee matrix, %d cells × %d seeds", len(cells), seeds), Generated: time.Now().UTC()}
 	write := func() error { return reports.WriteMatrixDir(dir, idx) }
 	for _, c := range cells {
-		row := reports.MatrixCell{Name: c.Test.Name, Config: c.Config, Fault: c.Fault, Bug: c.Bug, Expect: c.Expect, Why: c.Why}
+		row := reports.MatrixCell{Name: c.Test.Name, Config: c.Config, Fault: c.Fault, Bug: c.Bug, Expect: c.Expect, ExpectAnomalies: c.ExpectAnomalies, Why: c.Why}
 		for s := range seeds {
 			if ctx.Err() != nil {
 				break
@@ -286,6 +300,7 @@ func RunMatrix(ctx context.Context, cells []MatrixCell, seeds int, store string,
 			} else {
 				r.Found = o.Result.Valid.String()
 				r.Anomalies = anomalyClasses(o.Result)
+				r.Judged, r.WrongClass = c.judge(o.Result)
 				if h, herr := checker.ReadHistory(filepath.Join(o.Dir, reports.FileHistory)); herr == nil {
 					r.FirstAnomaly, r.HasFirstAnomaly = reports.FirstAnomaly(o.Result, h)
 				}

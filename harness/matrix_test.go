@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/faultline/faultline/checker"
 	"github.com/faultline/faultline/workloads"
 	"github.com/faultline/faultline/workloads/queue"
 )
@@ -90,4 +91,32 @@ func TestSelectMatrixCells(t *testing.T) {
 	assert.Len(t, cells, len(faults)+1)
 	_, err = SelectMatrixCells(MatrixCells(DefaultTest()), "m-nope")
 	assert.Error(t, err)
+}
+
+func TestMatrixCellsCarryThePlantedClassesAndJudgeWithThem(t *testing.T) {
+	byName := map[string]MatrixCell{}
+	for _, c := range MatrixCells(DefaultTest()) {
+		byName[c.Test.Name] = c
+	}
+	named, cross := byName["m-planted-idempotence-off"], byName["m-planted-idempotence-off-x-kill"]
+	assert.Equal(t, []string{checker.AnomalyDuplicate}, named.ExpectAnomalies, "the suite case's classes")
+	assert.Equal(t, named.ExpectAnomalies, cross.ExpectAnomalies, "the bug under another fault looks for the same classes")
+	assert.Empty(t, byName["m-control-idempotence-off"].ExpectAnomalies)
+
+	bad := func(classes ...string) checker.Result {
+		res := checker.Result{Valid: checker.Invalid, Anomalies: map[string]checker.AnomalyReport{}}
+		for _, c := range classes {
+			res.Anomalies[c] = checker.AnomalyReport{Count: 1}
+		}
+		return res
+	}
+	found, wrong := named.judge(bad(checker.AnomalyLostWrite))
+	assert.True(t, wrong, "lost writes are not what idempotence-off produces")
+	assert.Contains(t, found, "expected duplicate")
+	_, wrong = named.judge(bad(checker.AnomalyLostWrite, checker.AnomalyDuplicate))
+	assert.False(t, wrong, "one expected class among others is a detection")
+	_, wrong = named.judge(checker.Result{Valid: checker.Valid})
+	assert.False(t, wrong, "a valid run is a miss, not a wrong class")
+	_, wrong = byName["m-acksall.isr2.clean.flushdef-power-all"].judge(bad(checker.AnomalyDuplicate))
+	assert.False(t, wrong, "a cell without expected classes takes any invalid result")
 }

@@ -35,22 +35,33 @@ type MatrixIndex struct {
 // MatrixCell is one cell: a configuration under a fault, maybe with a
 // planted bug, and its runs.
 type MatrixCell struct {
-	Name   string      `json:"name"`
-	Config string      `json:"config"`
-	Fault  string      `json:"fault"`
-	Bug    string      `json:"bug,omitempty"`
-	Expect string      `json:"expect"` // valid, invalid or either
-	Why    string      `json:"why"`
-	Runs   []MatrixRun `json:"runs"`
+	Name   string `json:"name"`
+	Config string `json:"config"`
+	Fault  string `json:"fault"`
+	Bug    string `json:"bug,omitempty"`
+	Expect string `json:"expect"` // valid, invalid or either
+	// ExpectAnomalies are the anomaly classes that count as finding what
+	// the cell looks for (a planted bug's classes, from its suite case):
+	// an invalid run with none of them is a detection of the wrong class.
+	// Empty: any invalid run counts.
+	ExpectAnomalies []string    `json:"expect-anomalies,omitempty"`
+	Why             string      `json:"why"`
+	Runs            []MatrixRun `json:"runs"`
 }
 
 // MatrixRun is one seed's run of a cell.
 type MatrixRun struct {
-	Seed      int64         `json:"seed"`
-	Found     string        `json:"found"` // valid, invalid, unknown or error
-	Error     string        `json:"error,omitempty"`
-	Anomalies []string      `json:"anomalies,omitempty"`
-	Took      time.Duration `json:"took"`
+	Seed      int64    `json:"seed"`
+	Found     string   `json:"found"` // valid, invalid, unknown or error
+	Error     string   `json:"error,omitempty"`
+	Anomalies []string `json:"anomalies,omitempty"`
+	// Judged is the harness's judgement of the run against the cell's
+	// expected classes (harness.Case.Judge), e.g. "invalid (duplicate;
+	// expected lost-write)"; WrongClass marks an invalid run with none of
+	// them.
+	Judged     string        `json:"judged,omitempty"`
+	WrongClass bool          `json:"wrong-class,omitempty"`
+	Took       time.Duration `json:"took"`
 	// FirstAnomaly is the time from the workload's first operation to the
 	// first operation an anomaly names.
 	FirstAnomaly    time.Duration `json:"first-anomaly,omitempty"`
@@ -59,8 +70,8 @@ type MatrixRun struct {
 	Link string `json:"link,omitempty"`
 }
 
-// Detected counts the runs that came out invalid.
-func (c MatrixCell) Detected() int {
+// Invalid counts the runs that came out invalid, whatever they found.
+func (c MatrixCell) Invalid() int {
 	n := 0
 	for _, r := range c.Runs {
 		if r.Found == checker.Invalid.String() {
@@ -70,10 +81,28 @@ func (c MatrixCell) Detected() int {
 	return n
 }
 
+// Detected counts the runs that found what the cell looks for: invalid
+// with one of its expected classes.
+func (c MatrixCell) Detected() int {
+	n := 0
+	for _, r := range c.Runs {
+		if r.Found == checker.Invalid.String() && !r.WrongClass {
+			n++
+		}
+	}
+	return n
+}
+
+// WrongClass counts the invalid runs that found none of the expected
+// classes.
+func (c MatrixCell) WrongClass() int { return c.Invalid() - c.Detected() }
+
 // Status is what the cell shows: ok, FALSE ALARM (an invalid run where
-// valid was promised), MISSED (fewer detections than DetectionTarget
-// where invalid was expected), inconclusive (a promised-valid cell with an
-// unknown or failed run), not run.
+// valid was promised), MISSED (fewer right-class detections than
+// DetectionTarget where invalid was expected), MISSED (wrong class) (as
+// MISSED, with some runs invalid for another class than expected),
+// inconclusive (a promised-valid cell with an unknown or failed run), not
+// run.
 func (c MatrixCell) Status() string {
 	if len(c.Runs) == 0 {
 		return "not run"
@@ -81,7 +110,7 @@ func (c MatrixCell) Status() string {
 	det := c.Detected()
 	switch c.Expect {
 	case "valid":
-		if det > 0 {
+		if c.Invalid() > 0 {
 			return "FALSE ALARM"
 		}
 		for _, r := range c.Runs {
@@ -91,6 +120,9 @@ func (c MatrixCell) Status() string {
 		}
 	case "invalid":
 		if float64(det) < DetectionTarget*float64(len(c.Runs)) {
+			if c.WrongClass() > 0 {
+				return "MISSED (wrong class)"
+			}
 			return "MISSED"
 		}
 	}
@@ -100,11 +132,13 @@ func (c MatrixCell) Status() string {
 // OK reports whether the cell came out as expected.
 func (c MatrixCell) OK() bool { s := c.Status(); return s == "ok" || s == "not run" }
 
-// FirstAnomalies lists the runs' times to first anomaly, shortest first.
+// FirstAnomalies lists the times to first anomaly of the runs not judged
+// of the wrong class (every invalid run of a cell without expected
+// classes), shortest first.
 func (c MatrixCell) FirstAnomalies() []time.Duration {
 	var out []time.Duration
 	for _, r := range c.Runs {
-		if r.HasFirstAnomaly {
+		if r.HasFirstAnomaly && !r.WrongClass {
 			out = append(out, r.FirstAnomaly)
 		}
 	}
@@ -122,14 +156,17 @@ type MatrixSummary struct {
 type BugSummary struct {
 	Bug string
 	// Named is the cell of its named test (expected invalid); Detected
-	// and Runs its detection over seeds.
-	Named          string
-	Detected, Runs int
+	// and Runs its detection over seeds, counting only runs that found
+	// one of its expected classes; WrongClass the named test's runs that
+	// were invalid for another class.
+	Named                      string
+	Detected, Runs, WrongClass int
 	// FirstAnomaly is the shortest and median time to first anomaly over
-	// every invalid run of the bug, in any cell.
+	// every right-class detection of the bug, in any cell.
 	FirstMin, FirstMedian time.Duration
 	HasFirst              bool
-	// FoundBy lists the faults of the cells where some run found it.
+	// FoundBy lists the faults of the cells where some run found it (with
+	// an expected class).
 	FoundBy []string
 }
 
@@ -156,12 +193,13 @@ func (m MatrixIndex) Summarize() MatrixSummary {
 		}
 		if c.Expect == "invalid" {
 			b.Named, b.Detected, b.Runs = c.Name, b.Detected+c.Detected(), b.Runs+len(c.Runs)
+			b.WrongClass += c.WrongClass()
 		}
 		if c.Detected() > 0 {
 			b.FoundBy = append(b.FoundBy, c.Fault)
 		}
 		for _, r := range c.Runs {
-			if r.Found == checker.Invalid.String() && r.HasFirstAnomaly {
+			if r.Found == checker.Invalid.String() && !r.WrongClass && r.HasFirstAnomaly {
 				firsts[c.Bug] = append(firsts[c.Bug], r.FirstAnomaly)
 			}
 		}
@@ -232,6 +270,7 @@ func WriteMatrixIndex(w io.Writer, m MatrixIndex) error {
 	type cellView struct {
 		MatrixCell
 		Status, StatusClass string
+		Expected            string
 		Detection, First    string
 		RunViews            []runView
 	}
@@ -242,21 +281,33 @@ func WriteMatrixIndex(w io.Writer, m MatrixIndex) error {
 	sum := m.Summarize()
 	var cells []cellView
 	for _, c := range m.Cells {
-		v := cellView{MatrixCell: c, Status: c.Status(), Detection: fmt.Sprintf("%d/%d", c.Detected(), len(c.Runs))}
+		v := cellView{MatrixCell: c, Status: c.Status(), Expected: c.Expect, Detection: fmt.Sprintf("%d/%d", c.Detected(), len(c.Runs))}
+		if len(c.ExpectAnomalies) > 0 {
+			v.Expected += " (" + strings.Join(c.ExpectAnomalies, " | ") + ")"
+		}
+		if w := c.WrongClass(); w > 0 {
+			v.Detection += fmt.Sprintf(", %d wrong class", w)
+		}
 		v.StatusClass = map[bool]string{true: "valid", false: "invalid"}[c.OK()]
 		if f := c.FirstAnomalies(); len(f) > 0 {
 			v.First = f[0].Round(100 * time.Millisecond).String()
 		}
 		for _, r := range c.Runs {
-			class := r.Found
+			class, found := r.Found, r.Found
 			if class == "error" {
 				class = "unknown"
 			}
-			title := strings.Join(r.Anomalies, ", ")
+			if len(r.Anomalies) > 0 {
+				found += ": " + strings.Join(r.Anomalies, ",")
+			}
+			if r.WrongClass {
+				class, found = "unknown", found+" (wrong class)"
+			}
+			title := r.Judged
 			if r.Error != "" {
 				title = r.Error
 			}
-			v.RunViews = append(v.RunViews, runView{Seed: r.Seed, Found: r.Found, Class: class, Title: title, Link: filepath.ToSlash(r.Link)})
+			v.RunViews = append(v.RunViews, runView{Seed: r.Seed, Found: found, Class: class, Title: title, Link: filepath.ToSlash(r.Link)})
 		}
 		cells = append(cells, v)
 	}
@@ -265,6 +316,9 @@ func WriteMatrixIndex(w io.Writer, m MatrixIndex) error {
 		v := bugView{BugSummary: b, Rate: "not run", FoundBy: strings.Join(b.FoundBy, ", ")}
 		if b.Runs > 0 {
 			v.Rate = fmt.Sprintf("%d/%d (%.0f%%)", b.Detected, b.Runs, 100*float64(b.Detected)/float64(b.Runs))
+			if b.WrongClass > 0 {
+				v.Rate += fmt.Sprintf("; %d invalid for the wrong class", b.WrongClass)
+			}
 		}
 		if b.HasFirst {
 			v.First = fmt.Sprintf("%s (median %s)", b.FirstMin.Round(100*time.Millisecond), b.FirstMedian.Round(100*time.Millisecond))
@@ -286,16 +340,16 @@ var matrixTemplate = template.Must(template.New("matrix").Parse(`<!DOCTYPE html>
 <body><main>
 <h1>{{.Title}}</h1>
 <p>{{.Sum.Cells}} cells, {{.Sum.Runs}} runs: <span class="badge valid">{{.Sum.CellsOK}} as expected</span> <span class="badge {{if .Sum.CellsFailed}}invalid{{else}}valid{{end}}">{{.Sum.CellsFailed}} not</span>.
-<span class="muted">Generated {{.Generated.Format "2006-01-02 15:04:05 UTC"}}. Expected valid: the configuration promises no loss under the fault (a run found invalid is a FALSE ALARM or a broker bug). Expected invalid: the configuration's trade-off or a planted bug loses data and the checker must find it in at least 90% of the seeds (else MISSED). Either: nothing is promised.</span></p>
+<span class="muted">Generated {{.Generated.Format "2006-01-02 15:04:05 UTC"}}. Expected valid: the configuration promises no loss under the fault (a run found invalid is a FALSE ALARM or a broker bug). Expected invalid: the configuration's trade-off or a planted bug loses data and the checker must find it, with one of the anomaly classes the cell names, in at least 90% of the seeds (else MISSED; MISSED (wrong class) when some runs were invalid for another class). Found: each seed's verdict and the classes it found. Either: nothing is promised.</span></p>
 {{if .Bugs}}<h2>Planted bugs</h2>
 <table>
-<tr><th>bug</th><th>named test</th><th>detection over seeds</th><th>time to first anomaly</th><th>found under</th></tr>
+<tr><th>bug</th><th>named test</th><th>detection over seeds (right class)</th><th>time to first anomaly</th><th>found under</th></tr>
 {{range .Bugs}}<tr><td>{{.Bug}}</td><td>{{.Named}}</td><td class="num">{{.Rate}}</td><td class="num">{{.First}}</td><td>{{.FoundBy}}</td></tr>
 {{end}}</table>{{end}}
 <h2>Cells</h2>
 <table>
-<tr><th>cell</th><th>config</th><th>fault</th><th>bug</th><th>expected</th><th>found (per seed)</th><th>invalid</th><th>first anomaly</th><th>result</th></tr>
-{{range .Cells}}<tr><td>{{.Name}}<br><span class="muted">{{.Why}}</span></td><td>{{.Config}}</td><td>{{.Fault}}</td><td>{{.Bug}}</td><td>{{.Expect}}</td><td>{{range .RunViews}}<a href="{{.Link}}" title="{{.Title}}"><span class="badge {{.Class}}">{{.Seed}}: {{.Found}}</span></a> {{else}}<span class="muted">not run</span>{{end}}</td><td class="num">{{.Detection}}</td><td class="num">{{.First}}</td><td><span class="badge {{.StatusClass}}">{{.Status}}</span></td></tr>
+<tr><th>cell</th><th>config</th><th>fault</th><th>bug</th><th>expected</th><th>found (per seed)</th><th>detected</th><th>first anomaly</th><th>result</th></tr>
+{{range .Cells}}<tr><td>{{.Name}}<br><span class="muted">{{.Why}}</span></td><td>{{.Config}}</td><td>{{.Fault}}</td><td>{{.Bug}}</td><td>{{.Expected}}</td><td>{{range .RunViews}}<a href="{{.Link}}" title="{{.Title}}"><span class="badge {{.Class}}">{{.Seed}}: {{.Found}}</span></a> {{else}}<span class="muted">not run</span>{{end}}</td><td class="num">{{.Detection}}</td><td class="num">{{.First}}</td><td><span class="badge {{.StatusClass}}">{{.Status}}</span></td></tr>
 {{end}}</table>
 </main></body></html>
 `))

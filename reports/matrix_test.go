@@ -34,6 +34,49 @@ func sampleMatrix() MatrixIndex {
 	}}
 }
 
+func TestMatrixCountsAWrongClassAsMissed(t *testing.T) {
+	invalid := checker.Invalid.String()
+	right := MatrixRun{Seed: 1, Found: invalid, Anomalies: []string{"lost-write"}, FirstAnomaly: 9 * time.Second, HasFirstAnomaly: true}
+	wrong := MatrixRun{Seed: 2, Found: invalid, Anomalies: []string{"duplicate"}, Judged: "invalid (duplicate; expected lost-write or unseen)",
+		WrongClass: true, FirstAnomaly: time.Second, HasFirstAnomaly: true}
+	named := MatrixCell{Name: "m-planted-z", Fault: "own: kill", Bug: "unsafe.z", Expect: "invalid",
+		ExpectAnomalies: []string{"lost-write", "unseen"}, Runs: []MatrixRun{right, wrong}}
+	assert.Equal(t, 2, named.Invalid())
+	assert.Equal(t, 1, named.Detected(), "only the right class counts")
+	assert.Equal(t, 1, named.WrongClass())
+	assert.Equal(t, "MISSED (wrong class)", named.Status())
+	allWrong := named
+	allWrong.Runs = []MatrixRun{wrong}
+	assert.Equal(t, "MISSED (wrong class)", allWrong.Status())
+	missed := named
+	missed.Runs = []MatrixRun{{Seed: 3, Found: checker.Valid.String()}}
+	assert.Equal(t, "MISSED", missed.Status(), "valid runs are a plain miss")
+	good := named
+	good.Runs = []MatrixRun{right}
+	assert.Equal(t, "ok", good.Status())
+	cross := MatrixCell{Name: "m-planted-z-x-pause", Fault: "pause", Bug: "unsafe.z", Expect: "either",
+		ExpectAnomalies: named.ExpectAnomalies, Runs: []MatrixRun{wrong}}
+	promised := MatrixCell{Name: "m-valid", Expect: "valid", Runs: []MatrixRun{wrong}}
+	assert.Equal(t, "FALSE ALARM", promised.Status(), "any invalid run breaks a promise, whatever its class")
+
+	m := MatrixIndex{Title: "wrong class", Cells: []MatrixCell{named, cross}}
+	s := m.Summarize()
+	require.Len(t, s.Bugs, 1)
+	assert.Equal(t, BugSummary{Bug: "unsafe.z", Named: "m-planted-z", Detected: 1, Runs: 2, WrongClass: 1,
+		FirstMin: 9 * time.Second, FirstMedian: 9 * time.Second, HasFirst: true, FoundBy: []string{"own: kill"}}, s.Bugs[0],
+		"the rate, the first anomaly and the faults that found it count right-class detections only")
+	var buf bytes.Buffer
+	require.NoError(t, WriteMatrixIndex(&buf, m))
+	page := buf.String()
+	for _, want := range []string{
+		"invalid (lost-write | unseen)", "1: invalid: lost-write", "2: invalid: duplicate (wrong class)",
+		`title="invalid (duplicate; expected lost-write or unseen)"`, "1/2, 1 wrong class", "MISSED (wrong class)",
+		"1/2 (50%); 1 invalid for the wrong class",
+	} {
+		assert.Contains(t, page, want)
+	}
+}
+
 func TestMatrixStatusAndSummary(t *testing.T) {
 	m := sampleMatrix()
 	var got []string
