@@ -2,6 +2,7 @@ package nemesis
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -301,6 +302,11 @@ func (c *Corrupt) Start(ctx context.Context, rng *rand.Rand) (any, error) {
 	if corruptKind(mode) != "" {
 		targetMode = TargetOne
 	}
+	if pinned := aimOf(ctx).nodes; mode == CorruptBitFlipThenLeader && len(pinned) > 1 {
+		// A schedule recorded before the steps were: its nodes are the
+		// flipped node, then the ISR it killed.
+		ctx = WithAim(ctx, mode, pinned[:1])
+	}
 	targets, err := chooseTargets(ctx, c.Cluster, targetMode, rng)
 	if err != nil {
 		return DiskTargets{Mode: mode}, err
@@ -324,6 +330,9 @@ func (c *Corrupt) corrupt(ctx context.Context, mode string, targets []string, se
 		seeds[n] = seedOf(n)
 		what, err := c.Disk.Corrupt(ctx, n, seeds[n], kind)
 		did[n] = what
+		if kind == CorruptBitFlip {
+			c.noteFlip(ctx, n, what)
+		}
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -338,6 +347,29 @@ func (c *Corrupt) corrupt(ctx context.Context, mode string, targets []string, se
 		}
 	}
 	return DiskTargets{Mode: mode, Nodes: targets, Did: did, Seeds: seeds}, errors.Join(errs...)
+}
+
+// noteFlip records a bit flip as a step of its sequence, and on a replay
+// notes when the agent, drawing from the same seed over the data this run
+// wrote, flipped a bit in another file than the recording's.
+func (c *Corrupt) noteFlip(ctx context.Context, node, did string) {
+	seq := sequenceOf(ctx)
+	rec, replay := seq.recordedNext()
+	seq.step(Step{Name: "kill-and-flip", Rule: "one node (drawn); the agent picks the batch from the seed", Nodes: []string{node}, Did: did}, nil)
+	if replay && rec.Did != "" && flippedFile(rec.Did) != flippedFile(did) {
+		seq.annotate(fmt.Sprintf("replay: the agent flipped a bit in %s, the recording in %s (the data differs)", flippedFile(did), flippedFile(rec.Did)))
+	}
+}
+
+// flippedFile is the file named by the agent's account of a bit flip.
+func flippedFile(did string) string {
+	var what struct {
+		File string `json:"file"`
+	}
+	if json.Unmarshal([]byte(did), &what) != nil {
+		return did
+	}
+	return what.File
 }
 
 // corruptKind is the agent's --kind for a corrupt mode: bit-flip for the

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 )
@@ -153,7 +155,11 @@ type LaggingStart struct {
 // AimedAt returns the follower and the leader, in that order.
 func (s LaggingStart) AimedAt() []string { return s.Nodes }
 
-// Start makes the follower lag and kills the leader.
+// Start makes the follower lag and kills the leader. Its steps (lag,
+// heal-and-kill) are recorded; a replay drives the recorded follower,
+// partition and leader at the recorded times, and notes where the live
+// metadata disagreed (the follower still in the ISR when the leader is
+// killed, another leader by then).
 func (l *LaggingFailover) Start(ctx context.Context, rng *rand.Rand) (any, error) {
 	out := LaggingStart{Mode: pickMode(ctx, rng, l.Modes, LaggingModes)}
 	rv, ok := l.Cluster.(ReplicaView)
@@ -163,10 +169,13 @@ func (l *LaggingFailover) Start(ctx context.Context, rng *rand.Rand) (any, error
 	if out.Mode == LaggingSlow && l.Network == nil {
 		return out, errNoNetwork
 	}
+	seq := sequenceOf(ctx)
 	parts, err := rv.Partitions(ctx)
 	if err != nil {
-		return out, fmt.Errorf("find the partitions' ISRs: %w", err)
+		err = fmt.Errorf("find the partitions' ISRs: %w", err)
 	}
+	// A schedule recorded before the steps were pins the follower and the
+	// leader (Event.Nodes).
 	pinned := aimOf(ctx).nodes
 	var candidates []PartitionState
 	for _, p := range parts {
@@ -178,45 +187,92 @@ func (l *LaggingFailover) Start(ctx context.Context, rng *rand.Rand) (any, error
 		}
 		candidates = append(candidates, p)
 	}
-	if len(candidates) == 0 {
-		return out, errors.New("no partition has a leader and an in-sync follower")
+	live := Step{Name: "lag", Rule: "an in-sync follower of a partition whose ISR has its leader (drawn)"}
+	if err == nil && len(candidates) == 0 {
+		err = errors.New("no partition has a leader and an in-sync follower")
 	}
-	p := candidates[rng.IntN(len(candidates))]
-	var followers []string
-	for _, n := range p.ISR {
-		if n != p.Leader {
-			followers = append(followers, n)
+	if err == nil {
+		p := candidates[rng.IntN(len(candidates))]
+		var followers []string
+		for _, n := range p.ISR {
+			if n != p.Leader {
+				followers = append(followers, n)
+			}
 		}
+		follower := followers[rng.IntN(len(followers))]
+		if len(pinned) == 2 {
+			follower = pinned[0]
+		}
+		live.Nodes, live.Partition = []string{follower}, partitionLabel(p.Topic, p.Partition)
 	}
-	follower := followers[rng.IntN(len(followers))]
-	if len(pinned) == 2 {
-		follower = pinned[0]
+	lag, err := seq.step(live, err)
+	if err != nil {
+		return out, err
 	}
-	out.Topic, out.Partition, out.Follower = p.Topic, p.Partition, follower
+	topic, partition, perr := parseLabel(lag.Partition)
+	if perr != nil || len(lag.Nodes) != 1 {
+		return out, fmt.Errorf("lagging-failover: recorded step %s names %v on %q, not one follower on one partition", lag.Name, lag.Nodes, lag.Partition)
+	}
+	follower := lag.Nodes[0]
+	out.Topic, out.Partition, out.Follower = topic, partition, follower
 	if err := l.lag(ctx, out.Mode, follower); err != nil {
 		return out, err
 	}
-	took, err := waitFor(ctx, rv, LagTimeout, follower+" out of the ISR of "+fmt.Sprintf("%s/%d", p.Topic, p.Partition), func(ps []PartitionState) bool {
+	lagged := func(ps []PartitionState) bool {
 		for _, q := range ps {
-			if q.Topic == p.Topic && q.Partition == p.Partition {
+			if q.Topic == topic && q.Partition == partition {
 				return !slices.Contains(q.ISR, follower) && q.Leader != "" && q.Leader != follower
 			}
 		}
 		return false
-	})
-	if err != nil {
-		return out, errors.Join(err, l.heal(ctx))
 	}
-	out.OutOfISR = took.String()
+	var disagreed string
+	if _, replay := seq.recordedNext(); replay {
+		// The recorded time, then one look at whether it lagged as it did.
+		t0 := time.Now()
+		if !seq.wait(ctx, nil, 0) {
+			return out, errors.Join(ctx.Err(), l.heal(ctx))
+		}
+		out.OutOfISR = time.Since(t0).Round(time.Millisecond).String()
+		if ps, err := rv.Partitions(ctx); err != nil || !lagged(ps) {
+			disagreed = fmt.Sprintf("replay: %s was not seen out of the ISR of %s at the recorded time; the leader was killed anyway", follower, lag.Partition)
+		}
+	} else {
+		took, err := waitFor(ctx, rv, LagTimeout, follower+" out of the ISR of "+lag.Partition, lagged)
+		if err != nil {
+			return out, errors.Join(err, l.heal(ctx))
+		}
+		out.OutOfISR = took.String()
+	}
 	// The leader now, which may have moved while the follower lagged.
-	leader := p.Leader
+	leader := ""
+	for _, q := range parts {
+		if q.Topic == topic && q.Partition == partition {
+			leader = q.Leader
+		}
+	}
 	if now, err := rv.Partitions(ctx); err == nil {
 		for _, q := range now {
-			if q.Topic == p.Topic && q.Partition == p.Partition && q.Leader != "" && q.Leader != follower {
+			if q.Topic == topic && q.Partition == partition && q.Leader != "" && q.Leader != follower {
 				leader = q.Leader
 			}
 		}
 	}
+	var lerr error
+	if leader == "" {
+		lerr = fmt.Errorf("lagging-failover: %s has no leader but %s", lag.Partition, follower)
+	}
+	kill, err := seq.step(Step{Name: "heal-and-kill", Rule: "the partition's leader now", Nodes: []string{leader}, Partition: lag.Partition}, lerr)
+	if disagreed != "" {
+		if kill.Note != "" {
+			disagreed += "; " + strings.TrimPrefix(kill.Note, "replay: ")
+		}
+		seq.annotate(disagreed)
+	}
+	if err != nil {
+		return out, errors.Join(err, l.heal(ctx))
+	}
+	leader = kill.Nodes[0]
 	out.Leader, out.Nodes = leader, []string{follower, leader}
 	// Heal the follower first: up, reachable and behind when its leader
 	// dies, so that only the ISR rule keeps it from leading.
@@ -225,6 +281,24 @@ func (l *LaggingFailover) Start(ctx context.Context, rng *rand.Rand) (any, error
 	}
 	l.killed = append(l.killed, leader)
 	return out, l.Runtime.Kill(ctx, leader)
+}
+
+// partitionLabel names a partition as Step.Partition does: "t0-2".
+func partitionLabel(topic string, partition int32) string {
+	return topic + "-" + strconv.Itoa(int(partition))
+}
+
+// parseLabel reads partitionLabel's form.
+func parseLabel(label string) (string, int32, error) {
+	cut := strings.LastIndexByte(label, '-')
+	if cut <= 0 {
+		return "", 0, fmt.Errorf("%q names no partition", label)
+	}
+	p, err := strconv.ParseInt(label[cut+1:], 10, 32)
+	if err != nil {
+		return "", 0, fmt.Errorf("%q names no partition: %w", label, err)
+	}
+	return label[:cut], int32(p), nil
 }
 
 // lag cuts or slows the follower.

@@ -28,7 +28,10 @@ const (
 // when set, pins the targets: the fault hits exactly these nodes instead of
 // choosing (a partition reads them per mode: the isolated node, one side
 // of halves, the ring's order). A stop names only its slot (Kind and Mode
-// repeated for reading).
+// repeated for reading). Steps, for a start of a sequence mode (two
+// faults in a row whose later targets the live cluster decides: the lagging
+// replica, the rest of an ISR, the current leader), are its steps as they
+// ran; fed back, the replay drives their nodes at their times (Step).
 //
 // A schedule is a []Event sorted by At; Plan draws one from a seed, and the
 // schedule that ran is written as schedule.json (Schedule.Executed), with
@@ -42,6 +45,7 @@ type Event struct {
 	Mode   string        `json:"mode,omitempty"`
 	Seed   uint64        `json:"seed,omitempty"`
 	Nodes  []string      `json:"nodes,omitempty"`
+	Steps  []Step        `json:"steps,omitempty"`
 }
 
 // PlanOptions shape a drawn schedule.
@@ -269,8 +273,16 @@ type Aimed interface{ AimedAt() []string }
 // AimedAt returns the nodes hit.
 func (t Targets) AimedAt() []string { return t.Nodes }
 
-// AimedAt returns the nodes hit.
-func (t DiskTargets) AimedAt() []string { return t.Nodes }
+// AimedAt returns the nodes hit, but for bit-flip-then-leader only the
+// node flipped (the first): the rest of its partition's ISR that it then
+// killed are a step of the sequence (Event.Steps), which the live cluster
+// decided.
+func (t DiskTargets) AimedAt() []string {
+	if t.Mode == CorruptBitFlipThenLeader && len(t.Nodes) > 1 {
+		return t.Nodes[:1]
+	}
+	return t.Nodes
+}
 
 // AimedAt returns the nodes that pin the same grudge (Event.Nodes).
 func (p PartitionStart) AimedAt() []string { return p.Nodes }

@@ -104,13 +104,17 @@ func (s *Schedule) Run(ctx context.Context, record Recorder) {
 		t0 := time.Now()
 		ran := e
 		ran.At = clock.Round(time.Millisecond)
+		var seq *sequence
 		switch e.Action {
 		case ActionStart:
 			rng := rand.New(rand.NewPCG(e.Seed, uint64(e.Slot)))
-			v := do(record, "start-"+f.Name(), func() (any, error) { return f.Start(WithAim(sctx, e.Mode, e.Nodes), rng) })
+			var actx context.Context
+			actx, seq = withSequence(WithAim(sctx, e.Mode, e.Nodes), e.Steps)
+			v := do(record, "start-"+f.Name(), func() (any, error) { return f.Start(actx, rng) })
 			if a, ok := v.(Aimed); ok && len(e.Nodes) == 0 {
 				ran.Nodes = a.AimedAt()
 			}
+			ran.Steps = seq.executed()
 			active = append(active, e.Slot)
 		case ActionStop:
 			do(record, "stop-"+f.Name(), func() (any, error) { return f.Stop(sctx) })
@@ -118,6 +122,9 @@ func (s *Schedule) Run(ctx context.Context, record Recorder) {
 		}
 		s.note(ran)
 		clock += time.Since(t0)
+		if seq != nil {
+			clock += seq.skew // what a fake Sleep skipped of the sequence's waits
+		}
 	}
 	for _, e := range s.Events {
 		if e.Slot < 0 || e.Slot >= len(s.Faults) {

@@ -2,12 +2,10 @@ package nemesis
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 )
@@ -75,12 +73,14 @@ func sequenceWait(ctx context.Context, sleep func(context.Context, time.Duration
 // PowerAfterSlowFsync: the disk fault on every node's fsyncs, the wait,
 // then every node's power cut at once.
 func (p *Power) afterDiskFault(ctx context.Context, rng *rand.Rand, mode string) (any, error) {
-	nodes := append([]string(nil), p.Cluster.Nodes()...)
-	out := DiskTargets{Mode: mode, Nodes: nodes, Did: map[string]string{}}
+	seq := sequenceOf(ctx)
 	eio := "eio fsync"
 	if mode == PowerAfterSlowFsync {
 		eio = "slow fsync 300ms"
 	}
+	st, _ := seq.step(Step{Name: "disk-fault", Rule: "every node", Nodes: slices.Clone(p.Cluster.Nodes()), Did: eio}, nil)
+	nodes := st.Nodes
+	out := DiskTargets{Mode: mode, Nodes: nodes, Did: map[string]string{}}
 	var errs []error
 	for _, n := range nodes {
 		// A node whose fsync failed may stop (its only log dir is
@@ -90,9 +90,10 @@ func (p *Power) afterDiskFault(ctx context.Context, rng *rand.Rand, mode string)
 			errs = append(errs, err)
 		}
 	}
-	if !sequenceWait(ctx, p.Sleep, p.Wait) {
+	if !seq.wait(ctx, p.Sleep, p.Wait) {
 		return out, errors.Join(append(errs, ctx.Err())...)
 	}
+	seq.step(Step{Name: "power-cut", Rule: "every node", Nodes: nodes}, nil)
 	lines := make(map[string]string, len(nodes))
 	for _, n := range nodes {
 		lines[n] = PowerCommand(rng)
@@ -112,21 +113,36 @@ func (p *Partition) laggingThenLeader(ctx context.Context, rng *rand.Rand) (any,
 // waits, and kills the failover targets.
 func (p *Partition) lagThenFailover(ctx context.Context, rng *rand.Rand, mode string, before func(lagging string) (string, error)) (LaggingThenLeader, error) {
 	out := LaggingThenLeader{Mode: mode}
-	ctl, err := p.Cluster.Controller(ctx)
-	if err != nil {
-		return out, fmt.Errorf("find the active controller: %w", err)
-	}
+	seq := sequenceOf(ctx)
 	nodes := p.Cluster.Nodes()
-	var candidates []string
-	for _, n := range nodes {
-		if n != ctl {
-			candidates = append(candidates, n)
+	// The lagging node and the controller it keeps reaching, as the live
+	// cluster has them (the draw is made either way, so that a replay's
+	// later draws stay as they were).
+	choice, err := func() ([]string, error) {
+		ctl, err := p.Cluster.Controller(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("find the active controller: %w", err)
 		}
+		var candidates []string
+		for _, n := range nodes {
+			if n != ctl {
+				candidates = append(candidates, n)
+			}
+		}
+		if len(candidates) < 2 {
+			return nil, errors.New("lagging-then-leader needs two nodes besides the controller")
+		}
+		return []string{candidates[rng.IntN(len(candidates))], ctl}, nil
+	}()
+	st, err := seq.step(Step{Name: "choose-lagging", Rule: "a node other than the active controller (drawn), then the active controller", Nodes: choice}, err)
+	if err != nil {
+		return out, err
 	}
-	if len(candidates) < 2 {
-		return out, errors.New("lagging-then-leader needs two nodes besides the controller")
+	if len(st.Nodes) != 2 {
+		return out, fmt.Errorf("lagging-then-leader: recorded step %s names %v, not the lagging node and the controller", st.Name, st.Nodes)
 	}
-	out.Lagging = candidates[rng.IntN(len(candidates))]
+	out.Lagging = st.Nodes[0]
+	ctl := st.Nodes[1]
 	if before != nil {
 		did, err := before(out.Lagging)
 		out.Did = did
@@ -135,6 +151,7 @@ func (p *Partition) lagThenFailover(ctx context.Context, rng *rand.Rand, mode st
 		}
 	}
 	out.Grudge = isolateExcept(nodes, out.Lagging, ctl)
+	seq.step(Step{Name: "isolate", Rule: "the lagging node, cut off from all but the controller " + ctl, Nodes: []string{out.Lagging}}, nil)
 	var errs []error
 	for _, n := range sortedNodes(out.Grudge) {
 		p.cut = append(p.cut, n)
@@ -142,14 +159,15 @@ func (p *Partition) lagThenFailover(ctx context.Context, rng *rand.Rand, mode st
 			errs = append(errs, err)
 		}
 	}
-	if !sequenceWait(ctx, p.Sleep, p.Wait) {
+	if !seq.wait(ctx, p.Sleep, p.Wait) {
 		return out, errors.Join(append(errs, ctx.Err())...)
 	}
 	victims, err := p.failoverTargets(ctx, rng, out.Lagging, ctl, len(nodes))
+	kill, err := seq.step(Step{Name: "kill", Rule: "the rest of the ISR of a partition the lagging node replicates (failoverTargets)", Nodes: victims}, err)
 	if err != nil {
 		return out, errors.Join(append(errs, err)...)
 	}
-	out.Killed = victims
+	out.Killed = kill.Nodes
 	for _, n := range out.Killed {
 		p.killed = append(p.killed, n)
 		if err := p.Runtime.Kill(ctx, n); err != nil {
@@ -222,6 +240,7 @@ func (p *Power) restartLaggingThenLeader(ctx context.Context, rng *rand.Rand) (a
 	}
 	p.lag.Wait, p.lag.Sleep = p.Wait, p.Sleep
 	return p.lag.lagThenFailover(ctx, rng, PowerRestartLaggingThenLeader, func(n string) (string, error) {
+		sequenceOf(ctx).step(Step{Name: "power-restart", Rule: "the lagging node", Nodes: []string{n}}, nil)
 		line := PowerCommand(rng)
 		if err := p.Disk.PowerLoss(ctx, n, line); err != nil {
 			p.down = append(p.down, n)
@@ -238,56 +257,63 @@ func (p *Power) restartLaggingThenLeader(ctx context.Context, rng *rand.Rand) (a
 // bitFlipThenLeader is Corrupt's CorruptBitFlipThenLeader, after Start
 // has flipped the bit on node: it starts the node, waits and kills the
 // rest of the flipped partition's ISR. did is the agent's account of the
-// corruption (JSON naming the file).
+// corruption (JSON naming the file). On a replay it kills the recorded
+// nodes, noting where the live ISR (or the file flipped) disagreed.
 func (c *Corrupt) bitFlipThenLeader(ctx context.Context, node, did string) ([]string, error) {
-	var what struct {
-		File string `json:"file"`
-	}
-	if err := json.Unmarshal([]byte(did), &what); err != nil {
-		return nil, fmt.Errorf("bit-flip-then-leader: which file was flipped: %w", err)
-	}
-	dir, _, _ := strings.Cut(what.File, "/")
-	cut := strings.LastIndexByte(dir, '-')
-	if cut <= 0 {
-		return nil, fmt.Errorf("bit-flip-then-leader: %q is no partition's directory", dir)
-	}
-	topic, part := dir[:cut], dir[cut+1:]
+	seq := sequenceOf(ctx)
 	c.down = slices.DeleteFunc(c.down, func(n string) bool { return n == node })
+	seq.step(Step{Name: "start", Rule: "the flipped node", Nodes: []string{node}}, nil)
 	if err := c.Runtime.Start(ctx, node); err != nil {
 		c.down = append(c.down, node)
 		return nil, err
 	}
-	if !sequenceWait(ctx, c.Sleep, c.Wait) {
+	if !seq.wait(ctx, c.Sleep, c.Wait) {
 		return nil, ctx.Err()
+	}
+	dir, rest, err := c.restOfFlippedISR(ctx, node, did)
+	kill, err := seq.step(Step{Name: "kill", Rule: "the rest of the flipped partition's ISR", Nodes: rest, Partition: dir}, err)
+	if err != nil {
+		return nil, err
+	}
+	var errs []error
+	for _, n := range kill.Nodes {
+		c.down = append(c.down, n)
+		if err := c.Runtime.Kill(ctx, n); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return kill.Nodes, errors.Join(errs...)
+}
+
+// restOfFlippedISR finds the partition whose segment the flip damaged
+// (did names the file) and its ISR but node, sorted: at most a minority.
+func (c *Corrupt) restOfFlippedISR(ctx context.Context, node, did string) (string, []string, error) {
+	dir, _, _ := strings.Cut(flippedFile(did), "/")
+	topic, part, err := parseLabel(dir)
+	if err != nil {
+		return dir, nil, fmt.Errorf("bit-flip-then-leader: the flipped file's directory: %w", err)
 	}
 	view, ok := c.Cluster.(ReplicaView)
 	if !ok {
-		return nil, errors.New("bit-flip-then-leader: the cluster names no partition's ISR")
+		return dir, nil, errors.New("bit-flip-then-leader: the cluster names no partition's ISR")
 	}
 	parts, err := view.Partitions(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("find partition replicas: %w", err)
+		return dir, nil, fmt.Errorf("find partition replicas: %w", err)
 	}
 	minority := max(1, (len(c.Cluster.Nodes())-1)/2)
 	for _, ps := range parts {
-		if ps.Topic != topic || strconv.Itoa(int(ps.Partition)) != part {
+		if ps.Topic != topic || ps.Partition != part {
 			continue
 		}
 		rest := slices.DeleteFunc(slices.Clone(ps.ISR), func(n string) bool { return n == node })
 		if len(rest) == 0 || len(rest) > minority {
-			return nil, fmt.Errorf("bit-flip-then-leader: %s's ISR %v leaves no minority to kill", dir, ps.ISR)
+			return dir, nil, fmt.Errorf("bit-flip-then-leader: %s's ISR %v leaves no minority to kill", dir, ps.ISR)
 		}
 		slices.Sort(rest)
-		var errs []error
-		for _, n := range rest {
-			c.down = append(c.down, n)
-			if err := c.Runtime.Kill(ctx, n); err != nil {
-				errs = append(errs, err)
-			}
-		}
-		return rest, errors.Join(errs...)
+		return dir, rest, nil
 	}
-	return nil, fmt.Errorf("bit-flip-then-leader: %s is no partition of the workload's", dir)
+	return dir, nil, fmt.Errorf("bit-flip-then-leader: %s is no partition of the workload's", dir)
 }
 
 // LaggingThenLeader records a lagging-then-leader fault: the node cut off
