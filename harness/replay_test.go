@@ -41,16 +41,17 @@ func TestLoadReplayTakesTheRecordedSchedule(t *testing.T) {
 	}
 	dir, orig := storedRun(t, events)
 	for _, path := range []string{dir, filepath.Join(dir, "test.json")} {
-		got, exact, err := LoadReplay(path)
+		got, exact, warning, err := LoadReplay(path)
 		require.NoError(t, err, path)
 		assert.True(t, exact)
+		assert.Empty(t, warning)
 		assert.Equal(t, orig.Seed, got.Seed)
 		assert.Equal(t, events, got.Schedule)
 		require.NoError(t, got.Validate(workloads.Registry{"queue": queue.New}))
 	}
 
 	old, _ := storedRun(t, nil)
-	got, exact, err := LoadReplay(old)
+	got, exact, _, err := LoadReplay(old)
 	require.NoError(t, err)
 	assert.False(t, exact, "a run stored without schedule.json replays by seed")
 	assert.Nil(t, got.Schedule)
@@ -109,4 +110,39 @@ func TestShrinkCandidateKeepsWholeFaultsAndValidates(t *testing.T) {
 	none := shrinkCandidate(orig, events, shrink.Candidate{TimeLimit: time.Minute})
 	assert.NotNil(t, none.Schedule, "no faults is an empty schedule, not a drawn one")
 	assert.Empty(t, none.Schedule)
+}
+
+func TestLoadReplayReadsAnOlderFormatScheduleWithAWarning(t *testing.T) {
+	dir, orig := storedRun(t, nil)
+	// The format of runs stored before events named slots: a duration
+	// string, op and a running id, targets.
+	legacy := `[{"at":"15s","op":"start","id":0,"kind":"kill","mode":"one","targets":["n3"]},
+		{"at":"20s","op":"start","id":1,"kind":"partition","mode":"one","targets":["n1"]},
+		{"at":"30s","op":"stop","id":0,"kind":"kill"},{"at":"31s","op":"stop","id":1,"kind":"partition"}]`
+	path := filepath.Join(dir, FileSchedule)
+	require.NoError(t, os.WriteFile(path, []byte(legacy), 0o644))
+	_, err := ReadSchedule(path)
+	require.Error(t, err, "--schedule has no test.json to read it against")
+	assert.Contains(t, err.Error(), "--replay")
+
+	got, exact, warning, err := LoadReplay(dir)
+	require.NoError(t, err)
+	assert.True(t, exact)
+	assert.Contains(t, warning, "older schedule format")
+	assert.Equal(t, orig.Seed, got.Seed)
+	assert.Equal(t, []nemesis.Event{
+		{At: 15 * time.Second, Action: nemesis.ActionStart, Slot: 0, Kind: nemesis.KindKill, Mode: "one", Nodes: []string{"n3"}},
+		{At: 20 * time.Second, Action: nemesis.ActionStart, Slot: 1, Kind: nemesis.KindPartition, Mode: "one", Nodes: []string{"n1"}},
+		{At: 30 * time.Second, Action: nemesis.ActionStop, Slot: 0, Kind: nemesis.KindKill},
+		{At: 31 * time.Second, Action: nemesis.ActionStop, Slot: 1, Kind: nemesis.KindPartition},
+	}, got.Schedule)
+
+	// Two kills in force at once do not fit one kill slot.
+	require.NoError(t, os.WriteFile(path, []byte(`[{"at":"1s","op":"start","id":0,"kind":"kill"},{"at":"2s","op":"start","id":1,"kind":"kill"}]`), 0o644))
+	_, _, _, err = LoadReplay(dir)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "no free slot")
+	require.NoError(t, os.WriteFile(path, []byte(`{"not":"a schedule"}`), 0o644))
+	_, _, _, err = LoadReplay(dir)
+	assert.Error(t, err, "neither format")
 }

@@ -32,7 +32,7 @@ func (r *run) writeResults(h checker.History, res checker.Result) error {
 		}
 	}
 	spec := reports.SpecOf(r.t.Spec, nil)
-	in := reports.Input{Spec: spec, Result: res, History: h, Links: reports.RunLinks(r.dir, spec)}
+	in := reports.Input{Spec: spec, Result: res, History: h, Links: reports.RunLinks(r.dir, spec), Notes: r.replayNotes}
 	in.Links.JUnit = reports.FileJUnit
 	if err := reports.WriteRun(r.dir, in); err != nil {
 		return fmt.Errorf("report: %w", err)

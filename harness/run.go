@@ -150,6 +150,10 @@ type run struct {
 	// from there.
 	workStart time.Time
 
+	// replayNotes say where a replay's live cluster disagreed with the
+	// recorded steps it drove (nemesis.ReplayNotes); the report shows them.
+	replayNotes []string
+
 	mu     sync.Mutex
 	faults []string // faults in force, for the progress line
 }
@@ -274,6 +278,10 @@ func (r *run) execute(ctx context.Context) (Outcome, error) {
 	stopProgress()
 	if err := writeSchedule(r.dir, executed); err != nil {
 		fmt.Fprintf(r.out, "schedule: %v\n", err)
+	}
+	r.replayNotes = nemesis.ReplayNotes(executed)
+	for _, n := range r.replayNotes {
+		fmt.Fprintf(r.out, "replay: %s\n", n)
 	}
 	if ctx.Err() != nil {
 		return Outcome{}, r.interrupted(ctx, "the workload")

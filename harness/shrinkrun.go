@@ -96,12 +96,15 @@ func Shrink(ctx context.Context, dir string, opts ShrinkOptions, reg workloads.R
 	if st, err := os.Stat(dir); err == nil && !st.IsDir() {
 		dir = filepath.Dir(dir)
 	}
-	orig, exact, err := LoadReplay(dir)
+	orig, exact, warning, err := LoadReplay(dir)
 	if err != nil {
 		return ShrinkReport{}, err
 	}
 	if !exact {
 		return ShrinkReport{}, fmt.Errorf("%s has no %s (stored before schedules were recorded): nothing to shrink over; run it again with this version first", dir, FileSchedule)
+	}
+	if warning != "" {
+		fmt.Fprintf(out, "shrink: %s\n", warning)
 	}
 	b, err := os.ReadFile(filepath.Join(dir, "results.json"))
 	if err != nil {

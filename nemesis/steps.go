@@ -181,7 +181,7 @@ func ReplayNotes(events []Event) []string {
 	for _, e := range events {
 		for _, st := range e.Steps {
 			if st.Note != "" {
-				out = append(out, fmt.Sprintf("%s:%s started at %s, step %s at +%s: %s", e.Kind, e.Mode, e.At, st.Name, st.After, st.Note))
+				out = append(out, fmt.Sprintf("%s:%s started at %s, its step %s %s in: %s", e.Kind, e.Mode, e.At, st.Name, st.After, st.Note))
 			}
 		}
 	}

@@ -15,6 +15,7 @@ import (
 	"strings"
 
 	"github.com/faultline/faultline/checker"
+	"github.com/faultline/faultline/nemesis"
 )
 
 // Names of the files of one run directory (DESIGN.md's store layout).
@@ -24,7 +25,11 @@ const (
 	FileReport  = "report.html"
 	FileJUnit   = "junit.xml"
 	FileSpec    = "test.json"
-	DirNodes    = "nodes"
+	// FileSchedule holds the fault events the run executed
+	// ([]nemesis.Event); a replay's steps note where its live cluster
+	// disagreed with the recording, and the report shows those notes.
+	FileSchedule = "schedule.json"
+	DirNodes     = "nodes"
 	// DirPorcupine holds porcupine's visualizations, one HTML file per
 	// failing partition (e.g. porcupine/key-2.html); files named
 	// linear-<key>.html (what the checker documents for
@@ -104,6 +109,12 @@ func loadRun(fsys fs.FS, dir, name string) (Input, error) {
 	}
 	if in.Spec.Name == "" {
 		in.Spec.Name = name
+	}
+	if data, err := fs.ReadFile(fsys, path.Join(dir, FileSchedule)); err == nil {
+		var events []nemesis.Event
+		if json.Unmarshal(data, &events) == nil {
+			in.Notes = append(in.Notes, nemesis.ReplayNotes(events)...)
+		}
 	}
 	h, note := readHistoryFS(fsys, path.Join(dir, FileHistory))
 	in.History = h

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"testing/fstest"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -228,4 +229,18 @@ func TestHandlerRefusesTraversal(t *testing.T) {
 	h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/", strings.NewReader("x")))
 	assert.Equal(t, http.StatusMethodNotAllowed, rec.Code)
 	_, _ = io.Copy(io.Discard, rec.Body)
+}
+
+func TestLoadRunShowsWhereAReplayDisagreedWithItsRecording(t *testing.T) {
+	fsys := fstest.MapFS{
+		FileResults: {Data: []byte(`{"valid":true}`)},
+		FileSchedule: {Data: []byte(`[{"at":1000000000,"action":"start","slot":0,"kind":"partition","mode":"lagging-then-leader",` +
+			`"steps":[{"step":"kill","after":10000000000,"nodes":["n3"],"live":["n4"],"note":"replay: the live cluster disagreed"}]}]`)},
+	}
+	in, err := loadRun(fsys, ".", "replayed")
+	require.NoError(t, err)
+	assert.Contains(t, in.Notes, "partition:lagging-then-leader started at 1s, its step kill 10s in: replay: the live cluster disagreed")
+	var b strings.Builder
+	require.NoError(t, WriteHTML(&b, in))
+	assert.Contains(t, b.String(), "its step kill 10s in")
 }

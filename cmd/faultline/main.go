@@ -234,10 +234,14 @@ Flags:
 	}
 	if replay != "" {
 		var exact bool
+		var warning string
 		var err error
-		if t, exact, err = harness.LoadReplay(replay); err != nil {
+		if t, exact, warning, err = harness.LoadReplay(replay); err != nil {
 			fmt.Fprintf(stderr, "faultline test: --replay: %v\n", err)
 			return t, harness.ExitBadArgs
+		}
+		if warning != "" {
+			fmt.Fprintf(stderr, "faultline test: --replay: warning: %s\n", warning)
 		}
 		if !exact {
 			fmt.Fprintf(stderr, "faultline test: --replay %s: the run has no %s (stored before schedules were recorded): the schedule is drawn from seed %d again\n", replay, harness.FileSchedule, t.Seed)
