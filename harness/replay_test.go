@@ -146,3 +146,58 @@ func TestLoadReplayReadsAnOlderFormatScheduleWithAWarning(t *testing.T) {
 	_, _, _, err = LoadReplay(dir)
 	assert.Error(t, err, "neither format")
 }
+
+// TestShrinkKeepsSequencesWholeAndComposedPartsApart runs the shrinker's
+// search over a schedule with a composed entry (partition:one+kill:leaders,
+// two slots) and a sequence (partition:lagging-then-leader, one start with
+// its steps) on a synthetic predicate: the run fails iff the sequence and
+// the kill part of the second composed round are in it.
+func TestShrinkKeepsSequencesWholeAndComposedPartsApart(t *testing.T) {
+	spec, err := nemesis.ParseSpec("partition:one+kill:leaders,partition:lagging-then-leader")
+	require.NoError(t, err)
+	require.Len(t, spec.Parts(), 3, "the composed entry has a slot per part")
+	orig := DefaultTest()
+	orig.Nemesis, orig.TimeLimit = spec, Duration(2*time.Minute)
+	at := func(s int) time.Duration { return time.Duration(s) * time.Second }
+	steps := []nemesis.Step{
+		{Name: "choose-lagging", Nodes: []string{"n4", "n2"}},
+		{Name: "isolate", After: at(0), Nodes: []string{"n4"}},
+		{Name: "kill", After: at(10), Nodes: []string{"n1", "n3"}, Rule: "the rest of the ISR"},
+	}
+	events := []nemesis.Event{
+		{At: at(5), Action: nemesis.ActionStart, Slot: 0, Kind: nemesis.KindPartition, Mode: "one", Nodes: []string{"n2"}},
+		{At: at(8), Action: nemesis.ActionStart, Slot: 1, Kind: nemesis.KindKill, Mode: "leaders", Nodes: []string{"n1"}},
+		{At: at(15), Action: nemesis.ActionStop, Slot: 1, Kind: nemesis.KindKill},
+		{At: at(18), Action: nemesis.ActionStop, Slot: 0, Kind: nemesis.KindPartition},
+		{At: at(30), Action: nemesis.ActionStart, Slot: 2, Kind: nemesis.KindPartition, Mode: "lagging-then-leader", Steps: steps},
+		{At: at(50), Action: nemesis.ActionStop, Slot: 2, Kind: nemesis.KindPartition},
+		{At: at(60), Action: nemesis.ActionStart, Slot: 0, Kind: nemesis.KindPartition, Mode: "one", Nodes: []string{"n5"}},
+		{At: at(62), Action: nemesis.ActionStart, Slot: 1, Kind: nemesis.KindKill, Mode: "leaders", Nodes: []string{"n3"}},
+		{At: at(70), Action: nemesis.ActionStop, Slot: 1, Kind: nemesis.KindKill},
+		{At: at(72), Action: nemesis.ActionStop, Slot: 0, Kind: nemesis.KindPartition},
+	}
+	require.NoError(t, nemesis.ValidateEvents(spec, events))
+	p := shrinkProblem(events, time.Duration(orig.TimeLimit))
+	require.Equal(t, []int{0, 1, 4, 6, 7}, p.Faults, "five faults: each composed part, and the sequence once")
+	assert.Equal(t, at(50), p.Ends[4])
+
+	reg := workloads.Registry{"queue": queue.New}
+	fails := func(c shrink.Candidate) bool {
+		cand := shrinkCandidate(orig, events, c)
+		require.NoError(t, cand.Validate(reg), "every candidate is a valid schedule: %v", c.Faults)
+		sequence, lateKill := false, false
+		for _, e := range cand.Schedule {
+			if e.Action == nemesis.ActionStart && e.Slot == 2 {
+				require.Equal(t, steps, e.Steps, "a sequence is kept with all its steps or not at all")
+				sequence = true
+			}
+			lateKill = lateKill || (e.Action == nemesis.ActionStart && e.Kind == nemesis.KindKill && e.At == at(62))
+		}
+		return sequence && lateKill && c.TimeLimit >= at(75)
+	}
+	r := shrink.Minimize(p, fails, shrink.Options{MaxCandidates: 60})
+	assert.Equal(t, []int{4, 7}, r.Best.Faults, "the sequence, and the kill part of the second round without its partition")
+	assert.Equal(t, at(80), r.Best.TimeLimit, "the late kill ends at 70 s, plus 10 s to settle")
+	best := shrinkCandidate(orig, events, r.Best)
+	assert.Equal(t, []nemesis.Event{events[4], events[5], events[7], events[8]}, best.Schedule)
+}

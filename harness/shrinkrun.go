@@ -119,15 +119,7 @@ func Shrink(ctx context.Context, dir string, opts ShrinkOptions, reg workloads.R
 		return ShrinkReport{}, fmt.Errorf("%s is %s: only an invalid run can be shrunk", dir, res.Valid)
 	}
 	events := orig.Schedule
-	// A fault is a start and its stop (nemesis.Pairs: the start's index
-	// in the schedule); one never stopped lasts to the time limit.
-	p := shrink.Problem{Faults: nemesis.Pairs(events), Ends: map[int]time.Duration{}, TimeLimit: time.Duration(orig.TimeLimit)}
-	for _, id := range p.Faults {
-		p.Ends[id] = p.TimeLimit
-		if end := nemesis.PairEnd(events, id); end >= 0 {
-			p.Ends[id] = end
-		}
-	}
+	p := shrinkProblem(events, time.Duration(orig.TimeLimit))
 	rep := ShrinkReport{Run: dir, Anomalies: classes, Faults: len(p.Faults), TimeLimit: orig.TimeLimit}
 	deadline := time.Now().Add(opts.Budget)
 	bestRun := map[string]string{}
@@ -193,6 +185,25 @@ func Shrink(ctx context.Context, dir string, opts ShrinkOptions, reg workloads.R
 		return rep, errors.Join(ErrInterrupted, ctx.Err())
 	}
 	return rep, nil
+}
+
+// shrinkProblem is the search over a schedule's faults. A fault is a
+// start and its stop (nemesis.Pairs: the start's index in the schedule),
+// kept or dropped together; one never stopped lasts to the time limit. A
+// sequence mode's start carries all its steps (Event.Steps), so a sequence
+// is one fault and its steps go only as a whole; each part of a composed
+// entry (A+B) has a slot and so a start and stop of its own, and is kept
+// or dropped on its own (the schedule stays valid either way: slots are
+// independent).
+func shrinkProblem(events []nemesis.Event, limit time.Duration) shrink.Problem {
+	p := shrink.Problem{Faults: nemesis.Pairs(events), Ends: map[int]time.Duration{}, TimeLimit: limit}
+	for _, id := range p.Faults {
+		p.Ends[id] = p.TimeLimit
+		if end := nemesis.PairEnd(events, id); end >= 0 {
+			p.Ends[id] = end
+		}
+	}
+	return p
 }
 
 // shrinkCandidate is the test a candidate runs: the original with only
