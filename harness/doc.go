@@ -33,7 +33,7 @@
 // Replays, shrinking and the matrix (replay.go, shrinkrun.go, matrix.go):
 // every run writes schedule.json, the fault events it executed
 // (nemesis.Event: time since the workload started, start or stop, slot,
-// kind, mode, seed, nodes hit); a Test whose Schedule is set hands those
+// kind, mode, seed, nodes hit, a sequence's steps); a Test whose Schedule is set hands those
 // events to the same executor (nemesis.Schedule) instead of drawing a
 // schedule with nemesis.Plan (Test.faultPlan), which is what LoadReplay
 // (`faultline test --replay RUN`) and Shrink (`faultline shrink RUN`, the

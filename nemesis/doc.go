@@ -50,7 +50,11 @@
 // PlanOptions.Overlap), Schedule executes one and returns it as executed
 // (Executed, with the nodes each start hit), and an executed list fed back
 // replays the faults exactly (events pin mode, seed and nodes through
-// WithAim). A schedule must never leave a fault in force: Run heals before
+// WithAim). A sequence mode's start also records its steps (Event.Steps:
+// each step's time, nodes, partition and the rule that resolved them
+// against the live cluster); fed back, its fault drives the recorded
+// steps at their recorded times (steps.go) and notes on the step where the
+// live cluster disagreed (ReplayNotes). A schedule must never leave a fault in force: Run heals before
 // it returns, even when its context was cancelled. PlanOptions.Cycle draws
 // the entries in the order the list names them (a short run meets each).
 // Pairs and KeepPairs cut an executed list down to some of its faults
