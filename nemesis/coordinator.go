@@ -48,15 +48,6 @@ func (p *Partition) coordinator(ctx context.Context, rng *rand.Rand) (any, error
 	}
 	out.Nodes = []string{victim}
 	out.Grudge = Isolate(p.Cluster.Nodes(), victim)
-	var errs []error
-	for _, n := range sortedNodes(out.Grudge) {
-		p.cut = append(p.cut, n)
-		if err := p.Runtime.Isolate(ctx, n, out.Grudge[n]); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	if !sequenceWait(ctx, p.Sleep, p.Wait) {
-		errs = append(errs, ctx.Err())
-	}
+	errs, _ := p.cutAndHold(ctx, out.Grudge)
 	return out, errors.Join(errs...)
 }

@@ -135,15 +135,9 @@ func (p *Partition) lagThenFailover(ctx context.Context, rng *rand.Rand, mode st
 		}
 	}
 	out.Grudge = isolateExcept(nodes, out.Lagging, ctl)
-	var errs []error
-	for _, n := range sortedNodes(out.Grudge) {
-		p.cut = append(p.cut, n)
-		if err := p.Runtime.Isolate(ctx, n, out.Grudge[n]); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	if !sequenceWait(ctx, p.Sleep, p.Wait) {
-		return out, errors.Join(append(errs, ctx.Err())...)
+	errs, held := p.cutAndHold(ctx, out.Grudge)
+	if !held {
+		return out, errors.Join(errs...)
 	}
 	victims, err := p.failoverTargets(ctx, rng, out.Lagging, ctl, len(nodes))
 	if err != nil {

@@ -47,16 +47,7 @@ func (p *Partition) leaderAndFollower(ctx context.Context, rng *rand.Rand) (any,
 	out.Nodes = pair
 	nodes := p.Cluster.Nodes()
 	out.Grudge = halvesOf(pinnedFirst(nodes, pair), 2)
-	var errs []error
-	for _, n := range sortedNodes(out.Grudge) {
-		p.cut = append(p.cut, n)
-		if err := p.Runtime.Isolate(ctx, n, out.Grudge[n]); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	if !sequenceWait(ctx, p.Sleep, p.Wait) {
-		errs = append(errs, ctx.Err())
-	}
+	errs, _ := p.cutAndHold(ctx, out.Grudge)
 	return out, errors.Join(errs...)
 }
 
@@ -87,4 +78,19 @@ func zombiePair(parts []PartitionState, ctl string, rng *rand.Rand) []string {
 		}
 	}
 	return nil
+}
+
+// cutAndHold installs grudge g (noting every node it cuts, for Stop) and
+// waits the sequence wait; held is false when ctx ended first.
+func (p *Partition) cutAndHold(ctx context.Context, g Grudge) (errs []error, held bool) {
+	for _, n := range sortedNodes(g) {
+		p.cut = append(p.cut, n)
+		if err := p.Runtime.Isolate(ctx, n, g[n]); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if !sequenceWait(ctx, p.Sleep, p.Wait) {
+		return append(errs, ctx.Err()), false
+	}
+	return errs, true
 }
