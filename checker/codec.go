@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"unicode/utf8"
@@ -37,6 +38,7 @@ type opJSON struct {
 	Error           string          `json:"error"`
 	SeekToBeginning bool            `json:"seek-to-beginning"`
 	RebalanceLog    []Rebalance     `json:"rebalance-log"`
+	Committed       map[int]int64   `json:"committed"`
 }
 
 // UnmarshalJSON decodes one history line as DESIGN.md describes it. It is
@@ -77,6 +79,7 @@ func (o *Op) UnmarshalJSON(data []byte) error {
 		Error:           j.Error,
 		SeekToBeginning: j.SeekToBeginning,
 		RebalanceLog:    j.RebalanceLog,
+		Committed:       j.Committed,
 	}
 	value := j.Value
 	if len(value) == 0 || string(value) == "null" {
@@ -201,6 +204,19 @@ func (o Op) appendJSON(b []byte) []byte {
 			b = append(b, '}')
 		}
 		b = append(b, ']')
+	}
+	if o.Committed != nil {
+		b = append(b, `,"committed":{`...)
+		for i, k := range slices.Sorted(maps.Keys(o.Committed)) {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, '"')
+			b = strconv.AppendInt(b, int64(k), 10)
+			b = append(b, `":`...)
+			b = strconv.AppendInt(b, o.Committed[k], 10)
+		}
+		b = append(b, '}')
 	}
 	return append(b, '}')
 }

@@ -54,6 +54,7 @@ func TestCodecForms(t *testing.T) {
 		`{"index":10,"time":12,"process":3,"type":"ok","f":"poll","value":[["poll",{}]],"rebalance-log":[{"keys":[1]}]}`,
 		`{"index":11,"time":13,"process":4,"type":"ok","f":"txn","value":[["send",1,[0,5]],["poll",{"1":[[0,5]],"2":[]}]]}`,
 		`{"index":12,"time":14,"process":4,"type":"info","f":"crash"}`,
+		`{"index":13,"time":15,"process":3,"type":"ok","f":"poll","value":[["poll",{"1":[[4,9]]}]],"committed":{"1":5,"2":7}}`,
 	}
 	for _, line := range lines {
 		var op Op
@@ -73,6 +74,8 @@ func TestCodecForms(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(lines[3]), &op))
 	assert.NotNil(t, op.Mops[0].Polls, "a completed empty poll is not an invoked poll")
 	assert.Equal(t, []Rebalance{{Keys: []int{1}}}, op.RebalanceLog)
+	require.NoError(t, json.Unmarshal([]byte(lines[6]), &op))
+	assert.Equal(t, map[int]int64{1: 5, 2: 7}, op.Committed)
 }
 
 func TestDecodeErrors(t *testing.T) {

@@ -33,7 +33,12 @@
 //     precommitted-read. They run over a per-key version order built from
 //     every poll and from every send with a known offset that must have
 //     committed (ok, or info with a value some ok poll read), in linear
-//     passes with memory proportional to the values.
+//     passes with memory proportional to the values. One analysis is
+//     faultline's own (commits.go): lost-commit, a subscribed consumer
+//     newly assigned a key that first polls it below an offset whose
+//     commit was acknowledged (Op.Committed, "committed" in the history)
+//     before that poll began; Jepsen cannot tell this rewind from a
+//     rebalance's, which its nonmonotonic-poll allows.
 //   - "cycles": Elle's cycle search, as kafka.clj runs it. Every send,
 //     poll and txn completion is a transaction in a dependency graph with
 //     ww edges (the writers of consecutive values of a key's version

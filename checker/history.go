@@ -104,6 +104,11 @@ type Op struct {
 	// as Jepsen records it). Keys named there are exempt from the
 	// within-operation poll checks.
 	RebalanceLog []Rebalance
+	// Committed is, on an ok poll of a subscribed consumer, the offset per
+	// key whose commit the group coordinator acknowledged after the poll:
+	// the next offset to read, one past the last one polled ("committed"
+	// in JSON, key -> offset; faultline's own, Jepsen records none).
+	Committed map[int]int64
 }
 
 // Rebalance is one entry of an operation's rebalance log: the keys assigned

@@ -414,6 +414,8 @@ func (p *mopParser) envelope(j *opJSON) bool {
 				j.Error = ""
 			case "rebalance-log":
 				j.RebalanceLog = nil
+			case "committed":
+				j.Committed = nil
 			}
 		} else {
 			switch key {
@@ -462,6 +464,15 @@ func (p *mopParser) envelope(j *opJSON) bool {
 				}
 				j.RebalanceLog = nil
 				if json.Unmarshal(raw, &j.RebalanceLog) != nil {
+					return false
+				}
+			case "committed":
+				raw, err := p.skip()
+				if err != nil {
+					return false
+				}
+				j.Committed = nil
+				if json.Unmarshal(raw, &j.Committed) != nil {
 					return false
 				}
 			default:

@@ -365,6 +365,7 @@ func runQueue(ctx context.Context, h History, p *pairing, opts Options) CheckerR
 		return unknown(res, ctx)
 	}
 	q.perProcess()
+	q.lostCommits()
 
 	allowed := AllowedAnomalies(opts.subscribe)
 	res.Anomalies = map[string]AnomalyReport{}

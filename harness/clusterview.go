@@ -160,6 +160,69 @@ func (c *clusterView) Controller(ctx context.Context) (string, error) {
 	return "", fmt.Errorf("controller %d is not a known node", md.ControllerID)
 }
 
+// groupOwner is a workload whose consumers join consumer groups.
+type groupOwner interface {
+	// Groups returns the group IDs the workload's consumers join.
+	Groups() []string
+}
+
+// Coordinators returns the nodes FindCoordinator names for the workload's
+// consumer groups (nemesis.CoordinatorView), sorted; none when the
+// workload joins no group.
+func (c *clusterView) Coordinators(ctx context.Context) ([]string, error) {
+	g, ok := c.r.workload.(groupOwner)
+	if !ok || len(g.Groups()) == 0 {
+		return nil, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	return findCoordinators(ctx, c.r.adm, g.Groups(), c.name)
+}
+
+// findCoordinators asks FindCoordinator (v4+ with every key at once, older
+// versions one key per request, as the client shards it) for the groups'
+// coordinators and names their nodes.
+func findCoordinators(ctx context.Context, r kmsg.Requestor, groups []string, name func(int32) string) ([]string, error) {
+	seen := map[string]bool{}
+	var out []string
+	add := func(id int32, code int16, group string) error {
+		if code != 0 {
+			return fmt.Errorf("find the coordinator of group %q: %w", group, kerr.ErrorForCode(code))
+		}
+		n := name(id)
+		if n == "" {
+			return fmt.Errorf("coordinator %d of group %q is not a known node", id, group)
+		}
+		if !seen[n] {
+			seen[n] = true
+			out = append(out, n)
+		}
+		return nil
+	}
+	for _, group := range groups {
+		req := kmsg.NewPtrFindCoordinatorRequest()
+		req.CoordinatorType = 0
+		req.CoordinatorKey, req.CoordinatorKeys = group, []string{group}
+		resp, err := req.RequestWith(ctx, r)
+		if err != nil {
+			return nil, fmt.Errorf("find the coordinator of group %q: %w", group, err)
+		}
+		if len(resp.Coordinators) == 0 {
+			if err := add(resp.NodeID, resp.ErrorCode, group); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		for _, co := range resp.Coordinators {
+			if err := add(co.NodeID, co.ErrorCode, co.Key); err != nil {
+				return nil, err
+			}
+		}
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
 // leaderPollInterval is how often the harness asks for the partition
 // leaders while a run goes on.
 const leaderPollInterval = 500 * time.Millisecond

@@ -1,9 +1,12 @@
 package harness
 
 import (
+	"context"
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -40,4 +43,46 @@ func TestLeaderChangesRecordsOnlyWhatChanged(t *testing.T) {
 	broken := part(1, 2, 9)
 	broken.ErrorCode = kerr.UnknownServerError.Code
 	assert.Empty(t, leaderChanges(known, md(leaderless, broken), owns, name), "an answer with an error says nothing")
+}
+
+// coordinatorAnswer answers FindCoordinator with resp.
+type coordinatorAnswer struct {
+	resp *kmsg.FindCoordinatorResponse
+	got  []*kmsg.FindCoordinatorRequest
+}
+
+func (c *coordinatorAnswer) Request(_ context.Context, req kmsg.Request) (kmsg.Response, error) {
+	c.got = append(c.got, req.(*kmsg.FindCoordinatorRequest))
+	return c.resp, nil
+}
+
+// TestFindCoordinators: the nodes FindCoordinator names, v4+ (per key)
+// and older (one answer), and its errors.
+func TestFindCoordinators(t *testing.T) {
+	name := func(id int32) string {
+		if id >= 1 && id <= 5 {
+			return fmt.Sprintf("n%d", id)
+		}
+		return ""
+	}
+	v4 := &coordinatorAnswer{resp: &kmsg.FindCoordinatorResponse{Version: 4, Coordinators: []kmsg.FindCoordinatorResponseCoordinator{{Key: "g", NodeID: 3}}}}
+	got, err := findCoordinators(context.Background(), v4, []string{"g"}, name)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"n3"}, got)
+	require.Len(t, v4.got, 1)
+	assert.Equal(t, []string{"g"}, v4.got[0].CoordinatorKeys)
+	assert.Equal(t, "g", v4.got[0].CoordinatorKey)
+	assert.Equal(t, int8(0), v4.got[0].CoordinatorType, "a consumer group")
+
+	old := &coordinatorAnswer{resp: &kmsg.FindCoordinatorResponse{NodeID: 2}}
+	got, err = findCoordinators(context.Background(), old, []string{"g", "h"}, name)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"n2"}, got, "one node however many groups it coordinates")
+
+	busy := &coordinatorAnswer{resp: &kmsg.FindCoordinatorResponse{NodeID: -1, ErrorCode: kerr.CoordinatorNotAvailable.Code}}
+	_, err = findCoordinators(context.Background(), busy, []string{"g"}, name)
+	assert.ErrorIs(t, err, kerr.CoordinatorNotAvailable)
+	stranger := &coordinatorAnswer{resp: &kmsg.FindCoordinatorResponse{NodeID: 9}}
+	_, err = findCoordinators(context.Background(), stranger, []string{"g"}, name)
+	assert.ErrorContains(t, err, "not a known node")
 }

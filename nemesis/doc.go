@@ -28,7 +28,13 @@
 // power:restart-lagging-then-leader, corrupt:bit-flip (one node, one bit
 // of one batch), corrupt:bit-flip-then-leader, and partition:lagging-then-leader (a node cut off from
 // all but the controller until it leaves its ISRs, then the rest of an ISR
-// it replicates killed, found through the optional ReplicaView).
+// it replicates killed, found through the optional ReplicaView). Two
+// partition modes hold their cut for the sequence wait, longer than a
+// broker session, and are also chosen only when named:
+// partition:leader-and-follower (zombie.go: a partition's leader and one
+// in-sync follower, from ReplicaView, cut off from the other nodes) and
+// partition:coordinator (coordinator.go: the consumer group's coordinator,
+// from the optional CoordinatorView, cut off from every other node).
 //
 // Membership and failover faults: stop (SIGTERM, restart when it stops),
 // rolling-restart (every node in turn, each back in every ISR before the

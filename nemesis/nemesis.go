@@ -278,6 +278,10 @@ func (p *Partition) Start(ctx context.Context, rng *rand.Rand) (any, error) {
 		g, aim = ringOf(ring), ring
 	case PartitionLaggingThenLeader:
 		return p.laggingThenLeader(ctx, rng)
+	case PartitionLeaderAndFollower:
+		return p.leaderAndFollower(ctx, rng)
+	case PartitionCoordinator:
+		return p.coordinator(ctx, rng)
 	default:
 		return nil, fmt.Errorf("unknown partition mode %q", mode)
 	}

@@ -35,7 +35,7 @@ var unsafeBugs = map[string]string{
 	UnsafeHWFromLeaderLEO:          "the high watermark follows the leader's log end alone, not the ISR's",
 	UnsafeElectAnyReplica:          "any live replica may be elected leader, ignoring the ISR and unclean.leader.election.enable",
 	UnsafeSkipDivergenceTruncation: "a rejoining follower never asks where its log diverged, so it keeps a divergent tail",
-	UnsafeSkipEpochFencing:         "a follower applies fetch answers of a leader epoch it no longer follows",
+	UnsafeSkipEpochFencing:         "a leader puts its ISR shrink in force before the controller commits it, so a leader cut off from the controller keeps acknowledging acks=all writes after it was replaced",
 	UnsafeRecoverySkipCRC:          "recovery after an unclean shutdown does not check batch CRCs",
 	UnsafeIdempotenceOff:           "idempotent producers' retries are appended again instead of deduplicated",
 	UnsafeAckBeforeFsync:           "appends are acknowledged before the fsync that flush.messages promises",

@@ -65,7 +65,7 @@ func (m *Manager) ApplyFetchResponse(topic string, partition int32, leaderEpoch 
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if (p.state != OnlineFetchingReplica && p.state != TruncatingLog) || (p.leaderEpoch != leaderEpoch && !m.cfg.Unsafe.SkipEpochFencing) {
+	if (p.state != OnlineFetchingReplica && p.state != TruncatingLog) || p.leaderEpoch != leaderEpoch {
 		return fmt.Errorf("apply fetch of %s at leader epoch %d (now %s at %d): %w", p.tp, leaderEpoch, p.state, p.leaderEpoch, ErrNotFollower)
 	}
 	leo := p.log.LogEndOffset()

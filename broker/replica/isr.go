@@ -193,8 +193,7 @@ func (m *Manager) pendingISR(ch ISRChange) []int32 {
 // partition is still led by this broker at ch's epochs.
 func (m *Manager) propose(ch ISRChange) bool {
 	return m.withLeaderState(ch, func(st *State) bool {
-		st.Propose(ch.NewISR)
-		return false
+		return st.Propose(ch.NewISR)
 	})
 }
 

@@ -412,6 +412,7 @@ func (m *Manager) becomeLeader(p *partition, pt metadata.Partition, nowMs int64)
 	}
 	st := NewLeaderState(m.cfg.NodeID, pt.LeaderEpoch, pt.PartitionEpoch, pt.Replicas, pt.ISR, p.settings.MinInsyncReplicas, leo, p.log.HighWatermark(), nowMs)
 	st.HWFromLeaderLEO = m.cfg.Unsafe.HWFromLeaderLEO
+	st.ISRBeforeCommit = m.cfg.Unsafe.SkipEpochFencing
 	p.log.UpdateHighWatermark(st.HW)
 	m.transition(p, OnlineReplica)
 	p.leader, p.leaderEpoch = pt.Leader, pt.LeaderEpoch

@@ -105,6 +105,9 @@ type State struct {
 	// HWFromLeaderLEO is the planted bug unsafe.hw.from.leader.leo (see
 	// Unsafe): the high watermark follows the leader's LEO alone.
 	HWFromLeaderLEO bool
+	// ISRBeforeCommit is the planted bug unsafe.skip.epoch.fencing (see
+	// Unsafe): a proposed ISR is in force as soon as it is proposed.
+	ISRBeforeCommit bool
 }
 
 // NewLeaderState is the state of a replica that just became leader: its LEO
@@ -288,8 +291,18 @@ func (s *State) ExpandISR() []int32 {
 }
 
 // Propose records an ISR change sent to the controller (PendingISR) until
-// SetISR installs a newer partition epoch or ProposalRefused settles it.
-func (s *State) Propose(isr []int32) { s.PendingISR = slices.Clone(isr) }
+// SetISR installs a newer partition epoch or ProposalRefused settles it,
+// and reports whether the high watermark moved: never, unless
+// ISRBeforeCommit puts the change in force before the controller, which
+// fences proposals of a deposed leader by its epochs, has committed it.
+func (s *State) Propose(isr []int32) bool {
+	s.PendingISR = slices.Clone(isr)
+	if !s.ISRBeforeCommit {
+		return false
+	}
+	s.ISR = slices.Clone(isr)
+	return s.maybeAdvanceHW()
+}
 
 // ProposalRefused drops the pending change after the controller refused it
 // at the current partition epoch, so that nothing of it was committed, and

@@ -18,9 +18,14 @@ type Unsafe struct {
 	// leader never tells it where its log diverged and a divergent tail
 	// stays (Manager.FollowerPosition).
 	SkipDivergenceTruncation bool
-	// SkipEpochFencing (unsafe.skip.epoch.fencing): a follower applies the
-	// answer to a fetch it made at a leader epoch it no longer follows,
-	// records of a deposed leader included (Manager.ApplyFetchResponse).
+	// SkipEpochFencing (unsafe.skip.epoch.fencing): a leader puts the ISR
+	// change it proposes in force at once instead of when the controller
+	// commits it (State.Propose). The controller is what fences a deposed
+	// leader: it refuses the AlterPartition of an old leader epoch, and a
+	// leader cut off from it cannot shrink its ISR, so its high watermark
+	// stops. With the switch, a leader cut off from the controller with one
+	// follower drops the others from its ISR and acknowledges acks=all
+	// writes that the leader elected meanwhile never gets (a zombie leader).
 	SkipEpochFencing bool
 	// OffsetsUnreplicated (unsafe.offsets.unreplicated): the broker's own
 	// writes (consumer offsets in __consumer_offsets) are acknowledged

@@ -136,21 +136,47 @@ func TestUnsafeSkipDivergenceTruncation(t *testing.T) {
 	}
 }
 
-// TestUnsafeSkipEpochFencing: broker 2 follows broker 1 at leader epoch 3;
-// the answer to a fetch it made at epoch 2 (from the deposed leader) is
-// dropped; with unsafe.skip.epoch.fencing its records are appended.
+// unreachableController answers every AlterPartition as a controller the
+// leader cannot reach.
+type unreachableController struct{}
+
+func (unreachableController) AlterPartition(context.Context, ISRChange) (ISRResult, error) {
+	return ISRResult{}, context.DeadlineExceeded
+}
+
+// TestUnsafeSkipEpochFencing: leader 1 of ISR {1, 2}, cut off from the
+// controller, proposes dropping the silent follower 2; the proposal never
+// commits, so the ISR stays {1, 2}, the high watermark stays and acks=all
+// times out. With unsafe.skip.epoch.fencing the shrink is in force at
+// once: the write is committed and acknowledged on the leader alone,
+// although the controller (which may have elected 2 meanwhile) never
+// agreed.
 func TestUnsafeSkipEpochFencing(t *testing.T) {
 	for _, planted := range []bool{false, true} {
-		f, logs := unsafeManager(t, 2, Unsafe{SkipEpochFencing: planted})
-		f.ApplyImage(nil, partitionImage(1, 3, 1, 2))
-		require.Equal(t, OnlineFetchingReplica, f.State("topic", 0))
-		err := f.ApplyFetchResponse("topic", 0, 2, LeaderData{HighWatermark: 1, LogStartOffset: 0, Records: batch("zombie")})
+		lm, err := storage.NewLogManager(storage.OS, []string{t.TempDir()}, storage.ManagerOptions{})
+		require.NoError(t, err)
+		_, err = lm.Load()
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = lm.Shutdown(0) })
+		now := time.Unix(1000, 0)
+		m, err := New(Config{NodeID: 1, Logs: lm, TopicSettings: settingsFromConfigs, ReplicaLagTimeMaxMs: 1000,
+			Now: func() time.Time { return now }, Unsafe: Unsafe{SkipEpochFencing: planted}})
+		require.NoError(t, err)
+		m.ApplyImage(nil, partitionImage(1, 0, 1, 2))
+		require.Equal(t, int16(0), m.Produce(context.Background(), "topic", 0, batch("a"), 1).ErrorCode)
+		require.Equal(t, int64(0), m.HighWatermark("topic", 0), "follower 2 does not have it")
+
+		now = now.Add(5 * time.Second) // follower 2 is out of sync
+		loop, err := NewISRLoop(ISRLoopConfig{Manager: m, Sender: unreachableController{}})
+		require.NoError(t, err)
+		loop.Check(context.Background())
+		res := m.Produce(shortCtx(t), "topic", 0, batch("b"), -1)
 		if !planted {
-			assert.ErrorIs(t, err, ErrNotFollower)
-			assert.Empty(t, logValues(t, logs, "topic"))
+			assert.Equal(t, int64(0), m.HighWatermark("topic", 0), "the shrink is not committed: 2 still counts")
+			assert.Equal(t, kerr.RequestTimedOut.Code, res.ErrorCode, "acks=all waits for follower 2")
 			continue
 		}
-		require.NoError(t, err)
-		assert.Equal(t, map[int64]string{0: "zombie"}, logValues(t, logs, "topic"), "unsafe: the deposed leader's record is in the log")
+		assert.Equal(t, int16(0), res.ErrorCode, "unsafe: acknowledged by the leader alone")
+		assert.Equal(t, int64(2), m.HighWatermark("topic", 0), "unsafe: committed without the controller's consent")
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/faultline/faultline/checker"
 	"github.com/faultline/faultline/workloads"
@@ -429,9 +430,11 @@ func (c *Client) poll(ctx context.Context, op checker.Op) checker.Op {
 	}
 	if c.group && len(polls) > 0 {
 		cctx, cancel := context.WithTimeout(ctx, c.opts.RequestTimeout)
-		if err := c.consumer.CommitUncommittedOffsets(cctx); err != nil {
+		committed, err := c.commit(cctx)
+		if err != nil {
 			op.Error = strings.TrimPrefix(op.Error+"; commit: "+err.Error(), "; ")
 		}
+		op.Committed = committed
 		cancel()
 	}
 	op.Mops = []checker.MicroOp{{F: "poll", Polls: polls}}
@@ -440,6 +443,49 @@ func (c *Client) poll(ctx context.Context, op checker.Op) checker.Op {
 	op.RebalanceLog, c.rebalances = c.rebalances, nil
 	c.rebalanceMu.Unlock()
 	return op
+}
+
+// commit commits the consumer's uncommitted offsets and returns, per key,
+// the offset whose commit the coordinator acknowledged (nil when none
+// was), and the first error of the request or of a partition.
+func (c *Client) commit(ctx context.Context) (map[int]int64, error) {
+	var committed map[int]int64
+	var first error
+	c.consumer.CommitOffsetsSync(ctx, c.consumer.UncommittedOffsets(), func(_ *kgo.Client, req *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
+		if err != nil {
+			first = err
+			return
+		}
+		offsets := map[string]map[int32]int64{}
+		for _, t := range req.Topics {
+			for _, p := range t.Partitions {
+				if offsets[t.Topic] == nil {
+					offsets[t.Topic] = map[int32]int64{}
+				}
+				offsets[t.Topic][p.Partition] = p.Offset
+			}
+		}
+		for _, t := range resp.Topics {
+			for _, p := range t.Partitions {
+				if p.ErrorCode != 0 {
+					if first == nil {
+						first = kerr.ErrorForCode(p.ErrorCode)
+					}
+					continue
+				}
+				o, ok := offsets[t.Topic][p.Partition]
+				k, owned := c.opts.Key(t.Topic, p.Partition)
+				if !ok || !owned {
+					continue
+				}
+				if committed == nil {
+					committed = map[int]int64{}
+				}
+				committed[k] = o
+			}
+		}
+	})
+	return committed, first
 }
 
 // pollOnce fetches once (waiting up to PollTimeout) and returns the

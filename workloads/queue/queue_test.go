@@ -2,6 +2,7 @@ package queue
 
 import (
 	"context"
+	"maps"
 	"testing"
 	"time"
 
@@ -214,6 +215,8 @@ func TestSubscribeRecordsRebalances(t *testing.T) {
 	}
 	seen := map[int64]bool{}
 	var rebalanced []int
+	committed := map[int]int64{}
+	last := map[int]int64{}
 	for ctx.Err() == nil && len(seen) < 5 {
 		done := cl.Invoke(ctx, checker.Op{Type: checker.Invoke, F: "poll", Mops: []checker.MicroOp{{F: "poll"}}})
 		require.NotEqual(t, checker.Info, done.Type)
@@ -221,15 +224,18 @@ func TestSubscribeRecordsRebalances(t *testing.T) {
 			rebalanced = append(rebalanced, r.Keys...)
 		}
 		for _, m := range done.Mops {
-			for _, pairs := range m.Polls {
+			for k, pairs := range m.Polls {
 				for _, p := range pairs {
 					seen[p.Value] = true
+					last[k] = p.Offset
 				}
 			}
 		}
+		maps.Copy(committed, done.Committed)
 	}
 	assert.Len(t, seen, 5, "the group consumer read every value")
 	assert.ElementsMatch(t, []int{0, 1}, rebalanced, "the assignment is in the rebalance log")
+	assert.Equal(t, map[int]int64{0: last[0] + 1, 1: last[1] + 1}, committed, "the acknowledged commits: one past the last offset polled")
 }
 
 // TestAcksZeroSendsAreIndeterminate: under acks=0 the broker never answers,

@@ -28,13 +28,14 @@ func New(o workloads.Options) (workloads.Workload, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &workload{opts: opts, topics: topics, gen: NewGenerator(o.Seed, GenOptions{Subscribe: o.Subscribe, Mixed: o.MixedConsumers, Txn: o.Txn})}, nil
+	return &workload{opts: opts, topics: topics, subscribe: o.Subscribe, gen: NewGenerator(o.Seed, GenOptions{Subscribe: o.Subscribe, Mixed: o.MixedConsumers, Txn: o.Txn})}, nil
 }
 
 type workload struct {
-	opts   Options
-	topics *Topics
-	gen    *Generator
+	opts      Options
+	subscribe bool
+	topics    *Topics
+	gen       *Generator
 }
 
 func (w *workload) Generator() workloads.Generator { return w.gen }
@@ -47,6 +48,16 @@ func (w *workload) OwnsTopic(topic string) bool {
 }
 
 func (w *workload) Close() { w.topics.Close() }
+
+// Groups names the consumer group that subscribe operations join (the
+// harness aims partition:coordinator at its coordinator); none when the
+// generator never subscribes.
+func (w *workload) Groups() []string {
+	if !w.subscribe {
+		return nil
+	}
+	return []string{w.opts.withDefaults().Group}
+}
 
 // Final reads every key from the beginning up to the highest offset known
 // for it: the highest offset any send or poll returned (Jepsen's target)

@@ -1,0 +1,53 @@
+package nemesis
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+)
+
+// PartitionCoordinator cuts the node coordinating the workload's consumer
+// group off from every other node (never from clients) and holds the cut
+// for the sequence wait before Start returns, longer than the broker
+// session timeout: the controller fences it and moves the group's
+// __consumer_offsets partition to a replica of its ISR, while the group's
+// consumers can still commit on it. A correct coordinator acknowledges no
+// commit it cannot replicate, so the new coordinator has every
+// acknowledged one; one that acknowledges commits on its own loses them
+// when the cut heals, and the group rewinds. Chosen only when named.
+const PartitionCoordinator = "coordinator"
+
+// CoordinatorView is what partition:coordinator needs besides Cluster:
+// the nodes that coordinate the workload's consumer groups, as
+// FindCoordinator names them. The harness's cluster view has it.
+type CoordinatorView interface {
+	Coordinators(ctx context.Context) ([]string, error)
+}
+
+// coordinator is Partition's PartitionCoordinator; a pinned node (a
+// replay) is the victim.
+func (p *Partition) coordinator(ctx context.Context, rng *rand.Rand) (any, error) {
+	out := PartitionStart{Mode: PartitionCoordinator}
+	victim := ""
+	if pinned := aimOf(ctx).nodes; len(pinned) > 0 {
+		victim = pinned[0]
+	} else {
+		view, ok := p.Cluster.(CoordinatorView)
+		if !ok {
+			return out, errors.New("the cluster view names no group coordinator (this fault needs the harness's FindCoordinator view)")
+		}
+		coords, err := view.Coordinators(ctx)
+		if err != nil {
+			return out, fmt.Errorf("find the group coordinator: %w", err)
+		}
+		if len(coords) == 0 {
+			return out, errors.New("coordinator: the workload's groups have no coordinator")
+		}
+		victim = coords[rng.IntN(len(coords))]
+	}
+	out.Nodes = []string{victim}
+	out.Grudge = Isolate(p.Cluster.Nodes(), victim)
+	errs, _ := p.cutAndHold(ctx, out.Grudge)
+	return out, errors.Join(errs...)
+}
