@@ -275,3 +275,17 @@ func checkGroupRebalance(t *testing.T, r map[string]any) {
 	assert.ElementsMatch(t, []int{0, 1, 2, 3}, append(append([]int{}, assignment.A1...), assignment.A2...))
 	assert.JSONEq(t, `{"0":10,"1":10,"2":10,"3":10}`, asJSON(t, r["committed"]))
 }
+
+// TestConfluentPythonTransactions: librdkafka's transactional producer
+// (init_transactions, a commit over 3 partitions with a group's offsets
+// sent to the transaction, an abort, another commit); a read_committed
+// consumer sees exactly the committed records; a second producer with the
+// same transactional.id fences the first, whose commit then fails.
+func TestConfluentPythonTransactions(t *testing.T) {
+	confluentPython.require(t)
+	b := startBroker(t)
+	r := clientSteps(t, confluentPython, b, "txn")["txn"]
+	assert.JSONEq(t, `["c-last","c0","c1","c2","c3","c4","c5","c6","c7","c8"]`, asJSON(t, r["seen"]), "read_committed: the committed records, none aborted")
+	assert.EqualValues(t, 7, r["committed_offset"], "offsets sent to the committed transaction")
+	assert.Contains(t, []any{"_FENCED", "PRODUCER_FENCED", "INVALID_PRODUCER_EPOCH"}, r["fenced"], "the zombie's commit after the fence")
+}

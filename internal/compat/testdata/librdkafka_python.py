@@ -110,7 +110,67 @@ def group_cooperative():
     group("cooperative-sticky", "ck-coop", "group_cooperative")
 
 
-STEPS = dict(admin=admin, group=group, group_cooperative=group_cooperative)
+def txn():
+    """A transactional producer: one committed transaction over 3
+    partitions with a group's offsets sent to it, one aborted; a
+    read_committed consumer must see exactly the committed records. Then
+    a second producer with the same transactional.id fences the first."""
+    topic = "ck-txn"
+    a = AdminClient({"bootstrap.servers": BOOTSTRAP})
+    results(a.create_topics([NewTopic(topic, 3, 1)], operation_timeout=10))
+    conf = {"bootstrap.servers": BOOTSTRAP, "transactional.id": "ck-txn-1"}
+    p = Producer(conf)
+    p.init_transactions(15)
+    p.begin_transaction()
+    for i in range(9):
+        p.produce(topic, value=b"c%d" % i, partition=i % 3)
+    c = Consumer({"bootstrap.servers": BOOTSTRAP, "group.id": "ck-txn-group"})
+    from confluent_kafka import TopicPartition
+    p.send_offsets_to_transaction([TopicPartition(topic, 0, 7)], c.consumer_group_metadata(), 15)
+    p.commit_transaction(15)
+    p.begin_transaction()
+    for i in range(6):
+        p.produce(topic, value=b"a%d" % i, partition=i % 3)
+    p.flush(15)
+    p.abort_transaction(15)
+    p.begin_transaction()
+    p.produce(topic, value=b"c-last", partition=1)
+    p.commit_transaction(15)
+    committed = c.committed([TopicPartition(topic, 0)], timeout=10)[0].offset
+    c.close()
+
+    r = Consumer({"bootstrap.servers": BOOTSTRAP, "group.id": "ck-txn-reader", "isolation.level": "read_committed",
+                  "auto.offset.reset": "earliest", "enable.auto.commit": False})
+    r.subscribe([topic])
+    seen = []
+    deadline = time.time() + 20
+    while time.time() < deadline and len(seen) < 10:
+        m = r.poll(0.5)
+        if m is None or m.error():
+            continue
+        seen.append(m.value().decode())
+    # Poll a little more: nothing aborted may follow.
+    end = time.time() + 1
+    while time.time() < end:
+        m = r.poll(0.2)
+        if m is not None and not m.error():
+            seen.append(m.value().decode())
+    r.close()
+
+    p2 = Producer(conf)
+    p.begin_transaction()
+    p.produce(topic, value=b"zombie", partition=0)
+    p2.init_transactions(15)
+    fenced = ""
+    try:
+        p.commit_transaction(15)
+    except Exception as e:
+        err = e.args[0] if e.args else None
+        fenced = err.name() if hasattr(err, "name") else str(e)
+    emit("txn", seen=sorted(seen), committed_offset=committed, fenced=fenced)
+
+
+STEPS = dict(admin=admin, group=group, group_cooperative=group_cooperative, txn=txn)
 
 for step in sys.argv[2:]:
     try:
