@@ -165,3 +165,32 @@ func TestSequenceModesNeedTheirRuntime(t *testing.T) {
 	tt.Runtime = "process"
 	assert.ErrorContains(t, tt.Validate(testWorkloads), "need --runtime docker")
 }
+
+// TestTxnSuiteCases: the txn suite's valid cases run transactions and
+// compaction; each planted case of a transaction or compaction bug has its
+// control, the same test without the switch.
+func TestTxnSuiteCases(t *testing.T) {
+	cases := Suites["txn"](DefaultTest())
+	require.Len(t, cases, 2+2*len(txnBugs))
+	byName := map[string]Case{}
+	for _, c := range cases {
+		require.NoError(t, c.Test.Validate(testWorkloads), c.Test.Name)
+		byName[c.Test.Name] = c
+	}
+	assert.True(t, byName["txn-kill"].Test.Txn)
+	assert.Equal(t, checker.Valid, byName["txn-kill"].Expect)
+	assert.Equal(t, "compact", byName["compact-kill"].Test.Workload)
+	for _, b := range txnBugs {
+		p, c := byName["planted-"+b.name], byName["control-"+b.name]
+		assert.Equal(t, checker.Invalid, p.Expect, b.name)
+		assert.NotEmpty(t, p.ExpectAnomalies, b.name)
+		assert.Equal(t, checker.Valid, c.Expect, b.name)
+		assert.Equal(t, "true", p.Test.BrokerConfig[b.key], b.name)
+		assert.NotContains(t, c.Test.BrokerConfig, b.key, b.name)
+		assert.Equal(t, p.Test.Nemesis, c.Test.Nemesis, b.name)
+		assert.Equal(t, p.Test.Txn, c.Test.Txn, b.name)
+	}
+	assert.True(t, byName["planted-read-committed-past-lso"].Test.Txn)
+	assert.Equal(t, "compact", byName["control-cleaner-drops-latest"].Test.Workload)
+	assert.Equal(t, []string{checker.AnomalyLostLatestValue}, byName["planted-cleaner-drops-latest"].ExpectAnomalies)
+}
