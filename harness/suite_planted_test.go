@@ -171,7 +171,7 @@ func TestSequenceModesNeedTheirRuntime(t *testing.T) {
 // control, the same test without the switch.
 func TestTxnSuiteCases(t *testing.T) {
 	cases := Suites["txn"](DefaultTest())
-	require.Len(t, cases, 2+2*len(txnBugs))
+	require.Len(t, cases, 4+2*len(txnBugs))
 	byName := map[string]Case{}
 	for _, c := range cases {
 		require.NoError(t, c.Test.Validate(testWorkloads), c.Test.Name)
@@ -180,6 +180,8 @@ func TestTxnSuiteCases(t *testing.T) {
 	assert.True(t, byName["txn-kill"].Test.Txn)
 	assert.Equal(t, checker.Valid, byName["txn-kill"].Expect)
 	assert.Equal(t, "compact", byName["compact-kill"].Test.Workload)
+	assert.Equal(t, "kill:coordinator,pause:coordinator", byName["txn-coordinator"].Test.Nemesis.String())
+	assert.Equal(t, "power:coordinator", byName["txn-power-coordinator"].Test.Nemesis.String())
 	for _, b := range txnBugs {
 		p, c := byName["planted-"+b.name], byName["control-"+b.name]
 		assert.Equal(t, checker.Invalid, p.Expect, b.name)

@@ -44,8 +44,19 @@ func txnSuite(base Test) []Case {
 	compact.Name, compact.Workload, compact.NemesisInterval = "compact-kill", "compact", interval
 	compact.Nemesis = nemesis.Spec{{Kind: nemesis.KindKill}}
 	compact.BrokerConfig["log.cleaner.backoff.ms"] = fastCleaner["log.cleaner.backoff.ms"]
+	coord := txn
+	coord.Name = "txn-coordinator"
+	coord.Nemesis = nemesis.Spec{{Kind: nemesis.KindKill, Mode: nemesis.TargetCoordinator}, {Kind: nemesis.KindPause, Mode: nemesis.TargetCoordinator}}
+	// A power loss of a coordinator's node mid-commit: with every message
+	// fsynced before it is acknowledged, nothing committed may be lost.
+	power := durable(base)
+	power.Name, power.Txn, power.NemesisInterval = "txn-power-coordinator", true, interval
+	power.Nemesis = nemesis.Spec{{Kind: nemesis.KindPower, Mode: nemesis.TargetCoordinator}}
+	power.BrokerConfig["log.flush.interval.messages"] = "1"
 	cases := []Case{
 		{Test: txn, Expect: checker.Valid, Why: "transactions (read_committed) while partition leaders and the controller are killed"},
+		{Test: coord, Expect: checker.Valid, Why: "transactions while the node coordinating one of them is killed or paused"},
+		{Test: power, Expect: checker.Valid, Why: "transactions while the node coordinating one of them loses power (every message fsynced)"},
 		{Test: compact, Expect: checker.Valid, Why: "keyed upserts and deletes on a compacted topic while nodes are killed: every key's latest value survives the cleaner"},
 	}
 	return append(cases, plantedCases(base, txnBugs)...)
