@@ -147,6 +147,42 @@ func (c *clusterView) Partitions(ctx context.Context) ([]nemesis.PartitionState,
 	return out, nil
 }
 
+// txnIDLister is a workload that names its transactional ids (the queue
+// workload under --txn).
+type txnIDLister interface{ TransactionalIDs() []string }
+
+// Coordinators returns the nodes FindCoordinator names as the transaction
+// coordinator of the workload's transactional ids (nemesis.CoordinatorView),
+// sorted.
+func (c *clusterView) Coordinators(ctx context.Context) ([]string, error) {
+	lister, ok := c.r.workload.(txnIDLister)
+	if !ok {
+		return nil, nil
+	}
+	ids := lister.TransactionalIDs()
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	req := kmsg.NewPtrFindCoordinatorRequest()
+	req.CoordinatorType, req.CoordinatorKeys = 1, ids
+	resp, err := req.RequestWith(ctx, c.r.adm)
+	if err != nil {
+		return nil, err
+	}
+	seen := map[string]bool{}
+	var out []string
+	for _, co := range resp.Coordinators {
+		if n := c.name(co.NodeID); co.ErrorCode == 0 && n != "" && !seen[n] {
+			seen[n] = true
+			out = append(out, n)
+		}
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
 func (c *clusterView) Controller(ctx context.Context) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
@@ -166,10 +202,10 @@ type groupOwner interface {
 	Groups() []string
 }
 
-// Coordinators returns the nodes FindCoordinator names for the workload's
-// consumer groups (nemesis.CoordinatorView), sorted; none when the
+// GroupCoordinators returns the nodes FindCoordinator names for the workload's
+// consumer groups (nemesis.GroupCoordinatorView), sorted; none when the
 // workload joins no group.
-func (c *clusterView) Coordinators(ctx context.Context) ([]string, error) {
+func (c *clusterView) GroupCoordinators(ctx context.Context) ([]string, error) {
 	g, ok := c.r.workload.(groupOwner)
 	if !ok || len(g.Groups()) == 0 {
 		return nil, nil

@@ -111,6 +111,7 @@ var Suites = map[string]func(base Test) []Case{
 		}
 	},
 	"planted": plantedSuite, // every planted bug caught, and valid without it (suite_planted.go)
+	"txn":     txnSuite,     // transactions and compaction under kills, and their planted bugs (suite_txn.go)
 	// kfake runs franz-go's kfake (--db kfake), a broker this project did
 	// not write, through the same pipeline: one node (kfake is a whole
 	// cluster in one process) at RF 1. Without faults it must be valid;

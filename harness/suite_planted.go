@@ -38,6 +38,10 @@ type plantedBug struct {
 	// failOnClient are client error codes that fail both cases (a correct
 	// broker never returns them, whatever the faults).
 	failOnClient []string
+	// txn runs both cases as transactions (--txn, read_committed).
+	txn bool
+	// workload names the workload both cases run ("" is the base's).
+	workload string
 	// anomalies are the checker's anomaly classes the bug should produce:
 	// the planted case is caught only when it finds at least one of them.
 	anomalies []string
@@ -64,7 +68,7 @@ var (
 	corruptionEvidence = []string{checker.CodeCorruptMessage, checker.CodeDataLoss}
 )
 
-// plantedBugs are the twelve planted bugs of issue 10, each a real class of
+// plantedBugs are the twelve planted bugs of issue 10 (txnBugs, suite_txn.go, the three of issue 11), each a real class of
 // replication or durability bug of Kafka-like systems, with the fault that
 // exposes it.
 var plantedBugs = []plantedBug{
@@ -134,13 +138,20 @@ var plantedBugs = []plantedBug{
 // plantedSuite is `faultline suite --suite planted`: per planted bug, the
 // test that must come out invalid with the switch on and valid, with the
 // same faults and seed, without it.
-func plantedSuite(base Test) []Case {
+func plantedSuite(base Test) []Case { return plantedCases(base, plantedBugs) }
+
+// plantedCases is the planted and the control case of each of bugs.
+func plantedCases(base Test, bugs []plantedBug) []Case {
 	interval := Duration(min(time.Duration(base.NemesisInterval), 8*time.Second))
 	var cases []Case
-	for _, b := range plantedBugs {
+	for _, b := range bugs {
 		control := durable(base)
 		control.Name, control.Nemesis, control.NemesisInterval = "control-"+b.name, b.faults, interval
 		control.Subscribe = b.subscribe
+		control.Txn = control.Txn || b.txn
+		if b.workload != "" {
+			control.Workload = b.workload
+		}
 		control.FailOnClientErrors = b.failOnClient
 		if b.singleCopy {
 			control.ReplicationFactor = 1

@@ -29,15 +29,7 @@ func TestPlantedCasesUseTheFaultThatExposesEachBug(t *testing.T) {
 		require.NoError(t, c.Test.Validate(testWorkloads), c.Test.Name)
 		byName[c.Test.Name] = c
 	}
-	for _, b := range plantedBugs {
-		p, c := byName["planted-"+b.name], byName["control-"+b.name]
-		assert.Equal(t, checker.Invalid, p.Expect, b.name)
-		assert.NotEmpty(t, p.ExpectAnomalies, b.name)
-		assert.Equal(t, checker.Valid, c.Expect, b.name)
-		assert.Equal(t, "true", p.Test.BrokerConfig[b.key], b.name)
-		assert.NotContains(t, c.Test.BrokerConfig, b.key, b.name)
-		assert.Equal(t, p.Test.Nemesis, c.Test.Nemesis, b.name)
-	}
+	assertPlantedPairs(t, byName, plantedBugs)
 	faults := func(name string) string { return byName["planted-"+name].Test.Nemesis.String() }
 	assert.Equal(t, "corrupt:bit-flip-then-leader", faults("recovery-skip-crc"))
 	assert.Equal(t, []string{checker.CodeCorruptMessage, checker.CodeDataLoss}, byName["control-recovery-skip-crc"].Test.FailOnClientErrors, "the control fails on corruption served too")
@@ -164,4 +156,44 @@ func TestSequenceModesNeedTheirRuntime(t *testing.T) {
 	require.NoError(t, tt.Validate(testWorkloads))
 	tt.Runtime = "process"
 	assert.ErrorContains(t, tt.Validate(testWorkloads), "need --runtime docker")
+}
+
+// TestTxnSuiteCases: the txn suite's valid cases run transactions and
+// compaction; each planted case of a transaction or compaction bug has its
+// control, the same test without the switch.
+func TestTxnSuiteCases(t *testing.T) {
+	cases := Suites["txn"](DefaultTest())
+	require.Len(t, cases, 4+2*len(txnBugs))
+	byName := map[string]Case{}
+	for _, c := range cases {
+		require.NoError(t, c.Test.Validate(testWorkloads), c.Test.Name)
+		byName[c.Test.Name] = c
+	}
+	assert.True(t, byName["txn-kill"].Test.Txn)
+	assert.Equal(t, checker.Valid, byName["txn-kill"].Expect)
+	assert.Equal(t, "compact", byName["compact-kill"].Test.Workload)
+	assert.Equal(t, "kill:coordinator,pause:coordinator", byName["txn-coordinator"].Test.Nemesis.String())
+	assert.Equal(t, "power:coordinator", byName["txn-power-coordinator"].Test.Nemesis.String())
+	assertPlantedPairs(t, byName, txnBugs)
+	assert.True(t, byName["planted-read-committed-past-lso"].Test.Txn)
+	assert.Equal(t, "compact", byName["control-cleaner-drops-latest"].Test.Workload)
+	assert.Equal(t, []string{checker.AnomalyLostLatestValue}, byName["planted-cleaner-drops-latest"].ExpectAnomalies)
+}
+
+// assertPlantedPairs: each bug's planted case is expected invalid with
+// anomaly classes and the switch on; its control is the same test without
+// the switch, expected valid.
+func assertPlantedPairs(t *testing.T, byName map[string]Case, bugs []plantedBug) {
+	t.Helper()
+	for _, b := range bugs {
+		p, c := byName["planted-"+b.name], byName["control-"+b.name]
+		assert.Equal(t, checker.Invalid, p.Expect, b.name)
+		assert.NotEmpty(t, p.ExpectAnomalies, b.name)
+		assert.Equal(t, checker.Valid, c.Expect, b.name)
+		assert.Equal(t, "true", p.Test.BrokerConfig[b.key], b.name)
+		assert.NotContains(t, c.Test.BrokerConfig, b.key, b.name)
+		assert.Equal(t, p.Test.Nemesis, c.Test.Nemesis, b.name)
+		assert.Equal(t, p.Test.Txn, c.Test.Txn, b.name)
+		assert.Equal(t, p.Test.Workload, c.Test.Workload, b.name)
+	}
 }

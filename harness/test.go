@@ -93,6 +93,15 @@ func (t Test) Validate(reg workloads.Registry) error {
 	if t.Txn && (t.Acks != workloads.AcksAll || !t.Idempotent) {
 		problems = append(problems, "--txn: transactions need --acks -1 and the idempotent producer")
 	}
+	if !t.Txn {
+		for _, f := range t.Nemesis {
+			// partition:coordinator is the consumer group's coordinator;
+			// kill, pause and power aim at the transaction coordinator.
+			if f.Mode == nemesis.TargetCoordinator && f.Kind != nemesis.KindPartition {
+				problems = append(problems, fmt.Sprintf("--nemesis %s: needs --txn (only transactional ids have a transaction coordinator)", f))
+			}
+		}
+	}
 	if t.Txn && t.Subscribe {
 		problems = append(problems, "--txn: transactional operations assign partitions; drop --subscribe")
 	}

@@ -18,11 +18,11 @@ import (
 // when the cut heals, and the group rewinds. Chosen only when named.
 const PartitionCoordinator = "coordinator"
 
-// CoordinatorView is what partition:coordinator needs besides Cluster:
+// GroupCoordinatorView is what partition:coordinator needs besides Cluster:
 // the nodes that coordinate the workload's consumer groups, as
 // FindCoordinator names them. The harness's cluster view has it.
-type CoordinatorView interface {
-	Coordinators(ctx context.Context) ([]string, error)
+type GroupCoordinatorView interface {
+	GroupCoordinators(ctx context.Context) ([]string, error)
 }
 
 // coordinator is Partition's PartitionCoordinator; a pinned node (a
@@ -33,11 +33,11 @@ func (p *Partition) coordinator(ctx context.Context, rng *rand.Rand) (any, error
 	if pinned := aimOf(ctx).nodes; len(pinned) > 0 {
 		victim = pinned[0]
 	} else {
-		view, ok := p.Cluster.(CoordinatorView)
+		view, ok := p.Cluster.(GroupCoordinatorView)
 		if !ok {
 			return out, errors.New("the cluster view names no group coordinator (this fault needs the harness's FindCoordinator view)")
 		}
-		coords, err := view.Coordinators(ctx)
+		coords, err := view.GroupCoordinators(ctx)
 		if err != nil {
 			return out, fmt.Errorf("find the group coordinator: %w", err)
 		}

@@ -45,7 +45,7 @@ func TestParseSpecReadsDiskFaults(t *testing.T) {
 	assert.True(t, s.OnFaultFS())
 	assert.False(t, Spec{{Kind: KindCorrupt}, {Kind: KindKill}}.OnFaultFS(), "corruption is done to a stopped node's volume, without the mount")
 	for spec, want := range map[string]string{
-		"power:halves":    `power: unknown mode "halves" (known: one, minority, majority, leaders, controller, all, follower-then-leader, after-fsync-error, after-slow-fsync, restart-lagging-then-leader)`,
+		"power:halves":    `power: unknown mode "halves" (known: one, minority, majority, leaders, controller, all, coordinator, follower-then-leader, after-fsync-error, after-slow-fsync, restart-lagging-then-leader)`,
 		"disk-error:disk": `disk-error: unknown mode "disk"`,
 		"corrupt:":        `corrupt: empty mode in "corrupt:"`,
 		"disk-fast":       `unknown nemesis "disk-fast"`,

@@ -8,7 +8,9 @@
 //
 // Faults: kill (SIGKILL one node, a minority, a majority, partition
 // leaders, or the active controller; every node only when asked for with
-// kill:all; restart on the same data when it stops), pause
+// kill:all; the node coordinating one of the workload's transactional ids
+// only when asked for with kill:coordinator, from a Cluster that is a
+// CoordinatorView; restart on the same data when it stops), pause
 // (SIGSTOP/SIGCONT, same targets), partition (one node
 // isolated, random halves, majorities ring, the active controller isolated;
 // node-to-node traffic only, never clients), none; and the disk faults,

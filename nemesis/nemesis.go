@@ -68,13 +68,27 @@ const (
 	TargetAll        = "all"
 	TargetLeaders    = "leaders"
 	TargetController = "controller"
+	// TargetCoordinator hits the node coordinating the transactions of one
+	// of the workload's transactional ids (chosen with the fault's rng):
+	// the leader of that id's __transaction_state partition. It is chosen
+	// only when named (kill:coordinator), and needs a Cluster that is a
+	// CoordinatorView.
+	TargetCoordinator = "coordinator"
 )
+
+// CoordinatorView is a Cluster that can name the nodes coordinating the
+// workload's transactions.
+type CoordinatorView interface {
+	// Coordinators returns the nodes that are the transaction coordinator
+	// of at least one of the workload's transactional ids.
+	Coordinators(ctx context.Context) ([]string, error)
+}
 
 // ProcessTargetModes lists the modes kill and pause choose from at random.
 var ProcessTargetModes = []string{TargetOne, TargetMinority, TargetMajority, TargetLeaders, TargetController}
 
 // explicitProcessTargetModes are the modes kill:MODE and pause:MODE accept.
-var explicitProcessTargetModes = append(append([]string(nil), ProcessTargetModes...), TargetAll)
+var explicitProcessTargetModes = append(append([]string(nil), ProcessTargetModes...), TargetAll, TargetCoordinator)
 
 // chooseTargets picks nodes for a process fault: the nodes the event
 // pinned, if any, else the mode's.
@@ -111,6 +125,19 @@ func chooseTargets(ctx context.Context, c Cluster, mode string, rng *rand.Rand) 
 			return nil, fmt.Errorf("find the active controller: %w", err)
 		}
 		out = []string{ctl}
+	case TargetCoordinator:
+		cv, ok := c.(CoordinatorView)
+		if !ok {
+			return nil, errors.New("this cluster cannot name the transaction coordinators")
+		}
+		coords, err := cv.Coordinators(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("find the transaction coordinators: %w", err)
+		}
+		if len(coords) == 0 {
+			return nil, errors.New("no transactional id has a coordinator (a --txn workload names them)")
+		}
+		out = []string{coords[rng.IntN(len(coords))]}
 	default:
 		return nil, fmt.Errorf("unknown target mode %q", mode)
 	}

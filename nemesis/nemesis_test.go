@@ -262,3 +262,28 @@ func TestScheduleCycleStartsEveryFaultInOrder(t *testing.T) {
 	assert.Len(t, drawn, 3)
 	assert.NotEqual(t, []string{"kill", "pause", "partition"}, drawn, "seed 5 draws a repeat in three slots (the case Cycle exists for)")
 }
+
+// coordWorld is a world whose transactional ids are coordinated by n2 and
+// n4.
+type coordWorld struct{ *fakeWorld }
+
+func (coordWorld) Coordinators(context.Context) ([]string, error) { return []string{"n2", "n4"}, nil }
+
+// TestCoordinatorTarget: kill:coordinator hits one node that coordinates
+// a transactional id, is refused by a cluster that cannot name them, and
+// is never drawn by an unpinned kill.
+func TestCoordinatorTarget(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 3))
+	for range 10 {
+		got, err := chooseTargets(context.Background(), coordWorld{newWorld(5)}, TargetCoordinator, rng)
+		require.NoError(t, err)
+		require.Len(t, got, 1)
+		assert.Contains(t, []string{"n2", "n4"}, got[0])
+	}
+	_, err := chooseTargets(context.Background(), newWorld(5), TargetCoordinator, rng)
+	assert.ErrorContains(t, err, "cannot name the transaction coordinators")
+	spec, err := ParseSpec("kill:coordinator,pause:coordinator,power:coordinator")
+	require.NoError(t, err)
+	assert.Equal(t, "kill:coordinator,pause:coordinator,power:coordinator", spec.String())
+	assert.NotContains(t, ProcessTargetModes, TargetCoordinator, "only when named: the random mix of earlier seeds is unchanged")
+}

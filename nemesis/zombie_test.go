@@ -53,13 +53,13 @@ func TestParseSpecReadsLeaderAndFollower(t *testing.T) {
 	assert.Equal(t, Spec{{Kind: KindPartition, Mode: PartitionLeaderAndFollower}}, s)
 }
 
-// coordWorld is a fakeWorld whose group coordinator is coord.
-type coordWorld struct {
+// groupCoordWorld is a fakeWorld whose group coordinator is coord.
+type groupCoordWorld struct {
 	*fakeWorld
 	coord []string
 }
 
-func (c coordWorld) Coordinators(context.Context) ([]string, error) { return c.coord, nil }
+func (c groupCoordWorld) GroupCoordinators(context.Context) ([]string, error) { return c.coord, nil }
 
 // TestCoordinatorCutsTheGroupCoordinator: the coordinator's node (not the
 // controller's nor a partition leader's) is cut off from every other node
@@ -67,7 +67,7 @@ func (c coordWorld) Coordinators(context.Context) ([]string, error) { return c.c
 // says what it lacks.
 func TestCoordinatorCutsTheGroupCoordinator(t *testing.T) {
 	w := newWorld(5)
-	c := coordWorld{fakeWorld: w, coord: []string{"n4"}}
+	c := groupCoordWorld{fakeWorld: w, coord: []string{"n4"}}
 	p := Spec{{Kind: KindPartition, Mode: PartitionCoordinator}}.Faults(c, c)[0].(*Partition)
 	var waited time.Duration
 	p.Sleep = func(ctx context.Context, d time.Duration) bool { waited = d; return true }

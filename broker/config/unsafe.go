@@ -27,6 +27,10 @@ const (
 	UnsafeIgnoreFsyncError         = "unsafe.ignore.fsync.error"
 	UnsafeUncleanRestartKeepsISR   = "unsafe.unclean.restart.keeps.isr"
 	UnsafeFollowerSkipValidation   = "unsafe.follower.skip.validation"
+	// The planted bugs of transactions and compaction (issue 11).
+	UnsafeTxnMarkersBeforeDurable = "unsafe.txn.markers.before.durable"
+	UnsafeReadCommittedPastLSO    = "unsafe.read.committed.past.lso"
+	UnsafeCleanerDropsLatest      = "unsafe.cleaner.drops.latest"
 )
 
 // unsafeBugs says, per switch, the bug it plants (for the startup WARN).
@@ -43,6 +47,9 @@ var unsafeBugs = map[string]string{
 	UnsafeIgnoreFsyncError:         "a failed fsync is ignored and the data acknowledged as durable",
 	UnsafeUncleanRestartKeepsISR:   "a broker that re-registers after a restart stays in its old ISRs",
 	UnsafeFollowerSkipValidation:   "followers append the leader's batches without checking their CRCs",
+	UnsafeTxnMarkersBeforeDurable:  "transactional batches are acknowledged on the leader's append, so transactions commit (markers written, EndTxn answered) while their data is on the leader alone",
+	UnsafeReadCommittedPastLSO:     "read_committed fetches stop at the high watermark instead of the last stable offset, returning open transactions' records",
+	UnsafeCleanerDropsLatest:       "after an unclean shutdown the log cleaner counts each key's latest record in the cleaned range as superseded and drops it",
 }
 
 // UnsafeSwitches lists every unsafe.* switch, sorted.

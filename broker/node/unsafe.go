@@ -17,6 +17,7 @@ func storageUnsafe(cfg *config.Config) storage.Unsafe {
 		AckBeforeFsync:         cfg.Unsafe[config.UnsafeAckBeforeFsync],
 		IgnoreFsyncError:       cfg.Unsafe[config.UnsafeIgnoreFsyncError],
 		FollowerSkipValidation: cfg.Unsafe[config.UnsafeFollowerSkipValidation],
+		CleanerDropsLatest:     cfg.Unsafe[config.UnsafeCleanerDropsLatest],
 	}
 }
 
@@ -27,6 +28,8 @@ func replicaUnsafe(cfg *config.Config) replica.Unsafe {
 		SkipDivergenceTruncation: cfg.Unsafe[config.UnsafeSkipDivergenceTruncation],
 		SkipEpochFencing:         cfg.Unsafe[config.UnsafeSkipEpochFencing],
 		OffsetsUnreplicated:      cfg.Unsafe[config.UnsafeOffsetsUnreplicated],
+		TxnMarkersBeforeDurable:  cfg.Unsafe[config.UnsafeTxnMarkersBeforeDurable],
+		ReadCommittedPastLSO:     cfg.Unsafe[config.UnsafeReadCommittedPastLSO],
 	}
 }
 

@@ -60,7 +60,7 @@ func (m *Manager) Fetch(_ context.Context, topic string, partition int32, req Fe
 	switch {
 	case replica:
 		maxOffset = p.log.LogEndOffset()
-	case req.Isolation == 1:
+	case req.Isolation == 1 && !m.cfg.Unsafe.ReadCommittedPastLSO:
 		maxOffset = p.log.LastStableOffset()
 	}
 	data, err := p.log.Read(req.FetchOffset, req.MaxBytes, maxOffset, true)

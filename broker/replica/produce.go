@@ -77,11 +77,18 @@ func (m *Manager) produce(ctx context.Context, topic string, partition int32, re
 	res.BaseOffset = info.FirstOffset
 	res.LogAppendTime = info.LogAppendTime
 	res.LogStartOffset = p.log.LogStartOffset()
-	if acks != -1 || m.cfg.Unsafe.AckBeforeISR {
+	if acks != -1 || m.cfg.Unsafe.AckBeforeISR || (m.cfg.Unsafe.TxnMarkersBeforeDurable && transactional(records)) {
 		return res
 	}
 	res.ErrorCode, res.ErrorMessage = m.awaitHW(ctx, p, st, info.LastOffset)
 	return res
+}
+
+// transactional reports whether records is a transactional batch (the
+// first batch's attribute: a producer's batches of one request share it).
+func transactional(records []byte) bool {
+	h, err := storage.ParseBatchHeader(records)
+	return err == nil && h.IsTransactional()
 }
 
 // awaitHW waits until the high watermark of p passes lastOffset while st is

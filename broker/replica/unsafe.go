@@ -31,4 +31,19 @@ type Unsafe struct {
 	// writes (consumer offsets in __consumer_offsets) are acknowledged
 	// after the leader's append, as acks=1 (Manager.AppendInternal).
 	OffsetsUnreplicated bool
+	// TxnMarkersBeforeDurable (unsafe.txn.markers.before.durable): an
+	// acks=all produce of a transactional batch is answered after the
+	// leader's append, its durability left to the commit marker
+	// (Manager.Produce). The producer then ends its transaction while the
+	// data is on the leader alone, and the coordinator writes the markers
+	// and answers EndTxn with it so: a leader that is cut off or killed
+	// takes committed data with it, and the marker lands on a successor
+	// that never had the data.
+	TxnMarkersBeforeDurable bool
+	// ReadCommittedPastLSO (unsafe.read.committed.past.lso): a
+	// read_committed fetch is bounded by the high watermark instead of the
+	// last stable offset (Manager.Fetch), so consumers get the records of
+	// open transactions, which the aborted-transactions list cannot name
+	// yet: aborted and uncommitted reads (G1a).
+	ReadCommittedPastLSO bool
 }

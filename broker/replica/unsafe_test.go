@@ -180,3 +180,51 @@ func TestUnsafeSkipEpochFencing(t *testing.T) {
 		assert.Equal(t, int64(2), m.HighWatermark("topic", 0), "unsafe: committed without the controller's consent")
 	}
 }
+
+// txnBatch is an open transaction's batch of producer 7 at epoch 0.
+func txnBatch(vs ...string) []byte {
+	return storage.BuildBatch(values(vs...), storage.BatchOptions{
+		Producer: &storage.BatchProducer{ID: 7, Epoch: 0, BaseSequence: 0}, Transactional: true})
+}
+
+// TestUnsafeTxnMarkersBeforeDurable: with follower 2 in the ISR and never
+// fetching, an acks=all transactional send waits for it (and times out);
+// with unsafe.txn.markers.before.durable it is answered at once, so its
+// transaction can commit with the data on the leader alone. A plain
+// batch still waits.
+func TestUnsafeTxnMarkersBeforeDurable(t *testing.T) {
+	for _, planted := range []bool{false, true} {
+		m, _ := unsafeManager(t, 1, Unsafe{TxnMarkersBeforeDurable: planted})
+		m.ApplyImage(nil, partitionImage(1, 0, 1, 2))
+		res := m.Produce(shortCtx(t), "topic", 0, txnBatch("a"), -1)
+		assert.Equal(t, kerr.RequestTimedOut.Code, m.Produce(shortCtx(t), "topic", 0, batch("plain"), -1).ErrorCode, "a non-transactional send waits either way")
+		if !planted {
+			assert.Equal(t, kerr.RequestTimedOut.Code, res.ErrorCode, "acks=all waits for the follower")
+			continue
+		}
+		assert.Equal(t, int16(0), res.ErrorCode, "unsafe: acknowledged before the follower has it")
+		assert.Equal(t, int64(0), m.HighWatermark("topic", 0), "the follower does not have it")
+	}
+}
+
+// TestUnsafeReadCommittedPastLSO: an open transaction's records lie below
+// the high watermark but at the last stable offset; a read_committed fetch
+// gets none of them, with unsafe.read.committed.past.lso it gets them.
+func TestUnsafeReadCommittedPastLSO(t *testing.T) {
+	for _, planted := range []bool{false, true} {
+		m, _ := unsafeManager(t, 1, Unsafe{ReadCommittedPastLSO: planted})
+		m.ApplyImage(nil, partitionImage(1, 0, 1))
+		require.Equal(t, int16(0), m.Produce(context.Background(), "topic", 0, txnBatch("open"), -1).ErrorCode)
+		require.Equal(t, int64(1), m.HighWatermark("topic", 0))
+		res := m.Fetch(context.Background(), "topic", 0, FetchPartition{ReplicaID: -1, ReplicaEpoch: -1, CurrentLeaderEpoch: -1,
+			FetchOffset: 0, LastFetchedEpoch: -1, LogStartOffset: -1, MaxBytes: 1 << 20, Isolation: 1})
+		require.Equal(t, int16(0), res.ErrorCode)
+		assert.Equal(t, int64(0), res.LastStableOffset, "the open transaction holds the LSO at its first offset")
+		if !planted {
+			assert.Empty(t, res.Records, "read_committed stops at the LSO")
+			continue
+		}
+		assert.NotEmpty(t, res.Records, "unsafe: the open transaction's record is served to read_committed")
+		assert.Empty(t, res.AbortedTxns, "and no aborted transaction names it")
+	}
+}

@@ -547,7 +547,8 @@ func (p *cleanPass) filterBatch(h BatchHeader, batch []byte) (kept []byte, empty
 	tombstoneKept := false
 	maxTs := int64(NoTimestamp)
 	err = forEachRecordSpan(h, body, func(r recordSpan) error {
-		if !keepRecord(h.BaseOffset+r.offsetDelta, r.key, r.tombstone, p.m, p.endOffset, horizonPassed) {
+		offset := h.BaseOffset + r.offsetDelta
+		if !keepRecord(offset, r.key, r.tombstone, p.m, p.endOffset, horizonPassed) || p.unsafeDropsLatest(offset, r.key) {
 			all = false
 			p.stats.recordsRemoved++
 			return nil
@@ -592,6 +593,19 @@ func (p *cleanPass) filterBatch(h BatchHeader, batch []byte) (kept []byte, empty
 
 // appendRetimedRecord re-encodes record r of body with a new timestamp
 // delta (a batch whose base timestamp became its delete horizon).
+// unsafeDropsLatest is unsafe.cleaner.drops.latest: in a log recovered
+// after an unclean shutdown, the record the offset map names as its key's
+// latest in the cleaned range counts as superseded too (the map's offset
+// compared with <= instead of <), so a key not written again since loses
+// its latest value. Always false without the switch.
+func (p *cleanPass) unsafeDropsLatest(offset int64, key []byte) bool {
+	if !p.l.unsafe.CleanerDropsLatest || !p.l.recoveredUnclean || key == nil || offset >= p.endOffset {
+		return false
+	}
+	latest, ok := p.m.get(key)
+	return ok && offset == latest
+}
+
 func appendRetimedRecord(dst, body []byte, r recordSpan, tsDelta int64) []byte {
 	var head [1 + 2*binary.MaxVarintLen64]byte
 	n := 1 // attributes: always 0 in v2

@@ -89,6 +89,7 @@ func openLog(fs FS, dir string, tp TopicPartition, cfg LogConfig, p loadParams) 
 	recoveryPoint := max(p.recoveryPoint, 0)
 	if !p.cleanShutdown && len(l.segments) > 0 {
 		res.recovered = true
+		l.recoveredUnclean = true
 		p.logger.Info(fmt.Sprintf("Recovering log %s", tp))
 		if err := l.recoverSegments(recoveryPoint); err != nil {
 			return fail(err)

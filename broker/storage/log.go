@@ -130,9 +130,12 @@ type Log struct {
 	// log's whole dir offline.
 	dirFailed func(error)
 	// unsafe are the planted bugs this log runs with (zero: none).
-	unsafe  Unsafe
-	closed  bool
-	flushes sync.WaitGroup
+	unsafe Unsafe
+	// recoveredUnclean: this log was recovered after an unclean shutdown
+	// when it was loaded (only unsafe.cleaner.drops.latest looks at it).
+	recoveredUnclean bool
+	closed           bool
+	flushes          sync.WaitGroup
 }
 
 // Dir is the partition directory.

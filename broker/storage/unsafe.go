@@ -25,4 +25,10 @@ type Unsafe struct {
 	// appends the leader's batches after reading their headers, without
 	// checking their CRC (Log.parseForAppend).
 	FollowerSkipValidation bool
+	// CleanerDropsLatest (unsafe.cleaner.drops.latest): in a log recovered
+	// after an unclean shutdown, the cleaner drops each key's latest
+	// record of the cleaned range as well as the older ones
+	// (cleanPass.unsafeDropsLatest), so a key not written again loses its
+	// latest value.
+	CleanerDropsLatest bool
 }

@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"context"
 	"path/filepath"
 	"testing"
 
@@ -138,5 +139,43 @@ func TestUnsafeFollowerSkipValidation(t *testing.T) {
 		}
 		require.NoError(t, err, "unsafe: the corrupt batch is appended")
 		assert.Equal(t, int64(3), l.LogEndOffset())
+	}
+}
+
+// TestUnsafeCleanerDropsLatest: key a is written twice and b once, then
+// the segment rolls; after an unclean shutdown the cleaner keeps the
+// latest value of each (a=2, b=1); with unsafe.cleaner.drops.latest it
+// drops them as well, and a log loaded after a clean shutdown keeps them
+// either way.
+func TestUnsafeCleanerDropsLatest(t *testing.T) {
+	for _, tc := range []struct {
+		planted, unclean bool
+		want             map[string]string
+	}{
+		{false, true, map[string]string{"a": "2", "b": "1"}},
+		{true, false, map[string]string{"a": "2", "b": "1"}},
+		{true, true, map[string]string{}},
+	} {
+		dir := t.TempDir()
+		cfg := compactConfig()
+		first := openUnsafeLog(t, OS, dir, cfg, true, Unsafe{})
+		_, err := first.AppendAsLeader(BuildBatch([]Record{{Key: []byte("a"), Value: []byte("1")}}, BatchOptions{}), 0, 1)
+		require.NoError(t, err)
+		require.NoError(t, first.Close())
+
+		l := openUnsafeLog(t, OS, dir, cfg, !tc.unclean, Unsafe{CleanerDropsLatest: tc.planted})
+		_, err = l.AppendAsLeader(BuildBatch([]Record{{Key: []byte("b"), Value: []byte("1")}, {Key: []byte("a"), Value: []byte("2")}}, BatchOptions{}), 0, 1)
+		require.NoError(t, err)
+		require.NoError(t, l.Roll())
+		l.UpdateHighWatermark(l.LogEndOffset())
+		_, cleaned, err := l.clean(context.Background(), newOffsetMap(1<<20), -1, 1, nil)
+		require.NoError(t, err)
+		require.True(t, cleaned)
+
+		got := map[string]string{}
+		for _, r := range readAll(t, l) {
+			got[string(r.Key)] = string(r.Value)
+		}
+		assert.Equal(t, tc.want, got, "planted %v, unclean %v", tc.planted, tc.unclean)
 	}
 }

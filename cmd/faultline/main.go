@@ -311,13 +311,13 @@ const nemesisHelp = `faults, comma-separated; KIND or KIND:MODE (no mode: one ch
   power:MODE            power loss on the fault filesystem (unsynced writes dropped, torn or reordered); also follower-then-leader (a follower's power cut, then a leader killed), after-fsync-error (every node's fsyncs fail with EIO for 10 s, then every node's power is cut), after-slow-fsync (the same with fsyncs slowed to 300 ms), restart-lagging-then-leader (a node's power cut and restarted, then as lagging-then-leader)
   disk-error:MODE, disk-full:MODE, disk-slow:MODE   EIO, ENOSPC, latency on the fault filesystem
   corrupt:MODE          kill, damage the stopped node's data, restart when it stops; also bit-flip (one node, one bit of one batch), bit-flip-then-leader (then the rest of that partition's ISR killed so the node leads it)
-Process MODEs: one, minority, majority, leaders, controller, all (all only when named). Clock faults are not offered: a container shares the host's clock.`
+Process MODEs: one, minority, majority, leaders, controller, all, coordinator (all and coordinator only when named; coordinator, the node coordinating one of the workload's transactional ids, needs --txn). Clock faults are not offered: a container shares the host's clock.`
 
 func cmdSuite(args []string, stdout, stderr io.Writer) int {
 	base := harness.DefaultTest()
 	fs := flag.NewFlagSet("suite", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	name := fs.String("suite", "gating", "suite to run: "+strings.Join(harness.SuiteNames(), ", ")+" (gating: what `make test-jepsen` runs; disk: power losses, disk errors, corruption; planted: each planted bug caught and valid without it; single: one node, none and kill)")
+	name := fs.String("suite", "gating", "suite to run: "+strings.Join(harness.SuiteNames(), ", ")+" (gating: what `make test-jepsen` runs; disk: power losses, disk errors, corruption; planted: each planted bug caught and valid without it; txn: transactions and compaction under kills of the coordinator, leaders and nodes, and their planted bugs; single: one node, none and kill)")
 	only := fs.String("only", "", "comma-separated test names (or name prefixes ending in *) of the suite to run; default all")
 	limit := fs.Duration("time-limit", 90*time.Second, "time limit of each test")
 	interval := time.Duration(base.NemesisInterval)

@@ -168,7 +168,7 @@ func TestUnknownWorkloadListsTheRegistered(t *testing.T) {
 func TestBadNemesisNamesTheBadPart(t *testing.T) {
 	var out, errOut bytes.Buffer
 	assert.Equal(t, 254, run([]string{"test", "--nemesis", "kill,pause:halves", "--runtime", "process"}, &out, &errOut))
-	assert.Equal(t, "faultline test: --nemesis: pause: unknown mode \"halves\" (known: one, minority, majority, leaders, controller, all)\n", errOut.String())
+	assert.Equal(t, "faultline test: --nemesis: pause: unknown mode \"halves\" (known: one, minority, majority, leaders, controller, all, coordinator)\n", errOut.String())
 }
 
 // TestCommandLineParsesBackToTheSameTest: the flags the shrinker prints

@@ -31,7 +31,7 @@ type txnState struct {
 
 func newTxnState(opts Options, n int64) *txnState {
 	return &txnState{
-		id:   fmt.Sprintf("%s-%d", opts.TxnIDPrefix, n),
+		id:   txnID(opts, n),
 		rng:  rand.New(rand.NewPCG(uint64(opts.Seed), uint64(n))),
 		next: map[int]int64{},
 	}
@@ -238,3 +238,6 @@ func (c *Client) rewind(before map[int]int64, polled map[int]bool) {
 	c.consumer.RemoveConsumePartitions(remove)
 	c.consumer.AddConsumePartitions(add)
 }
+
+// txnID is the transactional.id of the n-th client of a test.
+func txnID(opts Options, n int64) string { return fmt.Sprintf("%s-%d", opts.TxnIDPrefix, n) }

@@ -59,6 +59,20 @@ func (w *workload) Groups() []string {
 	return []string{w.opts.withDefaults().Group}
 }
 
+// TransactionalIDs returns the transactional.ids of the last clients made
+// (at most 64; none without --txn), for faults aimed at their coordinators.
+func (w *workload) TransactionalIDs() []string {
+	if !w.opts.Txn {
+		return nil
+	}
+	n := w.topics.clients.Load()
+	var ids []string
+	for i := max(1, n-63); i <= n; i++ {
+		ids = append(ids, txnID(w.topics.opts, i))
+	}
+	return ids
+}
+
 // Final reads every key from the beginning up to the highest offset known
 // for it: the highest offset any send or poll returned (Jepsen's target)
 // or, if higher, the last offset the healed cluster lists.

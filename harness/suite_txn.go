@@ -1,0 +1,63 @@
+package harness
+
+import (
+	"time"
+
+	"github.com/faultline/faultline/checker"
+	"github.com/faultline/faultline/nemesis"
+)
+
+// txnBugs are the planted bugs of transactions and compaction (issue 11),
+// run by `faultline suite --suite txn` with the same planted/control pairs
+// as the planted suite.
+var txnBugs = []plantedBug{
+	{name: "txn-markers-before-durable", key: "unsafe.txn.markers.before.durable", txn: true,
+		faults:    nemesis.Spec{{Kind: nemesis.KindPartition, Mode: nemesis.PartitionOne}, {Kind: nemesis.KindKill, Mode: nemesis.TargetLeaders}},
+		config:    fastLag,
+		anomalies: lossClasses,
+		why:       "transactional sends are acknowledged on the leader's append, so a transaction commits (markers written, EndTxn answered) while its data is on the leader alone; a leader cut off or killed takes committed data with it and the marker lands on a successor that never had it"},
+	{name: "read-committed-past-lso", key: "unsafe.read.committed.past.lso", txn: true,
+		faults:    nemesis.Spec{{Kind: nemesis.KindKill, Mode: nemesis.TargetLeaders}},
+		anomalies: []string{checker.AnomalyG1a, checker.AnomalyPrecommittedRead},
+		why:       "read_committed fetches stop at the high watermark, not the last stable offset: consumers get open transactions' records, and those of the transactions then aborted are aborted reads"},
+	{name: "cleaner-drops-latest", key: "unsafe.cleaner.drops.latest", workload: "compact",
+		faults:    nemesis.Spec{{Kind: nemesis.KindKill, Mode: nemesis.TargetMajority}},
+		config:    fastCleaner,
+		anomalies: []string{checker.AnomalyLostLatestValue},
+		why:       "a majority of nodes killed and restarted on their data: in the logs they recovered, the cleaner drops each key's latest record of the cleaned range, so a key not written again has lost its latest value when the final scan reads it"},
+}
+
+// fastCleaner makes the cleaner look for work every second (the default
+// backoff is 15 s, most of a short test).
+var fastCleaner = map[string]string{"log.cleaner.backoff.ms": "1000"}
+
+// txnSuite is `faultline suite --suite txn`: the durability configuration
+// running transactions and compaction under kills of the nodes they depend
+// on, each expected valid, then each planted transaction or compaction bug
+// caught and valid without it.
+func txnSuite(base Test) []Case {
+	interval := Duration(min(time.Duration(base.NemesisInterval), 8*time.Second))
+	txn := durable(base)
+	txn.Name, txn.Txn, txn.NemesisInterval = "txn-kill", true, interval
+	txn.Nemesis = nemesis.Spec{{Kind: nemesis.KindKill, Mode: nemesis.TargetLeaders}, {Kind: nemesis.KindKill, Mode: nemesis.TargetController}}
+	compact := durable(base)
+	compact.Name, compact.Workload, compact.NemesisInterval = "compact-kill", "compact", interval
+	compact.Nemesis = nemesis.Spec{{Kind: nemesis.KindKill}}
+	compact.BrokerConfig["log.cleaner.backoff.ms"] = fastCleaner["log.cleaner.backoff.ms"]
+	coord := txn
+	coord.Name = "txn-coordinator"
+	coord.Nemesis = nemesis.Spec{{Kind: nemesis.KindKill, Mode: nemesis.TargetCoordinator}, {Kind: nemesis.KindPause, Mode: nemesis.TargetCoordinator}}
+	// A power loss of a coordinator's node mid-commit: with every message
+	// fsynced before it is acknowledged, nothing committed may be lost.
+	power := durable(base)
+	power.Name, power.Txn, power.NemesisInterval = "txn-power-coordinator", true, interval
+	power.Nemesis = nemesis.Spec{{Kind: nemesis.KindPower, Mode: nemesis.TargetCoordinator}}
+	power.BrokerConfig["log.flush.interval.messages"] = "1"
+	cases := []Case{
+		{Test: txn, Expect: checker.Valid, Why: "transactions (read_committed) while partition leaders and the controller are killed"},
+		{Test: coord, Expect: checker.Valid, Why: "transactions while the node coordinating one of them is killed or paused"},
+		{Test: power, Expect: checker.Valid, Why: "transactions while the node coordinating one of them loses power (every message fsynced)"},
+		{Test: compact, Expect: checker.Valid, Why: "keyed upserts and deletes on a compacted topic while nodes are killed: every key's latest value survives the cleaner"},
+	}
+	return append(cases, plantedCases(base, txnBugs)...)
+}
