@@ -47,7 +47,8 @@ var Suites = map[string]func(base Test) []Case{
 	// every fault class (the disk suite's cases included), each expected
 	// valid, acks=1 under leader kills and the default flush policy under
 	// a power loss of every node, each expected to lose acknowledged
-	// writes.
+	// writes, the compaction workload under kills, and the planted bugs a
+	// 60 s test catches in every seed measured (gatingPlanted).
 	"gating": func(base Test) []Case {
 		mk := func(name string, kinds ...nemesis.Kind) Test {
 			t := durable(base)
@@ -89,9 +90,10 @@ var Suites = map[string]func(base Test) []Case{
 			{Test: mk("durable-kill", nemesis.KindKill), Expect: checker.Valid, Why: "kill -9 of nodes, leaders, controller"},
 			{Test: mk("durable-partition", nemesis.KindPartition), Expect: checker.Valid, Why: "network partitions between nodes"},
 			{Test: mk("durable-kill-partition", nemesis.KindKill, nemesis.KindPartition), Expect: checker.Valid, Why: "kills and partitions together"},
+			{Test: mk("durable-pause", nemesis.KindPause), Expect: checker.Valid, Why: "SIGSTOP and SIGCONT of nodes, leaders, controller"},
 			{Test: composed, Expect: checker.Valid, Why: "overlapping faults: a leader kill during a partition, failover next to a lagging replica, packet loss, a node leaving and rejoining"},
 			{Test: lossy, Expect: checker.Invalid, Why: "acks=1 + leader kills and zombie leaders lose acknowledged writes (seed 003): the checker must find it"},
-		}, diskCases(base)...)
+		}, append(diskCases(base), gatingExtra(base)...)...)
 	},
 	// disk runs the durability configuration on the fault filesystem
 	// (`make test-jepsen-disk`): power losses, disk errors and corruption.
@@ -350,4 +352,26 @@ func diskCases(base Test) []Case {
 			{Kind: nemesis.KindDiskError, Mode: nemesis.TargetOne}, {Kind: nemesis.KindCorrupt, Mode: nemesis.TargetOne},
 		}, nil), 5*time.Second), Expect: checker.Valid, Why: "EIO, a full disk, slow fsyncs and corruption while down, one node at a time, lose nothing"},
 	}
+}
+
+// gatingPlanted are the planted cases the gate runs: those a 60 s test
+// caught in every seed measured (README "Measured detection"), so that the
+// gate proves, in every CI run, that the suite still finds a real bug.
+var gatingPlanted = []string{"planted-idempotence-off", "planted-recovery-skip-crc"}
+
+// gatingExtra is the compaction workload under kills (expected valid) and
+// the gatingPlanted cases (expected invalid with their classes).
+func gatingExtra(base Test) []Case {
+	var out []Case
+	for _, c := range txnSuite(base) {
+		if c.Test.Name == "compact-kill" {
+			out = append(out, c)
+		}
+	}
+	for _, c := range plantedSuite(base) {
+		if slices.Contains(gatingPlanted, c.Test.Name) {
+			out = append(out, c)
+		}
+	}
+	return out
 }

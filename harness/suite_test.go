@@ -92,3 +92,27 @@ func TestRunSuiteWritesTheSuitesIndexPage(t *testing.T) {
 	assert.Contains(t, string(page), "a refused test")
 	assert.Contains(t, out.String(), "suite index: "+pages[0])
 }
+
+// TestGatingRunsPlantedBugsAndEveryFaultKind: the gate holds the durable
+// configuration under pause too, compaction under kills, and planted bugs
+// that must come out invalid with their own anomaly classes and carry
+// their unsafe switch.
+func TestGatingRunsPlantedBugsAndEveryFaultKind(t *testing.T) {
+	byName := map[string]Case{}
+	for _, c := range Suites["gating"](DefaultTest()) {
+		byName[c.Test.Name] = c
+	}
+	for _, n := range []string{"durable-pause", "compact-kill"} {
+		require.Contains(t, byName, n)
+		assert.Equal(t, checker.Valid, byName[n].Expect, n)
+		assert.Empty(t, byName[n].Test.BrokerConfig["unsafe.enable"], n)
+	}
+	require.NotEmpty(t, gatingPlanted)
+	for _, n := range gatingPlanted {
+		require.Contains(t, byName, n)
+		c := byName[n]
+		assert.Equal(t, checker.Invalid, c.Expect, n)
+		assert.NotEmpty(t, c.ExpectAnomalies, n)
+		assert.Equal(t, "true", c.Test.BrokerConfig["unsafe.enable"], n)
+	}
+}
