@@ -45,7 +45,9 @@
 // wrong-class detection, which does not count) and writes the index
 // report (reports.WriteMatrixDir).
 //
-// Runtimes: Docker (docker.go, dockerruntime.go) builds the node image from
+// Runtimes: Docker (docker.go, dockerruntime.go; dockerhosts.go places
+// nodes on several Engines, `--docker-host`, each node driven through its
+// own Engine's client, image and network once per Engine) builds the node image from
 // an in-memory context tagged by content hash (an unchanged broker is never
 // rebuilt), creates a private bridge network with pinned addresses where
 // nodes are n1..nK, gives each node a named data volume that outlives its

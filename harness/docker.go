@@ -40,27 +40,68 @@ const (
 // ErrNoDocker is returned (wrapped) when no Docker daemon answers.
 var ErrNoDocker = errors.New("no Docker daemon reachable")
 
-// Docker runs nodes as containers through the Docker Engine API.
+// Docker runs nodes as containers through the Docker Engine API, on one
+// Engine.
 type Docker struct {
 	cli   *client.Client
 	runID string
+	// endpoint is the Engine's endpoint as placed (empty: the
+	// environment's), for errors.
+	endpoint string
 }
 
 // NewDocker connects to the daemon named by the environment (DOCKER_HOST,
 // default the local socket) and checks that it answers. runID labels every
 // object this value creates.
 func NewDocker(ctx context.Context, runID string) (*Docker, error) {
-	cli, err := client.New(client.FromEnv, client.WithAPIVersionNegotiation())
+	return newDockerAt(ctx, runID, "", dockerEndpoint{})
+}
+
+// NewDockerAt connects to the Engine at endpoint (a placement's: unix://,
+// tcp://, a Docker context; see ParseDockerHosts) and checks that it
+// answers.
+func NewDockerAt(ctx context.Context, runID, endpoint string, extra ...client.Opt) (*Docker, error) {
+	ep, err := resolveEndpoint(endpoint)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrNoDocker, err)
+		return nil, fmt.Errorf("%w: %s: %v", ErrNoDocker, endpoint, err)
+	}
+	return newDockerAt(ctx, runID, endpoint, ep, extra...)
+}
+
+func newDockerAt(ctx context.Context, runID, endpoint string, ep dockerEndpoint, extra ...client.Opt) (*Docker, error) {
+	where := ""
+	if endpoint != "" {
+		where = " at " + endpoint
+	}
+	cli, err := client.New(append(append(ep.opts(), client.WithAPIVersionNegotiation()), extra...)...)
+	if err != nil {
+		return nil, fmt.Errorf("%w%s: %v", ErrNoDocker, where, err)
 	}
 	pingCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	if _, err := cli.Ping(pingCtx, client.PingOptions{NegotiateAPIVersion: true}); err != nil {
 		_ = cli.Close()
-		return nil, fmt.Errorf("%w: %v (start the daemon or set DOCKER_HOST)", ErrNoDocker, err)
+		return nil, fmt.Errorf("%w%s: %v (start the daemon, or check DOCKER_HOST or --docker-host)", ErrNoDocker, where, err)
 	}
-	return &Docker{cli: cli, runID: runID}, nil
+	return &Docker{cli: cli, runID: runID, endpoint: endpoint}, nil
+}
+
+// Engine returns the daemon's id (the same for every endpoint that reaches
+// one daemon) and name (its host's name).
+func (d *Docker) Engine(ctx context.Context) (id, name string, err error) {
+	res, err := d.cli.Info(ctx, client.InfoOptions{})
+	if err != nil {
+		return "", "", fmt.Errorf("info of the Engine%s: %w", d.where(), err)
+	}
+	return res.Info.ID, res.Info.Name, nil
+}
+
+// where names the Engine in errors: " at ENDPOINT" for a placed one.
+func (d *Docker) where() string {
+	if d.endpoint == "" {
+		return ""
+	}
+	return " at " + d.endpoint
 }
 
 // Close releases the client connection.
@@ -144,11 +185,11 @@ func (d *Docker) BuildImage(ctx context.Context, files map[string][]byte) (tag s
 		Labels:      map[string]string{LabelManaged: "true"},
 	})
 	if err != nil {
-		return "", false, fmt.Errorf("build image %s: %w", tag, err)
+		return "", false, fmt.Errorf("build image %s%s: %w", tag, d.where(), err)
 	}
 	defer res.Body.Close()
 	if err := readBuildStream(res.Body); err != nil {
-		return "", false, fmt.Errorf("build image %s: %w", tag, err)
+		return "", false, fmt.Errorf("build image %s%s: %w", tag, d.where(), err)
 	}
 	return tag, true, nil
 }
@@ -233,14 +274,15 @@ func (d *Docker) remove(ctx context.Context, f client.Filters, gone func(labels 
 
 // CreateNetwork creates a private bridge network for the run and returns its
 // name. A valid subnet pins the network's addresses (so nodes can be given
-// fixed IPs that clients on the host reach too).
-func (d *Docker) CreateNetwork(ctx context.Context, name string, subnet netip.Prefix) (string, error) {
-	opts := client.NetworkCreateOptions{Driver: "bridge", Labels: d.labels()}
+// fixed IPs that clients on the host reach too); driverOpts are the bridge
+// driver's options (com.docker.network.bridge.*; nil for none).
+func (d *Docker) CreateNetwork(ctx context.Context, name string, subnet netip.Prefix, driverOpts map[string]string) (string, error) {
+	opts := client.NetworkCreateOptions{Driver: "bridge", Labels: d.labels(), Options: driverOpts}
 	if subnet.IsValid() {
 		opts.IPAM = &network.IPAM{Config: []network.IPAMConfig{{Subnet: subnet}}}
 	}
 	if _, err := d.cli.NetworkCreate(ctx, name, opts); err != nil {
-		return "", fmt.Errorf("create network %s: %w", name, err)
+		return "", fmt.Errorf("create network %s%s: %w", name, d.where(), err)
 	}
 	return name, nil
 }
@@ -312,7 +354,7 @@ func (d *Docker) CreateNode(ctx context.Context, spec NodeSpec) error {
 		}},
 	})
 	if err != nil {
-		return fmt.Errorf("create container %s: %w", spec.Name, err)
+		return fmt.Errorf("create container %s%s: %w", spec.Name, d.where(), err)
 	}
 	if len(spec.Files) > 0 {
 		if err := d.CopyFiles(ctx, spec.Name, spec.Files); err != nil {

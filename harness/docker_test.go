@@ -68,7 +68,7 @@ func TestDockerRuntimeLifecycle(t *testing.T) {
 	require.NoError(t, err)
 	assert.False(t, built, "an unchanged context must not be rebuilt")
 
-	net, err := d.CreateNetwork(ctx, runID+"-net", netip.Prefix{})
+	net, err := d.CreateNetwork(ctx, runID+"-net", netip.Prefix{}, nil)
 	require.NoError(t, err)
 	for _, n := range []string{"n1", "n2"} {
 		require.NoError(t, d.CreateNode(ctx, NodeSpec{Name: n, Image: tag, Network: net, DataDir: "/data", NetAdmin: true,

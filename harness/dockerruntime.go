@@ -8,12 +8,15 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/moby/moby/client"
 
 	"github.com/faultline/faultline/harness/profile"
 )
@@ -36,6 +39,15 @@ const (
 // that both the other nodes and the harness on the host reach. Partitions
 // are made by the fault agent inside each node (`/faultline agent`).
 //
+// The nodes may be placed on several Docker Engines (NewDockerRuntimeOn):
+// each node's container is then created, started, signalled, inspected,
+// exec'd into and its logs read through the client of its own endpoint;
+// the image is built and the network created once per Engine (two
+// endpoints that reach one daemon share them). The network between
+// Engines is the user's: each Engine's nodes get a /24 of their own
+// (dockerEngine.subnet) that the other Engines and the harness must route
+// to.
+//
 // When LogDir is set, each node's output is streamed into
 // LogDir/<node>/broker.log while the node runs, one follower per container
 // incarnation, so the logs are in the store even if the harness dies.
@@ -43,12 +55,19 @@ type DockerRuntime struct {
 	// LogDir receives the nodes' logs (optional).
 	LogDir string
 
-	d       *Docker
+	runID string
+	// placement is node -> endpoint (nil: every node on the one Engine
+	// of NewDockerRuntime); clients holds one client per endpoint.
+	placement map[string]string
+	clients   map[string]*Docker
+	engines   []*dockerEngine
+	// node is each node's client and engine its Engine, set by Setup.
+	node    map[string]*Docker
+	engine  map[string]*dockerEngine
 	cluster Cluster
 	profile *profile.Profile
 	image   string // the node image's tag
 	network string
-	subnet  netip.Prefix
 	nodes   []string
 
 	corruptions atomic.Int64 // names the one-shot containers of Corrupt
@@ -58,14 +77,146 @@ type DockerRuntime struct {
 	followWG  sync.WaitGroup
 }
 
-// NewDockerRuntime connects to the daemon; runID names and labels the run's
-// containers, network and volumes.
+// dockerEngine is one Docker daemon the run uses, reached by one or more
+// endpoints.
+type dockerEngine struct {
+	id, name string // the daemon's id and host name (empty for the unplaced runtime)
+	// d is the first client that reached it: it removes leftovers, builds
+	// the image, creates the network and tears down.
+	d         *Docker
+	endpoints []string
+	subnet    netip.Prefix
+}
+
+// multiHostSubnet is where the subnets of a run over several Engines
+// start: the k-th Engine (in the order of the first node placed on it)
+// gets 10.213.(240+k).0/24, fixed, so that the user can route each
+// Engine's nodes to it before the run.
+const multiHostSubnet = 240
+
+// multiHostSubnetOf is the subnet of the k-th Engine of a run over
+// several.
+func multiHostSubnetOf(k int) netip.Prefix {
+	return netip.PrefixFrom(netip.AddrFrom4([4]byte{10, 213, byte(multiHostSubnet + k), 0}), 24)
+}
+
+// NewDockerRuntime connects to the daemon of the environment (DOCKER_HOST,
+// default the local socket) and runs every node there; runID names and
+// labels the run's containers, network and volumes.
 func NewDockerRuntime(ctx context.Context, runID string) (*DockerRuntime, error) {
 	d, err := NewDocker(ctx, runID)
 	if err != nil {
 		return nil, err
 	}
-	return &DockerRuntime{d: d}, nil
+	return &DockerRuntime{runID: runID, engines: []*dockerEngine{{d: d}}}, nil
+}
+
+// NewDockerRuntimeOn connects to the Engine of every endpoint of the
+// placement (node -> endpoint, every node of the cluster; see
+// ParseDockerHosts) and runs each node on its own. extra, when not nil,
+// adds client options per endpoint (tests count the calls through each).
+func NewDockerRuntimeOn(ctx context.Context, runID string, placement map[string]string, extra func(endpoint string) []client.Opt) (*DockerRuntime, error) {
+	if len(placement) == 0 {
+		return nil, errors.New("docker runtime: empty placement")
+	}
+	r := &DockerRuntime{runID: runID, placement: placement, clients: map[string]*Docker{}}
+	byID := map[string]*dockerEngine{}
+	for _, node := range sortedKeys(placement) {
+		ep := placement[node]
+		if r.clients[ep] != nil {
+			continue
+		}
+		var opts []client.Opt
+		if extra != nil {
+			opts = extra(ep)
+		}
+		d, err := NewDockerAt(ctx, runID, ep, opts...)
+		if err != nil {
+			r.closeClients()
+			return nil, fmt.Errorf("%s: %w", node, err)
+		}
+		r.clients[ep] = d
+		id, name, err := d.Engine(ctx)
+		if err != nil {
+			r.closeClients()
+			return nil, err
+		}
+		key := id
+		if key == "" {
+			key = ep // an Engine that does not say who it is stands alone
+		}
+		e := byID[key]
+		if e == nil {
+			e = &dockerEngine{id: id, name: name, d: d}
+			byID[key] = e
+			r.engines = append(r.engines, e)
+		}
+		e.endpoints = append(e.endpoints, ep)
+	}
+	return r, nil
+}
+
+func (r *DockerRuntime) closeClients() error {
+	var errs []error
+	if r.placement == nil {
+		for _, e := range r.engines {
+			errs = append(errs, e.d.Close())
+		}
+	}
+	for _, d := range r.clients {
+		errs = append(errs, d.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// place gives every node its client and Engine.
+func (r *DockerRuntime) place(names []string) error {
+	r.node, r.engine = map[string]*Docker{}, map[string]*dockerEngine{}
+	for _, name := range names {
+		if r.placement == nil {
+			r.node[name], r.engine[name] = r.engines[0].d, r.engines[0]
+			continue
+		}
+		ep, ok := r.placement[name]
+		if !ok {
+			return fmt.Errorf("node %s has no Docker host in the placement %s", name, PlacementText(r.placement))
+		}
+		r.node[name] = r.clients[ep]
+		for _, e := range r.engines {
+			if slices.Contains(e.endpoints, ep) {
+				r.engine[name] = e
+			}
+		}
+	}
+	return nil
+}
+
+// on is the client of the node's Engine; an unknown node gets the first
+// Engine's, whose daemon then answers that there is no such container.
+func (r *DockerRuntime) on(node string) *Docker {
+	if d, ok := r.node[node]; ok {
+		return d
+	}
+	return r.engines[0].d
+}
+
+// Placement describes where each node runs, one line a node:
+// "n2 tcp://b:2375 (Engine b, 10.213.241.12)"; nil before Setup.
+func (r *DockerRuntime) Placement() []string {
+	var out []string
+	for i, name := range r.nodes {
+		e := r.engine[name]
+		where := r.node[name].endpoint
+		if where == "" {
+			where = DefaultDockerHost()
+		}
+		engine := ""
+		if e.name != "" {
+			engine = "Engine " + e.name + ", "
+		}
+		out = append(out, fmt.Sprintf("%s %s (%s%s)", name, where, engine, r.nodeIP(i+1)))
+	}
+	return out
 }
 
 // subnetFor picks a /24 in 10.213.0.0/16 from the run id; attempt moves to
@@ -73,51 +224,82 @@ func NewDockerRuntime(ctx context.Context, runID string) (*DockerRuntime, error)
 func subnetFor(runID string, attempt int) netip.Prefix {
 	h := fnv.New32a()
 	h.Write([]byte(runID))
-	third := byte((h.Sum32() + uint32(attempt)*37) % 250)
+	third := byte((h.Sum32() + uint32(attempt)*37) % 240)
 	return netip.PrefixFrom(netip.AddrFrom4([4]byte{10, 213, third, 0}), 24)
 }
 
+// nodeIP is node i's address: .(10+i) in its Engine's subnet (the first
+// Engine's for a node outside the cluster).
 func (r *DockerRuntime) nodeIP(i int) netip.Addr {
-	a := r.subnet.Addr().As4()
+	e, ok := r.engine["n"+strconv.Itoa(i)]
+	if !ok {
+		e = r.engines[0]
+	}
+	a := e.subnet.Addr().As4()
 	a[3] = byte(10 + i)
 	return netip.AddrFrom4(a)
 }
 
-// Setup builds the node image (cached by content), removes leftovers of
-// crashed runs, creates the network, formats each node's volume in a
-// one-shot container and starts the nodes.
+// prepare readies one Engine: removes the leftovers of crashed runs,
+// builds the node image (cached by content) and creates the run's
+// network. k is the Engine's place in the run.
+func (r *DockerRuntime) prepare(ctx context.Context, k int, e *dockerEngine, files map[string][]byte) error {
+	if err := e.d.RemoveLeftovers(ctx); err != nil {
+		return fmt.Errorf("remove leftovers of earlier runs%s: %w", e.d.where(), err)
+	}
+	if _, _, err := e.d.BuildImage(ctx, files); err != nil {
+		return err
+	}
+	name := r.runID + "-net"
+	if len(r.engines) > 1 {
+		// Fixed, so the user can route it; no NAT, so a node's packets
+		// reach the other Engines' nodes from its own address, which
+		// the agents' partition rules name.
+		e.subnet = multiHostSubnetOf(k)
+		_, err := e.d.CreateNetwork(ctx, name, e.subnet, map[string]string{"com.docker.network.bridge.enable_ip_masquerade": "false"})
+		return err
+	}
+	for attempt := 0; ; attempt++ {
+		e.subnet = subnetFor(r.runID, attempt)
+		_, err := e.d.CreateNetwork(ctx, name, e.subnet, nil)
+		if err == nil || attempt == 5 || !strings.Contains(err.Error(), "overlap") {
+			return err
+		}
+	}
+}
+
+// Setup readies every Engine (in parallel), formats each node's volume in
+// a one-shot container and starts the nodes, each through its own
+// Engine's client.
 func (r *DockerRuntime) Setup(ctx context.Context, c Cluster) ([]Node, error) {
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
 	r.cluster = c
 	r.profile = c.profile()
+	if err := r.place(c.Names()); err != nil {
+		return nil, err
+	}
 	files, err := imageContext(c)
 	if err != nil {
 		return nil, err
 	}
-	if err := r.d.RemoveLeftovers(ctx); err != nil {
-		return nil, fmt.Errorf("remove leftovers of earlier runs: %w", err)
+	r.image, r.network = ImageTag(files), r.runID+"-net"
+	errs := make([]error, len(r.engines))
+	var wg sync.WaitGroup
+	for k, e := range r.engines {
+		wg.Go(func() { errs[k] = r.prepare(ctx, k, e, files) })
 	}
-	tag, _, err := r.d.BuildImage(ctx, files)
-	if err != nil {
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
-	r.image = tag
-	for attempt := 0; ; attempt++ {
-		r.subnet = subnetFor(r.d.runID, attempt)
-		r.network, err = r.d.CreateNetwork(ctx, r.d.runID+"-net", r.subnet)
-		if err == nil {
-			break
-		}
-		if attempt == 5 || !strings.Contains(err.Error(), "overlap") {
-			return nil, err
-		}
-	}
+	tag := r.image
 	host := func(j int) string { return r.nodeIP(j).String() }
 	var nodes []Node
 	for i, name := range c.Names() {
 		id := i + 1
+		d := r.node[name]
 		// A broker must not advertise 0.0.0.0; it listens on every
 		// address and advertises its pinned one.
 		nd, err := c.NodeData(id, host, "0.0.0.0", nodeDataDir, nodeConfigDir)
@@ -131,7 +313,7 @@ func (r *DockerRuntime) Setup(ctx context.Context, c Cluster) ([]Node, error) {
 		spec := NodeSpec{
 			Name: name, Image: tag, Network: r.network, IP: r.nodeIP(id), DataDir: nodeDataDir,
 			NetAdmin: c.NetworkFaults, Files: inDir(nodeConfigDir, rendered.Files),
-			Volume: r.d.runID + "-" + name + "-data",
+			Volume: r.runID + "-" + name + "-data",
 		}
 		format := spec
 		format.Name, format.IP = name+"-format", netip.Addr{}
@@ -156,11 +338,11 @@ func (r *DockerRuntime) Setup(ctx context.Context, c Cluster) ([]Node, error) {
 			spec.Cmd = append([]string{"agent", "run", "--backing", nodeBackingDir, "--mount", nodeDataDir, "--"}, rendered.Start...)
 		}
 		if len(format.Entrypoint) > 0 {
-			if out, err := r.d.RunOnce(ctx, format); err != nil {
+			if out, err := d.RunOnce(ctx, format); err != nil {
 				return nil, fmt.Errorf("format %s: %w\n%s", name, err, out)
 			}
 		}
-		if err := r.d.CreateNode(ctx, spec); err != nil {
+		if err := d.CreateNode(ctx, spec); err != nil {
 			return nil, err
 		}
 		r.nodes = append(r.nodes, name)
@@ -206,7 +388,7 @@ func (r *DockerRuntime) follow(node string) {
 		}
 		defer f.Close()
 		// The stream ends when the container stops (kill, teardown).
-		if err := r.d.FollowIncarnation(context.Background(), node, f); err != nil {
+		if err := r.on(node).FollowIncarnation(context.Background(), node, f); err != nil {
 			fmt.Fprintf(f, "faultline: log stream of %s: %v\n", node, err)
 		}
 	}()
@@ -214,25 +396,25 @@ func (r *DockerRuntime) follow(node string) {
 
 // Kill sends SIGKILL and waits until the container has stopped.
 func (r *DockerRuntime) Kill(ctx context.Context, node string) error {
-	if err := r.d.Signal(ctx, node, profile.SignalName(r.profile.Signals.Kill)); err != nil {
+	if err := r.on(node).Signal(ctx, node, profile.SignalName(r.profile.Signals.Kill)); err != nil {
 		return err
 	}
-	return r.d.Wait(ctx, node)
+	return r.on(node).Wait(ctx, node)
 }
 
 // Stop sends SIGTERM (controlled shutdown) and waits for the exit.
 func (r *DockerRuntime) Stop(ctx context.Context, node string) error {
-	_ = r.d.Signal(ctx, node, profile.SignalName(r.profile.Signals.Resume))
-	if err := r.d.Signal(ctx, node, profile.SignalName(r.profile.Signals.Stop)); err != nil {
+	_ = r.on(node).Signal(ctx, node, profile.SignalName(r.profile.Signals.Resume))
+	if err := r.on(node).Signal(ctx, node, profile.SignalName(r.profile.Signals.Stop)); err != nil {
 		return err
 	}
-	return r.d.Wait(ctx, node)
+	return r.on(node).Wait(ctx, node)
 }
 
 // Start starts (or restarts) the node's container on its data volume and
 // streams the new incarnation's output into the store.
 func (r *DockerRuntime) Start(ctx context.Context, node string) error {
-	if err := r.d.Start(ctx, node); err != nil {
+	if err := r.on(node).Start(ctx, node); err != nil {
 		return err
 	}
 	r.follow(node)
@@ -243,17 +425,17 @@ func (r *DockerRuntime) Start(ctx context.Context, node string) error {
 // frozen whole (its broker runs under the agent, which serves the mount).
 func (r *DockerRuntime) Pause(ctx context.Context, node string) error {
 	if r.cluster.DiskFaults {
-		return r.d.Freeze(ctx, node)
+		return r.on(node).Freeze(ctx, node)
 	}
-	return r.d.Signal(ctx, node, profile.SignalName(r.profile.Signals.Pause))
+	return r.on(node).Signal(ctx, node, profile.SignalName(r.profile.Signals.Pause))
 }
 
 // Resume sends SIGCONT to the broker (or thaws a frozen node).
 func (r *DockerRuntime) Resume(ctx context.Context, node string) error {
 	if r.cluster.DiskFaults {
-		return r.d.Thaw(ctx, node)
+		return r.on(node).Thaw(ctx, node)
 	}
-	return r.d.Signal(ctx, node, profile.SignalName(r.profile.Signals.Resume))
+	return r.on(node).Signal(ctx, node, profile.SignalName(r.profile.Signals.Resume))
 }
 
 // errNoFaultFS refuses a disk command to nodes started without the fault
@@ -269,7 +451,7 @@ func (r *DockerRuntime) agentDisk(ctx context.Context, node, line string) (strin
 	}
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	return r.d.Exec(ctx, node, append([]string{agentPath, "agent", "disk"}, strings.Fields(line)...))
+	return r.on(node).Exec(ctx, node, append([]string{agentPath, "agent", "disk"}, strings.Fields(line)...))
 }
 
 // PowerLoss has the node's agent kill the broker and drop what its fault
@@ -282,13 +464,13 @@ func (r *DockerRuntime) PowerLoss(ctx context.Context, node, line string) error 
 	if err != nil && !r.stopped(ctx, node) {
 		return err
 	}
-	return r.d.Wait(ctx, node)
+	return r.on(node).Wait(ctx, node)
 }
 
 func (r *DockerRuntime) stopped(ctx context.Context, node string) bool {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	return r.d.Wait(ctx, node) == nil
+	return r.on(node).Wait(ctx, node) == nil
 }
 
 // DiskFault passes an eio, enospc or slow command to the node's fault
@@ -302,7 +484,7 @@ func (r *DockerRuntime) DiskFault(ctx context.Context, node, line string) error 
 // down meanwhile (a broker that stops when its log dir fails): a new
 // mount starts with no fault.
 func (r *DockerRuntime) HealDisk(ctx context.Context, node string) error {
-	running, err := r.d.Running(ctx, node)
+	running, err := r.on(node).Running(ctx, node)
 	if err != nil {
 		return err
 	}
@@ -313,7 +495,7 @@ func (r *DockerRuntime) HealDisk(ctx context.Context, node string) error {
 	if err != nil && !r.stopped(ctx, node) {
 		return err
 	}
-	if running, _ := r.d.Running(ctx, node); !running {
+	if running, _ := r.on(node).Running(ctx, node); !running {
 		return r.Start(ctx, node)
 	}
 	return nil
@@ -333,13 +515,13 @@ func (r *DockerRuntime) Corrupt(ctx context.Context, node string, seed uint64, k
 	}
 	spec := NodeSpec{
 		Name: fmt.Sprintf("%s-corrupt-%d", node, r.corruptions.Add(1)), Image: r.image, Network: r.network,
-		DataDir: nodeDiskDir, Volume: r.d.runID + "-" + node + "-data", Entrypoint: []string{agentPath},
+		DataDir: nodeDiskDir, Volume: r.runID + "-" + node + "-data", Entrypoint: []string{agentPath},
 		Cmd: []string{"agent", "corrupt", "--dir", logDir, "--seed", strconv.FormatUint(seed, 10)},
 	}
 	if kind != "" {
 		spec.Cmd = append(spec.Cmd, "--kind", kind)
 	}
-	out, err := r.d.RunOnce(ctx, spec)
+	out, err := r.on(node).RunOnce(ctx, spec)
 	return strings.TrimSpace(out), err
 }
 
@@ -366,7 +548,7 @@ func (r *DockerRuntime) Isolate(ctx context.Context, node string, from []string)
 	}
 	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
-	_, err := r.d.Exec(ctx, node, cmd)
+	_, err := r.on(node).Exec(ctx, node, cmd)
 	return err
 }
 
@@ -388,9 +570,9 @@ func (r *DockerRuntime) Netem(ctx context.Context, node, line string) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
-	_, err := r.d.Exec(ctx, node, cmd)
+	_, err := r.on(node).Exec(ctx, node, cmd)
 	if err != nil && line == "" {
-		if up, rerr := r.d.Running(ctx, node); rerr == nil && !up {
+		if up, rerr := r.on(node).Running(ctx, node); rerr == nil && !up {
 			return nil
 		}
 	}
@@ -399,21 +581,24 @@ func (r *DockerRuntime) Netem(ctx context.Context, node, line string) error {
 
 // Running reports whether the node's container runs.
 func (r *DockerRuntime) Running(ctx context.Context, node string) (bool, error) {
-	return r.d.Running(ctx, node)
+	return r.on(node).Running(ctx, node)
 }
 
 // Teardown removes the run's containers, network and volumes, once the log
 // streams (which end with their containers) have written their last line.
 func (r *DockerRuntime) Teardown(ctx context.Context) error {
-	err := r.d.Teardown(ctx)
+	var errs []error
+	for _, e := range r.engines {
+		errs = append(errs, e.d.Teardown(ctx))
+	}
 	streamsDone := make(chan struct{})
 	go func() { r.followWG.Wait(); close(streamsDone) }()
 	select {
 	case <-streamsDone:
 	case <-ctx.Done():
-		err = errors.Join(err, fmt.Errorf("node log streams did not end: %w", ctx.Err()))
+		errs = append(errs, fmt.Errorf("node log streams did not end: %w", ctx.Err()))
 	}
-	return errors.Join(err, r.d.Close())
+	return errors.Join(append(errs, r.closeClients())...)
 }
 
 // imageContext is the node image's build context: the agent, the profile's

@@ -52,7 +52,7 @@ func TestDockerPacketLossAndDelay(t *testing.T) {
 	before := connect()
 
 	status := func() string {
-		out, err := rt.d.Exec(ctx, "n1", []string{agentPath, "agent", "netem", "status"})
+		out, err := rt.on("n1").Exec(ctx, "n1", []string{agentPath, "agent", "netem", "status"})
 		require.NoError(t, err)
 		return out
 	}

@@ -57,16 +57,16 @@ func TestDockerKillAndPartitionRoundTrip(t *testing.T) {
 	format := spec
 	format.Name, format.IP = "n2-format", netip.Addr{}
 	format.Cmd = []string{"format", "-t", other.ClusterID, "-c", nodeConfigDir + "/server.properties"}
-	out, err := rt.d.RunOnce(ctx, format)
+	out, err := rt.on("n2").RunOnce(ctx, format)
 	require.NoError(t, err, out)
 	spec.Cmd = []string{"serve", "-c", nodeConfigDir + "/server.properties"}
-	require.NoError(t, rt.d.CreateNode(ctx, spec))
-	require.NoError(t, rt.d.Start(ctx, "n2"))
+	require.NoError(t, rt.on("n2").CreateNode(ctx, spec))
+	require.NoError(t, rt.on("n2").Start(ctx, "n2"))
 
 	n1Addr := nodes[0].Addr
 	n2Addr := net.JoinHostPort(n2IP.String(), fmt.Sprint(ClientPort))
 	dial := func(from, to string) bool {
-		_, err := rt.d.Exec(ctx, from, []string{"/faultline", "agent", "dial", to})
+		_, err := rt.on(from).Exec(ctx, from, []string{"/faultline", "agent", "dial", to})
 		return err == nil
 	}
 	require.Eventually(t, func() bool { return dial("n1", n2Addr) && dial("n2", n1Addr) }, time.Minute, 200*time.Millisecond,
@@ -100,7 +100,7 @@ func TestDockerKillAndPartitionRoundTrip(t *testing.T) {
 
 	// Partition: n1 drops everything from n2.
 	require.NoError(t, rt.Isolate(ctx, "n1", []string{"n2"}))
-	status, err := rt.d.Exec(ctx, "n1", []string{"/faultline", "agent", "status"})
+	status, err := rt.on("n1").Exec(ctx, "n1", []string{"/faultline", "agent", "status"})
 	require.NoError(t, err)
 	assert.Equal(t, n2IP.String(), strings.TrimSpace(status))
 	assert.False(t, dial("n2", n1Addr), "n2 must not reach n1 across the partition")
@@ -109,7 +109,7 @@ func TestDockerKillAndPartitionRoundTrip(t *testing.T) {
 
 	// Heal.
 	require.NoError(t, rt.Isolate(ctx, "n1", nil))
-	status, err = rt.d.Exec(ctx, "n1", []string{"/faultline", "agent", "status"})
+	status, err = rt.on("n1").Exec(ctx, "n1", []string{"/faultline", "agent", "status"})
 	require.NoError(t, err)
 	assert.Empty(t, strings.TrimSpace(status))
 	assert.True(t, dial("n2", n1Addr), "healed: n2 reaches n1")

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -97,6 +98,9 @@ func Run(ctx context.Context, t Test, reg workloads.Registry, out io.Writer) (Ou
 		return Outcome{}, err
 	}
 	t.Name = t.FullName()
+	if len(t.DockerHosts) > 0 {
+		t.DockerHosts = Placement(t.DockerHosts, t.Nodes)
+	}
 	stamp := time.Now().UTC().Format("20060102T150405.000Z")
 	dir := filepath.Join(t.Store, t.FullName(), stamp)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -117,7 +121,12 @@ func Run(ctx context.Context, t Test, reg workloads.Registry, out io.Writer) (Ou
 	var rt Runtime
 	switch t.Runtime {
 	case "docker":
-		d, err := NewDockerRuntime(ctx, runID)
+		var d *DockerRuntime
+		if len(t.DockerHosts) > 0 {
+			d, err = NewDockerRuntimeOn(ctx, runID, t.DockerHosts, t.dockerClientOpts)
+		} else {
+			d, err = NewDockerRuntime(ctx, runID)
+		}
 		if err != nil {
 			return Outcome{Dir: dir, RunID: runID}, &SetupError{err}
 		}
@@ -230,6 +239,9 @@ func (r *run) execute(ctx context.Context) (Outcome, error) {
 	if err != nil {
 		return Outcome{Dir: r.dir}, &SetupError{err}
 	}
+	if p, ok := r.rt.(interface{ Placement() []string }); ok && len(r.t.DockerHosts) > 0 {
+		fmt.Fprintf(r.out, "[%6.1fs] placement: %s\n", r.elapsed().Seconds(), strings.Join(p.Placement(), "; "))
+	}
 	var seeds []string
 	for _, n := range nodes {
 		if n.Broker {
@@ -244,6 +256,9 @@ func (r *run) execute(ctx context.Context) (Outcome, error) {
 	if err := r.waitServing(ctx, 60*time.Second); err != nil {
 		if ctx.Err() != nil {
 			return Outcome{}, r.interrupted(ctx, "setup")
+		}
+		if len(t.DockerHosts) > 0 {
+			err = fmt.Errorf("%w (the nodes are on several Docker hosts: each node's address must be routable from here and from the other hosts; see the README's \"Several Docker hosts\")", err)
 		}
 		return Outcome{Dir: r.dir}, &SetupError{fmt.Errorf("cluster did not start serving: %w", err)}
 	}

@@ -246,6 +246,9 @@ func CommandLine(t Test) []string {
 	if t.DB != "" {
 		args = append(args, "--db", t.DB)
 	}
+	if len(t.DockerHosts) > 0 {
+		args = append(args, "--docker-host", PlacementText(t.DockerHosts))
+	}
 	if t.MixedConsumers {
 		args = append(args, "--consumer-mode", "mixed")
 	}

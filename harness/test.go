@@ -5,6 +5,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/moby/moby/client"
+
 	"github.com/faultline/faultline/checker"
 	"github.com/faultline/faultline/harness/profile"
 	"github.com/faultline/faultline/harness/testspec"
@@ -20,11 +22,14 @@ type Duration = testspec.Duration
 // the checker's options, its full name.
 type Test struct {
 	testspec.Spec
+	// dockerClientOpts, when set, adds Engine client options per endpoint
+	// of a placed run (tests count the calls through each client).
+	dockerClientOpts func(endpoint string) []client.Opt
 }
 
 // DefaultTest returns the defaults `faultline test` documents.
 func DefaultTest() Test {
-	return Test{testspec.Spec{
+	return Test{Spec: testspec.Spec{
 		Workload:           "queue",
 		Nemesis:            nemesis.Spec{{Kind: nemesis.KindNone}},
 		NemesisInterval:    Duration(15 * time.Second),
@@ -107,6 +112,13 @@ func (t Test) Validate(reg workloads.Registry) error {
 	}
 	if t.Runtime != "docker" && t.Runtime != "process" {
 		problems = append(problems, fmt.Sprintf("--runtime: must be docker or process, got %q", t.Runtime))
+	}
+	if len(t.DockerHosts) > 0 {
+		if t.Runtime != "docker" {
+			problems = append(problems, "--docker-host: places nodes on Docker Engines; needs --runtime docker")
+		} else {
+			problems = append(problems, ValidateDockerHosts(t.DockerHosts, t.Nodes)...)
+		}
 	}
 	if err := t.Nemesis.Validate(); err != nil {
 		problems = append(problems, "--nemesis: "+err.Error())

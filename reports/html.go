@@ -363,6 +363,7 @@ func facts(in Input, a *analysis) []labelValue {
 			add(f.label, v)
 		}
 	}
+	add("docker hosts", dockerHosts(in.Spec.Raw))
 	ops := in.Result.Stats.Count
 	if a != nil {
 		if ops == 0 {
@@ -386,6 +387,25 @@ func facts(in Input, a *analysis) []labelValue {
 		add("client outcomes", fmt.Sprintf("%d ok, %d fail, %d info", counts[checker.OK], counts[checker.Fail], counts[checker.Info]))
 	}
 	return out
+}
+
+// dockerHosts is a placed run's placement (test.json's docker-hosts),
+// "n1 unix:///var/run/docker.sock, n2 tcp://b:2375" in node order; empty
+// for a run on one Engine.
+func dockerHosts(raw map[string]any) string {
+	hosts, _ := raw["docker-hosts"].(map[string]any)
+	nodes := make([]string, 0, len(hosts))
+	for n := range hosts {
+		nodes = append(nodes, n)
+	}
+	sort.Strings(nodes)
+	parts := make([]string, 0, len(nodes))
+	for _, n := range nodes {
+		if ep, ok := hosts[n].(string); ok {
+			parts = append(parts, n+" "+ep)
+		}
+	}
+	return strings.Join(parts, ", ")
 }
 
 func anomalySectionOf(in Input, a *analysis, name string, rep checker.AnomalyReport) anomalySection {

@@ -166,7 +166,7 @@ func parseTest(args []string, stderr io.Writer) (harness.Test, int) {
 	t := harness.DefaultTest()
 	fs := flag.NewFlagSet("test", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	var nemesisList, replay, schedule string
+	var nemesisList, replay, schedule, dockerHosts string
 	acks := t.Acks.Int()
 	limit := time.Duration(t.TimeLimit)
 	interval := time.Duration(t.NemesisInterval)
@@ -188,6 +188,7 @@ func parseTest(args []string, stderr io.Writer) (harness.Test, int) {
 	fs.IntVar(&t.Concurrency, "concurrency", t.Concurrency, "number of client workers")
 	fs.Int64Var(&t.Seed, "seed", 0, "seed of the fault schedule and the workload's choices, printed and stored in test.json (default: a random seed)")
 	fs.StringVar(&t.Runtime, "runtime", t.Runtime, "docker (nodes in containers) or process (local child processes on 127.0.0.x; kill and pause only)")
+	fs.StringVar(&dockerHosts, "docker-host", "", "place nodes on Docker Engines: NODE=ENDPOINT,... with ENDPOINT unix:///PATH, tcp://HOST:PORT, context:NAME or a Docker context's name; nodes not named run on DOCKER_HOST (else the local socket); the nodes' addresses must be routable between the hosts and from here (README: Several Docker hosts) (default none: every node on DOCKER_HOST)")
 	fs.StringVar(&t.Store, "store", t.Store, "directory runs are written under")
 	fs.Var(brokerConfig, "broker-config", "server.properties override for every node, key=value (repeatable; default none)")
 	fs.IntVar(&acks, "acks", acks, "producer acks: -1 (all), 1 or 0")
@@ -268,6 +269,12 @@ Flags:
 		if err := clients.apply(&t); err != nil {
 			fmt.Fprintf(stderr, "faultline test: %v\n", err)
 			return t, harness.ExitBadArgs
+		}
+		if dockerHosts != "" {
+			if t.DockerHosts, err = harness.ParseDockerHosts(dockerHosts); err != nil {
+				fmt.Fprintf(stderr, "faultline test: --docker-host: %v\n", err)
+				return t, harness.ExitBadArgs
+			}
 		}
 		if schedule != "" {
 			if t.Schedule, err = harness.ReadSchedule(schedule); err != nil {

@@ -78,7 +78,7 @@ func TestTestHelpGivesEveryDefault(t *testing.T) {
 		name, _, _ := strings.Cut(entry, " ")
 		assert.Contains(t, entry, "default", "flag --%s does not state its default", strings.TrimSpace(name))
 	}
-	assert.Equal(t, 31, flags, "every flag is listed")
+	assert.Equal(t, 32, flags, "every flag is listed")
 }
 
 // producedAcks builds t's workload against a fake cluster, sends one
@@ -178,7 +178,8 @@ func TestCommandLineParsesBackToTheSameTest(t *testing.T) {
 	want, code := parseTest([]string{"--name", "x", "--nemesis", "kill:leaders,partition", "--seed", "17", "--time-limit", "45s",
 		"--acks", "1", "--idempotent=false", "--broker-config", "min.insync.replicas=1", "--broker-config", "unsafe.enable=true",
 		"--subscribe", "--rate", "50", "--nodes", "3", "--replication-factor", "3", "--db", "faultline",
-		"--fail-on-client-error", "OUT_OF_ORDER_SEQUENCE_NUMBER", "--crash-clients-interval", "7s"}, &errOut)
+		"--fail-on-client-error", "OUT_OF_ORDER_SEQUENCE_NUMBER", "--crash-clients-interval", "7s",
+		"--docker-host", "n1=unix:///var/run/docker.sock,n3=tcp://10.0.0.3:2375"}, &errOut)
 	require.Equal(t, -1, code, errOut.String())
 	got, code := parseTest(harness.CommandLine(want), &errOut)
 	require.Equal(t, -1, code, errOut.String())
@@ -223,5 +224,31 @@ func TestTxnFlag(t *testing.T) {
 		var out, errOut bytes.Buffer
 		assert.Equal(t, 254, run(append([]string{"test", "--txn", "--runtime", "process"}, args...), &out, &errOut), "%v", args)
 		assert.Contains(t, errOut.String(), "--txn:", "%v", args)
+	}
+}
+
+// TestDockerHostFlag: --docker-host lands in the Test as node -> endpoint;
+// malformed entries, duplicate and unknown nodes are bad arguments naming
+// the entry, before anything starts.
+func TestDockerHostFlag(t *testing.T) {
+	var errOut bytes.Buffer
+	tt, code := parseTest([]string{"--nodes", "3", "--docker-host", "n1=unix:///var/run/docker.sock,n2=tcp://10.0.0.2:2375"}, &errOut)
+	require.Equal(t, -1, code, errOut.String())
+	assert.Equal(t, map[string]string{"n1": "unix:///var/run/docker.sock", "n2": "tcp://10.0.0.2:2375"}, tt.DockerHosts)
+	t.Setenv("DOCKER_CONFIG", t.TempDir())
+	for args, want := range map[string]string{
+		"--nodes 3 --docker-host n4=tcp://b:2375":              "--docker-host n4: no such node (--nodes 3 makes n1..n3)",
+		"--docker-host n1=tcp://a:1,n1=tcp://b:1":              `--docker-host: "n1=tcp://b:1": n1 is placed twice`,
+		"--docker-host n2=tcp://b":                             `--docker-host: "n2=tcp://b": tcp endpoint "tcp://b": want tcp://HOST:PORT`,
+		"--docker-host n2":                                     `--docker-host: "n2": want NODE=ENDPOINT`,
+		"--docker-host n2=lab-b":                               `--docker-host n2: no Docker context "lab-b"`,
+		"--runtime process --docker-host n2=tcp://b:2375":      "--docker-host: places nodes on Docker Engines; needs --runtime docker",
+		"--docker-host n2=ssh://me@b":                          "not supported",
+		"--nodes 2 --docker-host n2=tcp://b:2375,n5=tcp://c:1": "--docker-host n5: no such node",
+	} {
+		errOut.Reset()
+		_, code := parseTest(strings.Fields(args), &errOut)
+		assert.Equal(t, 254, code, args)
+		assert.Contains(t, errOut.String(), want, args)
 	}
 }

@@ -87,6 +87,12 @@ type Spec struct {
 	Txn bool `json:"txn,omitempty"`
 	// Runtime is "docker" or "process".
 	Runtime string `json:"runtime"`
+	// DockerHosts places the nodes on Docker Engines (`--docker-host`):
+	// node -> endpoint (unix://PATH, tcp://HOST:PORT, context:NAME or a
+	// context name). A run stores it with every node placed (the default
+	// host written out); empty: every node on the one Engine of
+	// DOCKER_HOST.
+	DockerHosts map[string]string `json:"docker-hosts,omitempty"`
 	// Store is the directory runs are written under.
 	Store string `json:"store"`
 	// RecoveryTimeout bounds waiting for the cluster after healing;
