@@ -148,7 +148,7 @@ func TestDockerRunOverTwoEndpoints(t *testing.T) {
 	spec, err := testspec.Decode(b)
 	require.NoError(t, err)
 	assert.Equal(t, endpointOf, spec.DockerHosts, "test.json keeps every node's place, the default written out")
-	replay, _, err := LoadReplay(o.Dir)
+	replay, _, _, err := LoadReplay(o.Dir)
 	require.NoError(t, err)
 	assert.Equal(t, endpointOf, replay.DockerHosts, "--replay places the nodes as they were")
 	report, err := os.ReadFile(filepath.Join(o.Dir, "report.html"))

@@ -24,7 +24,7 @@ import (
 func TestPartitionInsideContainers(t *testing.T) {
 	d, ctx, runID := dockerForTest(t, "flagent", 3*time.Minute)
 	tag := buildImage(ctx, t, d, "FROM scratch\nCOPY node /node\nENTRYPOINT [\"/node\"]\n", map[string]string{"node": "./testdata/agentnode"})
-	net, err := d.CreateNetwork(ctx, runID+"-net", netip.Prefix{})
+	net, err := d.CreateNetwork(ctx, runID+"-net", netip.Prefix{}, nil)
 	require.NoError(t, err)
 	for _, n := range []string{"n1", "n2", "n3"} {
 		require.NoError(t, d.CreateNode(ctx, harness.NodeSpec{Name: n, Image: tag, Network: net, NetAdmin: true}))

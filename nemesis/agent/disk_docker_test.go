@@ -25,7 +25,7 @@ func TestPowerLossInsideAContainer(t *testing.T) {
 	d, ctx, runID := dockerForTest(t, "fldisk", 4*time.Minute)
 	tag := buildImage(ctx, t, d, "FROM scratch\nCOPY node /node\nCOPY faultline /faultline\nVOLUME [\"/data\"]\nENTRYPOINT [\"/node\"]\n",
 		map[string]string{"node": "./testdata/agentnode", "faultline": "../../cmd/faultline"})
-	net, err := d.CreateNetwork(ctx, runID+"-net", netip.Prefix{})
+	net, err := d.CreateNetwork(ctx, runID+"-net", netip.Prefix{}, nil)
 	require.NoError(t, err)
 	volume := runID + "-n1-data"
 	require.NoError(t, d.CreateNode(ctx, harness.NodeSpec{
