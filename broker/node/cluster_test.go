@@ -29,17 +29,28 @@ const (
 	testSessionMs   = 1500
 )
 
-// freePorts reserves n distinct loopback ports (closed again, so a later
-// bind may race with another process; good enough for tests).
+// handedOut are the ports freePorts returned in this test binary: a port
+// is closed again before its node binds it, so without this a later call
+// (a broker's listener after its controllers') could get a port an
+// earlier call handed out and its node has not bound yet.
+var handedOut sync.Map
+
+// freePorts reserves n distinct loopback ports, never one an earlier call
+// returned (closed again, so a later bind may race with another process;
+// good enough for tests).
 func freePorts(t testing.TB, n int) []int {
 	t.Helper()
 	var lns []net.Listener
 	var ports []int
-	for range n {
+	for attempts := 0; len(ports) < n; attempts++ {
+		require.Less(t, attempts, 100*n, "no fresh loopback port")
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		require.NoError(t, err)
 		lns = append(lns, ln)
-		ports = append(ports, ln.Addr().(*net.TCPAddr).Port)
+		port := ln.Addr().(*net.TCPAddr).Port
+		if _, dup := handedOut.LoadOrStore(port, true); !dup {
+			ports = append(ports, port)
+		}
 	}
 	for _, ln := range lns {
 		require.NoError(t, ln.Close())
