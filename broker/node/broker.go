@@ -152,8 +152,9 @@ func (n *Node) startReplication() error {
 	isr, err := replica.NewISRLoop(replica.ISRLoopConfig{
 		Manager: n.replicas,
 		Sender: replica.KafkaISRSender{
-			BrokerID: cfg.NodeID,
-			Image:    n.publisher.Image,
+			BrokerID:    cfg.NodeID,
+			Image:       n.publisher.Image,
+			BrokerEpoch: n.brokerEpoch, // -1 until this process registered
 			Controller: func(context.Context) (replica.BrokerClient, error) {
 				return lifecycle.ActiveController{Transport: tr}, nil
 			},

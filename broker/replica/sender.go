@@ -15,9 +15,15 @@ import (
 // over the Kafka protocol.
 type KafkaISRSender struct {
 	BrokerID int32
-	// Image gives the newest metadata image: this broker's epoch and the
-	// epochs of the proposed ISR members come from it.
+	// Image gives the newest metadata image: the epochs of the proposed
+	// ISR members come from it.
 	Image func() *metadata.Image
+	// BrokerEpoch is the epoch this process registered with (-1 until it
+	// has): never the image's, which after a restart still names the
+	// previous incarnation's, so that a restarted broker acting on a
+	// stale image cannot change an ISR before it is registered again (the
+	// controller answers STALE_BROKER_EPOCH). Nil: the image's (tests).
+	BrokerEpoch func() int64
 	// Controller returns a client to the active controller.
 	Controller func(ctx context.Context) (BrokerClient, error)
 }
@@ -32,7 +38,9 @@ func (s KafkaISRSender) AlterPartition(ctx context.Context, ch ISRChange) (ISRRe
 	req := kmsg.NewPtrAlterPartitionRequest()
 	req.BrokerID = s.BrokerID
 	req.BrokerEpoch = -1
-	if b, ok := im.Brokers[s.BrokerID]; ok {
+	if s.BrokerEpoch != nil {
+		req.BrokerEpoch = s.BrokerEpoch()
+	} else if b, ok := im.Brokers[s.BrokerID]; ok {
 		req.BrokerEpoch = b.Epoch
 	}
 	rt := kmsg.NewAlterPartitionRequestTopic()

@@ -59,3 +59,25 @@ func TestKafkaISRSender(t *testing.T) {
 	_, err = s.AlterPartition(context.Background(), ch)
 	assert.ErrorIs(t, err, kerr.InvalidUpdateVersion)
 }
+
+// TestKafkaISRSenderUsesThisIncarnationsEpoch: a restarted broker's image
+// still names its previous incarnation's epoch; the request carries the
+// epoch this process registered with (-1 before it has), so the
+// controller refuses an ISR change of a broker not registered again.
+func TestKafkaISRSenderUsesThisIncarnationsEpoch(t *testing.T) {
+	im := metadata.NewImage("cluster")
+	im.Brokers[1] = metadata.Broker{ID: 1, Epoch: 11}
+	im.Brokers[2] = metadata.Broker{ID: 2, Epoch: 22}
+	ch := ISRChange{TopicPartition: storage.TopicPartition{Topic: "orders", Partition: 3}, TopicID: metadata.Uuid{7},
+		LeaderEpoch: 4, PartitionEpoch: 9, NewISR: []int32{1, 2}}
+	cl := &recordingClient{resp: kmsg.NewPtrAlterPartitionResponse()}
+	epoch := int64(-1)
+	s := KafkaISRSender{BrokerID: 1, Image: func() *metadata.Image { return im }, BrokerEpoch: func() int64 { return epoch },
+		Controller: func(context.Context) (BrokerClient, error) { return cl, nil }}
+	_, _ = s.AlterPartition(context.Background(), ch)
+	require.NotNil(t, cl.got)
+	assert.Equal(t, int64(-1), cl.got.BrokerEpoch, "not registered yet: not the image's 11")
+	epoch = 33
+	_, _ = s.AlterPartition(context.Background(), ch)
+	assert.Equal(t, int64(33), cl.got.BrokerEpoch)
+}
