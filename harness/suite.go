@@ -362,16 +362,13 @@ var gatingPlanted = []string{"planted-idempotence-off", "planted-recovery-skip-c
 // gatingExtra is the compaction workload under kills (expected valid) and
 // the gatingPlanted cases (expected invalid with their classes).
 func gatingExtra(base Test) []Case {
-	var out []Case
-	for _, c := range txnSuite(base) {
-		if c.Test.Name == "compact-kill" {
-			out = append(out, c)
-		}
+	compact, err := SelectCases(txnSuite(base), "compact-kill")
+	if err != nil {
+		panic(err) // the txn suite's own case name
 	}
-	for _, c := range plantedSuite(base) {
-		if slices.Contains(gatingPlanted, c.Test.Name) {
-			out = append(out, c)
-		}
+	planted, err := SelectCases(plantedSuite(base), strings.Join(gatingPlanted, ","))
+	if err != nil {
+		panic(err) // gatingPlanted names the planted suite's cases
 	}
-	return out
+	return append(compact, planted...)
 }

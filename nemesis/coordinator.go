@@ -30,24 +30,34 @@ type GroupCoordinatorView interface {
 func (p *Partition) coordinator(ctx context.Context, rng *rand.Rand) (any, error) {
 	out := PartitionStart{Mode: PartitionCoordinator}
 	victim := ""
-	if pinned := aimOf(ctx).nodes; len(pinned) > 0 {
+	if pinned := pinnedNodes(ctx); len(pinned) > 0 {
 		victim = pinned[0]
 	} else {
 		view, ok := p.Cluster.(GroupCoordinatorView)
 		if !ok {
 			return out, errors.New("the cluster view names no group coordinator (this fault needs the harness's FindCoordinator view)")
 		}
-		coords, err := view.GroupCoordinators(ctx)
+		var err error
+		victim, err = pickCoordinator(ctx, rng, view.GroupCoordinators, "the group coordinator", "coordinator: the workload's groups have no coordinator")
 		if err != nil {
-			return out, fmt.Errorf("find the group coordinator: %w", err)
+			return out, err
 		}
-		if len(coords) == 0 {
-			return out, errors.New("coordinator: the workload's groups have no coordinator")
-		}
-		victim = coords[rng.IntN(len(coords))]
 	}
 	out.Nodes = []string{victim}
 	out.Grudge = Isolate(p.Cluster.Nodes(), victim)
 	errs, _ := p.cutAndHold(ctx, out.Grudge)
 	return out, errors.Join(errs...)
+}
+
+// pickCoordinator asks list for the coordinators (of what names them, for
+// the error) and draws one with rng; none is the error empty.
+func pickCoordinator(ctx context.Context, rng *rand.Rand, list func(context.Context) ([]string, error), what, empty string) (string, error) {
+	coords, err := list(ctx)
+	if err != nil {
+		return "", fmt.Errorf("find %s: %w", what, err)
+	}
+	if len(coords) == 0 {
+		return "", errors.New(empty)
+	}
+	return coords[rng.IntN(len(coords))], nil
 }

@@ -130,14 +130,11 @@ func chooseTargets(ctx context.Context, c Cluster, mode string, rng *rand.Rand) 
 		if !ok {
 			return nil, errors.New("this cluster cannot name the transaction coordinators")
 		}
-		coords, err := cv.Coordinators(ctx)
+		co, err := pickCoordinator(ctx, rng, cv.Coordinators, "the transaction coordinators", "no transactional id has a coordinator (a --txn workload names them)")
 		if err != nil {
-			return nil, fmt.Errorf("find the transaction coordinators: %w", err)
+			return nil, err
 		}
-		if len(coords) == 0 {
-			return nil, errors.New("no transactional id has a coordinator (a --txn workload names them)")
-		}
-		out = []string{coords[rng.IntN(len(coords))]}
+		out = []string{co}
 	default:
 		return nil, fmt.Errorf("unknown target mode %q", mode)
 	}
@@ -312,6 +309,12 @@ func (p *Partition) Start(ctx context.Context, rng *rand.Rand) (any, error) {
 	default:
 		return nil, fmt.Errorf("unknown partition mode %q", mode)
 	}
+	return PartitionStart{Mode: mode, Grudge: g, Nodes: aim}, errors.Join(p.install(ctx, g)...)
+}
+
+// install cuts every node of grudge g off from the nodes it names, noting
+// each for Stop to heal.
+func (p *Partition) install(ctx context.Context, g Grudge) []error {
 	var errs []error
 	for _, n := range sortedNodes(g) {
 		p.cut = append(p.cut, n)
@@ -319,7 +322,7 @@ func (p *Partition) Start(ctx context.Context, rng *rand.Rand) (any, error) {
 			errs = append(errs, err)
 		}
 	}
-	return PartitionStart{Mode: mode, Grudge: g, Nodes: aim}, errors.Join(errs...)
+	return errs
 }
 
 // Stop starts every node it killed and heals every node it cut (a node

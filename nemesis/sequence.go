@@ -152,13 +152,7 @@ func (p *Partition) lagThenFailover(ctx context.Context, rng *rand.Rand, mode st
 	}
 	out.Grudge = isolateExcept(nodes, out.Lagging, ctl)
 	seq.step(Step{Name: "isolate", Rule: "the lagging node, cut off from all but the controller " + ctl, Nodes: []string{out.Lagging}}, nil)
-	var errs []error
-	for _, n := range sortedNodes(out.Grudge) {
-		p.cut = append(p.cut, n)
-		if err := p.Runtime.Isolate(ctx, n, out.Grudge[n]); err != nil {
-			errs = append(errs, err)
-		}
-	}
+	errs := p.install(ctx, out.Grudge)
 	if !seq.wait(ctx, p.Sleep, p.Wait) {
 		return out, errors.Join(append(errs, ctx.Err())...)
 	}

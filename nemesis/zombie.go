@@ -80,15 +80,10 @@ func zombiePair(parts []PartitionState, ctl string, rng *rand.Rand) []string {
 	return nil
 }
 
-// cutAndHold installs grudge g (noting every node it cuts, for Stop) and
-// waits the sequence wait; held is false when ctx ended first.
+// cutAndHold installs grudge g and holds it for the sequence wait; held
+// is false when ctx ended first.
 func (p *Partition) cutAndHold(ctx context.Context, g Grudge) (errs []error, held bool) {
-	for _, n := range sortedNodes(g) {
-		p.cut = append(p.cut, n)
-		if err := p.Runtime.Isolate(ctx, n, g[n]); err != nil {
-			errs = append(errs, err)
-		}
-	}
+	errs = p.install(ctx, g)
 	if !sequenceWait(ctx, p.Sleep, p.Wait) {
 		return append(errs, ctx.Err()), false
 	}

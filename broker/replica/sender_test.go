@@ -26,12 +26,19 @@ func (c *recordingClient) Request(_ context.Context, req kmsg.Request) (kmsg.Res
 
 func (c *recordingClient) Close() {}
 
-func TestKafkaISRSender(t *testing.T) {
+// senderFixture is an image of brokers 1 (epoch 11) and 2 (epoch 22) and
+// broker 1's proposal to make both the ISR of orders-3.
+func senderFixture() (*metadata.Image, ISRChange) {
 	im := metadata.NewImage("cluster")
 	im.Brokers[1] = metadata.Broker{ID: 1, Epoch: 11}
 	im.Brokers[2] = metadata.Broker{ID: 2, Epoch: 22}
 	ch := ISRChange{TopicPartition: storage.TopicPartition{Topic: "orders", Partition: 3}, TopicID: metadata.Uuid{7},
 		LeaderEpoch: 4, PartitionEpoch: 9, NewISR: []int32{1, 2}}
+	return im, ch
+}
+
+func TestKafkaISRSender(t *testing.T) {
+	im, ch := senderFixture()
 	answer := func(code int16) *kmsg.AlterPartitionResponse {
 		resp := kmsg.NewPtrAlterPartitionResponse()
 		rt := kmsg.NewAlterPartitionResponseTopic()
@@ -65,11 +72,7 @@ func TestKafkaISRSender(t *testing.T) {
 // epoch this process registered with (-1 before it has), so the
 // controller refuses an ISR change of a broker not registered again.
 func TestKafkaISRSenderUsesThisIncarnationsEpoch(t *testing.T) {
-	im := metadata.NewImage("cluster")
-	im.Brokers[1] = metadata.Broker{ID: 1, Epoch: 11}
-	im.Brokers[2] = metadata.Broker{ID: 2, Epoch: 22}
-	ch := ISRChange{TopicPartition: storage.TopicPartition{Topic: "orders", Partition: 3}, TopicID: metadata.Uuid{7},
-		LeaderEpoch: 4, PartitionEpoch: 9, NewISR: []int32{1, 2}}
+	im, ch := senderFixture()
 	cl := &recordingClient{resp: kmsg.NewPtrAlterPartitionResponse()}
 	epoch := int64(-1)
 	s := KafkaISRSender{BrokerID: 1, Image: func() *metadata.Image { return im }, BrokerEpoch: func() int64 { return epoch },
