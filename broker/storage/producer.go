@@ -85,6 +85,20 @@ func (e *producerEntry) duplicateOf(h BatchHeader) (batchMeta, bool) {
 	return batchMeta{}, false
 }
 
+// retryOfOpenTxn tells whether a transactional h, matching the remembered
+// batch dup, can be a retry of it: only while dup's transaction is still
+// open. A batch of a transaction that has ended (a marker came after it)
+// is never retried by a later transaction; answering one as a duplicate
+// would acknowledge records that were never written, and hand them the
+// offsets of an ended, maybe aborted, transaction. Such a batch falls
+// through to the sequence checks and is refused as out of order.
+func (e *producerEntry) retryOfOpenTxn(h BatchHeader, dup batchMeta) bool {
+	if !h.IsTransactional() {
+		return true
+	}
+	return e.currentTxnFirstOffset >= 0 && dup.firstOffset >= e.currentTxnFirstOffset
+}
+
 // producerState maps producer ids to their state for one partition.
 type producerState struct {
 	producers map[int64]*producerEntry
@@ -120,7 +134,7 @@ func (pa *producerAppend) check(h BatchHeader) (batchMeta, bool, error) {
 	if !ok {
 		return batchMeta{}, false, nil
 	}
-	if dup, ok := e.duplicateOf(h); ok {
+	if dup, ok := e.duplicateOf(h); ok && e.retryOfOpenTxn(h, dup) {
 		return dup, true, nil
 	}
 	if h.ProducerEpoch < e.epoch {

@@ -180,3 +180,32 @@ func FuzzParseMarker(f *testing.F) {
 		_, _, _ = parseMarker(b)
 	})
 }
+
+// A transactional batch that repeats the producer id, epoch and sequences
+// of a batch whose transaction has already ended (here aborted) is no
+// retry of it: the broker must refuse it, not answer the old offsets and
+// write nothing (the lost-write of the txn suite under kill:leaders, where
+// a client reused a sequence after aborting a transaction whose produce
+// had timed out). Within an open transaction a retry is still a duplicate.
+func TestTxnDuplicateNeverCrossesATransactionEnd(t *testing.T) {
+	l := openTestLog(t, OS, t.TempDir(), testConfig(), true)
+	defer l.Close()
+	first, err := l.AppendAsLeader(txnBatch(7, 0, 0, 2), 0, 1)
+	require.NoError(t, err)
+	retry, err := l.AppendAsLeader(txnBatch(7, 0, 0, 2), 0, 1)
+	require.NoError(t, err)
+	assert.True(t, retry.Duplicate, "a retry inside the open transaction is a duplicate")
+	assert.Equal(t, first.FirstOffset, retry.FirstOffset)
+
+	_, err = l.AppendMarker(7, 0, false, 0, 0, 1)
+	require.NoError(t, err)
+	leo := l.LogEndOffset()
+	_, err = l.AppendAsLeader(txnBatch(7, 0, 0, 2), 0, 1)
+	assert.ErrorIs(t, err, ErrOutOfOrderSequence, "a new transaction's batch is never a duplicate of an aborted one")
+	assert.Equal(t, leo, l.LogEndOffset())
+
+	next, err := l.AppendAsLeader(txnBatch(7, 0, 2, 1), 0, 1)
+	require.NoError(t, err, "the next sequence opens the next transaction")
+	assert.False(t, next.Duplicate)
+	assert.Equal(t, leo, next.FirstOffset)
+}
