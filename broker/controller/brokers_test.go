@@ -229,6 +229,9 @@ func TestBrokerLifecycleFaults(t *testing.T) {
 	stale.Store(1)
 	require.Eventually(t, func() bool { return tr.count(62) == 2 }, testWait, time.Millisecond, "registers again after STALE_BROKER_EPOCH")
 	<-changed
+	// The first change may be the moment the stale epoch is dropped (-1
+	// until the registration is answered): wait for the registration.
+	require.Eventually(t, func() bool { return lc.BrokerEpoch() >= 0 }, testWait, time.Millisecond, "registered again")
 	assert.Equal(t, epoch, lc.BrokerEpoch(), "the same incarnation keeps its epoch")
 	assert.Equal(t, lifecycle.StateRunning, lc.State())
 
