@@ -71,32 +71,31 @@ func (e *producerEntry) add(h BatchHeader) {
 	}
 }
 
-// duplicateOf returns the remembered batch h duplicates, if any.
+// duplicateOf returns the remembered batch h duplicates, if any. A
+// transactional h can only be a retry of a batch of the producer's still
+// open transaction: a batch of a transaction that has ended (a marker came
+// after it) is never retried by a later one, and answering h as its
+// duplicate would acknowledge records never written with the offsets of an
+// ended, maybe aborted, transaction. Such an h is no duplicate; the
+// sequence checks refuse it as out of order.
 func (e *producerEntry) duplicateOf(h BatchHeader) (batchMeta, bool) {
 	if h.ProducerEpoch != e.epoch {
 		return batchMeta{}, false
 	}
+	txnFirst := int64(-1) // no bound for a batch outside transactions
+	if h.IsTransactional() {
+		if e.currentTxnFirstOffset < 0 {
+			return batchMeta{}, false
+		}
+		txnFirst = e.currentTxnFirstOffset
+	}
 	last := h.LastSequence()
 	for _, b := range e.batches {
-		if b.firstSeq == h.BaseSequence && b.lastSeq == last {
+		if b.firstSeq == h.BaseSequence && b.lastSeq == last && b.firstOffset >= txnFirst {
 			return b, true
 		}
 	}
 	return batchMeta{}, false
-}
-
-// retryOfOpenTxn tells whether a transactional h, matching the remembered
-// batch dup, can be a retry of it: only while dup's transaction is still
-// open. A batch of a transaction that has ended (a marker came after it)
-// is never retried by a later transaction; answering one as a duplicate
-// would acknowledge records that were never written, and hand them the
-// offsets of an ended, maybe aborted, transaction. Such a batch falls
-// through to the sequence checks and is refused as out of order.
-func (e *producerEntry) retryOfOpenTxn(h BatchHeader, dup batchMeta) bool {
-	if !h.IsTransactional() {
-		return true
-	}
-	return e.currentTxnFirstOffset >= 0 && dup.firstOffset >= e.currentTxnFirstOffset
 }
 
 // producerState maps producer ids to their state for one partition.
@@ -134,7 +133,7 @@ func (pa *producerAppend) check(h BatchHeader) (batchMeta, bool, error) {
 	if !ok {
 		return batchMeta{}, false, nil
 	}
-	if dup, ok := e.duplicateOf(h); ok && e.retryOfOpenTxn(h, dup) {
+	if dup, ok := e.duplicateOf(h); ok {
 		return dup, true, nil
 	}
 	if h.ProducerEpoch < e.epoch {

@@ -2,8 +2,6 @@ package storage
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -44,10 +42,10 @@ func benchmarkProducerStateRebuild(b *testing.B, perBatch, valueSize int) {
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()
-		snaps, err := filepath.Glob(filepath.Join(dir, "*"+snapshotSuffix))
+		snaps, err := listSnapshots(OS, dir)
 		require.NoError(b, err)
-		for _, s := range snaps {
-			require.NoError(b, os.Remove(s))
+		for _, o := range snaps {
+			require.NoError(b, removeSnapshot(OS, dir, o))
 		}
 		b.StartTimer()
 		l.mu.Lock()
