@@ -15,9 +15,12 @@
 // combined nodes, and three voters plus two brokers, started from
 // properties files as the README tells users, with kcat producing while
 // the partition leader and then the active controller are kill -9ed. franz-go appears only to cross-check
-// what a foreign client wrote.
+// what a foreign client wrote. kgosuite_test.go runs franz-go's own
+// integration suite (the kgo package's tests, at go.mod's version, with
+// KGO_SEEDS pointing at a three-node cluster), once plain and once with its
+// chaos dialer over the exactly-once and group chains.
 //
-// Run it with `go test ./internal/compat/` (about 30 s). To check another
+// Run it with `go test ./internal/compat/` (about 3 min; franz-go's suite is 2 of them, skipped with -short). To check another
 // build of the broker, name its binary in FAULTLINE_COMPAT_BROKER.
 //
 // The clients come from Debian's packages, installed by `make deps` (which
