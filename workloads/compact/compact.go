@@ -5,9 +5,11 @@
 // against the latest acknowledged put of each key (lost-latest-value,
 // resurrected-delete).
 //
-// Record key k (integers 0..Keys-1, written "k<k>") lives in partition
-// k mod P of topic "c0", so each partition holds several keys for the
-// cleaner to compact. A put is invoked as [k, v] (v null: delete) and
+// Record key k (an integer, written "k<k>") lives in partition k mod P of
+// topic "c0", so each partition holds several keys for the cleaner to
+// compact. Puts go to a window of Keys keys that moves up one key every
+// RetireEvery puts; a key behind the window is never written again, so
+// its latest value has to outlive the rest of the run. A put is invoked as [k, v] (v null: delete) and
 // completes as [k, v, offset]; a send that errors is info (it may have
 // been written). The scan reads every partition up to the end offsets it
 // lists at its start and completes as {"k": [[offset, v], ...]}; one that
@@ -40,7 +42,7 @@ import (
 // Topic is the compacted topic the workload writes.
 const Topic = "c0"
 
-// Keys is the number of record keys (default of New).
+// Keys is the number of record keys written at a time (default of New).
 const Keys = 16
 
 // TopicConfigs are the compacted topic's settings.
@@ -152,21 +154,33 @@ func (f *final) Done() bool                           { return f.done }
 func (f *final) Missing() string                      { return "a scan of topic " + Topic + " to its end" }
 
 // Generator hands out puts: three in four upsert a fresh value, one in
-// four deletes, each to a random key. It is a pure function of its seed.
+// four deletes, each to a random key of a sliding window of keys. Every
+// RetireEvery puts the window moves up by one key, and the key that falls
+// out of it is never written again: its latest value must then survive
+// every later cleaning, restart and failover until the final scan. (With a
+// fixed set of keys written to the end, a cleaner that drops a key's
+// latest record is hidden by the next put of the key.) It is a pure
+// function of its seed.
 type Generator struct {
 	rng   *rand.Rand
 	keys  int
+	puts  int
 	value int64
 }
 
-// NewGenerator returns a generator over keys record keys.
+// RetireEvery is how many puts the key window waits before it retires its
+// lowest key.
+const RetireEvery = 32
+
+// NewGenerator returns a generator over a window of keys record keys.
 func NewGenerator(seed int64, keys int) *Generator {
 	return &Generator{rng: rand.New(rand.NewPCG(uint64(seed), 0xc0ffee)), keys: keys}
 }
 
 // Next returns the next put.
 func (g *Generator) Next(int) (checker.Op, bool) {
-	k := g.rng.IntN(g.keys)
+	k := g.puts/RetireEvery + g.rng.IntN(g.keys)
+	g.puts++
 	v := "null"
 	if g.rng.IntN(4) != 0 {
 		v = strconv.FormatInt(g.value, 10)
