@@ -359,16 +359,21 @@ func diskCases(base Test) []Case {
 // gate proves, in every CI run, that the suite still finds a real bug.
 var gatingPlanted = []string{"planted-idempotence-off", "planted-recovery-skip-crc"}
 
-// gatingExtra is the compaction workload under kills (expected valid) and
-// the gatingPlanted cases (expected invalid with their classes).
+// gatingTxn are the txn suite's cases the gate runs: compaction and
+// transactions under kills of the nodes they depend on (expected valid),
+// and the planted transaction and compaction bugs every measured run
+// caught (expected invalid with their classes).
+var gatingTxn = []string{"compact-kill", "txn-coordinator", "planted-read-committed-past-lso", "planted-cleaner-drops-latest"}
+
+// gatingExtra is the gatingTxn and gatingPlanted cases.
 func gatingExtra(base Test) []Case {
-	compact, err := SelectCases(txnSuite(base), "compact-kill")
+	txn, err := SelectCases(txnSuite(base), strings.Join(gatingTxn, ","))
 	if err != nil {
-		panic(err) // the txn suite's own case name
+		panic(err) // gatingTxn names the txn suite's cases
 	}
 	planted, err := SelectCases(plantedSuite(base), strings.Join(gatingPlanted, ","))
 	if err != nil {
 		panic(err) // gatingPlanted names the planted suite's cases
 	}
-	return append(compact, planted...)
+	return append(txn, planted...)
 }

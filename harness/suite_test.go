@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -102,13 +103,14 @@ func TestGatingRunsPlantedBugsAndEveryFaultKind(t *testing.T) {
 	for _, c := range Suites["gating"](DefaultTest()) {
 		byName[c.Test.Name] = c
 	}
-	for _, n := range []string{"durable-pause", "compact-kill"} {
+	for _, n := range []string{"durable-pause", "compact-kill", "txn-coordinator"} {
 		require.Contains(t, byName, n)
 		assert.Equal(t, checker.Valid, byName[n].Expect, n)
 		assert.Empty(t, byName[n].Test.BrokerConfig["unsafe.enable"], n)
 	}
+	assert.True(t, byName["txn-coordinator"].Test.Txn)
 	require.NotEmpty(t, gatingPlanted)
-	for _, n := range gatingPlanted {
+	for _, n := range append(slices.Clone(gatingPlanted), "planted-read-committed-past-lso", "planted-cleaner-drops-latest") {
 		require.Contains(t, byName, n)
 		c := byName[n]
 		assert.Equal(t, checker.Invalid, c.Expect, n)
