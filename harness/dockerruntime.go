@@ -19,6 +19,7 @@ import (
 	"github.com/moby/moby/client"
 
 	"github.com/faultline/faultline/harness/profile"
+	"github.com/faultline/faultline/nemesis"
 )
 
 const (
@@ -538,6 +539,14 @@ func (r *DockerRuntime) Isolate(ctx context.Context, node string, from []string)
 	if len(from) > 0 {
 		var ips []string
 		for _, f := range from {
+			if f == nemesis.ClientsNode {
+				ip, err := r.clientsIP(node)
+				if err != nil {
+					return fmt.Errorf("isolate %s from the clients: %w", node, err)
+				}
+				ips = append(ips, ip.String())
+				continue
+			}
 			var id int
 			if _, err := fmt.Sscanf(f, "n%d", &id); err != nil {
 				return fmt.Errorf("isolate %s: unknown node %q", node, f)
@@ -550,6 +559,22 @@ func (r *DockerRuntime) Isolate(ctx context.Context, node string, from []string)
 	defer cancel()
 	_, err := r.on(node).Exec(ctx, node, cmd)
 	return err
+}
+
+// clientsIP is the address the harness's clients reach node from: the
+// gateway of the node's Docker network (its subnet's first address, where
+// Docker puts the host's end of the bridge). Over several Engines the
+// clients come from other hosts' routes and cannot be told apart from
+// them, so the cut is refused.
+func (r *DockerRuntime) clientsIP(node string) (netip.Addr, error) {
+	if len(r.engines) > 1 {
+		return netip.Addr{}, fmt.Errorf("%w: over several Docker daemons the clients' address is not one gateway", ErrUnsupported)
+	}
+	e, ok := r.engine[node]
+	if !ok {
+		e = r.engines[0]
+	}
+	return e.subnet.Addr().Next(), nil
 }
 
 // Netem asks the node's fault agent to make line (netem fields, see

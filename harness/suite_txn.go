@@ -47,6 +47,12 @@ func txnSuite(base Test) []Case {
 	coord := txn
 	coord.Name = "txn-coordinator"
 	coord.Nemesis = nemesis.Spec{{Kind: nemesis.KindKill, Mode: nemesis.TargetCoordinator}, {Kind: nemesis.KindPause, Mode: nemesis.TargetCoordinator}}
+	// The producers cut off from a coordinator that still leads its
+	// __transaction_state partition: its transactions can end only after
+	// the heal (or by timeout), never half-way.
+	clients := txn
+	clients.Name = "txn-clients-coordinator"
+	clients.Nemesis = nemesis.Spec{{Kind: nemesis.KindPartition, Mode: nemesis.PartitionClientsCoordinator}}
 	// A power loss of a coordinator's node mid-commit: with every message
 	// fsynced before it is acknowledged, nothing committed may be lost.
 	power := durable(base)
@@ -56,6 +62,7 @@ func txnSuite(base Test) []Case {
 	cases := []Case{
 		{Test: txn, Expect: checker.Valid, Why: "transactions (read_committed) while partition leaders and the controller are killed"},
 		{Test: coord, Expect: checker.Valid, Why: "transactions while the node coordinating one of them is killed or paused"},
+		{Test: clients, Expect: checker.Valid, Why: "transactions while the clients cannot reach the node coordinating one of them, which its peers still reach"},
 		{Test: power, Expect: checker.Valid, Why: "transactions while the node coordinating one of them loses power (every message fsynced)"},
 		{Test: compact, Expect: checker.Valid, Why: "keyed upserts and deletes on a compacted topic while nodes are killed: every key's latest value survives the cleaner"},
 	}

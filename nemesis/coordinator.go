@@ -61,3 +61,43 @@ func pickCoordinator(ctx context.Context, rng *rand.Rand, list func(context.Cont
 	}
 	return coords[rng.IntN(len(coords))], nil
 }
+
+// PartitionClientsCoordinator cuts the clients (every process outside the
+// cluster: the workload's producers and consumers, and the harness's own
+// admin connections) off from the node coordinating the transactions of
+// one of the workload's transactional ids, while that node keeps talking
+// to its peers: it stays the coordinator (it still leads its
+// __transaction_state partition) and the partition leaders its markers go
+// to, but no producer can reach it, so transactions in flight cannot end
+// until the cut heals or their timeout aborts them. Jepsen's partition
+// between a producer and its coordinator; needs --txn, chosen only when
+// named (partition:clients-coordinator). The runtime resolves ClientsNode
+// to the address clients come from.
+const PartitionClientsCoordinator = "clients-coordinator"
+
+// ClientsNode names the clients in a Grudge: a node whose grudge lists it
+// drops every packet from outside the cluster.
+const ClientsNode = "clients"
+
+// clientsCoordinator is Partition's PartitionClientsCoordinator; a pinned
+// node (a replay) is the victim.
+func (p *Partition) clientsCoordinator(ctx context.Context, rng *rand.Rand) (any, error) {
+	out := PartitionStart{Mode: PartitionClientsCoordinator}
+	victim := ""
+	if pinned := pinnedNodes(ctx); len(pinned) > 0 {
+		victim = pinned[0]
+	} else {
+		cv, ok := p.Cluster.(CoordinatorView)
+		if !ok {
+			return out, errors.New("this cluster cannot name the transaction coordinators")
+		}
+		var err error
+		victim, err = pickCoordinator(ctx, rng, cv.Coordinators, "the transaction coordinators", "no transactional id has a coordinator (a --txn workload names them)")
+		if err != nil {
+			return out, err
+		}
+	}
+	out.Nodes = []string{victim}
+	out.Grudge = Grudge{victim: {ClientsNode}}
+	return out, errors.Join(p.install(ctx, out.Grudge)...)
+}

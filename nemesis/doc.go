@@ -37,6 +37,9 @@
 // in-sync follower, from ReplicaView, cut off from the other nodes) and
 // partition:coordinator (coordinator.go: the consumer group's coordinator,
 // from the optional CoordinatorView, cut off from every other node).
+// partition:clients-coordinator (coordinator.go, also only when named)
+// cuts the clients, ClientsNode in its Grudge, off from a transaction
+// coordinator that keeps its peers.
 //
 // Membership and failover faults: stop (SIGTERM, restart when it stops),
 // rolling-restart (every node in turn, each back in every ISR before the

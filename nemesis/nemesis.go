@@ -237,8 +237,8 @@ var PartitionModes = []string{PartitionOne, PartitionHalves, PartitionRing, Part
 // Grudge maps each node to the nodes whose packets it drops.
 type Grudge map[string][]string
 
-// Partition cuts the network between nodes (never between clients and
-// nodes) and heals it when it stops.
+// Partition cuts the network between nodes (between clients and nodes only
+// in mode clients-coordinator) and heals it when it stops.
 type Partition struct {
 	Runtime Runtime
 	Cluster Cluster
@@ -306,6 +306,8 @@ func (p *Partition) Start(ctx context.Context, rng *rand.Rand) (any, error) {
 		return p.leaderAndFollower(ctx, rng)
 	case PartitionCoordinator:
 		return p.coordinator(ctx, rng)
+	case PartitionClientsCoordinator:
+		return p.clientsCoordinator(ctx, rng)
 	default:
 		return nil, fmt.Errorf("unknown partition mode %q", mode)
 	}

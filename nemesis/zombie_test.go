@@ -86,3 +86,35 @@ func TestCoordinatorCutsTheGroupCoordinator(t *testing.T) {
 	_, err = p.Start(context.Background(), rand.New(rand.NewPCG(1, 1)))
 	assert.ErrorContains(t, err, "names no group coordinator")
 }
+
+// TestClientsCoordinatorCutsOnlyTheClients: partition:clients-coordinator
+// makes a transaction coordinator drop the clients and nothing else (its
+// peers still reach it), pins that node for a replay, heals on Stop, and
+// says what it lacks without a coordinator view.
+func TestClientsCoordinatorCutsOnlyTheClients(t *testing.T) {
+	w := newWorld(5)
+	c := coordWorld{w}
+	spec, err := ParseSpec("partition:clients-coordinator")
+	require.NoError(t, err)
+	p := spec.Faults(c, c)[0].(*Partition)
+	got, err := p.Start(context.Background(), rand.New(rand.NewPCG(1, 1)))
+	require.NoError(t, err)
+	start := got.(PartitionStart)
+	require.Len(t, start.Nodes, 1)
+	victim := start.Nodes[0]
+	assert.Contains(t, []string{"n2", "n4"}, victim)
+	assert.Equal(t, Grudge{victim: {ClientsNode}}, start.Grudge, "only the clients are cut")
+	assert.Equal(t, []string{"isolate " + victim + " [clients]"}, w.calls)
+	_, err = p.Stop(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, "isolate "+victim+" []", w.calls[len(w.calls)-1])
+
+	pinned := WithAim(context.Background(), PartitionClientsCoordinator, []string{"n3"})
+	got, err = p.Start(pinned, rand.New(rand.NewPCG(1, 1)))
+	require.NoError(t, err)
+	assert.Equal(t, []string{"n3"}, got.(PartitionStart).Nodes, "a replay cuts the node it recorded")
+
+	p.Cluster = w
+	_, err = p.Start(context.Background(), rand.New(rand.NewPCG(1, 1)))
+	assert.ErrorContains(t, err, "cannot name the transaction coordinators")
+}

@@ -170,7 +170,107 @@ def txn():
     emit("txn", seen=sorted(seen), committed_offset=committed, fenced=fenced)
 
 
-STEPS = dict(admin=admin, group=group, group_cooperative=group_cooperative, txn=txn)
+def txn_stream():
+    """Transactions for TXN_SECONDS (default 20) while the test kills
+    nodes: each transaction sends one record to each of 3 partitions of
+    ck-txn-stream, one in five is aborted on purpose. Prints every
+    transaction's outcome: committed (commit returned), aborted (abort
+    returned) or unknown (the producer failed fatally mid-way; the next
+    producer with the same transactional.id fences and ends it)."""
+    import os
+    from confluent_kafka import KafkaException
+    topic = "ck-txn-stream"
+    a = AdminClient({"bootstrap.servers": BOOTSTRAP})
+    results(a.create_topics([NewTopic(topic, 3, 3)], operation_timeout=10))
+    conf = {"bootstrap.servers": BOOTSTRAP, "transactional.id": "ck-txn-stream-1",
+            "transaction.timeout.ms": 10000, "message.timeout.ms": 10000}
+    outcomes, errors = {}, []
+
+    def new_producer():
+        for _ in range(30):
+            p = Producer(conf)
+            try:
+                p.init_transactions(10)
+                return p
+            except KafkaException as e:
+                errors.append("init: %s" % e.args[0])
+        raise RuntimeError("init_transactions never succeeded: %s" % errors[-3:])
+
+    def retry(fn):
+        """Calls fn until it succeeds or fails other than retriably."""
+        for _ in range(20):
+            try:
+                fn()
+                return None
+            except KafkaException as e:
+                err = e.args[0]
+                if not err.retriable():
+                    return err
+                errors.append("retriable: %s" % err)
+        return "gave up after 20 retriable errors"
+
+    p = new_producer()
+    deadline = time.time() + float(os.environ.get("TXN_SECONDS", "20"))
+    n = 0
+    while time.time() < deadline:
+        n += 1
+        name = "t%d" % n
+        abort = n % 5 == 0
+        try:
+            p.begin_transaction()
+            for j in range(3):
+                p.produce(topic, value=("%s-%d" % (name, j)).encode(), partition=j)
+            err = retry(lambda: p.abort_transaction(10) if abort else p.commit_transaction(10))
+            if err is None:
+                outcomes[name] = "aborted" if abort else "committed"
+                continue
+            if not abort and hasattr(err, "txn_requires_abort") and err.txn_requires_abort():
+                err = retry(lambda: p.abort_transaction(10))
+                if err is None:
+                    outcomes[name] = "aborted"
+                    continue
+            errors.append("%s: %s" % (name, err))
+        except KafkaException as e:
+            errors.append("%s: %s" % (name, e.args[0]))
+        outcomes[name] = "unknown"
+        p = new_producer()
+    emit("txn_stream", outcomes=outcomes, errors=errors[-20:])
+
+
+def txn_read():
+    """Reads ck-txn-stream with read_committed from the start to the end
+    offsets it lists first, and prints every value in partition order."""
+    from confluent_kafka import TopicPartition
+    topic = "ck-txn-stream"
+    r = Consumer({"bootstrap.servers": BOOTSTRAP, "group.id": "ck-txn-stream-reader",
+                  "isolation.level": "read_committed", "auto.offset.reset": "earliest",
+                  "enable.auto.commit": False})
+    ends = {}
+    for part in range(3):
+        lo, hi = r.get_watermark_offsets(TopicPartition(topic, part), timeout=10)
+        ends[part] = hi
+    r.assign([TopicPartition(topic, part, 0) for part in range(3)])
+    seen, pos = {0: [], 1: [], 2: []}, {0: 0, 1: 0, 2: 0}
+    deadline = time.time() + 40
+    while time.time() < deadline and any(pos[q] < ends[q] for q in ends):
+        m = r.poll(0.5)
+        if m is None:
+            # read_committed skips markers and aborted records: the
+            # position after the last fetch says how far the read got.
+            for tp in r.position([TopicPartition(topic, q) for q in range(3)]):
+                if tp.offset >= 0:
+                    pos[tp.partition] = max(pos[tp.partition], tp.offset)
+            continue
+        if m.error():
+            continue
+        seen[m.partition()].append(m.value().decode())
+        pos[m.partition()] = max(pos[m.partition()], m.offset() + 1)
+    r.close()
+    emit("txn_read", seen=seen, ends=ends, reached={q: pos[q] for q in pos})
+
+
+STEPS = dict(admin=admin, group=group, group_cooperative=group_cooperative, txn=txn,
+             txn_stream=txn_stream, txn_read=txn_read)
 
 for step in sys.argv[2:]:
     try:
