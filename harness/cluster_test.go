@@ -77,6 +77,8 @@ func TestValidateNamesTheNemesis(t *testing.T) {
 	assert.ErrorContains(t, tt.Validate(testWorkloads), `unknown mode "everything"`)
 	tt.Nemesis = nil
 	assert.ErrorContains(t, tt.Validate(testWorkloads), "--nemesis")
+	tt.Nemesis = parseNemesis(t, "partition:clients-coordinator")
+	assert.ErrorContains(t, tt.Validate(testWorkloads), "needs --txn")
 	tt.Nemesis = parseNemesis(t, "kill:leaders,pause,none")
 	assert.NoError(t, tt.Validate(testWorkloads))
 	tt.Topology = "split"
