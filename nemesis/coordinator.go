@@ -83,20 +83,11 @@ const ClientsNode = "clients"
 // node (a replay) is the victim.
 func (p *Partition) clientsCoordinator(ctx context.Context, rng *rand.Rand) (any, error) {
 	out := PartitionStart{Mode: PartitionClientsCoordinator}
-	victim := ""
-	if pinned := pinnedNodes(ctx); len(pinned) > 0 {
-		victim = pinned[0]
-	} else {
-		cv, ok := p.Cluster.(CoordinatorView)
-		if !ok {
-			return out, errors.New("this cluster cannot name the transaction coordinators")
-		}
-		var err error
-		victim, err = pickCoordinator(ctx, rng, cv.Coordinators, "the transaction coordinators", "no transactional id has a coordinator (a --txn workload names them)")
-		if err != nil {
-			return out, err
-		}
+	nodes, err := chooseTargets(ctx, p.Cluster, TargetCoordinator, rng)
+	if err != nil {
+		return out, err
 	}
+	victim := nodes[0]
 	out.Nodes = []string{victim}
 	out.Grudge = Grudge{victim: {ClientsNode}}
 	return out, errors.Join(p.install(ctx, out.Grudge)...)
