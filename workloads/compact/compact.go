@@ -9,9 +9,9 @@
 // topic "c0", so each partition holds several keys for the cleaner to
 // compact. Puts go to a window of Keys keys that moves up one key every
 // RetireEvery puts; a key behind the window is never written again, so
-// its latest value has to outlive the rest of the run. A put is invoked as [k, v] (v null: delete) and
-// completes as [k, v, offset]; a send that errors is info (it may have
-// been written). The scan reads every partition up to the end offsets it
+// its latest value has to outlive the rest of the run. A put is invoked
+// as [k, v] (v null: delete) and completes as [k, v, offset]; a send that
+// errors is info (it may have been written). The scan reads every partition up to the end offsets it
 // lists at its start and completes as {"k": [[offset, v], ...]}; one that
 // does not get there in time fails, and the final phase tries again with
 // a fresh process. The topic rolls segments every second and asks for
