@@ -631,6 +631,9 @@ func (sc *batchScanner) next(validate bool) (int64, BatchHeader, []byte, error) 
 	if err != nil && !errors.Is(err, ErrIncompleteBatch) {
 		return pos, h, nil, err
 	}
+	// Whole already (the usual case: the chunk holds the header), the
+	// header needs no second parse once the batch is in the buffer.
+	parsed := err == nil
 	size := h.Size()
 	if ok, err = sc.fill(size); err != nil {
 		return pos, h, nil, err
@@ -642,8 +645,10 @@ func (sc *batchScanner) next(validate bool) (int64, BatchHeader, []byte, error) 
 		if h, err = ValidateBatch(batch); err != nil {
 			return pos, h, nil, err
 		}
-	} else if h, err = ParseBatchHeader(batch); err != nil {
-		return pos, h, nil, err
+	} else if !parsed {
+		if h, err = ParseBatchHeader(batch); err != nil {
+			return pos, h, nil, err
+		}
 	}
 	sc.start += size
 	return pos, h, batch, nil
