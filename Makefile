@@ -8,7 +8,7 @@ BENCHTIME ?= 1s
 BENCHCOUNT ?= 6
 
 JEPSEN_RUNTIME ?= docker
-JEPSEN_TIME   ?= 90s
+JEPSEN_TIME   ?= 60s
 
 .PHONY: all build deps test test-short bench fuzz image test-jepsen test-jepsen-single test-jepsen-disk test-jepsen-matrix test-jepsen-kfake vet clean
 
