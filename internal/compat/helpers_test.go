@@ -282,15 +282,25 @@ type output struct {
 // running at the timeout is killed and reported as a hang.
 func run(t *testing.T, stdin string, name string, args ...string) output {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), clientTimeout)
+	return runFor(t, clientTimeout, nil, stdin, name, args...)
+}
+
+// runFor is run with its own timeout and env added to the test's
+// environment.
+func runFor(t *testing.T, timeout time.Duration, env []string, stdin string, name string, args ...string) output {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, name, args...)
+	if env != nil {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	cmd.Stdin = strings.NewReader(stdin)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()
 	if ctx.Err() != nil {
-		err = fmt.Errorf("%s hung: killed after %s: %w", filepath.Base(name), clientTimeout, ctx.Err())
+		err = fmt.Errorf("%s hung: killed after %s: %w", filepath.Base(name), timeout, ctx.Err())
 	}
 	return output{stdout: stdout.String(), stderr: stderr.String(), err: err}
 }

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -55,10 +56,17 @@ func pythonSteps(t *testing.T, b *broker, steps ...string) map[string]map[string
 // raised is a test failure naming the exception.
 func clientSteps(t *testing.T, c pythonClient, b *broker, steps ...string) map[string]map[string]any {
 	t.Helper()
+	return clientStepsAt(t, c, b.Addr, clientTimeout, nil, steps...)
+}
+
+// clientStepsAt is clientSteps against the bootstrap servers addr, within
+// timeout, with env added to the client's environment.
+func clientStepsAt(t *testing.T, c pythonClient, addr string, timeout time.Duration, env []string, steps ...string) map[string]map[string]any {
+	t.Helper()
 	py := c.require(t)
 	script := filepath.Join(t.TempDir(), "client.py")
 	require.NoError(t, os.WriteFile(script, []byte(c.script), 0o644))
-	out := run(t, "", py, append([]string{script, b.Addr}, steps...)...)
+	out := runFor(t, timeout, env, "", py, append([]string{script, addr}, steps...)...)
 	require.NoError(t, out.err, out)
 	assertParsed(t, out)
 	results := make(map[string]map[string]any)

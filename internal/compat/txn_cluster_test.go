@@ -1,13 +1,9 @@
 package compat
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -30,40 +26,15 @@ func TestConfluentPythonTransactionsUnderKills(t *testing.T) {
 	if testing.Short() {
 		t.Skip("about a minute of kills; skipped with -short")
 	}
-	py := confluentPython.require(t)
+	confluentPython.require(t)
 	c := startKcatCluster(t, 3, 0)
 	adm := c.admin(t)
-	script := filepath.Join(t.TempDir(), "client.py")
-	require.NoError(t, os.WriteFile(script, []byte(confluentPython.script), 0o644))
-	step := func(step string, env ...string) (map[string]any, string) {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		defer cancel()
-		cmd := exec.CommandContext(ctx, py, script, c.bootstrap(), step)
-		cmd.Env = append(os.Environ(), env...)
-		var stdout, stderr bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &stdout, &stderr
-		err := cmd.Run()
-		require.NoError(t, err, "%s step %s: %s", confluentPython.name, step, clip(stderr.String()))
-		var r map[string]any
-		for _, l := range lines(stdout.String()) {
-			require.NoError(t, json.Unmarshal([]byte(l), &r), "output line %q", l)
-		}
-		require.NotNil(t, r, "step %s printed nothing: %s", step, clip(stderr.String()))
-		require.NotContains(t, r, "exception", "step %s raised: %s", step, clip(stderr.String()))
-		return r, stderr.String()
-	}
-
-	type result struct {
-		r      map[string]any
-		stderr string
-	}
-	done := make(chan result, 1)
+	done := make(chan map[string]any, 1)
 	go func() {
 		defer close(done)
-		// step's require calls run on this goroutine; a failure is seen
-		// below as a missing result.
-		r, stderr := step("txn_stream", "TXN_SECONDS=25")
-		done <- result{r, stderr}
+		// clientStepsAt's require calls run on this goroutine; a failure
+		// is seen below as a missing result.
+		done <- clientStepsAt(t, confluentPython, c.bootstrap(), 2*time.Minute, []string{"TXN_SECONDS=25"}, "txn_stream")["txn_stream"]
 	}()
 
 	// The kills, on the test's goroutine: the coordinator, a leader, the
@@ -92,16 +63,16 @@ func TestConfluentPythonTransactionsUnderKills(t *testing.T) {
 		c.restart(t, victim)
 	}
 	t.Logf("killed: %s", strings.Join(killed, ", "))
-	res, ok := <-done
+	stream, ok := <-done
 	require.True(t, ok, "the transactional client failed (see above)")
 	waitFullISR(t, adm, topic)
 
 	outcomes := map[string]string{}
-	require.NoError(t, json.Unmarshal(mustJSON(t, res.r["outcomes"]), &outcomes))
-	t.Logf("client errors (last 20): %v", res.r["errors"])
-	read, _ := step("txn_read")
+	require.NoError(t, json.Unmarshal([]byte(asJSON(t, stream["outcomes"])), &outcomes))
+	t.Logf("client errors (last 20): %v", stream["errors"])
+	read := clientStepsAt(t, confluentPython, c.bootstrap(), time.Minute, nil, "txn_read")["txn_read"]
 	var seen map[string][]string
-	require.NoError(t, json.Unmarshal(mustJSON(t, read["seen"]), &seen))
+	require.NoError(t, json.Unmarshal([]byte(asJSON(t, read["seen"])), &seen))
 	assert.Equal(t, read["ends"], read["reached"], "the read_committed reader got to every partition's end")
 
 	count := map[string]int{} // value -> times read
@@ -135,12 +106,4 @@ func TestConfluentPythonTransactionsUnderKills(t *testing.T) {
 	t.Logf("transactions: %v", tally)
 	assert.GreaterOrEqual(t, tally["committed"], 10, "the client committed transactions through the kills")
 	assert.Positive(t, tally["aborted"], "and aborted some")
-}
-
-// mustJSON re-encodes a decoded value for decoding into a typed one.
-func mustJSON(t *testing.T, v any) []byte {
-	t.Helper()
-	b, err := json.Marshal(v)
-	require.NoError(t, err)
-	return b
 }
