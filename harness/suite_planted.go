@@ -40,6 +40,10 @@ type plantedBug struct {
 	failOnClient []string
 	// txn runs both cases as transactions (--txn, read_committed).
 	txn bool
+	// crashClients, when positive, crashes a client every interval in
+	// both cases (Jepsen's crash-clients): the replacement is a new group
+	// member that starts from the group's committed offsets.
+	crashClients time.Duration
 	// workload names the workload both cases run ("" is the base's).
 	workload string
 	// anomalies are the checker's anomaly classes the bug should produce:
@@ -111,10 +115,11 @@ var plantedBugs = []plantedBug{
 		anomalies:  lossClasses,
 		why:        "with flush.messages=1, writes are acknowledged before their fsync; with slow fsyncs, a power loss of every node drops what was in flight (one replica per partition: a follower fsyncs before it fetches again, so with replicas the leader's early ack is covered by theirs)"},
 	{name: "offsets-unreplicated", key: "unsafe.offsets.unreplicated",
-		faults:    nemesis.Spec{{Kind: nemesis.KindPartition, Mode: nemesis.PartitionCoordinator}},
-		subscribe: true,
-		anomalies: []string{checker.AnomalyLostCommit},
-		why:       "the group's coordinator is cut off from the other nodes (not from clients) for longer than the session timeout: its __consumer_offsets partition fails over to a replica of the ISR, while the consumers' commits are acknowledged on the cut node alone; the cut heals, those commits are truncated away, and a consumer assigned a key after a rebalance resumes below an offset the group had committed (nonmonotonic-poll alone is allowed across rebalances)"},
+		faults:       nemesis.Spec{{Kind: nemesis.KindPartition, Mode: nemesis.PartitionCoordinator}},
+		subscribe:    true,
+		crashClients: 5 * time.Second,
+		anomalies:    []string{checker.AnomalyLostCommit},
+		why:          "the group's coordinator is cut off from the other nodes (not from clients) for longer than the session timeout: its __consumer_offsets partition fails over to a replica of the ISR, while the consumers' commits are acknowledged on the cut node alone; a client is crashed every 5 s, and a replacement that joins the group at the new coordinator, which never had those commits, polls its keys from below an offset the group had committed (nonmonotonic-poll alone is allowed across rebalances)"},
 	{name: "ignore-fsync-error", key: "unsafe.ignore.fsync.error",
 		faults:    nemesis.Spec{{Kind: nemesis.KindPower, Mode: nemesis.PowerAfterFsyncError}},
 		config:    flushPerMessage,
@@ -153,6 +158,7 @@ func plantedCases(base Test, bugs []plantedBug) []Case {
 			control.Workload = b.workload
 		}
 		control.FailOnClientErrors = b.failOnClient
+		control.CrashClientsInterval = Duration(b.crashClients)
 		if b.singleCopy {
 			control.ReplicationFactor = 1
 			control.BrokerConfig["min.insync.replicas"] = "1"

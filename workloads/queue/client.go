@@ -285,6 +285,15 @@ func NewClient(opts Options, topics *Topics) (*Client, error) {
 	return c, nil
 }
 
+// The consumer group timeouts of subscribing consumers: 6 s is the least
+// session a broker allows by default (group.min.session.timeout.ms), and a
+// heartbeat every 500 ms finds a rebalance in well under a second.
+const (
+	groupSessionTimeout   = 6 * time.Second
+	groupHeartbeat        = 500 * time.Millisecond
+	groupRebalanceTimeout = 10 * time.Second
+)
+
 // newConsumer replaces the consumer: an assigning one (group == false), or
 // a member of the test's consumer group subscribed to topics.
 func (c *Client) newConsumer(topics []string, group bool) error {
@@ -302,6 +311,12 @@ func (c *Client) newConsumer(topics []string, group bool) error {
 		copts = append(copts, kgo.FetchIsolationLevel(kgo.ReadCommitted()))
 	}
 	if group {
+		// Short group timeouts (as a test harness wants, not Kafka's
+		// defaults of 45 s and 3 s): a member that crashed or sits on a
+		// coordinator cut off from the rest is out of the group within
+		// seconds, so a rebalance ends within a fault window instead of
+		// stalling every member for most of a run.
+		copts = append(copts, kgo.SessionTimeout(groupSessionTimeout), kgo.HeartbeatInterval(groupHeartbeat), kgo.RebalanceTimeout(groupRebalanceTimeout))
 		copts = append(copts, kgo.ConsumerGroup(c.opts.Group), kgo.ConsumeTopics(topics...), kgo.DisableAutoCommit(),
 			kgo.OnPartitionsAssigned(func(_ context.Context, _ *kgo.Client, assigned map[string][]int32) {
 				var keys []int

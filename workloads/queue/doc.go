@@ -23,7 +23,9 @@
 // without returning records is a fail (reads change nothing); one that
 // returned records keeps its fetch error in the completion, as evidence
 // for the checker's client-errors finding. GenOptions.Mixed makes
-// odd-numbered processes subscribe and the others assign. The client
+// odd-numbered processes subscribe and the others assign; subscribing
+// consumers run with a 6 s group session and a 500 ms heartbeat, so a
+// rebalance ends within a fault window. The client
 // never decides correctness: the checker does. Generators are pure
 // functions of their seed and the completions they are told about, and
 // are not safe for concurrent use (the harness serialises them).
