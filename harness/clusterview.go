@@ -13,6 +13,7 @@ import (
 
 	"github.com/faultline/faultline/checker"
 	"github.com/faultline/faultline/nemesis"
+	"github.com/faultline/faultline/workloads"
 )
 
 // waitServing waits until every broker node is listed by the cluster's
@@ -144,6 +145,26 @@ func (c *clusterView) Partitions(ctx context.Context) ([]nemesis.PartitionState,
 		}
 		return out[i].Partition < out[j].Partition
 	})
+	return out, nil
+}
+
+// activeWindow is how recently a partition must have had a write
+// acknowledged to count as being written now.
+const activeWindow = 3 * time.Second
+
+// ActivePartitions returns the workload's partitions ("topic-N") that had
+// a send acknowledged within activeWindow (nemesis.ActivityView); an error
+// when the workload does not map keys onto partitions.
+func (c *clusterView) ActivePartitions(context.Context) (map[string]bool, error) {
+	kp, ok := c.r.workload.(workloads.KeyPartitioner)
+	if !ok {
+		return nil, errors.New("the workload does not map its keys onto partitions")
+	}
+	out := map[string]bool{}
+	for _, k := range c.r.writtenSince(time.Now().Add(-activeWindow)) {
+		t, p := kp.TopicPartition(k)
+		out[fmt.Sprintf("%s-%d", t, p)] = true
+	}
 	return out, nil
 }
 

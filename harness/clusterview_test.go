@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -11,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/faultline/faultline/checker"
+	"github.com/faultline/faultline/workloads"
 )
 
 func TestLeaderChangesRecordsOnlyWhatChanged(t *testing.T) {
@@ -85,4 +87,36 @@ func TestFindCoordinators(t *testing.T) {
 	stranger := &coordinatorAnswer{resp: &kmsg.FindCoordinatorResponse{NodeID: 9}}
 	_, err = findCoordinators(context.Background(), stranger, []string{"g"}, name)
 	assert.ErrorContains(t, err, "not a known node")
+}
+
+// keyWorkload maps key k onto t<k/4>-<k%4>.
+type keyWorkload struct{ workloads.Workload }
+
+func (keyWorkload) TopicPartition(k int) (string, int32) { return fmt.Sprintf("t%d", k/4), int32(k % 4) }
+
+// TestActivePartitionsAreThoseJustWritten: acknowledged sends mark their
+// partition as being written; failed sends, polls, and sends older than
+// the window do not.
+func TestActivePartitionsAreThoseJustWritten(t *testing.T) {
+	r := &run{workload: keyWorkload{}}
+	c := &clusterView{r: r}
+	send := func(typ checker.OpType, keys ...int) checker.Op {
+		op := checker.Op{Type: typ, F: checker.FSend}
+		for _, k := range keys {
+			op.Mops = append(op.Mops, checker.MicroOp{F: checker.FSend, Key: k})
+		}
+		return op
+	}
+	r.noteWrites(send(checker.OK, 1, 6))
+	r.noteWrites(send(checker.Info, 9))
+	r.noteWrites(checker.Op{Type: checker.OK, F: checker.FPoll, Mops: []checker.MicroOp{{F: checker.FPoll, Key: 12}}})
+	r.mu.Lock()
+	r.written[13] = time.Now().Add(-2 * activeWindow)
+	r.mu.Unlock()
+	got, err := c.ActivePartitions(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, map[string]bool{"t0-1": true, "t1-2": true}, got)
+
+	_, err = (&clusterView{r: &run{}}).ActivePartitions(context.Background())
+	assert.Error(t, err, "a workload without a key map cannot tell")
 }

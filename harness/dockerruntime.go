@@ -2,9 +2,11 @@ package harness
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"maps"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -33,6 +35,9 @@ const (
 	nodeDiskDir    = "/disk"
 	nodeBackingDir = nodeDiskDir + "/data"
 	agentPath      = "/faultline"
+	// nodeLogDir is the broker's log dir inside a running node (on the
+	// fault filesystem's mount when there is one).
+	nodeLogDir = nodeDataDir + "/kafka"
 )
 
 // DockerRuntime runs each node in its own container on a private bridge
@@ -523,6 +528,38 @@ func (r *DockerRuntime) Corrupt(ctx context.Context, node string, seed uint64, k
 		spec.Cmd = append(spec.Cmd, "--kind", kind)
 	}
 	out, err := r.on(node).RunOnce(ctx, spec)
+	return strings.TrimSpace(out), err
+}
+
+// LogEnds has the live node's agent read the log end offset of each of
+// the partitions (directories "topic-N" of its log dir) from its active
+// segment (nemesis.CorruptUnreplicatedTail).
+func (r *DockerRuntime) LogEnds(ctx context.Context, node string, partitions []string) (map[string]int64, error) {
+	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	out, err := r.on(node).Exec(ctx, node, []string{agentPath, "agent", "log-end", "--dir", nodeLogDir, "--partitions", strings.Join(partitions, ",")})
+	if err != nil {
+		return nil, err
+	}
+	var ends map[string]int64
+	if err := json.Unmarshal([]byte(strings.TrimSpace(out)), &ends); err != nil {
+		return nil, fmt.Errorf("log ends of %s: the agent said %q: %w", node, strings.TrimSpace(out), err)
+	}
+	return ends, nil
+}
+
+// FlipTail has the live node's agent flip one bit in the last batch of
+// each partition of after at or above its offset
+// (nemesis.CorruptUnreplicatedTail), and returns its account (JSON).
+func (r *DockerRuntime) FlipTail(ctx context.Context, node string, after map[string]int64, seed uint64) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	var list []string
+	for _, p := range slices.Sorted(maps.Keys(after)) {
+		list = append(list, fmt.Sprintf("%s=%d", p, after[p]))
+	}
+	out, err := r.on(node).Exec(ctx, node, []string{agentPath, "agent", "flip-tail", "--dir", nodeLogDir,
+		"--after", strings.Join(list, ","), "--seed", strconv.FormatUint(seed, 10)})
 	return strings.TrimSpace(out), err
 }
 

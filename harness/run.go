@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -165,6 +166,41 @@ type run struct {
 
 	mu     sync.Mutex
 	faults []string // faults in force, for the progress line
+	// written is when each key last had a send acknowledged (noteWrites),
+	// for the faults that aim at the partitions being written now.
+	written map[int]time.Time
+}
+
+// noteWrites notes the keys op (a completion) wrote.
+func (r *run) noteWrites(op checker.Op) {
+	if op.Type != checker.OK {
+		return
+	}
+	now := time.Now()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, m := range op.Mops {
+		if m.F == checker.FSend {
+			if r.written == nil {
+				r.written = map[int]time.Time{}
+			}
+			r.written[m.Key] = now
+		}
+	}
+}
+
+// writtenSince returns the keys with a send acknowledged since t.
+func (r *run) writtenSince(t time.Time) []int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var keys []int
+	for k, at := range r.written {
+		if !at.Before(t) {
+			keys = append(keys, k)
+		}
+	}
+	sort.Ints(keys)
+	return keys
 }
 
 func (r *run) setPhase(p string) {

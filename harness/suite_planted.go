@@ -22,10 +22,6 @@ type plantedBug struct {
 	key string
 	// faults are the faults that expose the bug.
 	faults nemesis.Spec
-	// unexposed, when set, says why no fault of ours can expose the bug
-	// and which closest one faults holds instead: the case is expected to
-	// miss it, and the suite says so.
-	unexposed string
 	// config are broker keys both cases share beyond the durability
 	// configuration.
 	config map[string]string
@@ -90,10 +86,10 @@ var plantedBugs = []plantedBug{
 		anomalies: lossClasses,
 		why:       "a follower cut off from every node but the controller stays live and leaves its ISRs; the leaders are then killed, and it may be elected although unclean election is off, truncating the others to its shorter log"},
 	{name: "skip-divergence-truncation", key: "unsafe.skip.divergence.truncation",
-		faults:    nemesis.Spec{{Kind: nemesis.KindPartition, Mode: nemesis.PartitionOne}, {Kind: nemesis.KindKill, Mode: nemesis.TargetLeaders}},
+		faults:    nemesis.Spec{{Kind: nemesis.KindPartition, Mode: nemesis.PartitionDeposedLeaderReturns}},
 		config:    fastLag,
 		anomalies: []string{checker.AnomalyInconsistentOffsets, checker.AnomalyLostWrite},
-		why:       "a deposed leader keeps its unreplicated tail when it rejoins, so one offset holds two values once it leads again"},
+		why:       "a leader cut off from every other node is deposed while producers still append to it; when the cut heals it keeps that tail instead of cutting it off at the new leader's epoch, and once the rest of the ISR is killed it leads again, so offsets the ISR had acknowledged with other values now hold its own"},
 	{name: "skip-epoch-fencing", key: "unsafe.skip.epoch.fencing",
 		faults:    nemesis.Spec{{Kind: nemesis.KindPartition, Mode: nemesis.PartitionLeaderAndFollower}},
 		config:    fastLag,
@@ -133,11 +129,12 @@ var plantedBugs = []plantedBug{
 		anomalies: lossClasses,
 		why:       "default flush, min ISR 2: a node loses its unflushed tail in a power cut and comes straight back, cut off from all but the controller so it cannot fetch the tail again; it stays in its old ISRs, so killing the rest of one ISR elects it and truncates the others (power:follower-then-leader kills the leader before the node has registered again, so the stale ISR entry never counts)"},
 	{name: "follower-skip-validation", key: "unsafe.follower.skip.validation",
-		faults:       nemesis.Spec{{Kind: nemesis.KindCorrupt, Mode: nemesis.CorruptBitFlipThenLeader}},
-		failOnClient: corruptionEvidence,
-		unexposed:    "a follower receives a bad batch only from a leader that serves one; our corruption happens while a node is down, and the reference broker's recovery checks every batch's CRC, so no leader ever serves one (exposing it needs a disk that corrupts reads under a live broker, which faultfs cannot do yet)",
-		anomalies:    corruptionClasses,
-		why:          "followers append batches without checking their CRC, so a corrupt batch a leader serves spreads and stays after a failover"},
+		faults: nemesis.Spec{{Kind: nemesis.KindCorrupt, Mode: nemesis.CorruptUnreplicatedTail}},
+		// A follower cut off for the few seconds of the fault stays in
+		// the ISR.
+		config:    map[string]string{"replica.lag.time.max.ms": "10000"},
+		anomalies: lossClasses,
+		why:       "a leader cut off from its followers (not from the controller) has a bit flipped in the last batch appended to its partitions, one no follower has; the followers fetch it when the cut heals and append it unchecked, so it is acknowledged while every replica holds it damaged, and consumers are refused it by its CRC from then on (a correct follower refuses the batch, so it is never acknowledged, and the partition stalls)"},
 }
 
 // plantedSuite is `faultline suite --suite planted`: per planted bug, the
@@ -170,9 +167,6 @@ func plantedCases(base Test, bugs []plantedBug) []Case {
 		planted.BrokerConfig["unsafe.enable"] = "true"
 		planted.BrokerConfig[b.key] = "true"
 		why := fmt.Sprintf("%s: %s; expects %s", b.key, b.why, strings.Join(b.anomalies, " or "))
-		if b.unexposed != "" {
-			why += fmt.Sprintf(" (expected to be missed: %s; runs %s, the closest)", b.unexposed, strings.Join(b.faults.Names(), ","))
-		}
 		cases = append(cases,
 			Case{Test: planted, Expect: checker.Invalid, ExpectAnomalies: b.anomalies, Why: why},
 			Case{Test: control, Expect: checker.Valid, Why: "the same test without " + b.key})

@@ -41,7 +41,10 @@ func TestPlantedCasesUseTheFaultThatExposesEachBug(t *testing.T) {
 	assert.Empty(t, byName["planted-unclean-restart-keeps-isr"].Test.BrokerConfig["log.flush.interval.messages"], "the default flush policy")
 	assert.Equal(t, "2", byName["planted-unclean-restart-keeps-isr"].Test.BrokerConfig["min.insync.replicas"])
 	assert.True(t, byName["planted-unclean-restart-keeps-isr"].Test.networkFaults(), "it cuts the lagging node off")
-	assert.Contains(t, byName["planted-follower-skip-validation"].Why, "expected to be missed", "says honestly that no fault of ours exposes it")
+	assert.Equal(t, "corrupt:unreplicated-tail", faults("follower-skip-validation"))
+	assert.Equal(t, "partition:deposed-leader-returns", faults("skip-divergence-truncation"))
+	assert.True(t, byName["planted-follower-skip-validation"].Test.networkFaults(), "it cuts the leader off from its followers")
+	assert.Equal(t, "10000", byName["control-follower-skip-validation"].Test.BrokerConfig["replica.lag.time.max.ms"], "a follower cut off for the fault stays in the ISR")
 }
 
 // TestJudgeWantsTheExpectedAnomalyClass: an invalid result passes an

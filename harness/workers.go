@@ -133,6 +133,7 @@ func (r *run) runWorkers(rootCtx, ctx context.Context, gen workloads.Generator, 
 					done.Type, done.Error = checker.Info, errCrashed.Error()
 				}
 				r.rec.Record(done)
+				r.noteWrites(done)
 				genMu.Lock()
 				gen.Update(done)
 				genMu.Unlock()

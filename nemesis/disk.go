@@ -286,6 +286,8 @@ type Corrupt struct {
 	Wait  time.Duration
 	Sleep func(ctx context.Context, d time.Duration) bool
 	down  []string
+	// cut is unreplicated-tail's cut while it is not yet healed.
+	cut *Partition
 }
 
 // Name is "corrupt".
@@ -297,6 +299,9 @@ func (c *Corrupt) Start(ctx context.Context, rng *rand.Rand) (any, error) {
 	draws := fork(rng)
 	if c.Disk == nil {
 		return DiskTargets{Mode: mode}, errNoDisk
+	}
+	if mode == CorruptUnreplicatedTail {
+		return c.unreplicatedTail(ctx, draws)
 	}
 	targetMode := mode
 	if corruptKind(mode) != "" {
@@ -385,5 +390,11 @@ func corruptKind(mode string) string {
 func (c *Corrupt) Stop(ctx context.Context) (any, error) {
 	started := c.down
 	c.down = nil
-	return Targets{Nodes: started}, startAll(ctx, c.Runtime, started)
+	err := startAll(ctx, c.Runtime, started)
+	if cut := c.cut; cut != nil {
+		c.cut = nil
+		_, healErr := cut.Stop(ctx)
+		err = errors.Join(err, healErr)
+	}
+	return Targets{Nodes: started}, err
 }

@@ -27,6 +27,46 @@ type ReplicaView interface {
 	Partitions(ctx context.Context) ([]PartitionState, error)
 }
 
+// ActivityView is what aims a fault at the partitions being written now
+// (a flip in a partition nobody writes to, or a failover of one, shows
+// nothing): the workload's partitions ("topic-N") that had a write
+// acknowledged in the last few seconds. The harness's cluster view has it.
+type ActivityView interface {
+	ActivePartitions(ctx context.Context) (map[string]bool, error)
+}
+
+// activePartitions asks c for the partitions being written now; nil when
+// it cannot tell (then every partition counts).
+func activePartitions(ctx context.Context, c Cluster) map[string]bool {
+	view, ok := c.(ActivityView)
+	if !ok {
+		return nil
+	}
+	active, err := view.ActivePartitions(ctx)
+	if err != nil || len(active) == 0 {
+		return nil
+	}
+	return active
+}
+
+// label names a partition as its directory does: "topic-N".
+func (p PartitionState) label() string { return fmt.Sprintf("%s-%d", p.Topic, p.Partition) }
+
+// activeFirst keeps, of parts, those being written now when there are any
+// (active nil: all of them).
+func activeFirst(parts []PartitionState, active map[string]bool) []PartitionState {
+	if active == nil {
+		return parts
+	}
+	var out []PartitionState
+	for _, p := range parts {
+		if active[p.label()] {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
 var errNoReplicaView = errors.New("the cluster view names no ISR (this fault needs the harness's metadata view)")
 
 // isrPoll is how often the ISR-aware faults ask for metadata.

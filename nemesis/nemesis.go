@@ -304,6 +304,8 @@ func (p *Partition) Start(ctx context.Context, rng *rand.Rand) (any, error) {
 		return p.laggingThenLeader(ctx, rng)
 	case PartitionLeaderAndFollower:
 		return p.leaderAndFollower(ctx, rng)
+	case PartitionDeposedLeaderReturns:
+		return p.deposedLeaderReturns(ctx, rng)
 	case PartitionCoordinator:
 		return p.coordinator(ctx, rng)
 	case PartitionClientsCoordinator:

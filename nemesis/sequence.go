@@ -162,13 +162,19 @@ func (p *Partition) lagThenFailover(ctx context.Context, rng *rand.Rand, mode st
 		return out, errors.Join(append(errs, err)...)
 	}
 	out.Killed = kill.Nodes
-	for _, n := range out.Killed {
+	return out, errors.Join(append(errs, p.killAll(ctx, out.Killed)...)...)
+}
+
+// killAll kills nodes, noting each for Stop to start again.
+func (p *Partition) killAll(ctx context.Context, nodes []string) []error {
+	var errs []error
+	for _, n := range nodes {
 		p.killed = append(p.killed, n)
 		if err := p.Runtime.Kill(ctx, n); err != nil {
 			errs = append(errs, err)
 		}
 	}
-	return out, errors.Join(errs...)
+	return errs
 }
 
 // failoverTargets chooses whom lagging-then-leader kills. With a cluster
@@ -188,15 +194,21 @@ func (p *Partition) failoverTargets(ctx context.Context, rng *rand.Rand, lagging
 		if err != nil {
 			return nil, fmt.Errorf("find partition replicas: %w", err)
 		}
-		// Tiers: the lagging node out of the ISR before in it, an ISR
-		// without the controller before one with it.
-		var tiers [4][][]string
+		// Tiers: a partition being written now before one that is not
+		// (only there can the lagging node miss acknowledged writes), the
+		// lagging node out of the ISR before in it, an ISR without the
+		// controller before one with it.
+		active := activePartitions(ctx, p.Cluster)
+		var tiers [8][][]string
 		for _, ps := range parts {
 			rest := slices.DeleteFunc(slices.Clone(ps.ISR), func(n string) bool { return n == lagging })
 			if !slices.Contains(ps.Replicas, lagging) || len(rest) == 0 || len(rest) > minority {
 				continue
 			}
 			tier := 0
+			if active != nil && !active[ps.label()] {
+				tier += 4
+			}
 			if len(rest) < len(ps.ISR) {
 				tier += 2
 			}

@@ -96,11 +96,11 @@ func (k Kind) modes() []string {
 	case KindPower:
 		return append(append([]string(nil), explicitProcessTargetModes...), PowerThenLeader, PowerAfterFsyncError, PowerAfterSlowFsync, PowerRestartLaggingThenLeader)
 	case KindCorrupt:
-		return append(append([]string(nil), explicitProcessTargetModes...), CorruptBitFlip, CorruptBitFlipThenLeader)
+		return append(append([]string(nil), explicitProcessTargetModes...), CorruptBitFlip, CorruptBitFlipThenLeader, CorruptUnreplicatedTail)
 	case KindKill, KindPause, KindDiskError, KindDiskFull, KindDiskSlow:
 		return explicitProcessTargetModes
 	case KindPartition:
-		return append(append([]string(nil), PartitionModes...), PartitionLaggingThenLeader, PartitionLeaderAndFollower, PartitionCoordinator, PartitionClientsCoordinator)
+		return append(append([]string(nil), PartitionModes...), PartitionLaggingThenLeader, PartitionLeaderAndFollower, PartitionDeposedLeaderReturns, PartitionCoordinator, PartitionClientsCoordinator)
 	case KindStop:
 		return explicitProcessTargetModes
 	case KindLaggingFailover:
@@ -160,8 +160,8 @@ type Spec []FaultSpec
 // lagging-failover, packet; the process kinds take the modes one,
 // minority, majority, leaders, controller, all; power also takes
 // follower-then-leader, after-fsync-error, after-slow-fsync and
-// restart-lagging-then-leader, corrupt also bit-flip and
-// bit-flip-then-leader; partition takes one, halves, majorities-ring,
+// restart-lagging-then-leader, corrupt also bit-flip,
+// bit-flip-then-leader and unreplicated-tail; partition takes one, halves, majorities-ring,
 // controller and lagging-then-leader; lagging-failover takes cut, slow;
 // packet takes delay, loss, duplicate, reorder; none, rolling-restart and
 // membership take none. An entry may compose faults of different kinds
@@ -244,11 +244,12 @@ func (s Spec) Has(k Kind) bool {
 }
 
 // NeedsNetAdmin reports whether any fault acts on the nodes' network
-// (partition, packet, lagging-failover, power:restart-lagging-then-leader),
-// which needs the nodes' netfilter rules.
+// (partition, packet, lagging-failover, power:restart-lagging-then-leader,
+// corrupt:unreplicated-tail), which needs the nodes' netfilter rules.
 func (s Spec) NeedsNetAdmin() bool {
 	return slices.ContainsFunc(s.Parts(), func(f FaultSpec) bool {
-		return f.Kind.NeedsNetAdmin() || (f.Kind == KindPower && f.Mode == PowerRestartLaggingThenLeader)
+		return f.Kind.NeedsNetAdmin() || (f.Kind == KindPower && f.Mode == PowerRestartLaggingThenLeader) ||
+			(f.Kind == KindCorrupt && f.Mode == CorruptUnreplicatedTail)
 	})
 }
 

@@ -3,6 +3,9 @@ package reports
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -189,6 +192,9 @@ func describeNemesis(op checker.Op) string {
 			verb = "stopped " + fault + " on"
 		}
 		if target == "" {
+			if fault == "corrupt" {
+				return "ended the corruption fault"
+			}
 			return strings.TrimSuffix(verb, " on")
 		}
 		if strings.HasPrefix(verb, "healed") {
@@ -208,6 +214,8 @@ func describeNemesis(op checker.Op) string {
 		verb = "filled the disk of"
 	case f == "disk-slow":
 		verb = "slowed the disk of"
+	case f == "corrupt" && rawMode(op.Raw) == "unreplicated-tail":
+		return tailFlipSummary(op.Raw)
 	case f == "corrupt":
 		verb = "killed and corrupted the data of"
 	case strings.Contains(f, "unpause") || strings.Contains(f, "resume") || strings.Contains(f, "cont"):
@@ -259,9 +267,14 @@ func rawSummary(raw []byte) string {
 		Nodes  []string            `json:"nodes"`
 		Mode   string              `json:"mode"`
 		Grudge map[string][]string `json:"grudge"`
+		Killed []string            `json:"killed"`
 	}
 	if json.Unmarshal(raw, &obj) == nil && len(obj.Grudge) > 0 {
-		return truncate(grudgeSummary(obj.Mode, obj.Grudge), 80)
+		out := grudgeSummary(obj.Mode, obj.Grudge)
+		if len(obj.Killed) > 0 {
+			out += "; then killed " + strings.Join(obj.Killed, ", ")
+		}
+		return truncate(out, 80)
 	}
 	if json.Unmarshal(raw, &obj) == nil && len(obj.Nodes) > 0 {
 		out := strings.Join(obj.Nodes, ", ")
@@ -270,11 +283,65 @@ func rawSummary(raw []byte) string {
 		}
 		return truncate(out, 80)
 	}
+	var fields map[string]any
+	if json.Unmarshal(raw, &fields) == nil && !slices.ContainsFunc(slices.Collect(maps.Values(fields)), func(v any) bool {
+		switch v := v.(type) {
+		case nil:
+			return false
+		case []any:
+			return len(v) > 0
+		case string:
+			return v != ""
+		}
+		return true
+	}) {
+		return "" // an object with nothing in it ({"nodes":null})
+	}
 	var buf bytes.Buffer
 	if json.Compact(&buf, raw) != nil {
 		return truncate(string(raw), 80)
 	}
 	return truncate(buf.String(), 80)
+}
+
+// rawMode is the "mode" a nemesis value names, "" when none.
+func rawMode(raw []byte) string {
+	var obj struct {
+		Mode string `json:"mode"`
+	}
+	_ = json.Unmarshal(raw, &obj)
+	return obj.Mode
+}
+
+// tailFlipSummary says what corrupt:unreplicated-tail did: which leader
+// it cut off from its followers and in which partitions it flipped a bit
+// of a batch no follower had yet.
+func tailFlipSummary(raw []byte) string {
+	var t struct {
+		Leader     string   `json:"leader"`
+		Partitions []string `json:"partitions"`
+		Did        string   `json:"did"`
+	}
+	_ = json.Unmarshal(raw, &t)
+	var flips []struct {
+		Partition  string `json:"partition"`
+		BaseOffset int64  `json:"base-offset"`
+		Skipped    string `json:"skipped"`
+	}
+	_ = json.Unmarshal([]byte(t.Did), &flips)
+	var flipped []string
+	for _, f := range flips {
+		if f.Skipped == "" {
+			flipped = append(flipped, fmt.Sprintf("%s at offset %d", f.Partition, f.BaseOffset))
+		}
+	}
+	if t.Leader == "" {
+		return "flipped a bit in a batch no follower had (unreplicated-tail)"
+	}
+	if len(flipped) == 0 {
+		return "cut leader " + t.Leader + " off from its followers; no batch of " + strings.Join(t.Partitions, ", ") + " was theirs to miss, so nothing was flipped"
+	}
+	return "cut leader " + t.Leader + " off from its followers and flipped a bit in a batch none of them had: " + strings.Join(flipped, ", ")
 }
 
 // grudgeSummary says in words which nodes a partition separated, from the

@@ -238,6 +238,13 @@ func TestDescribeNemesis(t *testing.T) {
 		{op("stop-disk-slow", `{"nodes":["n2"]}`), "ended the disk fault on n2", true},
 		{op("start-corrupt", `{"nodes":["n3"]}`), "killed and corrupted the data of n3", false},
 		{op("stop-corrupt", `{"nodes":["n3"]}`), "restarted n3", true},
+		{op("start-corrupt", `{"mode":"unreplicated-tail","leader":"n2","partitions":["t0-0","t1-3"],"grudge":{"n2":["n3","n4","n5"]},"did":"[{\"partition\":\"t0-0\",\"base-offset\":41},{\"partition\":\"t1-3\",\"skipped\":\"no batch\"}]"}`),
+			"cut leader n2 off from its followers and flipped a bit in a batch none of them had: t0-0 at offset 41", false},
+		{op("start-corrupt", `{"mode":"unreplicated-tail","leader":"n2","partitions":["t0-0"],"did":"[{\"partition\":\"t0-0\",\"skipped\":\"no batch\"}]"}`),
+			"cut leader n2 off from its followers; no batch of t0-0 was theirs to miss, so nothing was flipped", false},
+		{op("stop-corrupt", `{"nodes":null}`), "ended the corruption fault", true},
+		{op("start-partition", `{"mode":"deposed-leader-returns","leader":"n3","grudge":{"n1":["n3"],"n2":["n3"],"n3":["n1","n2"]},"killed":["n1","n2"]}`),
+			"partitioned the network (n3 cut off from n1, n2; then killed n1, n2)", false},
 	} {
 		assert.Equal(t, c.want, describeNemesis(c.op), c.op.F)
 		assert.Equal(t, c.heal, isHeal(c.op.F), c.op.F)

@@ -72,6 +72,13 @@ type Workload interface {
 	Close()
 }
 
+// KeyPartitioner is a workload whose keys are each one topic-partition:
+// it names the partition of a key, so that faults can aim at the
+// partitions being written now.
+type KeyPartitioner interface {
+	TopicPartition(key int) (string, int32)
+}
+
 // Final is a workload's last phase: rounds of fresh processes read until
 // everything the run wrote was read, or the harness's deadline passes.
 type Final interface {

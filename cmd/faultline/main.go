@@ -12,6 +12,7 @@ import (
 	"net/netip"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -310,14 +311,14 @@ const nemesisHelp = `faults, comma-separated; KIND or KIND:MODE (no mode: one ch
   kill:MODE             SIGKILL, restart on the same data when it stops
   pause:MODE            SIGSTOP, SIGCONT when it stops
   stop:MODE             controlled shutdown (SIGTERM), restart on the same data when it stops
-  partition:MODE        node-to-node traffic cut (never clients): one, halves, majorities-ring, controller; also lagging-then-leader (a node cut off from all but the controller for 10 s, leaving its ISRs, then the rest of one ISR it replicates killed)
+  partition:MODE        node-to-node traffic cut (never clients): one, halves, majorities-ring, controller; also lagging-then-leader (a node cut off from all but the controller for 10 s, leaving its ISRs, then the rest of one ISR it replicates killed), leader-and-follower (a leader and one in-sync follower cut off together past the session timeout: a zombie leader), deposed-leader-returns (a leader cut off from every node for 10 s while producers still write to it, healed, and once back in the ISR the rest of that ISR killed so it leads again), coordinator (the group coordinator cut off from the other nodes), clients-coordinator (the clients cut off from a transaction coordinator; --txn)
   packet:MODE           netem on the targets' interface (client traffic too), targets drawn from one, minority, leaders, all: delay (50-250 ms ± a quarter), loss (10-40%), duplicate (10-50%), reorder (25-50% sent ahead of a 20-80 ms delay); on a kernel without sch_netem only loss works (a netfilter rule on the node's input)
   lagging-failover:MODE a follower of a partition is cut off (cut) or slowed (slow: 85% packet loss) until the metadata shows it out of the ISR, then healed and the partition's leader killed at once; restart when it stops
   rolling-restart       every node in turn: SIGTERM, start, back in every ISR before the next
   membership            one node shut down (SIGTERM) until no ISR lists it, brought back on its kept data dir when it stops, and waited for until it is back in every ISR
   power:MODE            power loss on the fault filesystem (unsynced writes dropped, torn or reordered); also follower-then-leader (a follower's power cut, then a leader killed), after-fsync-error (every node's fsyncs fail with EIO for 10 s, then every node's power is cut), after-slow-fsync (the same with fsyncs slowed to 300 ms), restart-lagging-then-leader (a node's power cut and restarted, then as lagging-then-leader)
   disk-error:MODE, disk-full:MODE, disk-slow:MODE   EIO, ENOSPC, latency on the fault filesystem
-  corrupt:MODE          kill, damage the stopped node's data, restart when it stops; also bit-flip (one node, one bit of one batch), bit-flip-then-leader (then the rest of that partition's ISR killed so the node leads it)
+  corrupt:MODE          kill, damage the stopped node's data, restart when it stops; also bit-flip (one node, one bit of one batch), bit-flip-then-leader (then the rest of that partition's ISR killed so the node leads it), unreplicated-tail (no kill: a live leader drops its followers' packets, and once they are settled a bit is flipped in the last batch of each partition it leads that none of them has; then healed)
 Process MODEs: one, minority, majority, leaders, controller, all, coordinator (all and coordinator only when named; coordinator, the node coordinating one of the workload's transactional ids, needs --txn). Clock faults are not offered: a container shares the host's clock.`
 
 func cmdSuite(args []string, stdout, stderr io.Writer) int {
@@ -656,6 +657,10 @@ func cmdAgent(args []string, stdout, stderr io.Writer) int {
 		}
 	case "corrupt":
 		return cmdAgentCorrupt(args[1:], stdout, stderr)
+	case "log-end":
+		return cmdAgentLogEnd(args[1:], stdout, stderr)
+	case "flip-tail":
+		return cmdAgentFlipTail(args[1:], stdout, stderr)
 	case "netem":
 		return cmdAgentNetem(args[1:], stdout, stderr)
 	case "status":
@@ -692,6 +697,14 @@ const agentUsage = `usage: faultline agent COMMAND (runs inside a node container
                     print what was done (JSON); --kind keeps to one
                     corruption (torn-tail, bit-flip, index-truncate,
                     index-garbage, checkpoint-delete)
+  log-end --dir DIR --partitions TOPIC-N[,...]
+                    print the log end offset each partition's active segment
+                    holds (JSON)
+  flip-tail --dir DIR --after TOPIC-N=OFFSET[,...] --seed N
+                    on a live leader cut off from its followers: flip one bit
+                    in the records of the last batch of each partition at or
+                    above OFFSET (the greatest of its followers' log ends, so
+                    none of them has it); prints what was done (JSON)
   netem [delay=D] [jitter=D] [loss=P] [duplicate=P] [reorder=P]
                     make a netem qdisc the root of eth0 (replacing the one in
                     force): every packet the node sends is delayed, dropped (P
@@ -788,6 +801,61 @@ func cmdAgentCorrupt(args []string, stdout, stderr io.Writer) int {
 		Did string `json:"did"`
 	}{c, c.String()})
 	fmt.Fprintf(stdout, "%s\n", out)
+	return 0
+}
+
+func cmdAgentLogEnd(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("agent log-end", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	dir := fs.String("dir", "", "the node's log dir")
+	parts := fs.String("partitions", "", "comma-separated partition directories (topic-N)")
+	if err := fs.Parse(args); err != nil {
+		return harness.ExitBadArgs
+	}
+	if *dir == "" || *parts == "" {
+		fmt.Fprintln(stderr, "faultline agent log-end: want --dir DIR and --partitions TOPIC-N[,...]")
+		return harness.ExitBadArgs
+	}
+	ends, err := agent.LogEnds(*dir, strings.Split(*parts, ","))
+	if err != nil {
+		fmt.Fprintf(stderr, "faultline agent log-end: %v\n", err)
+		return harness.ExitInternal
+	}
+	out, _ := json.Marshal(ends)
+	fmt.Fprintf(stdout, "%s\n", out)
+	return 0
+}
+
+func cmdAgentFlipTail(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("agent flip-tail", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	dir := fs.String("dir", "", "the live leader's log dir")
+	afterList := fs.String("after", "", "comma-separated TOPIC-N=OFFSET: the partitions to flip and the offset the flipped batch must start at or above")
+	seed := fs.Uint64("seed", 0, "decides which bit of each batch is flipped")
+	if err := fs.Parse(args); err != nil {
+		return harness.ExitBadArgs
+	}
+	after := map[string]int64{}
+	for _, entry := range strings.Split(*afterList, ",") {
+		p, o, ok := strings.Cut(entry, "=")
+		off, err := strconv.ParseInt(o, 10, 64)
+		if !ok || err != nil || p == "" {
+			fmt.Fprintf(stderr, "faultline agent flip-tail: --after entry %q: want TOPIC-N=OFFSET\n", entry)
+			return harness.ExitBadArgs
+		}
+		after[p] = off
+	}
+	if *dir == "" {
+		fmt.Fprintln(stderr, "faultline agent flip-tail: want --dir DIR")
+		return harness.ExitBadArgs
+	}
+	flips, err := agent.FlipTails(*dir, after, *seed)
+	out, _ := json.Marshal(flips)
+	fmt.Fprintf(stdout, "%s\n", out)
+	if err != nil {
+		fmt.Fprintf(stderr, "faultline agent flip-tail: %v\n", err)
+		return harness.ExitInternal
+	}
 	return 0
 }
 

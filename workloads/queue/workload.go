@@ -47,6 +47,9 @@ func (w *workload) OwnsTopic(topic string) bool {
 	return ok
 }
 
+// TopicPartition is the topic-partition of key k (workloads.KeyPartitioner).
+func (w *workload) TopicPartition(k int) (string, int32) { return w.opts.TopicPartition(k) }
+
 func (w *workload) Close() { w.topics.Close() }
 
 // Groups names the consumer group that subscribe operations join (the

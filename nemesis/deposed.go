@@ -1,0 +1,178 @@
+package nemesis
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"time"
+)
+
+// PartitionDeposedLeaderReturns deposes a partition's leader and then
+// makes it lead again. The leader (never the active controller) is cut off
+// from every other node, not from clients, for the sequence wait, longer
+// than the broker session timeout: the controller fences it and elects
+// another replica of the ISR, while producers that have not yet learnt of
+// the new leader still append to the old one, which leaves it a tail the
+// new leader never had. The cut heals; once the node is back in the
+// partition's ISR, the rest of that ISR is killed, so it leads the
+// partition again. A correct replica cut its divergent tail off (by leader
+// epoch) when it rejoined and serves what the ISR acknowledged; one that
+// kept the tail serves its own values at offsets that held others.
+// Chosen only when named.
+const PartitionDeposedLeaderReturns = "deposed-leader-returns"
+
+// rejoinLimit is how long deposed-leader-returns waits for the deposed
+// leader to be back in the partition's ISR.
+const rejoinLimit = 30 * time.Second
+
+// DeposedLeader records a deposed-leader-returns fault.
+type DeposedLeader struct {
+	Mode      string   `json:"mode"`
+	Leader    string   `json:"leader,omitempty"`
+	Partition string   `json:"partition,omitempty"`
+	Grudge    Grudge   `json:"grudge,omitempty"`
+	Rejoined  string   `json:"rejoined,omitempty"` // how long it took, or why not
+	Killed    []string `json:"killed,omitempty"`
+}
+
+// AimedAt returns the deposed leader (Event.Nodes pins it on a replay).
+func (d DeposedLeader) AimedAt() []string {
+	if d.Leader == "" {
+		return nil
+	}
+	return []string{d.Leader}
+}
+
+// deposeCandidate is a partition whose leader deposed-leader-returns can
+// depose, and the rest of its ISR.
+type deposeCandidate struct {
+	leader, label string
+	rest          []string
+}
+
+// deposeCandidates lists the partitions whose leader is not ctl and whose
+// ISR holds every replica (so there is a replica to elect, and killing the
+// rest of the ISR, at most a minority of nodes, leaves the leader alone),
+// those without a replica on the controller first (killing it moves the
+// controller too).
+func deposeCandidates(parts []PartitionState, ctl string, nodes int) []deposeCandidate {
+	minority := max(1, (nodes-1)/2)
+	var clear, withCtl []deposeCandidate
+	for _, p := range parts {
+		if p.Leader == "" || p.Leader == ctl || len(p.Replicas) < 2 || len(p.ISR) != len(p.Replicas) {
+			continue
+		}
+		rest := slices.DeleteFunc(slices.Clone(p.ISR), func(n string) bool { return n == p.Leader })
+		if len(rest) == 0 || len(rest) > minority {
+			continue
+		}
+		slices.Sort(rest)
+		c := deposeCandidate{leader: p.Leader, label: p.label(), rest: rest}
+		if slices.Contains(p.Replicas, ctl) {
+			withCtl = append(withCtl, c)
+		} else {
+			clear = append(clear, c)
+		}
+	}
+	if len(clear) > 0 {
+		return clear
+	}
+	return withCtl
+}
+
+// deposedLeaderReturns is Partition's PartitionDeposedLeaderReturns; the
+// partition is drawn among those being written now when the cluster tells
+// (ActivityView): a deposed leader has a divergent tail only where
+// producers were writing.
+func (p *Partition) deposedLeaderReturns(ctx context.Context, rng *rand.Rand) (any, error) {
+	out := DeposedLeader{Mode: PartitionDeposedLeaderReturns}
+	seq := sequenceOf(ctx)
+	nodes := p.Cluster.Nodes()
+	view, hasView := p.Cluster.(ReplicaView)
+	pick := rng.Uint64()
+	choice, err := func() (deposeCandidate, error) {
+		if !hasView {
+			return deposeCandidate{}, errNoReplicaView
+		}
+		ctl, err := p.Cluster.Controller(ctx)
+		if err != nil {
+			return deposeCandidate{}, fmt.Errorf("find the active controller: %w", err)
+		}
+		parts, err := view.Partitions(ctx)
+		if err != nil {
+			return deposeCandidate{}, fmt.Errorf("find partition leaders: %w", err)
+		}
+		cands := deposeCandidates(activeFirst(parts, activePartitions(ctx, p.Cluster)), ctl, len(nodes))
+		if len(cands) == 0 {
+			cands = deposeCandidates(parts, ctl, len(nodes))
+		}
+		if pinned := pinnedNodes(ctx); len(pinned) > 0 {
+			cands = slices.DeleteFunc(cands, func(c deposeCandidate) bool { return c.leader != pinned[0] })
+		}
+		if len(cands) == 0 {
+			return deposeCandidate{}, errors.New("deposed-leader-returns: no partition has a leader other than the active controller and every replica in its ISR")
+		}
+		return cands[pick%uint64(len(cands))], nil
+	}()
+	var chosen []string
+	if choice.leader != "" {
+		chosen = []string{choice.leader}
+	}
+	st, err := seq.step(Step{Name: "choose-leader", Rule: "the leader of a partition whose ISR is whole, other than the active controller (drawn)", Nodes: chosen, Partition: choice.label}, err)
+	if err != nil {
+		return out, err
+	}
+	if len(st.Nodes) != 1 || st.Partition == "" {
+		return out, fmt.Errorf("deposed-leader-returns: recorded step %s names %v and %q, not a leader and its partition", st.Name, st.Nodes, st.Partition)
+	}
+	out.Leader, out.Partition = st.Nodes[0], st.Partition
+	out.Grudge = Isolate(nodes, out.Leader)
+	seq.step(Step{Name: "isolate", Rule: "the leader, cut off from every other node", Nodes: []string{out.Leader}}, nil)
+	errs := p.install(ctx, out.Grudge)
+	if !seq.wait(ctx, p.Sleep, p.Wait) {
+		return out, errors.Join(append(errs, ctx.Err())...)
+	}
+	seq.step(Step{Name: "heal", Rule: "the cut", Nodes: []string{out.Leader}}, nil)
+	healed := p.cut
+	p.cut = nil
+	for _, n := range healed {
+		if err := p.Runtime.Isolate(ctx, n, nil); err != nil {
+			p.cut = append(p.cut, n)
+			errs = append(errs, err)
+		}
+	}
+	// Back in the partition's ISR, and the rest of it as it is then.
+	var rest []string
+	took, err := func() (time.Duration, error) {
+		if !hasView {
+			return 0, errNoReplicaView
+		}
+		return waitFor(ctx, view, rejoinLimit, out.Leader+" back in the ISR of "+out.Partition, func(parts []PartitionState) bool {
+			for _, ps := range parts {
+				if ps.label() == out.Partition && slices.Contains(ps.ISR, out.Leader) {
+					rest = slices.DeleteFunc(slices.Clone(ps.ISR), func(n string) bool { return n == out.Leader })
+					slices.Sort(rest)
+					return true
+				}
+			}
+			return false
+		})
+	}()
+	if err != nil {
+		out.Rejoined = err.Error()
+	} else {
+		out.Rejoined = took.Round(time.Millisecond).String()
+	}
+	minority := max(1, (len(nodes)-1)/2)
+	if err == nil && (len(rest) == 0 || len(rest) > minority) {
+		err = fmt.Errorf("deposed-leader-returns: the rest of %s's ISR, %v, is no minority to kill", out.Partition, rest)
+	}
+	kill, err := seq.step(Step{Name: "kill", Rule: "the rest of the partition's ISR once the deposed leader is back in it", Nodes: rest, Partition: out.Partition}, err)
+	if err != nil {
+		return out, errors.Join(append(errs, err)...)
+	}
+	out.Killed = kill.Nodes
+	return out, errors.Join(append(errs, p.killAll(ctx, out.Killed)...)...)
+}
