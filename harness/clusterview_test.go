@@ -92,7 +92,9 @@ func TestFindCoordinators(t *testing.T) {
 // keyWorkload maps key k onto t<k/4>-<k%4>.
 type keyWorkload struct{ workloads.Workload }
 
-func (keyWorkload) TopicPartition(k int) (string, int32) { return fmt.Sprintf("t%d", k/4), int32(k % 4) }
+func (keyWorkload) TopicPartition(k int) (string, int32) {
+	return fmt.Sprintf("t%d", k/4), int32(k % 4)
+}
 
 // TestActivePartitionsAreThoseJustWritten: acknowledged sends mark their
 // partition as being written; failed sends, polls, and sends older than
