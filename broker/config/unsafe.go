@@ -45,7 +45,7 @@ var unsafeBugs = map[string]string{
 	UnsafeAckBeforeFsync:           "appends are acknowledged before the fsync that flush.messages promises",
 	UnsafeOffsetsUnreplicated:      "consumer offset commits are acknowledged once written on the coordinator, before replication",
 	UnsafeIgnoreFsyncError:         "a failed fsync is ignored and the data acknowledged as durable",
-	UnsafeUncleanRestartKeepsISR:   "a broker that re-registers after a restart stays in its old ISRs",
+	UnsafeUncleanRestartKeepsISR:   "a restarted broker is taken for its old incarnation: it registers at once, even after an unclean shutdown, and stays in its old ISRs",
 	UnsafeFollowerSkipValidation:   "followers append the leader's batches without checking their CRCs",
 	UnsafeTxnMarkersBeforeDurable:  "transactional batches are acknowledged on the leader's append, so transactions commit (markers written, EndTxn answered) while their data is on the leader alone",
 	UnsafeReadCommittedPastLSO:     "read_committed fetches stop at the high watermark instead of the last stable offset, returning open transactions' records",

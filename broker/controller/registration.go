@@ -124,7 +124,10 @@ func (c *Controller) HandleBrokerRegistration(ctx context.Context, req *kmsg.Bro
 }
 
 // registerChecked is RegisterBroker behind the duplicate check; a new
-// registration starts the broker's session.
+// registration starts the broker's session. With
+// unsafe.unclean.restart.keeps.isr a new incarnation is taken for the old
+// one: it is let in at once, whatever its previous epoch says about how
+// the old one ended, and (RegisterBroker) keeps its ISR places.
 func (c *Controller) registerChecked(ctx context.Context, reg BrokerRegistration, previousEpoch int64) (int64, int16, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -132,7 +135,7 @@ func (c *Controller) registerChecked(ctx context.Context, reg BrokerRegistration
 	if reg.BrokerID < 0 {
 		return 0, kerr.InvalidRegistration.Code, nil
 	}
-	if old, ok := c.Image().Brokers[reg.BrokerID]; ok && old.IncarnationID != reg.IncarnationID &&
+	if old, ok := c.Image().Brokers[reg.BrokerID]; ok && old.IncarnationID != reg.IncarnationID && !c.cfg.Unsafe.UncleanRestartKeepsISR &&
 		previousEpoch != old.Epoch && c.sessions.Alive(reg.BrokerID, nowMs, c.sessionTimeoutMs.Load()) {
 		c.logger.Warn(fmt.Sprintf("Refused registration of broker %d: incarnation %x is not the registered %x, whose session is still alive",
 			reg.BrokerID, reg.IncarnationID[:], old.IncarnationID[:]))

@@ -1,10 +1,13 @@
 package controller
 
 import (
+	"context"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/faultline/faultline/broker/metadata"
 )
@@ -57,5 +60,29 @@ func TestUnsafeUncleanRestartKeepsISR(t *testing.T) {
 			continue
 		}
 		assert.Equal(t, []int32{1, 2, 3}, p.ISR, "unsafe: the restarted broker is still in the ISR")
+	}
+}
+
+// TestUnsafeUncleanRestartRegistersAtOnce: a new incarnation that names no
+// clean shutdown waits for the old one's session to expire
+// (DUPLICATE_BROKER_REGISTRATION), which fences the old one out of its
+// ISRs first; with unsafe.unclean.restart.keeps.isr it is let in at once.
+func TestUnsafeUncleanRestartRegistersAtOnce(t *testing.T) {
+	for _, planted := range []bool{false, true} {
+		clk := newClock()
+		log := newSharedLog(t, 1)
+		c := newClusterController(t, 1, log.view(1), clk.now)
+		c.cfg.Unsafe.UncleanRestartKeepsISR = planted
+		clusterMode(c, 9*time.Second)
+		ctx := context.Background()
+		require.Zero(t, c.HandleBrokerRegistration(ctx, regReq(1, 1, -1)).ErrorCode)
+		clk.advance(time.Second)
+		resp := c.HandleBrokerRegistration(ctx, regReq(1, 2, -1))
+		if !planted {
+			assert.Equal(t, kerr.DuplicateBrokerRegistration.Code, resp.ErrorCode)
+			continue
+		}
+		assert.Zero(t, resp.ErrorCode, "unsafe: the new incarnation is taken for the old one")
+		assert.Equal(t, metadata.Uuid{2}, c.Image().Brokers[1].IncarnationID)
 	}
 }
