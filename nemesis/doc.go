@@ -37,6 +37,15 @@
 // in-sync follower, from ReplicaView, cut off from the other nodes) and
 // partition:coordinator (coordinator.go: the consumer group's coordinator,
 // from the optional CoordinatorView, cut off from every other node).
+// partition:deposed-leader-returns (deposed.go) cuts a partition's leader
+// off from every node for the sequence wait, so it is deposed while
+// producers still append to it, heals, and once it is back in the ISR
+// kills the rest of that ISR so it leads again. corrupt:unreplicated-tail
+// (tailflip.go) corrupts a live leader: it drops its followers' packets,
+// their agents read their log ends (TailFlipper), and its agent flips a bit
+// in the last batch none of them has. These two, and the ISR kills of
+// lagging-then-leader, aim at the partitions being written now when the
+// cluster tells (ActivityView).
 // partition:clients-coordinator (coordinator.go, also only when named)
 // cuts the clients, ClientsNode in its Grudge, off from a transaction
 // coordinator that keeps its peers.

@@ -46,8 +46,9 @@
 // Not implemented: offsets retention (offsets.retention.minutes; committed
 // offsets never expire, and nothing is ever tombstoned), DeleteGroups and
 // OffsetDelete, KIP-848 consumer groups, ACLs (authorized operations read
-// as "not provided"), UNSTABLE_OFFSET_COMMIT for OffsetFetch with
-// RequireStable. FindCoordinator for transaction coordinators answers
+// as "not provided"). OffsetFetch with RequireStable answers
+// UNSTABLE_OFFSET_COMMIT for a partition with transactional offsets
+// pending. FindCoordinator for transaction coordinators answers
 // COORDINATOR_NOT_AVAILABLE (the server sends those to broker/txn). Static
 // membership is supported in its KIP-345 form (a rejoining instance takes
 // over its old member and fences the old id), but a static leader that

@@ -196,15 +196,18 @@ func topicName(im *metadata.Image, version int16, name string, id [16]byte) (str
 // partitions (offset -1, metadata "" for none), or of every committed
 // partition when topics are null (v2+). v8+ asks for several groups at once.
 // Group-level errors (NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS) go in
-// the top-level error code from v2 and in every partition before. There are
-// no transactional offsets, so RequireStable never blocks anything.
+// the top-level error code from v2 and in every partition before. With
+// RequireStable (v7+), a partition the group has offsets for in a
+// transaction still open (TxnOffsetCommit, no marker yet) answers
+// UNSTABLE_OFFSET_COMMIT, which clients retry, instead of an offset the
+// transaction may yet replace.
 func (c *Coordinator) OffsetFetch(_ context.Context, req *kmsg.OffsetFetchRequest) *kmsg.OffsetFetchResponse {
 	resp := kmsg.NewPtrOffsetFetchResponse()
 	resp.Version = req.Version
 	im := c.md.Image()
 	if req.Version >= 8 {
 		for _, rg := range req.Groups {
-			q := fetchQuery{all: rg.Topics == nil}
+			q := fetchQuery{all: rg.Topics == nil, stable: req.RequireStable}
 			for _, t := range rg.Topics {
 				q.topics = append(q.topics, fetchTopic{name: t.Topic, id: t.TopicID, partitions: t.Partitions})
 			}
@@ -227,7 +230,7 @@ func (c *Coordinator) OffsetFetch(_ context.Context, req *kmsg.OffsetFetchReques
 		}
 		return resp
 	}
-	q := fetchQuery{all: req.Topics == nil && req.Version >= 2}
+	q := fetchQuery{all: req.Topics == nil && req.Version >= 2, stable: req.Version >= 7 && req.RequireStable}
 	for _, t := range req.Topics {
 		q.topics = append(q.topics, fetchTopic{name: t.Topic, partitions: t.Partitions})
 	}
@@ -252,7 +255,10 @@ func (c *Coordinator) OffsetFetch(_ context.Context, req *kmsg.OffsetFetchReques
 }
 
 type fetchQuery struct {
-	all    bool
+	all bool
+	// stable refuses the offsets of partitions with transactional offsets
+	// pending (RequireStable).
+	stable bool
 	topics []fetchTopic
 }
 
@@ -296,6 +302,10 @@ func (c *Coordinator) fetchOffsets(im *metadata.Image, version int16, groupID st
 	if q.all {
 		byTopic := map[string][]fetchedPartition{}
 		for tp, o := range offs {
+			if q.stable && c.txnOffsetPendingLocked(groupID, tp) {
+				byTopic[tp.topic] = append(byTopic[tp.topic], noOffset(tp.partition, codeUnstableOffsetCommit))
+				continue
+			}
 			md := o.metadata
 			byTopic[tp.topic] = append(byTopic[tp.topic], fetchedPartition{partition: tp.partition, offset: o.offset, leaderEpoch: o.leaderEpoch, metadata: &md})
 		}
@@ -324,7 +334,12 @@ func (c *Coordinator) fetchOffsets(im *metadata.Image, version int16, groupID st
 				ft.partitions = append(ft.partitions, noOffset(p, tcode))
 				continue
 			}
-			o, ok := offs[topicPartition{topic: name, partition: p}]
+			tp := topicPartition{topic: name, partition: p}
+			if q.stable && c.txnOffsetPendingLocked(groupID, tp) {
+				ft.partitions = append(ft.partitions, noOffset(p, codeUnstableOffsetCommit))
+				continue
+			}
+			o, ok := offs[tp]
 			if !ok {
 				ft.partitions = append(ft.partitions, noOffset(p, codeNone))
 				continue

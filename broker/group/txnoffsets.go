@@ -169,6 +169,17 @@ func (c *Coordinator) addTxnOffsetLocked(k txnKey, group string, tp topicPartiti
 	offs[tp] = o
 }
 
+// txnOffsetPendingLocked reports whether group has an offset for tp
+// committed inside a transaction that has not ended yet.
+func (c *Coordinator) txnOffsetPendingLocked(group string, tp topicPartition) bool {
+	for _, byGroup := range c.txnPending {
+		if _, ok := byGroup[group][tp]; ok {
+			return true
+		}
+	}
+	return false
+}
+
 // CompleteTxn applies the end of a producer's transaction to offsets
 // partition p, once its marker is in the partition's log: on commit the
 // offsets it committed become the groups' committed offsets, on abort

@@ -14,7 +14,11 @@
 // loss first kills the broker and then ends the node. `faultline agent
 // corrupt` damages a stopped node's log dir as a seed decides
 // (PlanCorruption, a pure function of the seed and the dir's listing;
-// ApplyCorruption does it).
+// ApplyCorruption does it). On a live node, `faultline agent log-end`
+// reads each partition's log end from its active segment (LogEnds), and
+// `faultline agent flip-tail` flips one bit in the records of the last
+// batch at or above a given offset (PlanTailFlip decides, FlipTails does
+// it): a leader's disk damaging a batch no follower has yet.
 //
 // `faultline agent netem` makes a packet fault (delay, loss, duplication,
 // reordering) the root netem qdisc of the node's eth0 over rtnetlink
