@@ -299,6 +299,15 @@ type Config struct {
 	// MetricsAddress is faultline.metrics.address, host:port of the
 	// Prometheus /metrics endpoint. Default: empty (disabled).
 	MetricsAddress string
+	// TransactionVersion is faultline.transaction.version, the
+	// transaction.version feature level (KIP-890) the broker finalizes in
+	// ApiVersions: 2 (default, as Kafka 4 formats new clusters) lets
+	// clients add partitions through Produce v12 and end each transaction
+	// with an epoch bump (EndTxn v5); 0 advertises no feature, and clients
+	// keep AddPartitionsToTxn and one epoch across transactions. Kafka
+	// finalizes features cluster-wide; here every broker of a cluster must
+	// be given the same level.
+	TransactionVersion int16
 	// Unsafe holds every unsafe.* switch the input set (see
 	// UnsafeSwitches): deliberately unsafe switches for planted bugs. A
 	// switch is true only with UnsafeEnable; the caller logs each at

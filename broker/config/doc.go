@@ -216,7 +216,11 @@
 //
 // faultline's own keys:
 //
-//	faultline.metrics.address  host:port of the Prometheus /metrics endpoint; empty (default) disables it
+//	faultline.metrics.address      host:port of the Prometheus /metrics endpoint; empty (default) disables it
+//	faultline.transaction.version  2; 0 to 2, the transaction.version feature level (KIP-890)
+//	                               advertised in ApiVersions; 2 has clients add partitions through
+//	                               Produce v12 and TxnOffsetCommit v5 and bump the epoch with every
+//	                               EndTxn (v5)
 //	unsafe.enable              false; must be true for any unsafe.* switch below to load
 //	unsafe.*                   true/false switches that plant known replication bugs (UnsafeSwitches);
 //	                           off unless set, refused without unsafe.enable=true, an unknown one is

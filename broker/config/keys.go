@@ -224,6 +224,7 @@ var brokerKeys = []keyDef{
 
 	// faultline.
 	key(metricsAddressKey, kindString, "", func(c *Config) any { return &c.MetricsAddress }).parsedBy(parseMetricsAddress),
+	key("faultline.transaction.version", kindShort, "2", func(c *Config) any { return &c.TransactionVersion }).between(0, 2),
 }
 
 const (

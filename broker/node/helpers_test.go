@@ -112,3 +112,25 @@ func stopNode(tb testing.TB, n *Node) {
 		tb.Errorf("shutdown: %v", err)
 	}
 }
+
+// requestCount is how many requests of the API (kmsg's name,
+// "AddPartitionsToTxn") the node's server received.
+func (n *Node) requestCount(api string) float64 {
+	families, err := n.metrics.registry.Gather()
+	if err != nil {
+		return -1
+	}
+	for _, f := range families {
+		if f.GetName() != "kafka_network_requests_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "api" && l.GetValue() == api {
+					return m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return 0
+}

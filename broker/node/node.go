@@ -44,7 +44,10 @@ type Node struct {
 	replicas  *replica.Manager
 	groups    *group.Coordinator
 	txns      *txn.Coordinator
-	server    *server.Server
+	// txnPeers are the transaction coordinator's broker clients, which
+	// txnAdder shares.
+	txnPeers *markerWriter
+	server   *server.Server
 
 	// A controller's parts, nil on a broker-only node.
 	voters          map[int32]string // controller.quorum.voters (this node alone when none are listed)
@@ -462,21 +465,23 @@ func (n *Node) startGroupCoordinator() error {
 func (n *Node) startNetwork() error {
 	cfg := n.cfg
 	backend := server.Backend{
-		NodeID:           cfg.NodeID,
-		ClusterID:        n.clusterID,
-		Metadata:         n.publisher,
-		Controller:       n.forwarder,
-		Replicas:         n.replicas,
-		Groups:           n.groups,
-		Txns:             n.txns,
-		TxnMarkers:       n.txnMarkers(),
-		AdvertisedHost:   n.advertisedHost,
-		AdvertisedPort:   n.advertisedPort,
-		AutoCreateTopics: cfg.AutoCreateTopicsEnable,
-		Configs:          configSource{cfg: cfg, md: n.publisher},
-		MaxRequestBytes:  cfg.SocketRequestMaxBytes,
-		ClientContext:    group.WithClient,
-		LogDirs:          n.logs,
+		NodeID:             cfg.NodeID,
+		ClusterID:          n.clusterID,
+		Metadata:           n.publisher,
+		Controller:         n.forwarder,
+		Replicas:           n.replicas,
+		Groups:             n.groups,
+		Txns:               n.txns,
+		TxnMarkers:         n.txnMarkers(),
+		TxnAdder:           n.txnAdder(),
+		TransactionVersion: cfg.TransactionVersion,
+		AdvertisedHost:     n.advertisedHost,
+		AdvertisedPort:     n.advertisedPort,
+		AutoCreateTopics:   cfg.AutoCreateTopicsEnable,
+		Configs:            configSource{cfg: cfg, md: n.publisher},
+		MaxRequestBytes:    cfg.SocketRequestMaxBytes,
+		ClientContext:      group.WithClient,
+		LogDirs:            n.logs,
 	}
 	idle := time.Duration(cfg.ConnectionsMaxIdleMs) * time.Millisecond
 	if cfg.ConnectionsMaxIdleMs < 0 {

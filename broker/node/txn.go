@@ -48,6 +48,7 @@ func (n *Node) startTxnCoordinator() error {
 		return err
 	}
 	n.txns = tc
+	n.txnPeers = markers
 	cancel := n.publisher.Subscribe(tc.ApplyImage)
 	n.pushStop("transaction coordinator", func(context.Context) error { cancel(); tc.Close(); markers.close(); return nil })
 	return nil
@@ -324,4 +325,97 @@ func (t nodeTxnMarkers) WriteTxnMarker(ctx context.Context, topic string, partit
 		t.groups.CompleteTxn(partition, producerID, commit)
 	}
 	return code
+}
+
+// txnAdder is server.TxnAdder (KIP-890 part 2): it puts a partition, or a
+// group's offsets partition, into a producer's transaction at the
+// transaction's coordinator, the leader of its __transaction_state
+// partition: in process when that is this node, with AddPartitionsToTxn or
+// AddOffsetsToTxn (v3) over the inter-broker listener otherwise.
+type txnAdder struct {
+	nodeID int32
+	txns   *txn.Coordinator
+	md     metadata.Source
+	peers  *markerWriter // its broker clients
+}
+
+func (n *Node) txnAdder() server.TxnAdder {
+	if n.txns == nil || n.txnPeers == nil {
+		return nil
+	}
+	return txnAdder{nodeID: n.cfg.NodeID, txns: n.txns, md: n.publisher, peers: n.txnPeers}
+}
+
+// AddTxnPartition implements server.TxnAdder.
+func (a txnAdder) AddTxnPartition(ctx context.Context, id string, producerID int64, epoch int16, topic string, partition int32) int16 {
+	req := kmsg.NewPtrAddPartitionsToTxnRequest()
+	req.Version = 3
+	req.TransactionalID, req.ProducerID, req.ProducerEpoch = id, producerID, epoch
+	rt := kmsg.NewAddPartitionsToTxnRequestTopic()
+	rt.Topic, rt.Partitions = topic, []int32{partition}
+	req.Topics = append(req.Topics, rt)
+	kresp, code := a.ask(ctx, id, req, func(local *txn.Coordinator) kmsg.Response { return local.AddPartitionsToTxn(ctx, req) })
+	resp, ok := kresp.(*kmsg.AddPartitionsToTxnResponse)
+	switch {
+	case code != 0:
+		return code
+	case !ok:
+		return kerr.CoordinatorNotAvailable.Code
+	case resp.ErrorCode != 0:
+		return resp.ErrorCode
+	}
+	for _, t := range resp.Topics {
+		for _, p := range t.Partitions {
+			if t.Topic == topic && p.Partition == partition {
+				return p.ErrorCode
+			}
+		}
+	}
+	return kerr.CoordinatorNotAvailable.Code
+}
+
+// AddTxnOffsets implements server.TxnAdder.
+func (a txnAdder) AddTxnOffsets(ctx context.Context, id string, producerID int64, epoch int16, group string) int16 {
+	req := kmsg.NewPtrAddOffsetsToTxnRequest()
+	req.Version = 3
+	req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Group = id, producerID, epoch, group
+	kresp, code := a.ask(ctx, id, req, func(local *txn.Coordinator) kmsg.Response { return local.AddOffsetsToTxn(ctx, req) })
+	resp, ok := kresp.(*kmsg.AddOffsetsToTxnResponse)
+	switch {
+	case code != 0:
+		return code
+	case !ok:
+		return kerr.CoordinatorNotAvailable.Code
+	}
+	return resp.ErrorCode
+}
+
+// ask sends req to the coordinator of transactional id id: local when the
+// leader of its __transaction_state partition is this node, over the
+// inter-broker listener otherwise. A nonzero code when there is no answer
+// (NOT_COORDINATOR: no leader known; COORDINATOR_NOT_AVAILABLE:
+// unreachable).
+func (a txnAdder) ask(ctx context.Context, id string, req kmsg.Request, local func(*txn.Coordinator) kmsg.Response) (kmsg.Response, int16) {
+	im := a.md.Image()
+	p := im.Partition(txn.StateTopic, a.txns.PartitionFor(id))
+	if p == nil || p.Leader < 0 {
+		return nil, kerr.NotCoordinator.Code
+	}
+	if p.Leader == a.nodeID {
+		return local(a.txns), 0
+	}
+	addr, ok := brokerAddr(im, p.Leader, a.peers.listener)
+	if !ok {
+		return nil, kerr.NotCoordinator.Code
+	}
+	cl, err := a.peers.client(ctx, p.Leader, addr)
+	if err != nil {
+		return nil, kerr.CoordinatorNotAvailable.Code
+	}
+	resp, err := cl.Request(ctx, req)
+	if err != nil {
+		a.peers.dropClient(addr)
+		return nil, kerr.CoordinatorNotAvailable.Code
+	}
+	return resp, 0
 }

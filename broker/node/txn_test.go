@@ -304,3 +304,50 @@ func TestTransactionsSurviveACrash(t *testing.T) {
 	got := consumeAll(t, seeds, "crash", kgo.ReadCommitted(), 2)
 	assert.Equal(t, []string{"committed", "after"}, got)
 }
+
+// TestTransactionVersion2: at the default faultline.transaction.version=2
+// franz-go runs KIP-890 part 2 against a cluster: it sends no
+// AddPartitionsToTxn (each partition leader adds its partition, through a
+// coordinator on another node as often as not), and every EndTxn bumps
+// the epoch; at 0 clients keep the old protocol and one epoch. Both read
+// back exactly.
+func TestTransactionVersion2(t *testing.T) {
+	for _, level := range []string{"2", "0"} {
+		t.Run("transaction.version="+level, func(t *testing.T) {
+			props := map[string]string{"faultline.transaction.version": level}
+			for k, v := range txnProps {
+				props[k] = v
+			}
+			nodes := startCluster(t, 3, props)
+			s := seeds(nodes)
+			createTxnTopic(t, s, "tv", 3, 3)
+			committed, aborted := runTransactions(t, s, "tv", "tx-tv"+level)
+			checkTransactions(t, s, "tv", committed, aborted)
+
+			cl, err := kgo.NewClient(kgo.SeedBrokers(s...))
+			require.NoError(t, err)
+			defer cl.Close()
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			described, err := kadm.NewClient(cl).DescribeTransactions(ctx, "tx-tv"+level)
+			require.NoError(t, err)
+			d := described["tx-tv"+level]
+			require.NoError(t, d.Err)
+			adds := 0.0
+			for _, n := range nodes {
+				adds += n.node.requestCount("AddPartitionsToTxn")
+			}
+			if level == "2" {
+				// franz-go takes KIP-890 part 2 as a whole: the epoch
+				// bumps show it sent no AddPartitionsToTxn either (those
+				// counted are the leaders' own, to a coordinator on
+				// another node), and the exact read_committed read shows
+				// the leaders put every partition in its transaction.
+				assert.Equal(t, int16(3), d.ProducerEpoch, "an epoch bump per transaction (three)")
+			} else {
+				assert.Equal(t, int16(0), d.ProducerEpoch, "one epoch across transactions")
+				assert.Positive(t, adds, "the client adds its partitions")
+			}
+		})
+	}
+}

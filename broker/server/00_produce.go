@@ -8,6 +8,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/faultline/faultline/broker/storage"
 )
 
 // Produce: v3-v11
@@ -30,14 +32,25 @@ import (
 //     closed instead, as Kafka does, so the client refreshes its metadata.
 //   - v10+ (KIP-951): NOT_LEADER_OR_FOLLOWER and FENCED_LEADER_EPOCH carry
 //     the current leader and its endpoint from the image.
+//   - v12+ under transaction.version 2 (KIP-890 part 2): before a
+//     transactional batch is appended, the leader asks the transaction's
+//     coordinator to put the partition in the producer's transaction
+//     (TxnAdder), every time, so a batch whose transaction has ended (its
+//     epoch fenced by EndTxn v5 or a timeout) is refused instead of
+//     opening a transaction nobody will end. A coordinator that is moving
+//     or busy ending the previous transaction (NOT_COORDINATOR,
+//     COORDINATOR_NOT_AVAILABLE, COORDINATOR_LOAD_IN_PROGRESS,
+//     CONCURRENT_TRANSACTIONS) answers NOT_ENOUGH_REPLICAS, which
+//     producers retry, as Kafka's AddPartitionsToTxnManager does; other
+//     refusals (PRODUCER_FENCED, INVALID_PRODUCER_EPOCH, ...) are passed on.
 //
 // Version notes: v3 transactional id, record batches; v5 LogStartOffset;
 // v8 per-record errors and ErrorMessage; v9 flexible; v10-v11 leader
-// hints (v11: the client may ask for them); v12 (implicit transaction
-// partitions) and v13 (topic ids) are not served.
+// hints (v11: the client may ask for them); v12 implicit transaction
+// partitions (same wire as v11); v13 (topic ids) is not served.
 
 func init() {
-	register(api{key: 0, min: 3, max: 11, serial: true, needs: needMetadata | needReplicas, handle: handleProduce, fail: failProduce})
+	register(api{key: 0, min: 3, max: 12, serial: true, needs: needMetadata | needReplicas, handle: handleProduce, fail: failProduce})
 }
 
 func handleProduce(s *Server, r *request) (kmsg.Response, error) {
@@ -88,6 +101,10 @@ func handleProduce(s *Server, r *request) (kmsg.Response, error) {
 				continue
 			}
 			produce := func() {
+				if code := s.addToTxn(ctx, req, t.Topic, p.Partition, p.Records); code != 0 {
+					rp.ErrorCode = code
+					return
+				}
 				res := s.backend.Replicas.Produce(ctx, t.Topic, p.Partition, p.Records, req.Acks)
 				rp.ErrorCode, rp.BaseOffset, rp.LogAppendTime, rp.LogStartOffset = res.ErrorCode, res.BaseOffset, res.LogAppendTime, res.LogStartOffset
 				if res.ErrorMessage != "" {
@@ -147,6 +164,26 @@ func handleProduce(s *Server, r *request) (kmsg.Response, error) {
 		return nil, nil
 	}
 	return resp, nil
+}
+
+// addToTxn puts the partition of a transactional batch of a Produce v12+
+// into its producer's transaction at the coordinator first, under
+// transaction.version 2 (KIP-890 part 2); 0 when the batch may be appended
+// (or is not transactional, or the request does not use the feature).
+func (s *Server) addToTxn(ctx context.Context, req *kmsg.ProduceRequest, topic string, partition int32, records []byte) int16 {
+	if req.Version < 12 || req.TransactionID == nil || !s.tv2() {
+		return 0
+	}
+	h, err := storage.ParseBatchHeader(records)
+	if err != nil || !h.IsTransactional() {
+		return 0 // the replica's validation judges it
+	}
+	code := s.backend.TxnAdder.AddTxnPartition(ctx, *req.TransactionID, h.ProducerID, h.ProducerEpoch, topic, partition)
+	switch code {
+	case kerr.NotCoordinator.Code, kerr.CoordinatorNotAvailable.Code, kerr.CoordinatorLoadInProgress.Code, kerr.ConcurrentTransactions.Code:
+		return kerr.NotEnoughReplicas.Code
+	}
+	return code
 }
 
 func failProduce(req kmsg.Request, code int16) kmsg.Response {

@@ -18,7 +18,12 @@ import (
 //     not ours gets REBOOTSTRAP_REQUIRED; naming only one of the two is
 //     INVALID_REQUEST.
 //   - The client software name and version (v3+) are accepted as sent.
-//   - No feature levels (KIP-584) are advertised.
+//   - Feature levels (KIP-584, v3+): transaction.version 0-2 is
+//     supported and finalized at Backend.TransactionVersion when the
+//     broker has a transaction coordinator and a TxnAdder (KIP-890 part
+//     2; clients such as franz-go then add partitions through Produce v12
+//     and offsets through TxnOffsetCommit v5, and end transactions with
+//     EndTxn v5); nothing is advertised otherwise.
 //
 // Version notes: v1 ThrottleMillis; v3 flexible, client software fields;
 // v5 ClusterID and NodeID in the request.
@@ -54,8 +59,33 @@ func failApiVersions(_ kmsg.Request, code int16) kmsg.Response {
 func (s *Server) apiVersionsResponse() *kmsg.ApiVersionsResponse {
 	resp := kmsg.NewPtrApiVersionsResponse()
 	resp.ApiKeys = s.apiKeys
+	if level := s.transactionVersion(); level > 0 {
+		sf := kmsg.NewApiVersionsResponseSupportedFeature()
+		sf.Name, sf.MinVersion, sf.MaxVersion = transactionVersionFeature, 0, 2
+		resp.SupportedFeatures = append(resp.SupportedFeatures, sf)
+		ff := kmsg.NewApiVersionsResponseFinalizedFeature()
+		ff.Name, ff.MinVersionLevel, ff.MaxVersionLevel = transactionVersionFeature, level, level
+		resp.FinalizedFeatures = append(resp.FinalizedFeatures, ff)
+		resp.FinalizedFeaturesEpoch = 1
+	}
 	return resp
 }
+
+// transactionVersionFeature is KIP-890's feature name.
+const transactionVersionFeature = "transaction.version"
+
+// transactionVersion is the transaction.version level this broker
+// finalizes: Backend.TransactionVersion (at most 2) when it coordinates
+// transactions and can add partitions to them, else 0.
+func (s *Server) transactionVersion() int16 {
+	if s.backend.Txns == nil || s.backend.TxnAdder == nil {
+		return 0
+	}
+	return min(max(s.backend.TransactionVersion, 0), 2)
+}
+
+// tv2 reports whether transactions run under transaction.version 2.
+func (s *Server) tv2() bool { return s.transactionVersion() >= 2 }
 
 // servedApiKeys builds the ApiVersions list of apis.
 func servedApiKeys(apis map[int16]*api) []kmsg.ApiVersionsResponseApiKey {

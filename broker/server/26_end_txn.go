@@ -15,9 +15,9 @@ import (
 //     is INVALID_TXN_STATE.
 //   - v5 (KIP-890 part 2) bumps the producer epoch at every end and
 //     returns the new one, so a delayed EndTxn of an earlier transaction
-//     is fenced. Clients use v5 only when the transaction.version feature
-//     is 2, which this broker does not advertise yet (it needs Produce
-//     v12's implicit partition adds).
+//     is fenced. Clients use v5 when the transaction.version feature is
+//     finalized at 2 (ApiVersions; faultline.transaction.version, default
+//     2), with Produce v12 and TxnOffsetCommit v5 adding the partitions.
 //
 // Version notes: v1 nothing new; v2 PRODUCER_FENCED; v3 flexible; v4
 // TRANSACTION_ABORTABLE; v5 ProducerID and ProducerEpoch in the response.

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -14,17 +15,39 @@ import (
 //     marker reaches that partition (AddOffsetsToTxn put it in the
 //     transaction); an abort drops them.
 //   - v3+ checks the member and generation as OffsetCommit does.
+//   - v5+ under transaction.version 2 (KIP-890 part 2): the group's
+//     offsets partition is put in the producer's transaction at its
+//     coordinator first (TxnAdder; the client sends no AddOffsetsToTxn),
+//     with Produce's mapping of a moving or busy coordinator, here to
+//     COORDINATOR_NOT_AVAILABLE, which clients retry.
 //
 // Version notes: v2 LeaderEpoch; v3 flexible, member and generation;
-// v4 nothing new. v5 (KIP-890: implicit AddOffsetsToTxn) and v6 (topic
-// ids) are not served.
+// v4 nothing new; v5 implicit AddOffsetsToTxn (same wire). v6 (topic
+// ids) is not served.
 
 func init() {
-	register(api{key: 28, min: 0, max: 4, needs: needGroups | needTxnOffsets, handle: handleTxnOffsetCommit, fail: failTxnOffsetCommit})
+	register(api{key: 28, min: 0, max: 5, needs: needGroups | needTxnOffsets, handle: handleTxnOffsetCommit, fail: failTxnOffsetCommit})
 }
 
 func handleTxnOffsetCommit(s *Server, r *request) (kmsg.Response, error) {
-	resp := txnOffsets(&s.backend).TxnOffsetCommit(s.groupCtx(r), r.kreq.(*kmsg.TxnOffsetCommitRequest))
+	req := r.kreq.(*kmsg.TxnOffsetCommitRequest)
+	if req.Version >= 5 && s.tv2() {
+		code := s.backend.TxnAdder.AddTxnOffsets(r.ctx, req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Group)
+		switch code {
+		case kerr.NotCoordinator.Code, kerr.CoordinatorLoadInProgress.Code, kerr.ConcurrentTransactions.Code:
+			code = kerr.CoordinatorNotAvailable.Code
+		}
+		if code != 0 {
+			resp := failTxnOffsetCommit(req, code).(*kmsg.TxnOffsetCommitResponse)
+			for _, t := range resp.Topics {
+				for _, p := range t.Partitions {
+					r.noteError(p.ErrorCode)
+				}
+			}
+			return resp, nil
+		}
+	}
+	resp := txnOffsets(&s.backend).TxnOffsetCommit(s.groupCtx(r), req)
 	if resp == nil {
 		return nil, errNoResponse
 	}

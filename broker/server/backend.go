@@ -28,6 +28,17 @@ type Backend struct {
 	// TxnMarkers writes transaction markers to the partitions this broker
 	// leads (WriteTxnMarkers); *replica.Manager is one.
 	TxnMarkers TxnMarkers
+	// TxnAdder adds partitions to transactions at their coordinator,
+	// wherever it is (KIP-890 part 2). With it and TransactionVersion 2,
+	// the broker finalizes the transaction.version feature at 2: a
+	// transactional Produce v12+ adds its partition and a TxnOffsetCommit
+	// v5+ its group's offsets partition, so clients send neither
+	// AddPartitionsToTxn nor AddOffsetsToTxn, and end every transaction
+	// with EndTxn v5 (an epoch bump each).
+	TxnAdder TxnAdder
+	// TransactionVersion is the transaction.version feature level this
+	// broker finalizes (0: none advertised; 2 needs TxnAdder).
+	TransactionVersion int16
 	// Listener names the advertised endpoint of this broker for clients,
 	// used when the metadata image does not list this node yet.
 	AdvertisedHost string
@@ -162,6 +173,17 @@ type Transactions interface {
 	EndTxn(ctx context.Context, req *kmsg.EndTxnRequest) *kmsg.EndTxnResponse
 	DescribeTransactions(ctx context.Context, req *kmsg.DescribeTransactionsRequest) *kmsg.DescribeTransactionsResponse
 	ListTransactions(ctx context.Context, req *kmsg.ListTransactionsRequest) *kmsg.ListTransactionsResponse
+}
+
+// TxnAdder puts a partition, or a consumer group's offsets partition,
+// into a producer's ongoing transaction at the transaction's coordinator
+// (on this broker or another) and answers with an error code, 0 when it
+// is in. A transaction that has ended is not reopened by a producer epoch
+// it has fenced: under transaction.version 2 every transaction has its own
+// epoch.
+type TxnAdder interface {
+	AddTxnPartition(ctx context.Context, transactionalID string, producerID int64, epoch int16, topic string, partition int32) int16
+	AddTxnOffsets(ctx context.Context, transactionalID string, producerID int64, epoch int16, group string) int16
 }
 
 // TxnMarkers writes one transaction marker to a partition this broker

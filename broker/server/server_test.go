@@ -684,7 +684,7 @@ func TestUnsupportedVersions(t *testing.T) {
 		keys[k.ApiKey] = k.MaxVersion
 	}
 	assert.Equal(t, int16(5), keys[18])
-	assert.Equal(t, int16(11), keys[0])
+	assert.Equal(t, int16(12), keys[0])
 
 	// Metadata v13 is decodable but not served: its shape with error 35.
 	md := kmsg.NewPtrMetadataRequest()
