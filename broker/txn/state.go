@@ -300,6 +300,22 @@ func EndTxn(cur *Metadata, req EndRequest, newID func() (int64, error), nowMs in
 		}
 		return fail(kerr.ProducerFenced.Code)
 	}
+	if !req.Commit && req.TV2 && (m.State == Empty || m.State == CompleteCommit || m.State == CompleteAbort) {
+		// KIP-890: an abort with nothing open still bumps the epoch.
+		// Under TV2 the client cannot know whether a partition leader
+		// put a partition in the transaction yet (it sends no
+		// AddPartitionsToTxn), so it may abort a transaction the
+		// coordinator never saw open: after an empty one, or after a
+		// committed or aborted one.
+		next, err := bumpEpoch(m, newID)
+		if err != nil {
+			return fail(kerr.CoordinatorNotAvailable.Code)
+		}
+		next.State = CompleteAbort
+		next.TV2 = true
+		next.UpdateMs = nowMs
+		return Decision{Write: true, Next: next}
+	}
 	switch m.State {
 	case Ongoing:
 		m.State = PrepareAbort
@@ -331,18 +347,6 @@ func EndTxn(cur *Metadata, req EndRequest, newID func() (int64, error), nowMs in
 	case PrepareAbort:
 		if !req.Commit {
 			return Decision{Code: kerr.ConcurrentTransactions.Code, Retry: true}
-		}
-	case Empty:
-		if !req.Commit && req.TV2 {
-			// KIP-890: an abort with nothing open still bumps the epoch.
-			next, err := bumpEpoch(m, newID)
-			if err != nil {
-				return fail(kerr.CoordinatorNotAvailable.Code)
-			}
-			next.State = CompleteAbort
-			next.TV2 = true
-			next.UpdateMs = nowMs
-			return Decision{Write: true, Next: next}
 		}
 	}
 	return fail(kerr.InvalidTxnState.Code)

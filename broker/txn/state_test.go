@@ -166,6 +166,26 @@ func TestEmptyAbortUnderTV2BumpsTheEpoch(t *testing.T) {
 	assert.Equal(t, CompleteAbort, d.Next.State)
 	assert.Equal(t, int16(1), d.Next.ProducerEpoch)
 	assert.False(t, d.Markers)
+
+	// After a committed (or aborted) transaction too: under TV2 the
+	// client cannot know whether any leader added a partition to the one
+	// it aborts.
+	for _, commit := range []bool{true, false} {
+		m := newTxn(t)
+		d := AddPartitions(&m, 7, 0, []TopicPartition{tpA}, 10)
+		require.Zero(t, d.Code)
+		d = EndTxn(&d.Next, EndRequest{ProducerID: 7, Epoch: 0, Commit: commit, TV2: true}, ids(1), 11)
+		require.Zero(t, d.Code)
+		done, _ := Complete(d.Next, 12)
+		require.Equal(t, int16(1), done.ProducerEpoch)
+		ab := EndTxn(&done, EndRequest{ProducerID: 7, Epoch: 1, Commit: false, TV2: true}, ids(1), 13)
+		require.Zero(t, ab.Code, "an abort of a transaction nobody opened")
+		assert.Equal(t, CompleteAbort, ab.Next.State)
+		assert.Equal(t, int16(2), ab.Next.ProducerEpoch)
+		assert.False(t, ab.Markers, "nothing to mark")
+		assert.Equal(t, kerr.InvalidTxnState.Code, EndTxn(&done, EndRequest{ProducerID: 7, Epoch: 1, Commit: true, TV2: true}, ids(1), 13).Code,
+			"a commit of a transaction nobody opened is refused")
+	}
 }
 
 func TestTimeoutAbortFencesTheProducer(t *testing.T) {
