@@ -16,8 +16,17 @@ import (
 //
 //	go test -run '^$' -bench Transactions -count 6 ./broker/node/ | tee txn.txt
 //	go run golang.org/x/perf/cmd/benchstat@latest -col /mode -row /broker txn.txt
+//
+// broker=faultline runs at the default transaction.version 2 (KIP-890 part
+// 2: the leaders add the partitions, every EndTxn bumps the epoch);
+// broker=faultline-tv0 finalizes no feature, so the client sends
+// AddPartitionsToTxn itself (Kafka 3.x's protocol).
 func BenchmarkTransactions(b *testing.B) {
-	for _, peer := range benchPeers() {
+	peers := append(benchPeers(), benchPeer{"faultline-tv0", func(b *testing.B) []string {
+		n := startNode(b, map[string]string{"faultline.transaction.version": "0"})
+		return []string{n.Addr().String()}
+	}})
+	for _, peer := range peers {
 		for _, mode := range []string{"plain", "txn"} {
 			b.Run("broker="+peer.name+"/mode="+mode, func(b *testing.B) {
 				seeds := peer.start(b)

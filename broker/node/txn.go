@@ -348,12 +348,27 @@ func (n *Node) txnAdder() server.TxnAdder {
 
 // AddTxnPartition implements server.TxnAdder.
 func (a txnAdder) AddTxnPartition(ctx context.Context, id string, producerID int64, epoch int16, topic string, partition int32) int16 {
+	return a.partition(ctx, id, producerID, epoch, topic, partition, false)
+}
+
+// VerifyTxnPartition implements server.TxnAdder (KIP-890 part 1).
+func (a txnAdder) VerifyTxnPartition(ctx context.Context, id string, producerID int64, epoch int16, topic string, partition int32) int16 {
+	return a.partition(ctx, id, producerID, epoch, topic, partition, true)
+}
+
+// partition adds (or with verifyOnly checks) one partition with
+// AddPartitionsToTxn v4, the brokers' batched form (a broker connection
+// sends the highest version both ends serve, so the request is built in
+// that form).
+func (a txnAdder) partition(ctx context.Context, id string, producerID int64, epoch int16, topic string, partition int32, verifyOnly bool) int16 {
 	req := kmsg.NewPtrAddPartitionsToTxnRequest()
-	req.Version = 3
-	req.TransactionalID, req.ProducerID, req.ProducerEpoch = id, producerID, epoch
-	rt := kmsg.NewAddPartitionsToTxnRequestTopic()
-	rt.Topic, rt.Partitions = topic, []int32{partition}
-	req.Topics = append(req.Topics, rt)
+	req.Version = 4
+	tx := kmsg.NewAddPartitionsToTxnRequestTransaction()
+	tx.TransactionalID, tx.ProducerID, tx.ProducerEpoch, tx.VerifyOnly = id, producerID, epoch, verifyOnly
+	tt := kmsg.NewAddPartitionsToTxnRequestTransactionTopic()
+	tt.Topic, tt.Partitions = topic, []int32{partition}
+	tx.Topics = append(tx.Topics, tt)
+	req.Transactions = append(req.Transactions, tx)
 	kresp, code := a.ask(ctx, id, req, func(local *txn.Coordinator) kmsg.Response { return local.AddPartitionsToTxn(ctx, req) })
 	resp, ok := kresp.(*kmsg.AddPartitionsToTxnResponse)
 	switch {
@@ -364,10 +379,12 @@ func (a txnAdder) AddTxnPartition(ctx context.Context, id string, producerID int
 	case resp.ErrorCode != 0:
 		return resp.ErrorCode
 	}
-	for _, t := range resp.Topics {
-		for _, p := range t.Partitions {
-			if t.Topic == topic && p.Partition == partition {
-				return p.ErrorCode
+	for _, r := range resp.Transactions {
+		for _, t := range r.Topics {
+			for _, p := range t.Partitions {
+				if r.TransactionalID == id && t.Topic == topic && p.Partition == partition {
+					return p.ErrorCode
+				}
 			}
 		}
 	}

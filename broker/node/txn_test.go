@@ -10,7 +10,11 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/faultline/faultline/broker/storage"
 )
 
 // txnProps shrinks __transaction_state for tests that start several nodes.
@@ -348,6 +352,81 @@ func TestTransactionVersion2(t *testing.T) {
 				assert.Equal(t, int16(0), d.ProducerEpoch, "one epoch across transactions")
 				assert.Positive(t, adds, "the client adds its partitions")
 			}
+		})
+	}
+}
+
+// TestDelayedProduceCannotOpenAHangingTransaction (KIP-890 part 1): a
+// transactional batch of the Kafka 3.x protocol (the client adds its
+// partitions) for a partition its transaction never had, as a
+// produce delayed past the end of its transaction arrives, is refused with
+// INVALID_TXN_STATE instead of opening a transaction nobody will end, so
+// the partition's last stable offset does not stop; with
+// transaction.partition.verification.enable=false it is appended and
+// holds read_committed consumers back until the transaction times out.
+func TestDelayedProduceCannotOpenAHangingTransaction(t *testing.T) {
+	for _, verify := range []bool{true, false} {
+		t.Run(fmt.Sprintf("verification=%v", verify), func(t *testing.T) {
+			// transaction.version 0: kgo's request goes out at v12,
+			// which under 2 would add the partition itself.
+			n := startNode(t, map[string]string{"transaction.state.log.replication.factor": "1", "transaction.state.log.min.isr": "1",
+				"transaction.partition.verification.enable": fmt.Sprint(verify), "faultline.transaction.version": "0"})
+			seeds := []string{n.Addr().String()}
+			createTxnTopic(t, seeds, "hang", 1, 1)
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
+			require.NoError(t, err)
+			defer cl.Close()
+			// A producer id for the transactional id, with no
+			// transaction open.
+			init := kmsg.NewPtrInitProducerIDRequest()
+			init.TransactionalID = kmsg.StringPtr("tx-hang")
+			init.TransactionTimeoutMillis = 60000
+			var coord *kmsg.FindCoordinatorResponse
+			require.Eventually(t, func() bool {
+				fc := kmsg.NewPtrFindCoordinatorRequest()
+				fc.CoordinatorKey, fc.CoordinatorType = "tx-hang", 1
+				resp, err := fc.RequestWith(ctx, cl)
+				coord = resp
+				return err == nil && resp.ErrorCode == 0
+			}, 30*time.Second, 100*time.Millisecond)
+			require.NotNil(t, coord)
+			var ipr *kmsg.InitProducerIDResponse
+			require.Eventually(t, func() bool {
+				resp, err := init.RequestWith(ctx, cl)
+				ipr = resp
+				return err == nil && resp.ErrorCode == 0
+			}, 30*time.Second, 100*time.Millisecond)
+
+			batch := storage.BuildBatch([]storage.Record{{Offset: 0, TimestampMs: time.Now().UnixMilli(), Value: []byte("late")}},
+				storage.BatchOptions{Producer: &storage.BatchProducer{ID: ipr.ProducerID, Epoch: ipr.ProducerEpoch}, Transactional: true})
+			pr := kmsg.NewPtrProduceRequest()
+			pr.Acks, pr.TimeoutMillis, pr.TransactionID = -1, 10000, kmsg.StringPtr("tx-hang")
+			rt := kmsg.NewProduceRequestTopic()
+			rt.Topic = "hang"
+			rp := kmsg.NewProduceRequestTopicPartition()
+			rp.Partition, rp.Records = 0, batch
+			rt.Partitions = append(rt.Partitions, rp)
+			pr.Topics = append(pr.Topics, rt)
+			presp, err := pr.RequestWith(ctx, cl)
+			require.NoError(t, err)
+			code := presp.Topics[0].Partitions[0].ErrorCode
+
+			adm := kadm.NewClient(cl)
+			ends, err := adm.ListEndOffsets(ctx, "hang")
+			require.NoError(t, err)
+			stable, err := adm.ListCommittedOffsets(ctx, "hang")
+			require.NoError(t, err)
+			if verify {
+				assert.Equal(t, kerr.InvalidTxnState.Code, code, "the partition is in no open transaction")
+				assert.Equal(t, int64(0), ends["hang"][0].Offset, "nothing appended")
+				assert.Equal(t, int64(0), stable["hang"][0].Offset)
+				return
+			}
+			assert.Zero(t, code, "without verification the batch is appended")
+			assert.Equal(t, int64(1), ends["hang"][0].Offset)
+			assert.Equal(t, int64(0), stable["hang"][0].Offset, "and holds the last stable offset: a hanging transaction")
 		})
 	}
 }

@@ -23,6 +23,19 @@ func (m *Manager) Produce(ctx context.Context, topic string, partition int32, re
 	return m.produce(ctx, topic, partition, records, acks, false)
 }
 
+// InTransaction reports whether the producer, at epoch, has a transaction
+// open on a partition this broker holds (storage.Log.InTransaction); false
+// for a partition it does not hold.
+func (m *Manager) InTransaction(topic string, partition int32, producerID int64, epoch int16) bool {
+	p := m.get(topic, partition)
+	if p == nil {
+		return false
+	}
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	return p.log != nil && p.log.InTransaction(producerID, epoch)
+}
+
 // produce is Produce; coordinator appends records a coordinator of this
 // broker writes for a producer (storage.Log.AppendAsCoordinator).
 func (m *Manager) produce(ctx context.Context, topic string, partition int32, records []byte, acks int16, coordinator bool) ProduceResult {

@@ -43,6 +43,13 @@ import (
 //     CONCURRENT_TRANSACTIONS) answers NOT_ENOUGH_REPLICAS, which
 //     producers retry, as Kafka's AddPartitionsToTxnManager does; other
 //     refusals (PRODUCER_FENCED, INVALID_PRODUCER_EPOCH, ...) are passed on.
+//   - Below that, with transaction.partition.verification.enable (KIP-890
+//     part 1, default true), the first transactional batch of a
+//     transaction on a partition is appended only once the coordinator
+//     confirms the client added the partition (AddPartitionsToTxn v4
+//     VerifyOnly): a produce delayed past its transaction's end gets
+//     INVALID_TXN_STATE (or the producer's fencing error) instead of
+//     opening a transaction nobody ends. Errors map as above.
 //
 // Version notes: v3 transactional id, record batches; v5 LogStartOffset;
 // v8 per-record errors and ErrorMessage; v9 flexible; v10-v11 leader
@@ -170,15 +177,33 @@ func handleProduce(s *Server, r *request) (kmsg.Response, error) {
 // into its producer's transaction at the coordinator first, under
 // transaction.version 2 (KIP-890 part 2); 0 when the batch may be appended
 // (or is not transactional, or the request does not use the feature).
+//
+// Otherwise, with VerifyTxnPartitions (KIP-890 part 1), a transactional
+// batch that would open its producer's transaction on the partition is
+// appended only once the coordinator confirms the partition is in that
+// transaction; later batches of the same transaction (the partition's
+// producer state has it open) are not asked about.
 func (s *Server) addToTxn(ctx context.Context, req *kmsg.ProduceRequest, topic string, partition int32, records []byte) int16 {
-	if req.Version < 12 || req.TransactionID == nil || !s.tv2() {
+	if req.TransactionID == nil || s.backend.TxnAdder == nil || s.backend.Txns == nil {
+		return 0
+	}
+	implicit := req.Version >= 12 && s.tv2()
+	if !implicit && !s.backend.VerifyTxnPartitions {
 		return 0
 	}
 	h, err := storage.ParseBatchHeader(records)
 	if err != nil || !h.IsTransactional() {
 		return 0 // the replica's validation judges it
 	}
-	code := s.backend.TxnAdder.AddTxnPartition(ctx, *req.TransactionID, h.ProducerID, h.ProducerEpoch, topic, partition)
+	var code int16
+	if implicit {
+		code = s.backend.TxnAdder.AddTxnPartition(ctx, *req.TransactionID, h.ProducerID, h.ProducerEpoch, topic, partition)
+	} else {
+		if st, ok := s.backend.Replicas.(TxnState); ok && st.InTransaction(topic, partition, h.ProducerID, h.ProducerEpoch) {
+			return 0
+		}
+		code = s.backend.TxnAdder.VerifyTxnPartition(ctx, *req.TransactionID, h.ProducerID, h.ProducerEpoch, topic, partition)
+	}
 	switch code {
 	case kerr.NotCoordinator.Code, kerr.CoordinatorNotAvailable.Code, kerr.CoordinatorLoadInProgress.Code, kerr.ConcurrentTransactions.Code:
 		return kerr.NotEnoughReplicas.Code

@@ -15,11 +15,16 @@ import (
 //     OPERATION_NOT_ATTEMPTED; CONCURRENT_TRANSACTIONS while the previous
 //     transaction's markers are being written.
 //
-// Version notes: v1 nothing new; v2 PRODUCER_FENCED; v3 flexible. v4+
-// (KIP-890: batched, broker-to-broker verification) is not served.
+//   - v4 (KIP-890, the brokers' form): several transactions in one
+//     request, results per transaction; an entry with VerifyOnly is only
+//     checked (the partitions must be in the producer's open transaction,
+//     KIP-890 part 1) and changes nothing.
+//
+// Version notes: v1 nothing new; v2 PRODUCER_FENCED; v3 flexible; v4
+// batched, VerifyOnly. v5 (TRANSACTION_ABORTABLE) is not served.
 
 func init() {
-	register(api{key: 24, min: 0, max: 3, needs: needTxns, handle: handleAddPartitionsToTxn, fail: failAddPartitionsToTxn})
+	register(api{key: 24, min: 0, max: 4, needs: needTxns, handle: handleAddPartitionsToTxn, fail: failAddPartitionsToTxn})
 }
 
 func handleAddPartitionsToTxn(s *Server, r *request) (kmsg.Response, error) {
@@ -32,6 +37,13 @@ func handleAddPartitionsToTxn(s *Server, r *request) (kmsg.Response, error) {
 			r.noteError(p.ErrorCode)
 		}
 	}
+	for _, tx := range resp.Transactions {
+		for _, t := range tx.Topics {
+			for _, p := range t.Partitions {
+				r.noteError(p.ErrorCode)
+			}
+		}
+	}
 	return resp, nil
 }
 
@@ -39,6 +51,21 @@ func failAddPartitionsToTxn(req kmsg.Request, code int16) kmsg.Response {
 	areq := req.(*kmsg.AddPartitionsToTxnRequest)
 	resp := areq.ResponseKind().(*kmsg.AddPartitionsToTxnResponse)
 	resp.ErrorCode = code
+	for _, tx := range areq.Transactions {
+		rtx := kmsg.NewAddPartitionsToTxnResponseTransaction()
+		rtx.TransactionalID = tx.TransactionalID
+		for _, t := range tx.Topics {
+			rt := kmsg.NewAddPartitionsToTxnResponseTransactionTopic()
+			rt.Topic = t.Topic
+			for _, p := range t.Partitions {
+				rp := kmsg.NewAddPartitionsToTxnResponseTransactionTopicPartition()
+				rp.Partition, rp.ErrorCode = p, code
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			rtx.Topics = append(rtx.Topics, rt)
+		}
+		resp.Transactions = append(resp.Transactions, rtx)
+	}
 	for _, t := range areq.Topics {
 		rt := kmsg.NewAddPartitionsToTxnResponseTopic()
 		rt.Topic = t.Topic

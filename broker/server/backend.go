@@ -39,6 +39,13 @@ type Backend struct {
 	// TransactionVersion is the transaction.version feature level this
 	// broker finalizes (0: none advertised; 2 needs TxnAdder).
 	TransactionVersion int16
+	// VerifyTxnPartitions is transaction.partition.verification.enable
+	// (KIP-890 part 1): a transactional batch of a client that adds its
+	// partitions itself (Produce below v12, or transaction.version below
+	// 2) that opens its transaction on a partition is appended only once
+	// the coordinator confirms the partition is in that transaction.
+	// Needs TxnAdder.
+	VerifyTxnPartitions bool
 	// Listener names the advertised endpoint of this broker for clients,
 	// used when the metadata image does not list this node yet.
 	AdvertisedHost string
@@ -181,9 +188,22 @@ type Transactions interface {
 // is in. A transaction that has ended is not reopened by a producer epoch
 // it has fenced: under transaction.version 2 every transaction has its own
 // epoch.
+//
+// VerifyTxnPartition only asks whether the partition is in the producer's
+// open transaction (KIP-890 part 1, AddPartitionsToTxn v4 VerifyOnly):
+// 0 when it is, INVALID_TXN_STATE when it is not.
 type TxnAdder interface {
 	AddTxnPartition(ctx context.Context, transactionalID string, producerID int64, epoch int16, topic string, partition int32) int16
 	AddTxnOffsets(ctx context.Context, transactionalID string, producerID int64, epoch int16, group string) int16
+	VerifyTxnPartition(ctx context.Context, transactionalID string, producerID int64, epoch int16, topic string, partition int32) int16
+}
+
+// TxnState is what KIP-890 part 1 asks of the replicas (*replica.Manager
+// has it): whether a producer, at an epoch, has a transaction open on a
+// partition, so that only the first batch of a transaction on a partition
+// is verified with the coordinator.
+type TxnState interface {
+	InTransaction(topic string, partition int32, producerID int64, epoch int16) bool
 }
 
 // TxnMarkers writes one transaction marker to a partition this broker

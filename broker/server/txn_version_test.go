@@ -32,6 +32,13 @@ func (a *fakeAdder) AddTxnPartition(_ context.Context, id string, pid int64, epo
 	return a.code
 }
 
+func (a *fakeAdder) VerifyTxnPartition(_ context.Context, id string, pid int64, epoch int16, topic string, partition int32) int16 {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.calls = append(a.calls, fmt.Sprintf("verify %s/%s-%d pid %d epoch %d", id, topic, partition, pid, epoch))
+	return a.code
+}
+
 func (a *fakeAdder) AddTxnOffsets(_ context.Context, id string, _ int64, _ int16, group string) int16 {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -130,4 +137,52 @@ func TestProduceV12AddsItsPartitionToTheTransaction(t *testing.T) {
 		adder.mu.Unlock()
 		assert.Equal(t, want, produceTxn(c, 12, txnBatch(true)), kerr.ErrorForCode(code).Error())
 	}
+}
+
+// TestProduceVerifiesTheFirstBatchOfATransaction (KIP-890 part 1): below
+// v12 (or transaction.version 2), with verification on, a transactional
+// batch is appended only once the coordinator confirms its partition is
+// in the transaction; a partition whose producer state has the
+// transaction open is not asked about; a batch of a transaction the
+// coordinator does not have open is refused with its answer.
+func TestProduceVerifiesTheFirstBatchOfATransaction(t *testing.T) {
+	adder := &fakeAdder{}
+	open := &sync.Map{}
+	ts := startServer(t, Options{}, func(b *Backend) {
+		b.Txns, b.TxnAdder, b.TransactionVersion, b.VerifyTxnPartitions = fakeTxns{}, adder, 0, true
+		b.Replicas = openTxns{Replicas: b.Replicas, open: open}
+	})
+	require.True(t, ts.fake.addTopic("t", 1))
+	c := dial(t, ts.addr)
+
+	assert.Zero(t, produceTxn(c, 11, txnBatch(true)))
+	assert.Equal(t, []string{"verify tx/t-0 pid 7 epoch 3"}, adder.called())
+	assert.Zero(t, produceTxn(c, 11, txnBatch(false)), "an idempotent batch is in no transaction")
+	open.Store(int64(7), true)
+	assert.Zero(t, produceTxn(c, 11, txnBatch(true)), "the transaction is open on the partition")
+	assert.Len(t, adder.called(), 1)
+	open.Delete(int64(7))
+
+	for code, want := range map[int16]int16{
+		kerr.InvalidTxnState.Code:        kerr.InvalidTxnState.Code,
+		kerr.ProducerFenced.Code:         kerr.ProducerFenced.Code,
+		kerr.ConcurrentTransactions.Code: kerr.NotEnoughReplicas.Code,
+		kerr.NotCoordinator.Code:         kerr.NotEnoughReplicas.Code,
+	} {
+		adder.mu.Lock()
+		adder.code = code
+		adder.mu.Unlock()
+		assert.Equal(t, want, produceTxn(c, 11, txnBatch(true)), kerr.ErrorForCode(code).Error())
+	}
+}
+
+// openTxns answers InTransaction from open (by producer id).
+type openTxns struct {
+	Replicas
+	open *sync.Map
+}
+
+func (o openTxns) InTransaction(_ string, _ int32, producerID int64, _ int16) bool {
+	_, ok := o.open.Load(producerID)
+	return ok
 }

@@ -297,6 +297,17 @@ func (l *Log) appendMarker(producerID int64, epoch int16, commit bool, coordinat
 	return offset, l.noteAppended(1), nil
 }
 
+// InTransaction reports whether producerID, at epoch, has a transaction
+// open on this log: a batch of its since the last marker is here, so a
+// later batch of the same transaction needs no verification (KIP-890
+// part 1).
+func (l *Log) InTransaction(producerID int64, epoch int16) bool {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	e := l.producers.producers[producerID]
+	return e != nil && e.epoch == epoch && e.currentTxnFirstOffset >= 0
+}
+
 // LastStableOffset is the first offset of the oldest open transaction,
 // or the high watermark when that is lower (or no transaction is open):
 // read_committed consumers read below it.

@@ -50,7 +50,10 @@ func (c *Coordinator) InitProducerID(_ context.Context, req *kmsg.InitProducerID
 // AddPartitionsToTxn answers v0-v3 (one transaction per request, from a
 // client). Partitions that do not exist fail with
 // UNKNOWN_TOPIC_OR_PARTITION and the others with OPERATION_NOT_ATTEMPTED.
-func (c *Coordinator) AddPartitionsToTxn(_ context.Context, req *kmsg.AddPartitionsToTxnRequest) *kmsg.AddPartitionsToTxnResponse {
+func (c *Coordinator) AddPartitionsToTxn(ctx context.Context, req *kmsg.AddPartitionsToTxnRequest) *kmsg.AddPartitionsToTxnResponse {
+	if req.Version >= 4 {
+		return c.addPartitionsBatched(ctx, req)
+	}
 	resp := kmsg.NewPtrAddPartitionsToTxnResponse()
 	var tps []TopicPartition
 	img := c.md.Image()
@@ -95,6 +98,69 @@ func (c *Coordinator) AddPartitionsToTxn(_ context.Context, req *kmsg.AddPartiti
 			rt.Partitions = append(rt.Partitions, rp)
 		}
 		resp.Topics = append(resp.Topics, rt)
+	}
+	return resp
+}
+
+// addPartitionsBatched answers AddPartitionsToTxn v4+, the brokers' form
+// (KIP-890): several transactions in one request, each either added to
+// (as v3) or, with VerifyOnly, only checked (VerifyPartitions). Results
+// come per transaction.
+func (c *Coordinator) addPartitionsBatched(ctx context.Context, req *kmsg.AddPartitionsToTxnRequest) *kmsg.AddPartitionsToTxnResponse {
+	resp := kmsg.NewPtrAddPartitionsToTxnResponse()
+	resp.Version = req.Version
+	for _, t := range req.Transactions {
+		r := kmsg.NewAddPartitionsToTxnResponseTransaction()
+		r.TransactionalID = t.TransactionalID
+		var code func(tp TopicPartition) int16
+		if t.VerifyOnly {
+			var tps []TopicPartition
+			for _, tt := range t.Topics {
+				for _, p := range tt.Partitions {
+					tps = append(tps, TopicPartition{Topic: tt.Topic, Partition: p})
+				}
+			}
+			// Verified one by one: one partition missing from the
+			// transaction fails only itself.
+			codes := map[TopicPartition]int16{}
+			for _, tp := range tps {
+				codes[tp] = c.with(t.TransactionalID, false, func(_ op, cur *Metadata) int16 {
+					return VerifyPartitions(cur, t.ProducerID, t.ProducerEpoch, []TopicPartition{tp})
+				})
+				if codes[tp] == kerr.TransactionalIDNotFound.Code {
+					codes[tp] = kerr.InvalidProducerIDMapping.Code
+				}
+			}
+			code = func(tp TopicPartition) int16 { return codes[tp] }
+		} else {
+			one := kmsg.NewPtrAddPartitionsToTxnRequest()
+			one.Version = 3
+			one.TransactionalID, one.ProducerID, one.ProducerEpoch = t.TransactionalID, t.ProducerID, t.ProducerEpoch
+			for _, tt := range t.Topics {
+				ot := kmsg.NewAddPartitionsToTxnRequestTopic()
+				ot.Topic, ot.Partitions = tt.Topic, tt.Partitions
+				one.Topics = append(one.Topics, ot)
+			}
+			added := c.AddPartitionsToTxn(ctx, one)
+			codes := map[TopicPartition]int16{}
+			for _, at := range added.Topics {
+				for _, ap := range at.Partitions {
+					codes[TopicPartition{Topic: at.Topic, Partition: ap.Partition}] = ap.ErrorCode
+				}
+			}
+			code = func(tp TopicPartition) int16 { return codes[tp] }
+		}
+		for _, tt := range t.Topics {
+			rt := kmsg.NewAddPartitionsToTxnResponseTransactionTopic()
+			rt.Topic = tt.Topic
+			for _, p := range tt.Partitions {
+				rp := kmsg.NewAddPartitionsToTxnResponseTransactionTopicPartition()
+				rp.Partition, rp.ErrorCode = p, code(TopicPartition{Topic: tt.Topic, Partition: p})
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			r.Topics = append(r.Topics, rt)
+		}
+		resp.Transactions = append(resp.Transactions, r)
 	}
 	return resp
 }

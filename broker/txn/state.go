@@ -253,6 +253,36 @@ func AddPartitions(cur *Metadata, producerID int64, epoch int16, tps []TopicPart
 	return Decision{Write: true, Next: m}
 }
 
+// VerifyPartitions decides an AddPartitionsToTxn v4+ entry with VerifyOnly
+// (KIP-890 part 1): before appending a transactional batch of a client
+// that adds its partitions itself, the partition's leader asks whether the
+// partition is in the producer's open transaction. Nothing changes: 0 when
+// it is; the producer's fencing error when its id or epoch is not the
+// current one; INVALID_TXN_STATE when no transaction is open or the
+// partition is not in it (a produce delayed past its transaction's end,
+// which would otherwise open a transaction nobody ends); CONCURRENT_
+// TRANSACTIONS while the previous one is being ended.
+func VerifyPartitions(cur *Metadata, producerID int64, epoch int16, tps []TopicPartition) int16 {
+	if cur == nil {
+		return kerr.InvalidProducerIDMapping.Code
+	}
+	if code := checkProducer(*cur, producerID, epoch); code != 0 {
+		return code
+	}
+	switch {
+	case cur.State == PrepareCommit || cur.State == PrepareAbort || cur.State == PrepareEpochFence:
+		return kerr.ConcurrentTransactions.Code
+	case cur.State != Ongoing:
+		return kerr.InvalidTxnState.Code
+	}
+	for _, tp := range tps {
+		if !cur.Has(tp) {
+			return kerr.InvalidTxnState.Code
+		}
+	}
+	return 0
+}
+
 // EndRequest is an EndTxn.
 type EndRequest struct {
 	ProducerID int64

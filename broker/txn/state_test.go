@@ -240,3 +240,24 @@ func FuzzDecodeRecord(f *testing.F) {
 		assert.Equal(t, got.Partitions, again.Partitions)
 	})
 }
+
+// TestVerifyPartitions (KIP-890 part 1): a partition is verified only in
+// the producer's open transaction at its current epoch; nothing changes.
+func TestVerifyPartitions(t *testing.T) {
+	m := newTxn(t)
+	assert.Equal(t, kerr.InvalidTxnState.Code, VerifyPartitions(&m, 7, 0, []TopicPartition{tpA}), "no transaction open")
+	d := AddPartitions(&m, 7, 0, []TopicPartition{tpA}, 10)
+	require.Zero(t, d.Code)
+	open := d.Next
+	assert.Zero(t, VerifyPartitions(&open, 7, 0, []TopicPartition{tpA}))
+	assert.Equal(t, kerr.InvalidTxnState.Code, VerifyPartitions(&open, 7, 0, []TopicPartition{tpA, {Topic: "other", Partition: 9}}), "a partition the client never added")
+	assert.Equal(t, kerr.ProducerFenced.Code, VerifyPartitions(&open, 7, 1, []TopicPartition{tpA}))
+	assert.Equal(t, kerr.InvalidProducerIDMapping.Code, VerifyPartitions(&open, 8, 0, []TopicPartition{tpA}))
+	end := EndTxn(&open, EndRequest{ProducerID: 7, Epoch: 0, Commit: true}, ids(1), 11)
+	require.Zero(t, end.Code)
+	assert.Equal(t, kerr.ConcurrentTransactions.Code, VerifyPartitions(&end.Next, 7, 0, []TopicPartition{tpA}), "its end is being written")
+	done, _ := Complete(end.Next, 12)
+	assert.Equal(t, kerr.InvalidTxnState.Code, VerifyPartitions(&done, 7, 0, []TopicPartition{tpA}),
+		"a produce delayed past its transaction's end would open a transaction nobody ends")
+	assert.Equal(t, open.Partitions, []TopicPartition{tpA}, "nothing changed")
+}
