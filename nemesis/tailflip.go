@@ -82,6 +82,32 @@ func tailFlipCandidates(parts []PartitionState, ctl string) map[string][]string 
 	return out
 }
 
+// soleStallFirst keeps, of leaders, those whose every partition being
+// written (of written) is one of their candidates, when there are any.
+// Cutting a leader off stalls every partition it leads; the producers
+// block on the first they write to, each having appended one batch, so
+// the flipped partitions get the most batches no follower has when they
+// are the only ones that stall.
+func soleStallFirst(leaders []string, candidates map[string][]string, written []PartitionState) []string {
+	var sole []string
+	for _, l := range leaders {
+		ok := true
+		for _, p := range written {
+			if p.Leader == l && !slices.Contains(candidates[l], p.label()) {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			sole = append(sole, l)
+		}
+	}
+	if len(sole) == 0 {
+		return leaders
+	}
+	return sole
+}
+
 // unreplicatedTail is Corrupt's CorruptUnreplicatedTail: the leader is
 // drawn among those of the partitions being written now when the cluster
 // tells (ActivityView), since a flip in a partition nobody writes to has no
@@ -112,11 +138,12 @@ func (c *Corrupt) unreplicatedTail(ctx context.Context, rng *rand.Rand) (any, er
 		if err != nil {
 			return nil, nil, fmt.Errorf("find partition leaders: %w", err)
 		}
-		candidates := tailFlipCandidates(activeFirst(parts, activePartitions(ctx, c.Cluster)), ctl)
+		active := activePartitions(ctx, c.Cluster)
+		candidates := tailFlipCandidates(activeFirst(parts, active), ctl)
 		if len(candidates) == 0 {
 			candidates = tailFlipCandidates(parts, ctl)
 		}
-		leaders := slices.Sorted(maps.Keys(candidates))
+		leaders := soleStallFirst(slices.Sorted(maps.Keys(candidates)), candidates, activeFirst(parts, active))
 		if pinned := pinnedNodes(ctx); len(pinned) > 0 {
 			leaders = slices.DeleteFunc(leaders, func(n string) bool { return n != pinned[0] })
 		}

@@ -103,3 +103,14 @@ func TestUnreplicatedTailNeedsNetAdmin(t *testing.T) {
 	assert.True(t, s.NeedsNetAdmin())
 	assert.False(t, Spec{{Kind: KindCorrupt, Mode: CorruptBitFlip}}.NeedsNetAdmin())
 }
+
+func TestSoleStallFirstPrefersALeaderWhoseWrittenPartitionsAllFlip(t *testing.T) {
+	written := []PartitionState{
+		{Topic: "t0", Partition: 0, Leader: "n2"}, {Topic: "t0", Partition: 1, Leader: "n2"},
+		{Topic: "t1", Partition: 0, Leader: "n3"},
+	}
+	candidates := map[string][]string{"n2": {"t0-0"}, "n3": {"t1-0"}}
+	assert.Equal(t, []string{"n3"}, soleStallFirst([]string{"n2", "n3"}, candidates, written), "n2's t0-1 would stall too")
+	written = append(written, PartitionState{Topic: "t1", Partition: 1, Leader: "n3"})
+	assert.Equal(t, []string{"n2", "n3"}, soleStallFirst([]string{"n2", "n3"}, candidates, written), "none is: all")
+}
