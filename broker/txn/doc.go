@@ -36,7 +36,15 @@
 //     delayed EndTxn of an earlier transaction is fenced. Clients that
 //     end with EndTxn v0-v4 keep their epoch across transactions, and
 //     for them a retried EndTxn is recognised only while the same state
-//     holds (KAFKA-17754 is not prevented for them).
+//     holds (KAFKA-17754 is not prevented for them). Under TV2 an abort
+//     with nothing open (after an empty, committed or aborted
+//     transaction) still bumps the epoch: the client cannot know whether
+//     a leader added a partition for it.
+//   - AddPartitionsToTxn v4, the brokers' batched form: partition leaders
+//     add partitions for a transactional Produce v12 (KIP-890 part 2, the
+//     client adds none itself) and, with VerifyOnly, check that a client
+//     of the older protocol added the partition before its first batch
+//     (KIP-890 part 1, VerifyPartitions), which changes nothing.
 //
 // # What it must never do
 //
