@@ -35,9 +35,11 @@ import (
 //   - v12+ under transaction.version 2 (KIP-890 part 2): before a
 //     transactional batch is appended, the leader asks the transaction's
 //     coordinator to put the partition in the producer's transaction
-//     (TxnAdder), every time, so a batch whose transaction has ended (its
-//     epoch fenced by EndTxn v5 or a timeout) is refused instead of
-//     opening a transaction nobody will end. A coordinator that is moving
+//     (TxnAdder), unless the partition has that producer's transaction
+//     open at that epoch already (every transaction has its own epoch
+//     then), so a batch whose transaction has ended (its epoch fenced by
+//     EndTxn v5 or a timeout) is refused instead of opening a transaction
+//     nobody will end. A coordinator that is moving
 //     or busy ending the previous transaction (NOT_COORDINATOR,
 //     COORDINATOR_NOT_AVAILABLE, COORDINATOR_LOAD_IN_PROGRESS,
 //     CONCURRENT_TRANSACTIONS) answers NOT_ENOUGH_REPLICAS, which
@@ -195,13 +197,18 @@ func (s *Server) addToTxn(ctx context.Context, req *kmsg.ProduceRequest, topic s
 	if err != nil || !h.IsTransactional() {
 		return 0 // the replica's validation judges it
 	}
+	// A batch of a transaction already open on the partition (the
+	// producer's open transaction there has this epoch; under
+	// transaction.version 2 every transaction has its own epoch) is in:
+	// only the first batch of a transaction on a partition goes to the
+	// coordinator, as in Kafka.
+	if st, ok := s.backend.Replicas.(TxnState); ok && st.InTransaction(topic, partition, h.ProducerID, h.ProducerEpoch) {
+		return 0
+	}
 	var code int16
 	if implicit {
 		code = s.backend.TxnAdder.AddTxnPartition(ctx, *req.TransactionID, h.ProducerID, h.ProducerEpoch, topic, partition)
 	} else {
-		if st, ok := s.backend.Replicas.(TxnState); ok && st.InTransaction(topic, partition, h.ProducerID, h.ProducerEpoch) {
-			return 0
-		}
 		code = s.backend.TxnAdder.VerifyTxnPartition(ctx, *req.TransactionID, h.ProducerID, h.ProducerEpoch, topic, partition)
 	}
 	switch code {
