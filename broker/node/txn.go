@@ -30,10 +30,12 @@ func (n *Node) startTxnCoordinator() error {
 		dialer: replica.KgoDialer{DialConn: n.dial}, listener: n.interBrokerListener(),
 		logger: n.logger.With(ComponentKey, "TransactionMarkerChannelManager"), clients: map[string]replica.BrokerClient{}}
 	tc, err := txn.New(txn.Config{
-		NodeID:          cfg.NodeID,
-		NumPartitions:   cfg.TransactionStateLogNumPartitions,
-		MaxTimeoutMs:    cfg.TransactionMaxTimeoutMs,
-		AbortIntervalMs: cfg.TransactionAbortTimedOutTransactionCleanupIntervalMs,
+		NodeID:               cfg.NodeID,
+		NumPartitions:        cfg.TransactionStateLogNumPartitions,
+		MaxTimeoutMs:         cfg.TransactionMaxTimeoutMs,
+		AbortIntervalMs:      cfg.TransactionAbortTimedOutTransactionCleanupIntervalMs,
+		ExpirationMs:         cfg.TransactionalIDExpirationMs,
+		ExpirationIntervalMs: cfg.TransactionRemoveExpiredTransactionCleanupIntervalMs,
 		NewProducerID: func(ctx context.Context) (int64, error) {
 			resp := n.forwarder.InitProducerID(ctx, kmsg.NewPtrInitProducerIDRequest())
 			if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {

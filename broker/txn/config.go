@@ -61,6 +61,16 @@ type Config struct {
 	// AbortIntervalMs is
 	// transaction.abort.timed.out.transaction.cleanup.interval.ms.
 	AbortIntervalMs int64
+	// ExpirationMs is transactional.id.expiration.ms: a transactional id
+	// with no transaction open that has not been used for this long is
+	// forgotten (a tombstone in __transaction_state), so a producer that
+	// comes back with it starts over with a new producer id. Default
+	// 604800000 (7 days).
+	ExpirationMs int64
+	// ExpirationIntervalMs is
+	// transaction.remove.expired.transaction.cleanup.interval.ms, how
+	// often the coordinator looks for expired ids. Default 3600000.
+	ExpirationIntervalMs int64
 	// AppendTimeoutMs bounds one write to __transaction_state and one
 	// round of markers (Kafka's request.timeout.ms; default 30000).
 	AppendTimeoutMs int64
@@ -88,6 +98,12 @@ func (c *Config) fillDefaults() {
 	}
 	if c.AbortIntervalMs == 0 {
 		c.AbortIntervalMs = 10000
+	}
+	if c.ExpirationMs == 0 {
+		c.ExpirationMs = 604800000
+	}
+	if c.ExpirationIntervalMs == 0 {
+		c.ExpirationIntervalMs = 3600000
 	}
 	if c.AppendTimeoutMs == 0 {
 		c.AppendTimeoutMs = 30000

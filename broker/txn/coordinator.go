@@ -71,8 +71,9 @@ func New(cfg Config, log StateLog, markers MarkerWriter, md metadata.Source) (*C
 		parts: map[int32]*partState{},
 		txns:  map[string]*entry{},
 	}
-	c.wg.Add(1)
+	c.wg.Add(2)
 	go c.abortLoop()
+	go c.expireLoop()
 	return c, nil
 }
 
@@ -457,6 +458,79 @@ func (c *Coordinator) AbortTimedOut() int {
 				n++
 			}
 			return code
+		})
+	}
+	return n
+}
+
+func (c *Coordinator) expireLoop() {
+	defer c.wg.Done()
+	t := time.NewTicker(ms(c.cfg.ExpirationIntervalMs))
+	defer t.Stop()
+	for {
+		select {
+		case <-c.ctx.Done():
+			return
+		case <-t.C:
+			c.ExpireIDs()
+		}
+	}
+}
+
+// Expired reports whether m is a transactional id to forget at nowMs: no
+// transaction open (nor being ended) and unused for longer than
+// expirationMs (transactional.id.expiration.ms).
+func Expired(m Metadata, nowMs, expirationMs int64) bool {
+	switch m.State {
+	case Empty, CompleteCommit, CompleteAbort:
+		return nowMs-m.UpdateMs > expirationMs
+	}
+	return false
+}
+
+// ExpireIDs forgets every transactional id this node coordinates that
+// expired (Expired): a tombstone is written to __transaction_state first,
+// so a later load forgets it too, and a producer that comes back with it
+// gets a new producer id from InitProducerId. It returns how many it
+// forgot (transaction.remove.expired.transaction.cleanup.interval.ms runs
+// it).
+func (c *Coordinator) ExpireIDs() int {
+	now := c.nowMs()
+	c.mu.Lock()
+	var ids []string
+	for id, e := range c.txns {
+		if e.meta != nil && Expired(*e.meta, now, c.cfg.ExpirationMs) {
+			ids = append(ids, id)
+		}
+	}
+	c.mu.Unlock()
+	n := 0
+	for _, id := range ids {
+		c.with(id, false, func(o op, cur *Metadata) int16 {
+			if cur == nil || !Expired(*cur, now, c.cfg.ExpirationMs) {
+				return 0
+			}
+			lock := c.appendLocks.Of(o.p)
+			lock.Lock()
+			defer lock.Unlock()
+			if !c.current(o.p, o.token) {
+				return kerr.NotCoordinator.Code
+			}
+			ctx, cancel := context.WithTimeout(c.ctx, ms(c.cfg.AppendTimeoutMs))
+			defer cancel()
+			if err := c.log.Append(ctx, o.p, EncodeKey(id), nil); err != nil {
+				c.logger.Warn(fmt.Sprintf("Failed to expire transactional id %s in %s-%d: %v", id, StateTopic, o.p, err))
+				return kerr.CoordinatorNotAvailable.Code
+			}
+			// The entry stays, with no metadata: as an id never seen, the
+			// next InitProducerId starts it over (a request already
+			// waiting on the entry sees the same).
+			c.mu.Lock()
+			o.e.meta = nil
+			c.mu.Unlock()
+			c.logger.Info(fmt.Sprintf("Expired transactional id %s (producer %d, unused for %d ms)", id, cur.ProducerID, now-cur.UpdateMs))
+			n++
+			return 0
 		})
 	}
 	return n

@@ -263,3 +263,36 @@ func TestCoordinatorNotCoordinatorElsewhere(t *testing.T) {
 	assert.Equal(t, int32(2), f.Coordinators[0].NodeID)
 	assert.Equal(t, "b2", f.Coordinators[0].Host)
 }
+
+// TestCoordinatorExpiresIdleTransactionalIDs: an id with no transaction
+// open and unused past transactional.id.expiration.ms is forgotten, with a
+// tombstone a later load honours; an id with a transaction open is kept
+// however old; a producer that comes back with an expired id starts over
+// with a new producer id.
+func TestCoordinatorExpiresIdleTransactionalIDs(t *testing.T) {
+	log := &memStateLog{}
+	h := newHarness(t, log, 0)
+	h.c.cfg.ExpirationMs = 5000
+	h.init(t, "idle")
+	busy, busyEpoch := h.init(t, "busy")
+	require.Zero(t, h.add("busy", busy, busyEpoch, "t", 1))
+	assert.Zero(t, h.c.ExpireIDs(), "not yet")
+	h.now.Add(5001)
+	h.c.cfg.MaxTimeoutMs = 1 << 40 // the open transaction is not timed out here
+	assert.Equal(t, 1, h.c.ExpireIDs(), "the idle id only: busy has a transaction open")
+	assert.Zero(t, h.c.ExpireIDs(), "once")
+
+	describe := func(h *harness, id string) kmsg.DescribeTransactionsResponseTransactionState {
+		t.Helper()
+		d := h.c.DescribeTransactions(context.Background(), &kmsg.DescribeTransactionsRequest{TransactionalIDs: []string{id}})
+		require.Len(t, d.TransactionStates, 1)
+		return d.TransactionStates[0]
+	}
+	h2 := newHarness(t, log, 1) // a later load of the same log
+	assert.Equal(t, kerr.TransactionalIDNotFound.Code, describe(h2, "idle").ErrorCode, "the tombstone is loaded")
+	assert.Equal(t, busy, describe(h2, "busy").ProducerID, "busy survives the load")
+	h.c.Close()
+
+	h2.init(t, "idle")
+	assert.Zero(t, describe(h2, "idle").ErrorCode, "the id starts over")
+}
