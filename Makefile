@@ -34,7 +34,7 @@ image: build
 # find loss), then the disk suite's cases (power-all-default-flush expected
 # to find loss; durable-power, durable-power-then-leader, durable-disk
 # expected valid), then compaction and transactions under kills (valid) and
-# four planted bugs (invalid). Prints a table; fails when any test comes out
+# five planted bugs (invalid). Prints a table; fails when any test comes out
 # other than expected. Needs a Docker daemon.
 test-jepsen: build
 	$(BIN)/faultline suite --suite gating --runtime $(JEPSEN_RUNTIME) --time-limit $(JEPSEN_TIME)
