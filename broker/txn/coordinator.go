@@ -72,8 +72,8 @@ func New(cfg Config, log StateLog, markers MarkerWriter, md metadata.Source) (*C
 		txns:  map[string]*entry{},
 	}
 	c.wg.Add(2)
-	go c.abortLoop()
-	go c.expireLoop()
+	go c.every(cfg.AbortIntervalMs, func() { c.AbortTimedOut() })
+	go c.every(cfg.ExpirationIntervalMs, func() { c.ExpireIDs() })
 	return c, nil
 }
 
@@ -418,16 +418,18 @@ func (c *Coordinator) sleep(msv int64) bool {
 	}
 }
 
-func (c *Coordinator) abortLoop() {
+// every runs fn every intervalMs until the coordinator closes (the
+// timeout scan, the expiry scan).
+func (c *Coordinator) every(intervalMs int64, fn func()) {
 	defer c.wg.Done()
-	t := time.NewTicker(ms(c.cfg.AbortIntervalMs))
+	t := time.NewTicker(ms(intervalMs))
 	defer t.Stop()
 	for {
 		select {
 		case <-c.ctx.Done():
 			return
 		case <-t.C:
-			c.AbortTimedOut()
+			fn()
 		}
 	}
 }
@@ -461,20 +463,6 @@ func (c *Coordinator) AbortTimedOut() int {
 		})
 	}
 	return n
-}
-
-func (c *Coordinator) expireLoop() {
-	defer c.wg.Done()
-	t := time.NewTicker(ms(c.cfg.ExpirationIntervalMs))
-	defer t.Stop()
-	for {
-		select {
-		case <-c.ctx.Done():
-			return
-		case <-t.C:
-			c.ExpireIDs()
-		}
-	}
 }
 
 // Expired reports whether m is a transactional id to forget at nowMs: no
