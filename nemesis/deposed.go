@@ -135,14 +135,9 @@ func (p *Partition) deposedLeaderReturns(ctx context.Context, rng *rand.Rand) (a
 		return out, errors.Join(append(errs, ctx.Err())...)
 	}
 	seq.step(Step{Name: "heal", Rule: "the cut", Nodes: []string{out.Leader}}, nil)
-	healed := p.cut
-	p.cut = nil
-	for _, n := range healed {
-		if err := p.Runtime.Isolate(ctx, n, nil); err != nil {
-			p.cut = append(p.cut, n)
-			errs = append(errs, err)
-		}
-	}
+	failed, healErrs := p.heal(ctx)
+	p.cut = failed // Stop heals them again
+	errs = append(errs, healErrs...)
 	// Back in the partition's ISR, and the rest of it as it is then.
 	var rest []string
 	took, err := func() (time.Duration, error) {

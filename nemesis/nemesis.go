@@ -336,13 +336,22 @@ func (p *Partition) Stop(ctx context.Context) (any, error) {
 	p.killed = nil
 	errs := []error{startAll(ctx, p.Runtime, killed)}
 	healed := p.cut
+	_, healErrs := p.heal(ctx)
+	return Targets{Nodes: healed}, errors.Join(append(errs, healErrs...)...)
+}
+
+// heal removes every cut node's drop rules and forgets the cut, returning
+// the nodes it could not heal and why.
+func (p *Partition) heal(ctx context.Context) (failed []string, errs []error) {
+	cut := p.cut
 	p.cut = nil
-	for _, n := range healed {
+	for _, n := range cut {
 		if err := p.Runtime.Isolate(ctx, n, nil); err != nil {
+			failed = append(failed, n)
 			errs = append(errs, err)
 		}
 	}
-	return Targets{Nodes: healed}, errors.Join(errs...)
+	return failed, errs
 }
 
 // Isolate is the grudge that cuts victim off from every other node, in both

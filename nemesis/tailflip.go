@@ -192,13 +192,13 @@ func (c *Corrupt) unreplicatedTail(ctx context.Context, rng *rand.Rand) (any, er
 // healTail heals unreplicated-tail's cut, joining what failed; a cut that
 // fails to heal is healed again by Stop.
 func (c *Corrupt) healTail(ctx context.Context, errs []error) error {
-	cut := c.cut
-	c.cut = nil
-	if _, err := cut.Stop(ctx); err != nil {
-		c.cut = cut
-		errs = append(errs, err)
+	failed, healErrs := c.cut.heal(ctx)
+	if len(failed) == 0 {
+		c.cut = nil
+	} else {
+		c.cut.cut = failed
 	}
-	return errors.Join(errs...)
+	return errors.Join(append(errs, healErrs...)...)
 }
 
 // followersEnd reads, through the agents of the followers of each of

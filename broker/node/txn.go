@@ -371,13 +371,10 @@ func (a txnAdder) partition(ctx context.Context, id string, producerID int64, ep
 	tt.Topic, tt.Partitions = topic, []int32{partition}
 	tx.Topics = append(tx.Topics, tt)
 	req.Transactions = append(req.Transactions, tx)
-	kresp, code := a.ask(ctx, id, req, func(local *txn.Coordinator) kmsg.Response { return local.AddPartitionsToTxn(ctx, req) })
-	resp, ok := kresp.(*kmsg.AddPartitionsToTxnResponse)
+	resp, code := askCoordinator(ctx, a, id, req, (*txn.Coordinator).AddPartitionsToTxn)
 	switch {
 	case code != 0:
 		return code
-	case !ok:
-		return kerr.CoordinatorNotAvailable.Code
 	case resp.ErrorCode != 0:
 		return resp.ErrorCode
 	}
@@ -398,43 +395,46 @@ func (a txnAdder) AddTxnOffsets(ctx context.Context, id string, producerID int64
 	req := kmsg.NewPtrAddOffsetsToTxnRequest()
 	req.Version = 3
 	req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Group = id, producerID, epoch, group
-	kresp, code := a.ask(ctx, id, req, func(local *txn.Coordinator) kmsg.Response { return local.AddOffsetsToTxn(ctx, req) })
-	resp, ok := kresp.(*kmsg.AddOffsetsToTxnResponse)
-	switch {
-	case code != 0:
+	resp, code := askCoordinator(ctx, a, id, req, (*txn.Coordinator).AddOffsetsToTxn)
+	if code != 0 {
 		return code
-	case !ok:
-		return kerr.CoordinatorNotAvailable.Code
 	}
 	return resp.ErrorCode
 }
 
-// ask sends req to the coordinator of transactional id id: local when the
-// leader of its __transaction_state partition is this node, over the
-// inter-broker listener otherwise. A nonzero code when there is no answer
-// (NOT_COORDINATOR: no leader known; COORDINATOR_NOT_AVAILABLE:
-// unreachable).
-func (a txnAdder) ask(ctx context.Context, id string, req kmsg.Request, local func(*txn.Coordinator) kmsg.Response) (kmsg.Response, int16) {
+// askCoordinator sends req to the coordinator of transactional id id:
+// in process (local) when the leader of its __transaction_state partition
+// is this node, over the inter-broker listener otherwise. A nonzero code
+// when there is no answer of the request's kind (NOT_COORDINATOR: no
+// leader known; COORDINATOR_NOT_AVAILABLE: unreachable, or a wrong
+// answer).
+func askCoordinator[Req kmsg.Request, Resp kmsg.Response](ctx context.Context, a txnAdder, id string, req Req,
+	local func(*txn.Coordinator, context.Context, Req) Resp) (Resp, int16) {
+	var none Resp
 	im := a.md.Image()
 	p := im.Partition(txn.StateTopic, a.txns.PartitionFor(id))
 	if p == nil || p.Leader < 0 {
-		return nil, kerr.NotCoordinator.Code
+		return none, kerr.NotCoordinator.Code
 	}
 	if p.Leader == a.nodeID {
-		return local(a.txns), 0
+		return local(a.txns, ctx, req), 0
 	}
 	addr, ok := brokerAddr(im, p.Leader, a.peers.listener)
 	if !ok {
-		return nil, kerr.NotCoordinator.Code
+		return none, kerr.NotCoordinator.Code
 	}
 	cl, err := a.peers.client(ctx, p.Leader, addr)
 	if err != nil {
-		return nil, kerr.CoordinatorNotAvailable.Code
+		return none, kerr.CoordinatorNotAvailable.Code
 	}
-	resp, err := cl.Request(ctx, req)
+	kresp, err := cl.Request(ctx, req)
 	if err != nil {
 		a.peers.dropClient(addr)
-		return nil, kerr.CoordinatorNotAvailable.Code
+		return none, kerr.CoordinatorNotAvailable.Code
+	}
+	resp, ok := kresp.(Resp)
+	if !ok {
+		return none, kerr.CoordinatorNotAvailable.Code
 	}
 	return resp, 0
 }

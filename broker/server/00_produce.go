@@ -211,11 +211,24 @@ func (s *Server) addToTxn(ctx context.Context, req *kmsg.ProduceRequest, topic s
 	} else {
 		code = s.backend.TxnAdder.VerifyTxnPartition(ctx, *req.TransactionID, h.ProducerID, h.ProducerEpoch, topic, partition)
 	}
-	switch code {
-	case kerr.NotCoordinator.Code, kerr.CoordinatorNotAvailable.Code, kerr.CoordinatorLoadInProgress.Code, kerr.ConcurrentTransactions.Code:
+	if coordinatorBusy(code) {
 		return kerr.NotEnoughReplicas.Code
 	}
 	return code
+}
+
+// coordinatorBusy reports whether a transaction coordinator's answer to a
+// leader adding (or verifying) a partition says to come back later: it is
+// moving (NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE, COORDINATOR_LOAD_IN_
+// PROGRESS) or ending the producer's previous transaction
+// (CONCURRENT_TRANSACTIONS). Each request maps it to the error its
+// clients retry.
+func coordinatorBusy(code int16) bool {
+	switch code {
+	case kerr.NotCoordinator.Code, kerr.CoordinatorNotAvailable.Code, kerr.CoordinatorLoadInProgress.Code, kerr.ConcurrentTransactions.Code:
+		return true
+	}
+	return false
 }
 
 func failProduce(req kmsg.Request, code int16) kmsg.Response {

@@ -1,6 +1,8 @@
 package server
 
 import (
+	"context"
+
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -31,24 +33,10 @@ func init() {
 
 func handleTxnOffsetCommit(s *Server, r *request) (kmsg.Response, error) {
 	req := r.kreq.(*kmsg.TxnOffsetCommitRequest)
-	if req.Version >= 5 && s.tv2() {
-		code := s.backend.TxnAdder.AddTxnOffsets(r.ctx, req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Group)
-		switch code {
-		case kerr.NotCoordinator.Code, kerr.CoordinatorLoadInProgress.Code, kerr.ConcurrentTransactions.Code:
-			code = kerr.CoordinatorNotAvailable.Code
-		}
-		if code != 0 {
-			resp := failTxnOffsetCommit(req, code).(*kmsg.TxnOffsetCommitResponse)
-			for _, t := range resp.Topics {
-				for _, p := range t.Partitions {
-					r.noteError(p.ErrorCode)
-				}
-			}
-			return resp, nil
-		}
-	}
-	resp := txnOffsets(&s.backend).TxnOffsetCommit(s.groupCtx(r), req)
-	if resp == nil {
+	var resp *kmsg.TxnOffsetCommitResponse
+	if code := s.addOffsetsToTxn(r.ctx, req); code != 0 {
+		resp = failTxnOffsetCommit(req, code).(*kmsg.TxnOffsetCommitResponse)
+	} else if resp = txnOffsets(&s.backend).TxnOffsetCommit(s.groupCtx(r), req); resp == nil {
 		return nil, errNoResponse
 	}
 	for _, t := range resp.Topics {
@@ -57,6 +45,21 @@ func handleTxnOffsetCommit(s *Server, r *request) (kmsg.Response, error) {
 		}
 	}
 	return resp, nil
+}
+
+// addOffsetsToTxn puts the group's offsets partition in the producer's
+// transaction first, for a TxnOffsetCommit v5+ under transaction.version 2
+// (KIP-890 part 2); 0 when the commit may go ahead. A moving or busy
+// coordinator is COORDINATOR_NOT_AVAILABLE, which clients retry.
+func (s *Server) addOffsetsToTxn(ctx context.Context, req *kmsg.TxnOffsetCommitRequest) int16 {
+	if req.Version < 5 || !s.tv2() {
+		return 0
+	}
+	code := s.backend.TxnAdder.AddTxnOffsets(ctx, req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Group)
+	if coordinatorBusy(code) {
+		return kerr.CoordinatorNotAvailable.Code
+	}
+	return code
 }
 
 func failTxnOffsetCommit(req kmsg.Request, code int16) kmsg.Response {

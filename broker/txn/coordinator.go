@@ -299,6 +299,14 @@ func (c *Coordinator) with(txnID string, create bool, fn func(o op, cur *Metadat
 // persist writes m to __transaction_state and installs it; the caller
 // holds o.e.mu.
 func (c *Coordinator) persist(o op, m Metadata) int16 {
+	return c.write(o, m.TransactionalID, EncodeValue(m), m.State.String(), &m)
+}
+
+// write appends the record of transactional id id (value nil: its
+// tombstone) to o's __transaction_state partition and, once it is there
+// and the partition still ours, installs m (nil: the id is forgotten); the
+// caller holds o.e.mu. what names the record in a failure's log line.
+func (c *Coordinator) write(o op, id string, value []byte, what string, m *Metadata) int16 {
 	lock := c.appendLocks.Of(o.p)
 	lock.Lock()
 	defer lock.Unlock()
@@ -307,8 +315,8 @@ func (c *Coordinator) persist(o op, m Metadata) int16 {
 	}
 	ctx, cancel := context.WithTimeout(c.ctx, ms(c.cfg.AppendTimeoutMs))
 	defer cancel()
-	if err := c.log.Append(ctx, o.p, EncodeKey(m.TransactionalID), EncodeValue(m)); err != nil {
-		c.logger.Warn(fmt.Sprintf("Failed to write transaction %s (%s) to %s-%d: %v", m.TransactionalID, m.State, StateTopic, o.p, err))
+	if err := c.log.Append(ctx, o.p, EncodeKey(id), value); err != nil {
+		c.logger.Warn(fmt.Sprintf("Failed to write transaction %s (%s) to %s-%d: %v", id, what, StateTopic, o.p, err))
 		if errors.Is(err, ErrNotLeader) {
 			return kerr.NotCoordinator.Code
 		}
@@ -319,8 +327,7 @@ func (c *Coordinator) persist(o op, m Metadata) int16 {
 	if st := c.parts[o.p]; st == nil || st.token != o.token {
 		return kerr.NotCoordinator.Code
 	}
-	mm := m
-	o.e.meta = &mm
+	o.e.meta = m
 	return 0
 }
 
@@ -498,24 +505,12 @@ func (c *Coordinator) ExpireIDs() int {
 			if cur == nil || !Expired(*cur, now, c.cfg.ExpirationMs) {
 				return 0
 			}
-			lock := c.appendLocks.Of(o.p)
-			lock.Lock()
-			defer lock.Unlock()
-			if !c.current(o.p, o.token) {
-				return kerr.NotCoordinator.Code
-			}
-			ctx, cancel := context.WithTimeout(c.ctx, ms(c.cfg.AppendTimeoutMs))
-			defer cancel()
-			if err := c.log.Append(ctx, o.p, EncodeKey(id), nil); err != nil {
-				c.logger.Warn(fmt.Sprintf("Failed to expire transactional id %s in %s-%d: %v", id, StateTopic, o.p, err))
-				return kerr.CoordinatorNotAvailable.Code
-			}
 			// The entry stays, with no metadata: as an id never seen, the
 			// next InitProducerId starts it over (a request already
 			// waiting on the entry sees the same).
-			c.mu.Lock()
-			o.e.meta = nil
-			c.mu.Unlock()
+			if code := c.write(o, id, nil, "expiry tombstone", nil); code != 0 {
+				return code
+			}
 			c.logger.Info(fmt.Sprintf("Expired transactional id %s (producer %d, unused for %d ms)", id, cur.ProducerID, now-cur.UpdateMs))
 			n++
 			return 0

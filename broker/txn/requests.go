@@ -50,51 +50,24 @@ func (c *Coordinator) InitProducerID(_ context.Context, req *kmsg.InitProducerID
 // AddPartitionsToTxn answers v0-v3 (one transaction per request, from a
 // client). Partitions that do not exist fail with
 // UNKNOWN_TOPIC_OR_PARTITION and the others with OPERATION_NOT_ATTEMPTED.
-func (c *Coordinator) AddPartitionsToTxn(ctx context.Context, req *kmsg.AddPartitionsToTxnRequest) *kmsg.AddPartitionsToTxnResponse {
+func (c *Coordinator) AddPartitionsToTxn(_ context.Context, req *kmsg.AddPartitionsToTxnRequest) *kmsg.AddPartitionsToTxnResponse {
 	if req.Version >= 4 {
-		return c.addPartitionsBatched(ctx, req)
+		return c.addPartitionsBatched(req)
 	}
-	resp := kmsg.NewPtrAddPartitionsToTxnResponse()
 	var tps []TopicPartition
-	img := c.md.Image()
-	unknown := map[TopicPartition]bool{}
 	for _, t := range req.Topics {
 		for _, p := range t.Partitions {
-			tp := TopicPartition{Topic: t.Topic, Partition: p}
-			tps = append(tps, tp)
-			if img.Partition(t.Topic, p) == nil {
-				unknown[tp] = true
-			}
+			tps = append(tps, TopicPartition{Topic: t.Topic, Partition: p})
 		}
 	}
-	code := int16(0)
-	if len(unknown) == 0 {
-		code = c.with(req.TransactionalID, false, func(o op, cur *Metadata) int16 {
-			d := AddPartitions(cur, req.ProducerID, req.ProducerEpoch, tps, c.nowMs())
-			code, _ := c.apply(o, d)
-			return code
-		})
-		if code == kerr.TransactionalIDNotFound.Code {
-			code = kerr.InvalidProducerIDMapping.Code
-		}
-		if code == kerr.ProducerFenced.Code && req.Version < 2 {
-			code = kerr.InvalidProducerEpoch.Code
-		}
-	}
+	codes := c.addPartitions(req.TransactionalID, req.ProducerID, req.ProducerEpoch, tps, req.Version)
+	resp := kmsg.NewPtrAddPartitionsToTxnResponse()
 	for _, t := range req.Topics {
 		rt := kmsg.NewAddPartitionsToTxnResponseTopic()
 		rt.Topic = t.Topic
 		for _, p := range t.Partitions {
 			rp := kmsg.NewAddPartitionsToTxnResponseTopicPartition()
-			rp.Partition = p
-			switch {
-			case unknown[TopicPartition{Topic: t.Topic, Partition: p}]:
-				rp.ErrorCode = kerr.UnknownTopicOrPartition.Code
-			case len(unknown) > 0:
-				rp.ErrorCode = kerr.OperationNotAttempted.Code
-			default:
-				rp.ErrorCode = code
-			}
+			rp.Partition, rp.ErrorCode = p, codes[TopicPartition{Topic: t.Topic, Partition: p}]
 			rt.Partitions = append(rt.Partitions, rp)
 		}
 		resp.Topics = append(resp.Topics, rt)
@@ -102,27 +75,58 @@ func (c *Coordinator) AddPartitionsToTxn(ctx context.Context, req *kmsg.AddParti
 	return resp
 }
 
+// addPartitions adds tps to the transaction of id and answers per
+// partition: UNKNOWN_TOPIC_OR_PARTITION for one missing from the image
+// (and OPERATION_NOT_ATTEMPTED for the others then), else the decision's
+// code, as the request version words it.
+func (c *Coordinator) addPartitions(id string, producerID int64, epoch int16, tps []TopicPartition, version int16) map[TopicPartition]int16 {
+	img := c.md.Image()
+	codes := map[TopicPartition]int16{}
+	unknown := false
+	for _, tp := range tps {
+		if img.Partition(tp.Topic, tp.Partition) == nil {
+			codes[tp], unknown = kerr.UnknownTopicOrPartition.Code, true
+		}
+	}
+	code := kerr.OperationNotAttempted.Code
+	if !unknown {
+		code = c.with(id, false, func(o op, cur *Metadata) int16 {
+			code, _ := c.apply(o, AddPartitions(cur, producerID, epoch, tps, c.nowMs()))
+			return code
+		})
+		if code == kerr.TransactionalIDNotFound.Code {
+			code = kerr.InvalidProducerIDMapping.Code
+		}
+		if code == kerr.ProducerFenced.Code && version < 2 {
+			code = kerr.InvalidProducerEpoch.Code
+		}
+	}
+	for _, tp := range tps {
+		if _, ok := codes[tp]; !ok {
+			codes[tp] = code
+		}
+	}
+	return codes
+}
+
 // addPartitionsBatched answers AddPartitionsToTxn v4+, the brokers' form
 // (KIP-890): several transactions in one request, each either added to
-// (as v3) or, with VerifyOnly, only checked (VerifyPartitions). Results
-// come per transaction.
-func (c *Coordinator) addPartitionsBatched(ctx context.Context, req *kmsg.AddPartitionsToTxnRequest) *kmsg.AddPartitionsToTxnResponse {
+// (addPartitions) or, with VerifyOnly, only checked (VerifyPartitions, one
+// partition at a time: one missing from the transaction fails only
+// itself). Results come per transaction.
+func (c *Coordinator) addPartitionsBatched(req *kmsg.AddPartitionsToTxnRequest) *kmsg.AddPartitionsToTxnResponse {
 	resp := kmsg.NewPtrAddPartitionsToTxnResponse()
 	resp.Version = req.Version
 	for _, t := range req.Transactions {
-		r := kmsg.NewAddPartitionsToTxnResponseTransaction()
-		r.TransactionalID = t.TransactionalID
-		var code func(tp TopicPartition) int16
-		if t.VerifyOnly {
-			var tps []TopicPartition
-			for _, tt := range t.Topics {
-				for _, p := range tt.Partitions {
-					tps = append(tps, TopicPartition{Topic: tt.Topic, Partition: p})
-				}
+		var tps []TopicPartition
+		for _, tt := range t.Topics {
+			for _, p := range tt.Partitions {
+				tps = append(tps, TopicPartition{Topic: tt.Topic, Partition: p})
 			}
-			// Verified one by one: one partition missing from the
-			// transaction fails only itself.
-			codes := map[TopicPartition]int16{}
+		}
+		var codes map[TopicPartition]int16
+		if t.VerifyOnly {
+			codes = map[TopicPartition]int16{}
 			for _, tp := range tps {
 				codes[tp] = c.with(t.TransactionalID, false, func(_ op, cur *Metadata) int16 {
 					return VerifyPartitions(cur, t.ProducerID, t.ProducerEpoch, []TopicPartition{tp})
@@ -131,31 +135,17 @@ func (c *Coordinator) addPartitionsBatched(ctx context.Context, req *kmsg.AddPar
 					codes[tp] = kerr.InvalidProducerIDMapping.Code
 				}
 			}
-			code = func(tp TopicPartition) int16 { return codes[tp] }
 		} else {
-			one := kmsg.NewPtrAddPartitionsToTxnRequest()
-			one.Version = 3
-			one.TransactionalID, one.ProducerID, one.ProducerEpoch = t.TransactionalID, t.ProducerID, t.ProducerEpoch
-			for _, tt := range t.Topics {
-				ot := kmsg.NewAddPartitionsToTxnRequestTopic()
-				ot.Topic, ot.Partitions = tt.Topic, tt.Partitions
-				one.Topics = append(one.Topics, ot)
-			}
-			added := c.AddPartitionsToTxn(ctx, one)
-			codes := map[TopicPartition]int16{}
-			for _, at := range added.Topics {
-				for _, ap := range at.Partitions {
-					codes[TopicPartition{Topic: at.Topic, Partition: ap.Partition}] = ap.ErrorCode
-				}
-			}
-			code = func(tp TopicPartition) int16 { return codes[tp] }
+			codes = c.addPartitions(t.TransactionalID, t.ProducerID, t.ProducerEpoch, tps, req.Version)
 		}
+		r := kmsg.NewAddPartitionsToTxnResponseTransaction()
+		r.TransactionalID = t.TransactionalID
 		for _, tt := range t.Topics {
 			rt := kmsg.NewAddPartitionsToTxnResponseTransactionTopic()
 			rt.Topic = tt.Topic
 			for _, p := range tt.Partitions {
 				rp := kmsg.NewAddPartitionsToTxnResponseTransactionTopicPartition()
-				rp.Partition, rp.ErrorCode = p, code(TopicPartition{Topic: tt.Topic, Partition: p})
+				rp.Partition, rp.ErrorCode = p, codes[TopicPartition{Topic: tt.Topic, Partition: p}]
 				rt.Partitions = append(rt.Partitions, rp)
 			}
 			r.Topics = append(r.Topics, rt)
