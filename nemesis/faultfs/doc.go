@@ -50,7 +50,8 @@
 //     failure is dirty again, and a later successful fsync makes it
 //     durable. A failed directory fsync leaves the entries as they were.
 //
-// A power loss ends the mount (operations in progress finish first; files
+// A power loss ends the mount (operations in progress finish first, but
+// not an injected delay, which is cut short; files
 // still open on it fail with EIO), rolls the backing dir back to its
 // durable state and mounts again. Kill the processes using the mount first,
 // as the power cut would. Beyond dropping every unsynced change:
@@ -98,7 +99,11 @@
 // (default 0: full now); a write that would pass the quota fails with
 // ENOSPC and writes nothing, overwrites inside a file still succeed, and
 // truncation does not count (sparse). slow delays the chosen operations by
-// DELAY plus a jitter drawn uniformly in [0, jitter) from the seed. heal
+// DELAY plus a jitter drawn uniformly in [0, jitter) from the seed; an
+// operation still waiting out its delay when its caller is killed (the
+// kernel interrupts the request) or the power is cut fails with EINTR and
+// has no effect, so an fsync in progress at a power loss makes nothing
+// durable. heal
 // ends every eio, enospc and slow fault; the durability model goes on.
 // status lists the faults in force and the unsynced bytes a power loss
 // would drop.

@@ -1,6 +1,7 @@
 package faultfs
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -43,7 +44,6 @@ type FS struct {
 	model  *Model
 	faults Faults
 	now    func() time.Time
-	sleep  func(time.Duration)
 }
 
 // session is one FUSE mount of the FS. A power loss ends it (every
@@ -56,6 +56,10 @@ type session struct {
 	// ops is held shared by every operation in progress, so that a power
 	// loss waits for them before it rolls the backing dir back.
 	ops sync.RWMutex
+	// stopping is closed when the power loss begins: an operation still
+	// waiting out an injected delay gives up then, as the power cut would
+	// have stopped it.
+	stopping chan struct{}
 }
 
 func (s *session) enter() bool {
@@ -104,7 +108,7 @@ func Mount(backingDir, mountpoint string, opts Options) (*FS, error) {
 	}
 	f := &FS{
 		backing: backing, mountpoint: mnt, stage: stage, dev: uint64(st.Dev), debug: opts.Debug,
-		model: NewModel(Ino(st.Ino)), now: time.Now, sleep: sleep,
+		model: NewModel(Ino(st.Ino)), now: time.Now,
 	}
 	f.ctl.Lock()
 	defer f.ctl.Unlock()
@@ -121,14 +125,8 @@ func inside(path, dir string) bool {
 	return err == nil && rel != ".." && !strings.HasPrefix(rel, "../")
 }
 
-func sleep(d time.Duration) {
-	if d > 0 {
-		time.Sleep(d)
-	}
-}
-
 func (f *FS) mount() error {
-	s := &session{fs: f}
+	s := &session{fs: f, stopping: make(chan struct{})}
 	root := &fs.LoopbackRoot{Path: f.backing, Dev: f.dev}
 	root.NewNode = func(r *fs.LoopbackRoot, _ *fs.Inode, _ string, st *syscall.Stat_t) fs.InodeEmbedder {
 		return &node{LoopbackNode: fs.LoopbackNode{RootData: r}, s: s, ino: Ino(st.Ino)}
@@ -175,6 +173,7 @@ func (f *FS) detach() error {
 	s := f.session
 	f.session = nil
 	s.off.Store(true)
+	close(s.stopping)
 	s.ops.Lock()
 	s.ops.Unlock()
 	if err := s.server.Unmount(); err != nil {
@@ -258,13 +257,26 @@ func (f *FS) stagePath(ino Ino) string {
 	return filepath.Join(f.stage, strconv.FormatUint(uint64(ino), 10))
 }
 
-// decide applies the faults to one operation: it waits out the delay and
-// returns the errno to fail with (0: go ahead).
-func (f *FS) decide(op Ops, rel string, grow int64) syscall.Errno {
+// decide applies the faults to one operation of session s: it waits out
+// the delay and returns the errno to fail with (0: go ahead). A delay cut
+// short, by the caller's interruption (the kernel interrupts the request
+// of a process that is killed) or by a power loss, returns EINTR: the
+// operation did not happen.
+func (f *FS) decide(ctx context.Context, s *session, op Ops, rel string, grow int64) syscall.Errno {
 	f.mu.Lock()
 	d := f.faults.Decide(f.now(), op, rel, grow)
 	f.mu.Unlock()
-	f.sleep(d.Delay)
+	if d.Delay > 0 {
+		t := time.NewTimer(d.Delay)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			return syscall.EINTR
+		case <-s.stopping:
+			return syscall.EINTR
+		}
+	}
 	return d.Errno
 }
 

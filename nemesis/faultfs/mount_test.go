@@ -384,6 +384,28 @@ func TestMountLatencyDelaysFsync(t *testing.T) {
 	assert.Less(t, time.Since(start), 150*time.Millisecond, "writes are not slowed by an fsync fault")
 }
 
+// A power loss during a slow fsync's delay cuts it short: what it would
+// have made durable is not (the kernel holds the file's lock through a
+// FUSE fsync, so writes to it wait meanwhile; a killed caller interrupts
+// the delay the same way).
+func TestMountSlowFsyncIsCutShortByPowerLoss(t *testing.T) {
+	f, mnt, _ := mounted(t)
+	a := filepath.Join(mnt, "a")
+	writeFile(t, a, []byte("durable"), true)
+	syncDir(t, mnt)
+	exec(t, f, "slow fsync 3s")
+	w := openFile(t, a, os.O_WRONLY|os.O_APPEND)
+	_, err := w.Write([]byte(" written"))
+	require.NoError(t, err)
+	synced := make(chan error, 1)
+	go func() { synced <- w.Sync() }()
+	time.Sleep(100 * time.Millisecond)
+
+	power(t, f, PowerSpec{})
+	assert.Error(t, <-synced, "the fsync in progress never completed")
+	assert.Equal(t, "durable", string(readFile(t, a)))
+}
+
 func TestMountPowerLossCutsOffOpenFiles(t *testing.T) {
 	f, mnt, _ := mounted(t)
 	a := filepath.Join(mnt, "a")

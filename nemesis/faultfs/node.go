@@ -446,7 +446,7 @@ func (h *file) Write(ctx context.Context, data []byte, off int64) (uint32, sysca
 	size, _ := f.model.Size(n.ino)
 	toSave := f.model.ToSave(n.ino, off, end)
 	f.mu.Unlock()
-	if errno := f.decide(OpWrite, n.rel(), max(0, end-size)); errno != 0 {
+	if errno := f.decide(ctx, n.s, OpWrite, n.rel(), max(0, end-size)); errno != 0 {
 		return 0, errno
 	}
 	saved, errno := n.readSaved(h, toSave)
@@ -471,7 +471,11 @@ func (h *file) Fsync(ctx context.Context, flags uint32) syscall.Errno {
 	n.data.Lock()
 	defer n.data.Unlock()
 	f := n.fsys()
-	if errno := f.decide(OpFsync, n.rel(), 0); errno != 0 {
+	errno := f.decide(ctx, n.s, OpFsync, n.rel(), 0)
+	if errno == syscall.EINTR { // cut short: the fsync did not happen
+		return errno
+	}
+	if errno != 0 {
 		f.mu.Lock()
 		f.model.FsyncFailed(n.ino)
 		f.mu.Unlock()
@@ -521,7 +525,7 @@ func (d *dirHandle) Fsyncdir(ctx context.Context, flags uint32) syscall.Errno {
 	}
 	defer n.s.leave()
 	f := n.fsys()
-	if errno := f.decide(OpFsync, n.rel(), 0); errno != 0 {
+	if errno := f.decide(ctx, n.s, OpFsync, n.rel(), 0); errno != 0 {
 		return errno
 	}
 	f.mu.Lock()
