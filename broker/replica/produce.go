@@ -36,6 +36,21 @@ func (m *Manager) InTransaction(topic string, partition int32, producerID int64,
 	return p.log != nil && p.log.InTransaction(producerID, epoch)
 }
 
+// Producers returns the producers of a partition this broker leads
+// (DescribeProducers), or NOT_LEADER_OR_FOLLOWER / UNKNOWN_TOPIC_OR_PARTITION.
+func (m *Manager) Producers(topic string, partition int32) ([]storage.ProducerState, int16) {
+	p := m.get(topic, partition)
+	if p == nil {
+		return nil, m.unknownOrNotLeader(topic, partition)
+	}
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	if p.state != OnlineReplica || p.log == nil {
+		return nil, kerr.NotLeaderForPartition.Code
+	}
+	return p.log.Producers(), 0
+}
+
 // produce is Produce; coordinator appends records a coordinator of this
 // broker writes for a producer (storage.Log.AppendAsCoordinator).
 func (m *Manager) produce(ctx context.Context, topic string, partition int32, records []byte, acks int16, coordinator bool) ProduceResult {
@@ -209,7 +224,7 @@ func (m *Manager) WriteTxnMarker(ctx context.Context, topic string, partition in
 // publishing a high watermark that moved.
 func (p *partition) appended(st *State) {
 	p.stMu.Lock()
-	moved := st.Appended(p.log.LogEndOffset())
+	moved := st.Appended(p.log.VisibleEnd())
 	p.stMu.Unlock()
 	if moved {
 		p.publishHW()

@@ -113,3 +113,28 @@ func TestConcurrentFsyncedAppendsSurvivePowerLoss(t *testing.T) {
 	_, l2 := reopenUnclean(t, OS, dir)
 	assert.Equal(t, int64(100), l2.LogEndOffset())
 }
+
+// TestVisibleEndStopsAtTheFlushedEnd: with flush.messages=1 an append whose
+// fsync has not finished (another append's group commit still running) is
+// not visible to the high watermark; with the default flush policy the log
+// end is.
+func TestVisibleEndStopsAtTheFlushedEnd(t *testing.T) {
+	cfg := testConfig()
+	cfg.FlushIntervalMessages = 1
+	l := openTestLog(t, OS, filepath.Join(t.TempDir(), testTP.DirName()), cfg, true)
+	_, err := l.AppendAsLeader(BuildBatch(records(1, "a", 1), BatchOptions{}), 0, 1)
+	require.NoError(t, err)
+	assert.Equal(t, int64(1), l.VisibleEnd())
+	_, flush, err := l.appendAsLeader(BuildBatch(records(1, "b", 1), BatchOptions{}), 0, 1, false)
+	require.NoError(t, err)
+	require.True(t, flush)
+	assert.Equal(t, int64(2), l.LogEndOffset())
+	assert.Equal(t, int64(1), l.VisibleEnd(), "appended, not yet fsynced")
+	require.NoError(t, l.syncTo(2, 1))
+	assert.Equal(t, int64(2), l.VisibleEnd())
+
+	plain := openTestLog(t, OS, filepath.Join(t.TempDir(), testTP.DirName()), testConfig(), true)
+	_, _, err = plain.appendAsLeader(BuildBatch(records(1, "c", 1), BatchOptions{}), 0, 1, false)
+	require.NoError(t, err)
+	assert.Equal(t, int64(1), plain.VisibleEnd(), "no flush promised: the log end")
+}

@@ -177,6 +177,24 @@ func (l *Log) LogEndOffset() int64 {
 	return l.leo()
 }
 
+// VisibleEnd is how far the leader's own log counts toward the high
+// watermark: the log end, except when flush.messages asks for an fsync at
+// every append, where it is the flushed end. Appends here go on while
+// another append's fsync runs (group commit), so without this a reader
+// could see, and a power loss then take back, records whose own fsync has
+// not finished; Kafka flushes inside the append under the log's lock, so
+// its high watermark never passes an unflushed record either. Under
+// unsafe.ack.before.fsync the log end counts, as the planted bug's
+// acknowledgement does.
+func (l *Log) VisibleEnd() int64 {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	if l.cfg.FlushIntervalMessages == 1 && !l.unsafe.AckBeforeFsync {
+		return min(max(l.recoveryPoint, l.logStartOffset), l.leo())
+	}
+	return l.leo()
+}
+
 // LogStartOffset is the first offset still readable.
 func (l *Log) LogStartOffset() int64 {
 	l.mu.RLock()
