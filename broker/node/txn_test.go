@@ -114,18 +114,34 @@ func TestTransactionsKgoSingleNode(t *testing.T) {
 	committedEnd, err := kadm.NewClient(plain).ListCommittedOffsets(ctx, "txn")
 	require.NoError(t, err)
 	assert.Less(t, committedEnd["txn"][0].Offset, endUncommitted, "the LSO stays at the open transaction")
+	// DescribeProducers shows the transaction open on partition 0 from the
+	// LSO on (kafka-transactions.sh find-hanging), and closed after.
+	openTxnStart := func() int64 {
+		described, err := kadm.NewClient(plain).DescribeProducers(ctx, kadm.TopicsSet{"txn": {0: {}}})
+		require.NoError(t, err)
+		p := described["txn"].Partitions[0]
+		require.NoError(t, p.Err)
+		start := int64(-1)
+		for _, d := range p.ActiveProducers {
+			if d.CurrentTxnStartOffset >= 0 {
+				start = d.CurrentTxnStartOffset
+			}
+		}
+		return start
+	}
+	assert.Equal(t, committedEnd["txn"][0].Offset, openTxnStart())
 	require.NoError(t, open.EndTransaction(ctx, kgo.TryCommit))
+	require.Eventually(t, func() bool { return openTxnStart() == -1 }, 10*time.Second, 10*time.Millisecond, "the marker ends it")
 	got := consumeAll(t, seeds, "txn", kgo.ReadCommitted(), len(committed)+2)
 	assert.Contains(t, got, "open")
 	assert.Contains(t, got, "after-open")
 
 	// The state survives a restart of the node.
 	adm := kadm.NewClient(plain)
-	described, err := adm.DescribeTransactions(ctx, "tx-single")
-	require.NoError(t, err)
-	d, ok := described["tx-single"]
-	require.True(t, ok)
-	assert.Equal(t, "CompleteCommit", d.State)
+	require.Eventually(t, func() bool {
+		described, err := adm.DescribeTransactions(ctx, "tx-single")
+		return err == nil && described["tx-single"].State == "CompleteCommit"
+	}, 10*time.Second, 10*time.Millisecond, "EndTxn answers once PrepareCommit is durable; CompleteCommit follows the markers")
 }
 
 func TestTransactionsKgoZombieFenced(t *testing.T) {

@@ -206,6 +206,15 @@ type TxnState interface {
 	InTransaction(topic string, partition int32, producerID int64, epoch int16) bool
 }
 
+// ProducerStates is what DescribeProducers asks of the replicas
+// (*replica.Manager has it): the producers a partition this broker leads
+// remembers, or the partition's error code.
+type ProducerStates interface {
+	Producers(topic string, partition int32) ([]storage.ProducerState, int16)
+}
+
+var _ ProducerStates = (*replica.Manager)(nil)
+
 // TxnMarkers writes one transaction marker to a partition this broker
 // leads and answers once it is replicated (an error code, 0 on success).
 type TxnMarkers interface {

@@ -33,6 +33,7 @@ const (
 	needTxns
 	needTxnMarkers
 	needTxnOffsets
+	needProducers
 )
 
 // handlerFunc serves one decoded request. It returns the response (its
@@ -88,7 +89,8 @@ func available(b *Backend) map[int16]*api {
 			a.needs&needLogDirs != 0 && b.LogDirs == nil ||
 			a.needs&needTxns != 0 && b.Txns == nil ||
 			a.needs&needTxnMarkers != 0 && b.TxnMarkers == nil ||
-			a.needs&needTxnOffsets != 0 && txnOffsets(b) == nil {
+			a.needs&needTxnOffsets != 0 && txnOffsets(b) == nil ||
+			a.needs&needProducers != 0 && producerStates(b) == nil {
 			continue
 		}
 		out[k] = a
@@ -213,6 +215,11 @@ func (s *Server) serveRequest(r *request) (resp kmsg.Response, err error) {
 
 // txnOffsets is the group coordinator's transactional offset commits, nil
 // when the wired Groups does not take them.
+func producerStates(b *Backend) ProducerStates {
+	p, _ := b.Replicas.(ProducerStates)
+	return p
+}
+
 func txnOffsets(b *Backend) TxnOffsets {
 	t, _ := b.Groups.(TxnOffsets)
 	return t

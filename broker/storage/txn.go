@@ -308,6 +308,35 @@ func (l *Log) InTransaction(producerID int64, epoch int16) bool {
 	return e != nil && e.epoch == epoch && e.currentTxnFirstOffset >= 0
 }
 
+// ProducerState is one producer id's state in a partition, as
+// DescribeProducers reports it.
+type ProducerState struct {
+	ProducerID    int64
+	Epoch         int16
+	LastSequence  int32 // -1 before its first batch of this epoch
+	LastTimestamp int64
+	// CoordinatorEpoch is that of the last marker written for it (-1:
+	// none).
+	CoordinatorEpoch int32
+	// CurrentTxnStartOffset is the first offset of its open transaction,
+	// -1 when it has none.
+	CurrentTxnStartOffset int64
+}
+
+// Producers returns the state of every producer the log remembers, by
+// producer id.
+func (l *Log) Producers() []ProducerState {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	out := make([]ProducerState, 0, len(l.producers.producers))
+	for id, e := range l.producers.producers {
+		out = append(out, ProducerState{ProducerID: id, Epoch: e.epoch, LastSequence: e.lastSeq(), LastTimestamp: e.lastTimestamp,
+			CoordinatorEpoch: e.coordinatorEpoch, CurrentTxnStartOffset: e.currentTxnFirstOffset})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ProducerID < out[j].ProducerID })
+	return out
+}
+
 // LastStableOffset is the first offset of the oldest open transaction,
 // or the high watermark when that is lower (or no transaction is open):
 // read_committed consumers read below it.

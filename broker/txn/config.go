@@ -75,9 +75,18 @@ type Config struct {
 	// round of markers (Kafka's request.timeout.ms; default 30000).
 	AppendTimeoutMs int64
 	// MarkerWaitMs is how long EndTxn waits for its markers before it
-	// answers (the decision is durable already; the markers go on in the
-	// background). Default 10000.
+	// answers. Default 0: as in Kafka, EndTxn answers once the decision
+	// (PrepareCommit or PrepareAbort) is durable in __transaction_state,
+	// and the markers go on in the background, so a read_committed
+	// consumer may see a committed transaction a moment after its
+	// producer was told.
 	MarkerWaitMs int64
+	// BusyWaitMs is how long a request on a transactional id whose
+	// markers are still being written waits for them before it is
+	// answered CONCURRENT_TRANSACTIONS (Kafka's brokers retry that answer
+	// for up to add.partitions.to.txn.retry.backoff.max.ms, 100 ms, when
+	// they add a partition for a producer). Default 100.
+	BusyWaitMs int64
 	// RetryBackoffMs spaces retries of markers and loads (default 100).
 	RetryBackoffMs int64
 	// NewProducerID allocates a producer id (the controller's block).
@@ -108,8 +117,8 @@ func (c *Config) fillDefaults() {
 	if c.AppendTimeoutMs == 0 {
 		c.AppendTimeoutMs = 30000
 	}
-	if c.MarkerWaitMs == 0 {
-		c.MarkerWaitMs = 10000
+	if c.BusyWaitMs == 0 {
+		c.BusyWaitMs = 100
 	}
 	if c.RetryBackoffMs == 0 {
 		c.RetryBackoffMs = 100
@@ -130,6 +139,8 @@ func (c *Config) validate() error {
 		return fmt.Errorf("transaction.max.timeout.ms must be at least 1, got %d", c.MaxTimeoutMs)
 	case c.AbortIntervalMs < 1:
 		return fmt.Errorf("transaction.abort.timed.out.transaction.cleanup.interval.ms must be at least 1, got %d", c.AbortIntervalMs)
+	case c.MarkerWaitMs < 0 || c.BusyWaitMs < 0:
+		return fmt.Errorf("marker and busy waits must not be negative, got %d and %d ms", c.MarkerWaitMs, c.BusyWaitMs)
 	case c.NewProducerID == nil:
 		return errors.New("transaction coordinator needs a producer id allocator")
 	case c.GroupPartition == nil:

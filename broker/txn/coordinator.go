@@ -48,11 +48,15 @@ type partState struct {
 }
 
 // entry is one transactional id. mu serialises the requests on it; meta
-// is nil until the first InitProducerId is durable.
+// is nil until the first InitProducerId is durable. finishing (guarded by
+// the coordinator's mu) is closed once the markers of its prepared
+// transaction are written and the transaction complete; nil when none is
+// being finished.
 type entry struct {
 	mu        sync.Mutex
 	partition int32
 	meta      *Metadata
+	finishing <-chan struct{}
 }
 
 // New returns a coordinator that owns no partition yet.
@@ -281,6 +285,7 @@ func (c *Coordinator) with(txnID string, create bool, fn func(o op, cur *Metadat
 	if code != 0 {
 		return code
 	}
+	c.awaitFinish(o.e)
 	o.e.mu.Lock()
 	defer o.e.mu.Unlock()
 	if !c.current(o.p, o.token) {
@@ -294,6 +299,27 @@ func (c *Coordinator) with(txnID string, create bool, fn func(o op, cur *Metadat
 	}
 	c.mu.Unlock()
 	return fn(o, cur)
+}
+
+// awaitFinish waits up to BusyWaitMs for the markers of e's prepared
+// transaction, so that a producer that starts its next transaction right
+// after EndTxn answered meets a complete one rather than
+// CONCURRENT_TRANSACTIONS; past the wait the request is decided as it
+// stands.
+func (c *Coordinator) awaitFinish(e *entry) {
+	c.mu.Lock()
+	finishing := e.finishing
+	c.mu.Unlock()
+	if finishing == nil {
+		return
+	}
+	t := time.NewTimer(ms(c.cfg.BusyWaitMs))
+	defer t.Stop()
+	select {
+	case <-finishing:
+	case <-t.C:
+	case <-c.ctx.Done():
+	}
 }
 
 // persist writes m to __transaction_state and installs it; the caller
@@ -356,13 +382,25 @@ func (c *Coordinator) apply(o op, d Decision) (int16, <-chan struct{}) {
 
 // finishAsync writes the markers of prepared transaction m and then its
 // Complete state, retrying until both are done or this node stops
-// coordinating the partition. The returned channel is closed when the
-// transaction is complete.
+// coordinating the partition. The returned channel, also the entry's
+// finishing, is closed when the transaction is complete or no longer this
+// node's to finish.
 func (c *Coordinator) finishAsync(e *entry, p int32, token uint64, coordEpoch int32, m Metadata) <-chan struct{} {
 	done := make(chan struct{})
+	c.mu.Lock()
+	e.finishing = done
+	c.mu.Unlock()
 	c.wg.Add(1)
 	go func() {
 		defer c.wg.Done()
+		defer func() { // complete, or no longer this node's to finish
+			c.mu.Lock()
+			if e.finishing == done {
+				e.finishing = nil
+			}
+			c.mu.Unlock()
+			close(done)
+		}()
 		marker := Marker{ProducerID: m.ProducerID, ProducerEpoch: m.ProducerEpoch, CoordinatorEpoch: coordEpoch,
 			Commit: m.State == PrepareCommit, Partitions: m.Partitions}
 		for attempt := 0; ; attempt++ {
@@ -384,7 +422,6 @@ func (c *Coordinator) finishAsync(e *entry, p int32, token uint64, coordEpoch in
 				}
 			}
 			if c.complete(e, p, token, m) {
-				close(done)
 				return
 			}
 		}

@@ -217,6 +217,34 @@ func TestCoordinatorRefusesUnknownPartitionsAndFencedProducers(t *testing.T) {
 	assert.Equal(t, kerr.InvalidProducerIDMapping.Code, h.add("unknown", pid, epoch, "t", 0))
 }
 
+// With MarkerWaitMs 0 (the broker's default) EndTxn answers once the
+// decision is durable; the producer's next request waits for the markers
+// up to BusyWaitMs and is answered CONCURRENT_TRANSACTIONS past it.
+func TestEndTxnAnswersOnceTheDecisionIsDurable(t *testing.T) {
+	h := newHarness(t, &memStateLog{}, 1)
+	h.c.cfg.MarkerWaitMs = 0
+	pid, epoch := h.init(t, "tx")
+	require.Zero(t, h.add("tx", pid, epoch, "t", 0))
+	h.markers.block.Store(true)
+	require.Zero(t, h.end("tx", pid, epoch, true), "answered with the markers still pending")
+	states := h.log.states(t)
+	assert.Equal(t, PrepareCommit, states[len(states)-1])
+	assert.Empty(t, h.markers.all())
+
+	h.c.cfg.BusyWaitMs = 1
+	assert.Equal(t, kerr.ConcurrentTransactions.Code, h.add("tx", pid, epoch, "t", 1), "markers still pending past the busy wait")
+
+	h.c.cfg.BusyWaitMs = 10000
+	go func() {
+		time.Sleep(20 * time.Millisecond)
+		h.markers.block.Store(false)
+	}()
+	require.Zero(t, h.add("tx", pid, epoch, "t", 1), "the next transaction waits for the markers of the last")
+	require.Len(t, h.markers.all(), 1)
+	assert.True(t, h.markers.all()[0].Commit)
+	assert.Contains(t, h.log.states(t), CompleteCommit)
+}
+
 func TestCoordinatorFinishesPreparedTransactionsAfterFailover(t *testing.T) {
 	log := &memStateLog{}
 	h := newHarness(t, log, 1)

@@ -31,7 +31,11 @@
 //     epoch is in the partition). An open transaction is aborted first.
 //   - A decision is answered only once its record is committed in
 //     __transaction_state; after a failover the new coordinator finishes
-//     every prepared transaction (it resends the markers).
+//     every prepared transaction (it resends the markers). EndTxn answers
+//     once PrepareCommit or PrepareAbort is committed, as Kafka's does;
+//     the markers follow in the background (Config.MarkerWaitMs makes it
+//     wait for them), and the next request on the transactional id waits
+//     up to Config.BusyWaitMs for them before CONCURRENT_TRANSACTIONS.
 //   - EndTxn v5 (KIP-890 part 2) bumps the epoch at every end, so a
 //     delayed EndTxn of an earlier transaction is fenced. Clients that
 //     end with EndTxn v0-v4 keep their epoch across transactions, and

@@ -175,9 +175,12 @@ func (c *Coordinator) AddOffsetsToTxn(_ context.Context, req *kmsg.AddOffsetsToT
 }
 
 // EndTxn commits or aborts. The answer comes once the prepare record is
-// committed and, within MarkerWaitMs, once the markers are written (so a
-// read_committed consumer sees a committed transaction right after), else
-// with success and the markers going on in the background.
+// committed to __transaction_state (the decision cannot be lost from
+// then on) and the markers go on in the background, as in Kafka; the
+// producer's next request on the transactional id waits up to BusyWaitMs
+// for them (awaitFinish). With MarkerWaitMs set, EndTxn itself waits that
+// long for the markers, so a read_committed consumer sees the transaction
+// right after.
 func (c *Coordinator) EndTxn(ctx context.Context, req *kmsg.EndTxnRequest) *kmsg.EndTxnResponse {
 	resp := kmsg.NewPtrEndTxnResponse()
 	resp.ProducerID, resp.ProducerEpoch = -1, -1
@@ -197,7 +200,7 @@ func (c *Coordinator) EndTxn(ctx context.Context, req *kmsg.EndTxnRequest) *kmsg
 	if resp.ErrorCode == kerr.ProducerFenced.Code && req.Version < 2 {
 		resp.ErrorCode = kerr.InvalidProducerEpoch.Code
 	}
-	if done != nil {
+	if done != nil && c.cfg.MarkerWaitMs > 0 {
 		t := time.NewTimer(ms(c.cfg.MarkerWaitMs))
 		defer t.Stop()
 		select {
