@@ -243,3 +243,24 @@ func TestListOffsetsOfNewLeaderBelowEpochStart(t *testing.T) {
 	assert.Equal(t, int64(5), off)
 	assert.Equal(t, int32(1), epoch)
 }
+
+// TestFollowerAboveLeaderEndTruncatesToItsHighWatermark: a fetch answered
+// OFFSET_OUT_OF_RANGE from above the leader's log end (one made without a
+// last fetched epoch, which no divergence check can place) cuts the log
+// back to the leader's high watermark, as Kafka's followers without an
+// epoch cache do; an answer that leaves nothing to cut is an error to back
+// off on.
+func TestFollowerAboveLeaderEndTruncatesToItsHighWatermark(t *testing.T) {
+	m, l := followerOf(t)
+	for off := int64(0); off < 6; off++ {
+		records := storage.BuildBatch(values("v"), storage.BatchOptions{BaseOffset: off})
+		require.NoError(t, m.ApplyFetchResponse("topic", 0, 0, LeaderData{HighWatermark: 2, Records: records}))
+	}
+	require.Equal(t, int64(6), l.LogEndOffset())
+
+	assert.Error(t, m.ApplyFetchResponse("topic", 0, 0, LeaderData{ErrorCode: kerr.OffsetOutOfRange.Code, HighWatermark: 6}))
+	assert.Equal(t, int64(6), l.LogEndOffset())
+
+	require.NoError(t, m.ApplyFetchResponse("topic", 0, 0, LeaderData{ErrorCode: kerr.OffsetOutOfRange.Code, HighWatermark: 3}))
+	assert.Equal(t, int64(3), l.LogEndOffset())
+}

@@ -56,7 +56,9 @@ func (m *Manager) FollowerPosition(topic string, partition int32) (FetchPosition
 // and the high watermark follows the leader's, clamped to this log. An
 // OFFSET_OUT_OF_RANGE below the leader's log start (an empty replacement
 // disk, or a log far behind retention) restarts the log at the leader's log
-// start. Other error codes are returned as kerr errors for the fetcher to
+// start; one above the leader's log end (a fetch without a last fetched
+// epoch) truncates to the leader's high watermark. Other error codes are
+// returned as kerr errors for the fetcher to
 // back off on; a response for an older leader epoch gives ErrNotFollower.
 func (m *Manager) ApplyFetchResponse(topic string, partition int32, leaderEpoch int32, res LeaderData) error {
 	p := m.get(topic, partition)
@@ -74,6 +76,16 @@ func (m *Manager) ApplyFetchResponse(topic string, partition int32, leaderEpoch 
 		m.logger.Info(fmt.Sprintf("Partition %s: log end %d is below the leader's log start %d; restarting the log there", p.tp, leo, res.LogStartOffset))
 		if err := m.cfg.Logs.TruncateFullyAndStartAt(p.tp, res.LogStartOffset); err != nil {
 			return fmt.Errorf("apply fetch of %s: %w", p.tp, err)
+		}
+		return nil
+	case res.ErrorCode == kerr.OffsetOutOfRange.Code && res.HighWatermark >= 0 && res.HighWatermark < leo:
+		// Above the leader's log end: a fetch without a last fetched epoch
+		// (an empty epoch cache) cannot be told where it diverged, so, as
+		// Kafka's followers do without one, cut back to what the leader
+		// has committed and fetch the rest again.
+		m.logger.Warn(fmt.Sprintf("Partition %s: log end %d is beyond leader %d's log end; truncating to its high watermark %d", p.tp, leo, p.leader, res.HighWatermark))
+		if err := m.cfg.Logs.TruncateTo(p.tp, max(res.HighWatermark, p.log.LogStartOffset())); err != nil {
+			return fmt.Errorf("truncate %s to %d: %w", p.tp, res.HighWatermark, err)
 		}
 		return nil
 	case res.ErrorCode != 0:
