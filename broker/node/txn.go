@@ -348,46 +348,61 @@ func (n *Node) txnAdder() server.TxnAdder {
 	return txnAdder{nodeID: n.cfg.NodeID, txns: n.txns, md: n.publisher, peers: n.txnPeers}
 }
 
-// AddTxnPartition implements server.TxnAdder.
-func (a txnAdder) AddTxnPartition(ctx context.Context, id string, producerID int64, epoch int16, topic string, partition int32) int16 {
-	return a.partition(ctx, id, producerID, epoch, topic, partition, false)
-}
-
-// VerifyTxnPartition implements server.TxnAdder (KIP-890 part 1).
-func (a txnAdder) VerifyTxnPartition(ctx context.Context, id string, producerID int64, epoch int16, topic string, partition int32) int16 {
-	return a.partition(ctx, id, producerID, epoch, topic, partition, true)
-}
-
-// partition adds (or with verifyOnly checks) one partition with
-// AddPartitionsToTxn v4, the brokers' batched form (a broker connection
-// sends the highest version both ends serve, so the request is built in
-// that form).
-func (a txnAdder) partition(ctx context.Context, id string, producerID int64, epoch int16, topic string, partition int32, verifyOnly bool) int16 {
+// AddTxnPartitions implements server.TxnAdder with AddPartitionsToTxn v4,
+// the brokers' batched form (a broker connection sends the highest version
+// both ends serve, so the request is built in that form): one request, and
+// at the coordinator one __transaction_state write, for all of them.
+func (a txnAdder) AddTxnPartitions(ctx context.Context, id string, producerID int64, epoch int16, partitions []storage.TopicPartition, verifyOnly bool) []int16 {
 	req := kmsg.NewPtrAddPartitionsToTxnRequest()
 	req.Version = 4
 	tx := kmsg.NewAddPartitionsToTxnRequestTransaction()
 	tx.TransactionalID, tx.ProducerID, tx.ProducerEpoch, tx.VerifyOnly = id, producerID, epoch, verifyOnly
-	tt := kmsg.NewAddPartitionsToTxnRequestTransactionTopic()
-	tt.Topic, tt.Partitions = topic, []int32{partition}
-	tx.Topics = append(tx.Topics, tt)
+	byTopic := map[string]int{}
+	for _, tp := range partitions {
+		i, ok := byTopic[tp.Topic]
+		if !ok {
+			tt := kmsg.NewAddPartitionsToTxnRequestTransactionTopic()
+			tt.Topic = tp.Topic
+			tx.Topics = append(tx.Topics, tt)
+			i = len(tx.Topics) - 1
+			byTopic[tp.Topic] = i
+		}
+		tx.Topics[i].Partitions = append(tx.Topics[i].Partitions, tp.Partition)
+	}
 	req.Transactions = append(req.Transactions, tx)
+	codes := make([]int16, len(partitions))
+	fill := func(code int16) []int16 {
+		for i := range codes {
+			codes[i] = code
+		}
+		return codes
+	}
 	resp, code := askCoordinator(ctx, a, id, req, (*txn.Coordinator).AddPartitionsToTxn)
 	switch {
 	case code != 0:
-		return code
+		return fill(code)
 	case resp.ErrorCode != 0:
-		return resp.ErrorCode
+		return fill(resp.ErrorCode)
 	}
+	got := map[storage.TopicPartition]int16{}
 	for _, r := range resp.Transactions {
+		if r.TransactionalID != id {
+			continue
+		}
 		for _, t := range r.Topics {
 			for _, p := range t.Partitions {
-				if r.TransactionalID == id && t.Topic == topic && p.Partition == partition {
-					return p.ErrorCode
-				}
+				got[storage.TopicPartition{Topic: t.Topic, Partition: p.Partition}] = p.ErrorCode
 			}
 		}
 	}
-	return kerr.CoordinatorNotAvailable.Code
+	for i, tp := range partitions {
+		c, ok := got[tp]
+		if !ok {
+			c = kerr.CoordinatorNotAvailable.Code
+		}
+		codes[i] = c
+	}
+	return codes
 }
 
 // AddTxnOffsets implements server.TxnAdder.

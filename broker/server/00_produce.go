@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/faultline/faultline/broker/metadata"
 	"github.com/faultline/faultline/broker/storage"
 )
 
@@ -35,9 +36,10 @@ import (
 //   - v12+ under transaction.version 2 (KIP-890 part 2): before a
 //     transactional batch is appended, the leader asks the transaction's
 //     coordinator to put the partition in the producer's transaction
-//     (TxnAdder), unless the partition has that producer's transaction
-//     open at that epoch already (every transaction has its own epoch
-//     then), so a batch whose transaction has ended (its epoch fenced by
+//     (TxnAdder; all the request's partitions in one call, so one
+//     __transaction_state write), unless the partition has that
+//     producer's transaction open at that epoch already (every
+//     transaction has its own epoch then), so a batch whose transaction has ended (its epoch fenced by
 //     EndTxn v5 or a timeout) is refused instead of opening a transaction
 //     nobody will end. A coordinator that is moving
 //     or busy ending the previous transaction (NOT_COORDINATOR,
@@ -95,6 +97,7 @@ func handleProduce(s *Server, r *request) (kmsg.Response, error) {
 		defer cancel()
 	}
 	img := s.backend.Metadata.Image()
+	refused := s.addToTxn(ctx, req, img)
 	var wg sync.WaitGroup
 	for i := range req.Topics {
 		t := &req.Topics[i]
@@ -109,11 +112,11 @@ func handleProduce(s *Server, r *request) (kmsg.Response, error) {
 				rp.ErrorCode = kerr.CorruptMessage.Code
 				continue
 			}
+			if code := refused[[2]int{i, j}]; code != 0 {
+				rp.ErrorCode = code
+				continue
+			}
 			produce := func() {
-				if code := s.addToTxn(ctx, req, t.Topic, p.Partition, p.Records); code != 0 {
-					rp.ErrorCode = code
-					return
-				}
 				res := s.backend.Replicas.Produce(ctx, t.Topic, p.Partition, p.Records, req.Acks)
 				rp.ErrorCode, rp.BaseOffset, rp.LogAppendTime, rp.LogStartOffset = res.ErrorCode, res.BaseOffset, res.LogAppendTime, res.LogStartOffset
 				if res.ErrorMessage != "" {
@@ -175,46 +178,78 @@ func handleProduce(s *Server, r *request) (kmsg.Response, error) {
 	return resp, nil
 }
 
-// addToTxn puts the partition of a transactional batch of a Produce v12+
-// into its producer's transaction at the coordinator first, under
-// transaction.version 2 (KIP-890 part 2); 0 when the batch may be appended
-// (or is not transactional, or the request does not use the feature).
+// addToTxn puts the partitions of a Produce v12+'s transactional batches
+// into their producer's transaction at the coordinator first, under
+// transaction.version 2 (KIP-890 part 2), all of them in one call per
+// producer (one __transaction_state write). It returns the error code of
+// each refused partition by its [topic, partition] index in the request;
+// the others may be appended (or are not transactional, or the request
+// does not use the feature).
 //
 // Otherwise, with VerifyTxnPartitions (KIP-890 part 1), a transactional
 // batch that would open its producer's transaction on the partition is
 // appended only once the coordinator confirms the partition is in that
-// transaction; later batches of the same transaction (the partition's
-// producer state has it open) are not asked about.
-func (s *Server) addToTxn(ctx context.Context, req *kmsg.ProduceRequest, topic string, partition int32, records []byte) int16 {
+// transaction.
+//
+// Either way only the first batch of a transaction on a partition goes to
+// the coordinator, as in Kafka: one whose producer's open transaction on
+// the partition has this epoch (under transaction.version 2 every
+// transaction has its own) is in already.
+func (s *Server) addToTxn(ctx context.Context, req *kmsg.ProduceRequest, img *metadata.Image) map[[2]int]int16 {
 	if req.TransactionID == nil || s.backend.TxnAdder == nil || s.backend.Txns == nil {
-		return 0
+		return nil
 	}
 	implicit := req.Version >= 12 && s.tv2()
 	if !implicit && !s.backend.VerifyTxnPartitions {
-		return 0
+		return nil
 	}
-	h, err := storage.ParseBatchHeader(records)
-	if err != nil || !h.IsTransactional() {
-		return 0 // the replica's validation judges it
+	type producer struct {
+		id    int64
+		epoch int16
 	}
-	// A batch of a transaction already open on the partition (the
-	// producer's open transaction there has this epoch; under
-	// transaction.version 2 every transaction has its own epoch) is in:
-	// only the first batch of a transaction on a partition goes to the
-	// coordinator, as in Kafka.
-	if st, ok := s.backend.Replicas.(TxnState); ok && st.InTransaction(topic, partition, h.ProducerID, h.ProducerEpoch) {
-		return 0
+	var order []producer
+	slots := map[producer][][2]int{}
+	tps := map[producer][]storage.TopicPartition{}
+	st, _ := s.backend.Replicas.(TxnState)
+	for i := range req.Topics {
+		t := &req.Topics[i]
+		for j := range t.Partitions {
+			p := &t.Partitions[j]
+			if img.Partition(t.Topic, p.Partition) == nil {
+				continue
+			}
+			h, err := storage.ParseBatchHeader(p.Records)
+			if err != nil || !h.IsTransactional() {
+				continue // the replica's validation judges it
+			}
+			if st != nil && st.InTransaction(t.Topic, p.Partition, h.ProducerID, h.ProducerEpoch) {
+				continue
+			}
+			k := producer{h.ProducerID, h.ProducerEpoch}
+			if _, ok := slots[k]; !ok {
+				order = append(order, k)
+			}
+			slots[k] = append(slots[k], [2]int{i, j})
+			tps[k] = append(tps[k], storage.TopicPartition{Topic: t.Topic, Partition: p.Partition})
+		}
 	}
-	var code int16
-	if implicit {
-		code = s.backend.TxnAdder.AddTxnPartition(ctx, *req.TransactionID, h.ProducerID, h.ProducerEpoch, topic, partition)
-	} else {
-		code = s.backend.TxnAdder.VerifyTxnPartition(ctx, *req.TransactionID, h.ProducerID, h.ProducerEpoch, topic, partition)
+	refused := map[[2]int]int16{}
+	for _, k := range order {
+		codes := s.backend.TxnAdder.AddTxnPartitions(ctx, *req.TransactionID, k.id, k.epoch, tps[k], !implicit)
+		for n, slot := range slots[k] {
+			code := kerr.CoordinatorNotAvailable.Code
+			if n < len(codes) {
+				code = codes[n]
+			}
+			if coordinatorBusy(code) {
+				code = kerr.NotEnoughReplicas.Code
+			}
+			if code != 0 {
+				refused[slot] = code
+			}
+		}
 	}
-	if coordinatorBusy(code) {
-		return kerr.NotEnoughReplicas.Code
-	}
-	return code
+	return refused
 }
 
 // coordinatorBusy reports whether a transaction coordinator's answer to a

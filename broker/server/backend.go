@@ -182,20 +182,22 @@ type Transactions interface {
 	ListTransactions(ctx context.Context, req *kmsg.ListTransactionsRequest) *kmsg.ListTransactionsResponse
 }
 
-// TxnAdder puts a partition, or a consumer group's offsets partition,
+// TxnAdder puts partitions, or a consumer group's offsets partition,
 // into a producer's ongoing transaction at the transaction's coordinator
-// (on this broker or another) and answers with an error code, 0 when it
-// is in. A transaction that has ended is not reopened by a producer epoch
-// it has fenced: under transaction.version 2 every transaction has its own
-// epoch.
+// (on this broker or another) and answers with error codes, 0 for each
+// partition that is in. A transaction that has ended is not reopened by a
+// producer epoch it has fenced: under transaction.version 2 every
+// transaction has its own epoch.
 //
-// VerifyTxnPartition only asks whether the partition is in the producer's
-// open transaction (KIP-890 part 1, AddPartitionsToTxn v4 VerifyOnly):
-// 0 when it is, INVALID_TXN_STATE when it is not.
+// AddTxnPartitions takes every partition of one Produce request that
+// needs it at once (one __transaction_state write, as Kafka's brokers
+// batch them per coordinator) and answers a code per partition, in order.
+// With verifyOnly it only asks whether each partition is in the
+// producer's open transaction (KIP-890 part 1, AddPartitionsToTxn v4
+// VerifyOnly): 0 when it is, INVALID_TXN_STATE when it is not.
 type TxnAdder interface {
-	AddTxnPartition(ctx context.Context, transactionalID string, producerID int64, epoch int16, topic string, partition int32) int16
+	AddTxnPartitions(ctx context.Context, transactionalID string, producerID int64, epoch int16, partitions []storage.TopicPartition, verifyOnly bool) []int16
 	AddTxnOffsets(ctx context.Context, transactionalID string, producerID int64, epoch int16, group string) int16
-	VerifyTxnPartition(ctx context.Context, transactionalID string, producerID int64, epoch int16, topic string, partition int32) int16
 }
 
 // TxnState is what KIP-890 part 1 asks of the replicas (*replica.Manager

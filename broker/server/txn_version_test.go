@@ -20,23 +20,25 @@ type fakeTxns struct{ Transactions }
 
 // fakeAdder records what it is asked to add and answers code.
 type fakeAdder struct {
-	mu    sync.Mutex
-	code  int16
-	calls []string
+	mu      sync.Mutex
+	code    int16
+	calls   []string
+	batches int // AddTxnPartitions calls
 }
 
-func (a *fakeAdder) AddTxnPartition(_ context.Context, id string, pid int64, epoch int16, topic string, partition int32) int16 {
+func (a *fakeAdder) AddTxnPartitions(_ context.Context, id string, pid int64, epoch int16, partitions []storage.TopicPartition, verifyOnly bool) []int16 {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	a.calls = append(a.calls, fmt.Sprintf("%s/%s-%d pid %d epoch %d", id, topic, partition, pid, epoch))
-	return a.code
-}
-
-func (a *fakeAdder) VerifyTxnPartition(_ context.Context, id string, pid int64, epoch int16, topic string, partition int32) int16 {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.calls = append(a.calls, fmt.Sprintf("verify %s/%s-%d pid %d epoch %d", id, topic, partition, pid, epoch))
-	return a.code
+	a.batches++
+	prefix, codes := "", make([]int16, len(partitions))
+	if verifyOnly {
+		prefix = "verify "
+	}
+	for i, tp := range partitions {
+		a.calls = append(a.calls, fmt.Sprintf("%s%s/%s-%d pid %d epoch %d", prefix, id, tp.Topic, tp.Partition, pid, epoch))
+		codes[i] = a.code
+	}
+	return codes
 }
 
 func (a *fakeAdder) AddTxnOffsets(_ context.Context, id string, _ int64, _ int16, group string) int16 {
@@ -185,4 +187,32 @@ type openTxns struct {
 func (o openTxns) InTransaction(_ string, _ int32, producerID int64, _ int16) bool {
 	_, ok := o.open.Load(producerID)
 	return ok
+}
+
+// TestProduceV12AddsAllItsPartitionsAtOnce: the transactional batches of
+// one Produce v12 for three partitions are added in one call (one
+// __transaction_state write at the coordinator, as Kafka's brokers batch
+// them).
+func TestProduceV12AddsAllItsPartitionsAtOnce(t *testing.T) {
+	adder := &fakeAdder{}
+	ts := startServer(t, Options{}, func(b *Backend) { b.Txns, b.TxnAdder, b.TransactionVersion = fakeTxns{}, adder, 2 })
+	require.True(t, ts.fake.addTopic("t", 3))
+	c := dial(t, ts.addr)
+	req := kmsg.NewPtrProduceRequest()
+	req.Version, req.Acks, req.TimeoutMillis = 12, -1, 5000
+	req.TransactionID = kmsg.StringPtr("tx")
+	rt := kmsg.NewProduceRequestTopic()
+	rt.Topic = "t"
+	for p := range int32(3) {
+		rp := kmsg.NewProduceRequestTopicPartition()
+		rp.Partition, rp.Records = p, txnBatch(true)
+		rt.Partitions = append(rt.Partitions, rp)
+	}
+	req.Topics = append(req.Topics, rt)
+	resp := c.roundTrip(req).(*kmsg.ProduceResponse)
+	for _, p := range resp.Topics[0].Partitions {
+		assert.Zero(t, p.ErrorCode, "partition %d", p.Partition)
+	}
+	assert.Equal(t, 1, adder.batches)
+	assert.Equal(t, []string{"tx/t-0 pid 7 epoch 3", "tx/t-1 pid 7 epoch 3", "tx/t-2 pid 7 epoch 3"}, adder.called())
 }
