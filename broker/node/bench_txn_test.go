@@ -44,7 +44,9 @@ func BenchmarkTransactions(b *testing.B) {
 				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 				defer cancel()
 				value := make([]byte, benchValueBytes)
+				var sending, ending time.Duration
 				op := func() {
+					start := time.Now()
 					if mode == "txn" {
 						if err := cl.BeginTransaction(); err != nil {
 							b.Fatal(err)
@@ -60,18 +62,27 @@ func BenchmarkTransactions(b *testing.B) {
 					if err := cl.Flush(ctx); err != nil {
 						b.Fatal(err)
 					}
+					flushed := time.Now()
+					sending += flushed.Sub(start)
 					if mode == "txn" {
 						if err := cl.EndTransaction(ctx, kgo.TryCommit); err != nil {
 							b.Fatal(err)
 						}
+						ending += time.Since(flushed)
 					}
 				}
 				op() // warm up: producer id, coordinator, topic metadata
+				sending, ending = 0, 0
 				b.ResetTimer()
 				for b.Loop() {
 					op()
 				}
 				b.ReportMetric(float64(4*b.N)/b.Elapsed().Seconds(), "records/s")
+				// Where an op's time goes: begin, the sends and their flush
+				// (under transaction.version 2 the leaders add the partitions
+				// meanwhile), and EndTxn.
+				b.ReportMetric(float64(sending.Microseconds())/float64(b.N), "send-µs/op")
+				b.ReportMetric(float64(ending.Microseconds())/float64(b.N), "end-µs/op")
 			})
 		}
 	}
