@@ -357,7 +357,7 @@ func diskCases(base Test) []Case {
 // gatingPlanted are the planted cases the gate runs: those a 60 s test
 // caught in every seed measured (README "Measured detection"), so that the
 // gate proves, in every CI run, that the suite still finds a real bug.
-var gatingPlanted = []string{"planted-idempotence-off", "planted-recovery-skip-crc", "planted-offsets-unreplicated"}
+var gatingPlanted = []string{"planted-idempotence-off", "planted-recovery-skip-crc", "planted-offsets-unreplicated", "planted-ack-before-fsync"}
 
 // gatingTxn are the txn suite's cases the gate runs: compaction and
 // transactions under kills of the nodes they depend on (expected valid),
