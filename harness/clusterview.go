@@ -153,15 +153,28 @@ func (c *clusterView) Partitions(ctx context.Context) ([]nemesis.PartitionState,
 const activeWindow = 3 * time.Second
 
 // ActivePartitions returns the workload's partitions ("topic-N") that had
-// a send acknowledged within activeWindow (nemesis.ActivityView); an error
-// when the workload does not map keys onto partitions.
+// a send acknowledged within activeWindow (nemesis.ActivityView), passing
+// over keys near their retirement (workloads.KeyRetirer) while younger ones
+// are written; an error when the workload does not map keys onto
+// partitions.
 func (c *clusterView) ActivePartitions(context.Context) (map[string]bool, error) {
 	kp, ok := c.r.workload.(workloads.KeyPartitioner)
 	if !ok {
 		return nil, errors.New("the workload does not map its keys onto partitions")
 	}
+	// A key that has had three quarters of its sends goes quiet soon (the
+	// workload retires it), taking a fault's target with it: such keys
+	// count only when no other key is being written.
+	fresh := 0
+	if kr, ok := c.r.workload.(workloads.KeyRetirer); ok {
+		fresh = kr.WritesPerKey() * 3 / 4
+	}
+	keys, young := c.r.writtenSince(time.Now().Add(-activeWindow), fresh)
+	if len(young) > 0 {
+		keys = young
+	}
 	out := map[string]bool{}
-	for _, k := range c.r.writtenSince(time.Now().Add(-activeWindow)) {
+	for _, k := range keys {
 		t, p := kp.TopicPartition(k)
 		out[fmt.Sprintf("%s-%d", t, p)] = true
 	}

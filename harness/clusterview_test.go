@@ -122,3 +122,27 @@ func TestActivePartitionsAreThoseJustWritten(t *testing.T) {
 	_, err = (&clusterView{r: &run{}}).ActivePartitions(context.Background())
 	assert.Error(t, err, "a workload without a key map cannot tell")
 }
+
+// retiringWorkload retires a key after 4 sends.
+type retiringWorkload struct{ keyWorkload }
+
+func (retiringWorkload) WritesPerKey() int { return 4 }
+
+// TestActivePartitionsPassOverKeysAboutToRetire: a key with three quarters
+// of its sends acknowledged goes quiet soon, so its partition counts as
+// being written only while no younger key is.
+func TestActivePartitionsPassOverKeysAboutToRetire(t *testing.T) {
+	r := &run{workload: retiringWorkload{}}
+	c := &clusterView{r: r}
+	for range 3 {
+		r.noteWrites(checker.Op{Type: checker.OK, F: checker.FSend, Mops: []checker.MicroOp{{F: checker.FSend, Key: 1}}})
+	}
+	got, err := c.ActivePartitions(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, map[string]bool{"t0-1": true}, got, "the only key written, old or not")
+
+	r.noteWrites(checker.Op{Type: checker.OK, F: checker.FSend, Mops: []checker.MicroOp{{F: checker.FSend, Key: 6}}})
+	got, err = c.ActivePartitions(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, map[string]bool{"t1-2": true}, got)
+}

@@ -167,8 +167,10 @@ type run struct {
 	mu     sync.Mutex
 	faults []string // faults in force, for the progress line
 	// written is when each key last had a send acknowledged (noteWrites),
-	// for the faults that aim at the partitions being written now.
+	// for the faults that aim at the partitions being written now, and
+	// sends how many it had.
 	written map[int]time.Time
+	sends   map[int]int
 }
 
 // noteWrites notes the keys op (a completion) wrote.
@@ -182,25 +184,30 @@ func (r *run) noteWrites(op checker.Op) {
 	for _, m := range op.Mops {
 		if m.F == checker.FSend {
 			if r.written == nil {
-				r.written = map[int]time.Time{}
+				r.written, r.sends = map[int]time.Time{}, map[int]int{}
 			}
 			r.written[m.Key] = now
+			r.sends[m.Key]++
 		}
 	}
 }
 
-// writtenSince returns the keys with a send acknowledged since t.
-func (r *run) writtenSince(t time.Time) []int {
+// writtenSince returns the keys with a send acknowledged since t, and
+// of them those with fewer than fresh sends acknowledged (fresh <= 0: all).
+func (r *run) writtenSince(t time.Time, fresh int) (keys, young []int) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	var keys []int
 	for k, at := range r.written {
 		if !at.Before(t) {
 			keys = append(keys, k)
+			if fresh <= 0 || r.sends[k] < fresh {
+				young = append(young, k)
+			}
 		}
 	}
 	sort.Ints(keys)
-	return keys
+	sort.Ints(young)
+	return keys, young
 }
 
 func (r *run) setPhase(p string) {

@@ -79,6 +79,14 @@ type KeyPartitioner interface {
 	TopicPartition(key int) (string, int32)
 }
 
+// KeyRetirer is a workload that stops writing a key after a number of
+// sends (Jepsen's queue workload brings in a fresh key then), so that
+// faults aimed at the partitions being written can pass over a key about
+// to go quiet.
+type KeyRetirer interface {
+	WritesPerKey() int
+}
+
 // Final is a workload's last phase: rounds of fresh processes read until
 // everything the run wrote was read, or the harness's deadline passes.
 type Final interface {

@@ -50,6 +50,10 @@ func (w *workload) OwnsTopic(topic string) bool {
 // TopicPartition is the topic-partition of key k (workloads.KeyPartitioner).
 func (w *workload) TopicPartition(k int) (string, int32) { return w.opts.TopicPartition(k) }
 
+// WritesPerKey is how many sends a key gets before the generator retires
+// it (workloads.KeyRetirer).
+func (w *workload) WritesPerKey() int { return w.gen.opts.MaxWritesPerKey }
+
 func (w *workload) Close() { w.topics.Close() }
 
 // Groups names the consumer group that subscribe operations join (the
