@@ -207,9 +207,14 @@ func (s *Server) addToTxn(ctx context.Context, req *kmsg.ProduceRequest, img *me
 		id    int64
 		epoch int16
 	}
+	// adds are a producer's partitions to add, with their [topic,
+	// partition] index in the request; order keeps the request's order.
+	type adds struct {
+		slots [][2]int
+		tps   []storage.TopicPartition
+	}
 	var order []producer
-	slots := map[producer][][2]int{}
-	tps := map[producer][]storage.TopicPartition{}
+	pending := map[producer]*adds{}
 	st, _ := s.backend.Replicas.(TxnState)
 	for i := range req.Topics {
 		t := &req.Topics[i]
@@ -226,17 +231,21 @@ func (s *Server) addToTxn(ctx context.Context, req *kmsg.ProduceRequest, img *me
 				continue
 			}
 			k := producer{h.ProducerID, h.ProducerEpoch}
-			if _, ok := slots[k]; !ok {
+			a := pending[k]
+			if a == nil {
+				a = &adds{}
+				pending[k] = a
 				order = append(order, k)
 			}
-			slots[k] = append(slots[k], [2]int{i, j})
-			tps[k] = append(tps[k], storage.TopicPartition{Topic: t.Topic, Partition: p.Partition})
+			a.slots = append(a.slots, [2]int{i, j})
+			a.tps = append(a.tps, storage.TopicPartition{Topic: t.Topic, Partition: p.Partition})
 		}
 	}
 	refused := map[[2]int]int16{}
 	for _, k := range order {
-		codes := s.backend.TxnAdder.AddTxnPartitions(ctx, *req.TransactionID, k.id, k.epoch, tps[k], !implicit)
-		for n, slot := range slots[k] {
+		a := pending[k]
+		codes := s.backend.TxnAdder.AddTxnPartitions(ctx, *req.TransactionID, k.id, k.epoch, a.tps, !implicit)
+		for n, slot := range a.slots {
 			code := kerr.CoordinatorNotAvailable.Code
 			if n < len(codes) {
 				code = codes[n]
