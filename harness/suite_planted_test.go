@@ -45,6 +45,25 @@ func TestPlantedCasesUseTheFaultThatExposesEachBug(t *testing.T) {
 	assert.Equal(t, "partition:deposed-leader-returns", faults("skip-divergence-truncation"))
 	assert.True(t, byName["planted-follower-skip-validation"].Test.networkFaults(), "it cuts the leader off from its followers")
 	assert.Equal(t, "10000", byName["control-follower-skip-validation"].Test.BrokerConfig["replica.lag.time.max.ms"], "a follower cut off for the fault stays in the ISR")
+
+	// Seed 4 of ack-before-isr once drew kills only, and missed: faults of
+	// two kinds now take turns, the partition first, at every seed.
+	for _, name := range []string{"planted-ack-before-isr", "control-ack-before-isr", "planted-idempotence-off"} {
+		tt := byName[name].Test
+		assert.True(t, tt.NemesisCycle, name)
+		for seed := int64(1); seed <= 10; seed++ {
+			tt.Seed = seed
+			events := tt.faultPlan()
+			require.NotEmpty(t, events, name)
+			assert.Equal(t, nemesis.KindPartition, events[0].Kind, "%s seed %d starts with its partition", name, seed)
+			kinds := map[nemesis.Kind]bool{}
+			for _, e := range events {
+				kinds[e.Kind] = true
+			}
+			assert.Len(t, kinds, 2, "%s seed %d meets both faults", name, seed)
+		}
+	}
+	assert.False(t, byName["planted-ack-before-fsync"].Test.NemesisCycle, "one fault: nothing to take turns")
 }
 
 // TestJudgeWantsTheExpectedAnomalyClass: an invalid result passes an
