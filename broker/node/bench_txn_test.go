@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -83,7 +84,32 @@ func BenchmarkTransactions(b *testing.B) {
 				// meanwhile), and EndTxn.
 				b.ReportMetric(float64(sending.Microseconds())/float64(b.N), "send-µs/op")
 				b.ReportMetric(float64(ending.Microseconds())/float64(b.N), "end-µs/op")
+				if mode == "txn" {
+					b.StopTimer()
+					if n := benchTopicEnd(b, cl, "__transaction_state"); n > 0 {
+						b.ReportMetric(float64(n)/float64(b.N+1), "state-records/op")
+					}
+				}
 			})
 		}
 	}
+}
+
+// benchTopicEnd sums a topic's end offsets; 0 when the broker has no such
+// topic (kfake keeps no __transaction_state).
+func benchTopicEnd(b *testing.B, cl *kgo.Client, topic string) int64 {
+	b.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	ends, err := kadm.NewClient(cl).ListEndOffsets(ctx, topic)
+	if err != nil {
+		return 0
+	}
+	var n int64
+	ends.Each(func(o kadm.ListedOffset) {
+		if o.Err == nil {
+			n += o.Offset
+		}
+	})
+	return n
 }

@@ -169,6 +169,11 @@ func (w *markerWriter) WriteMarkers(ctx context.Context, m txn.Marker) []txn.Top
 			byLeader[p.Leader] = append(byLeader[p.Leader], tp)
 		}
 	}
+	if len(byLeader) == 1 {
+		for leader, tps := range byLeader {
+			return append(pending, w.writeTo(ctx, im, leader, m, tps)...)
+		}
+	}
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	for leader, tps := range byLeader {
@@ -194,14 +199,12 @@ func markerDone(code int16) bool {
 
 func (w *markerWriter) writeTo(ctx context.Context, im *metadata.Image, leader int32, m txn.Marker, tps []txn.TopicPartition) []txn.TopicPartition {
 	if leader == w.nodeID {
-		codes := make([]int16, len(tps))
-		var wg sync.WaitGroup
+		markers := make([]replica.TxnMarker, len(tps))
 		for i, tp := range tps {
-			wg.Go(func() {
-				codes[i] = w.local.WriteTxnMarker(ctx, tp.Topic, tp.Partition, m.ProducerID, m.ProducerEpoch, m.Commit, m.CoordinatorEpoch)
-			})
+			markers[i] = replica.TxnMarker{Topic: tp.Topic, Partition: tp.Partition, ProducerID: m.ProducerID,
+				ProducerEpoch: m.ProducerEpoch, Commit: m.Commit, CoordinatorEpoch: m.CoordinatorEpoch}
 		}
-		wg.Wait()
+		codes := w.local.WriteTxnMarkers(ctx, markers)
 		var left []txn.TopicPartition
 		for i, tp := range tps {
 			if !markerDone(codes[i]) {
@@ -321,12 +324,14 @@ type nodeTxnMarkers struct {
 	groups   *group.Coordinator
 }
 
-func (t nodeTxnMarkers) WriteTxnMarker(ctx context.Context, topic string, partition int32, producerID int64, epoch int16, commit bool, coordinatorEpoch int32) int16 {
-	code := t.replicas.WriteTxnMarker(ctx, topic, partition, producerID, epoch, commit, coordinatorEpoch)
-	if code == 0 && topic == group.OffsetsTopic && t.groups != nil {
-		t.groups.CompleteTxn(partition, producerID, commit)
+func (t nodeTxnMarkers) WriteTxnMarkers(ctx context.Context, markers []replica.TxnMarker) []int16 {
+	codes := t.replicas.WriteTxnMarkers(ctx, markers)
+	for i, mk := range markers {
+		if codes[i] == 0 && mk.Topic == group.OffsetsTopic && t.groups != nil {
+			t.groups.CompleteTxn(mk.Partition, mk.ProducerID, mk.Commit)
+		}
 	}
-	return code
+	return codes
 }
 
 // txnAdder is server.TxnAdder (KIP-890 part 2): it puts a partition, or a

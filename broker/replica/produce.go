@@ -184,40 +184,85 @@ func (m *Manager) AppendInternalTxn(ctx context.Context, topic string, partition
 	return m.appendInternal(ctx, topic, partition, batch, len(records), true)
 }
 
-// WriteTxnMarker appends a transaction marker (WriteTxnMarkers, from a
-// transaction coordinator) to a partition this broker leads and answers
-// once the high watermark passes it, as an acks=all produce. It ends the
-// producer's open transaction in this partition; an abort goes to the
-// aborted-transactions index. A marker from an older coordinator epoch
-// gets TRANSACTION_COORDINATOR_FENCED, one for an older producer epoch
-// INVALID_PRODUCER_EPOCH.
+// TxnMarker is one partition's transaction marker: the commit or abort of
+// a producer's transaction there, from coordinator epoch CoordinatorEpoch.
+type TxnMarker struct {
+	Topic            string
+	Partition        int32
+	ProducerID       int64
+	ProducerEpoch    int16
+	Commit           bool
+	CoordinatorEpoch int32
+}
+
+// WriteTxnMarker writes one marker (WriteTxnMarkers of one).
 func (m *Manager) WriteTxnMarker(ctx context.Context, topic string, partition int32, producerID int64, epoch int16, commit bool, coordinatorEpoch int32) int16 {
-	p := m.get(topic, partition)
+	return m.WriteTxnMarkers(ctx, []TxnMarker{{Topic: topic, Partition: partition, ProducerID: producerID,
+		ProducerEpoch: epoch, Commit: commit, CoordinatorEpoch: coordinatorEpoch}})[0]
+}
+
+// WriteTxnMarkers appends transaction markers (WriteTxnMarkers, from a
+// transaction coordinator) to partitions this broker leads and answers
+// once the high watermark passes each, as an acks=all produce; codes[i] is
+// markers[i]'s. Every marker is appended before any is waited for, so the
+// partitions replicate them together, with no goroutine per partition. A
+// marker ends the producer's open transaction in its partition; an abort
+// goes to the aborted-transactions index. A marker from an older
+// coordinator epoch gets TRANSACTION_COORDINATOR_FENCED, one for an older
+// producer epoch INVALID_PRODUCER_EPOCH.
+func (m *Manager) WriteTxnMarkers(ctx context.Context, markers []TxnMarker) []int16 {
+	type written struct {
+		p      *partition
+		st     *State
+		offset int64
+	}
+	codes := make([]int16, len(markers))
+	waits := make([]written, len(markers))
+	appended := false
+	for i, mk := range markers {
+		p, st, offset, code := m.appendMarker(mk)
+		codes[i] = code
+		if code == 0 {
+			waits[i] = written{p, st, offset}
+			appended = true
+		}
+	}
+	if appended {
+		m.signalChanged()
+	}
+	for i, w := range waits {
+		if w.p != nil {
+			codes[i], _ = m.awaitHW(ctx, w.p, w.st, w.offset)
+		}
+	}
+	return codes
+}
+
+// appendMarker appends one marker as the partition's leader and returns
+// where, or the error code that refused it.
+func (m *Manager) appendMarker(mk TxnMarker) (*partition, *State, int64, int16) {
+	p := m.get(mk.Topic, mk.Partition)
 	if p == nil {
-		return m.unknownOrNotLeader(topic, partition)
+		return nil, nil, 0, m.unknownOrNotLeader(mk.Topic, mk.Partition)
 	}
 	p.mu.RLock()
+	defer p.mu.RUnlock()
 	if p.state != OnlineReplica {
-		p.mu.RUnlock()
-		return kerr.NotLeaderForPartition.Code
+		return nil, nil, 0, kerr.NotLeaderForPartition.Code
 	}
 	p.stMu.Lock()
 	st := p.st
 	p.stMu.Unlock()
-	offset, err := p.log.AppendMarker(producerID, epoch, commit, coordinatorEpoch, p.leaderEpoch, m.cfg.Now().UnixMilli())
+	offset, err := p.log.AppendMarker(mk.ProducerID, mk.ProducerEpoch, mk.Commit, mk.CoordinatorEpoch, p.leaderEpoch, m.cfg.Now().UnixMilli())
 	if err != nil {
-		p.mu.RUnlock()
 		code := errorCode(err)
 		if !clientError(code) {
 			m.logger.Error(fmt.Sprintf("Marker append to partition %s failed", p.tp), "err", err)
 		}
-		return code
+		return nil, nil, 0, code
 	}
 	p.appended(st)
-	p.mu.RUnlock()
-	m.signalChanged()
-	code, _ := m.awaitHW(ctx, p, st, offset)
-	return code
+	return p, st, offset, 0
 }
 
 // appended tells the leader state st of the new log end after an append,

@@ -92,3 +92,30 @@ func TestProduceAfterFailedFsyncIsNeverAcknowledged(t *testing.T) {
 	assert.Equal(t, int64(1), l.RecoveryPoint(), "nothing after the failed fsync became durable")
 	require.Eventually(t, func() bool { return len(lm.OfflineDirs()) == 1 }, 5*time.Second, 10*time.Millisecond, "the log dir is offline")
 }
+
+// TestWriteTxnMarkersAnswersEachPartition: one call writes the markers of
+// every partition it leads, each answered on its own: the open
+// transaction's partition gets its COMMIT (the last stable offset passes
+// it), a partition it does not know UNKNOWN_TOPIC_OR_PARTITION, and a
+// marker from an older producer epoch INVALID_PRODUCER_EPOCH.
+func TestWriteTxnMarkersAnswersEachPartition(t *testing.T) {
+	ctx := context.Background()
+	m, lm, _ := leaderOnErrorFS(t, 0)
+	_, err := m.AppendInternalTxn(ctx, "topic", 0, 7, 3, []storage.Record{{Value: []byte("in txn")}})
+	require.NoError(t, err)
+	l, ok := lm.GetLog(storage.TopicPartition{Topic: "topic", Partition: 0})
+	require.True(t, ok)
+	require.Equal(t, int64(1), l.LastStableOffset(), "the open transaction holds the LSO")
+
+	codes := m.WriteTxnMarkers(ctx, []TxnMarker{
+		{Topic: "topic", Partition: 0, ProducerID: 7, ProducerEpoch: 3, Commit: true},
+		{Topic: "missing", Partition: 0, ProducerID: 7, ProducerEpoch: 3, Commit: true},
+	})
+	assert.Equal(t, []int16{0, kerr.UnknownTopicOrPartition.Code}, codes)
+	assert.Equal(t, int64(3), l.LogEndOffset(), "the record and its marker")
+	assert.Equal(t, l.LogEndOffset(), l.LastStableOffset(), "the commit ends the transaction")
+
+	codes = m.WriteTxnMarkers(ctx, []TxnMarker{{Topic: "topic", Partition: 0, ProducerID: 7, ProducerEpoch: 2, Commit: false}})
+	assert.Equal(t, []int16{kerr.InvalidProducerEpoch.Code}, codes)
+	assert.Equal(t, int64(3), l.LogEndOffset(), "a fenced marker writes nothing")
+}

@@ -1,10 +1,10 @@
 package server
 
 import (
-	"sync"
-
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/faultline/faultline/broker/replica"
 )
 
 // WriteTxnMarkers: v0-v1
@@ -13,7 +13,8 @@ import (
 //   - Sent by transaction coordinators to partition leaders. Each marker
 //     is appended to each of its partitions by TxnMarkers as a control
 //     batch (COMMIT or ABORT, Kafka's control record format) and answered
-//     once replicated (acks=all). Partitions are written concurrently.
+//     once replicated (acks=all). Every marker is appended before any is
+//     waited for, so the partitions replicate them together.
 //   - A partition missing from the image is UNKNOWN_TOPIC_OR_PARTITION; a
 //     marker from an older coordinator epoch than the partition has seen
 //     for the producer TRANSACTION_COORDINATOR_FENCED; one for an older
@@ -29,39 +30,46 @@ func handleWriteTxnMarkers(s *Server, r *request) (kmsg.Response, error) {
 	req := r.kreq.(*kmsg.WriteTxnMarkersRequest)
 	resp := req.ResponseKind().(*kmsg.WriteTxnMarkersResponse)
 	img := s.backend.Metadata.Image()
-	var wg sync.WaitGroup
+	var markers []replica.TxnMarker
+	var slots []*int16
 	for _, m := range req.Markers {
 		rm := kmsg.NewWriteTxnMarkersResponseMarker()
 		rm.ProducerID = m.ProducerID
 		for _, t := range m.Topics {
 			rt := kmsg.NewWriteTxnMarkersResponseMarkerTopic()
 			rt.Topic = t.Topic
-			rt.Partitions = make([]kmsg.WriteTxnMarkersResponseMarkerTopicPartition, len(t.Partitions))
-			for i, p := range t.Partitions {
-				rp := &rt.Partitions[i]
-				*rp = kmsg.NewWriteTxnMarkersResponseMarkerTopicPartition()
+			for _, p := range t.Partitions {
+				rp := kmsg.NewWriteTxnMarkersResponseMarkerTopicPartition()
 				rp.Partition = p
 				if img.Partition(t.Topic, p) == nil {
 					rp.ErrorCode = kerr.UnknownTopicOrPartition.Code
-					continue
 				}
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					defer func() {
-						if x := recover(); x != nil {
-							rp.ErrorCode = kerr.UnknownServerError.Code
-							_ = s.bug(x, "writing a transaction marker to "+t.Topic)
-						}
-					}()
-					rp.ErrorCode = s.backend.TxnMarkers.WriteTxnMarker(r.ctx, t.Topic, p, m.ProducerID, m.ProducerEpoch, m.Committed, m.CoordinatorEpoch)
-				}()
+				rt.Partitions = append(rt.Partitions, rp)
 			}
 			rm.Topics = append(rm.Topics, rt)
 		}
 		resp.Markers = append(resp.Markers, rm)
 	}
-	wg.Wait()
+	// The response is built; its codes are filled in place.
+	for i, m := range req.Markers {
+		for j, t := range m.Topics {
+			rt := &resp.Markers[i].Topics[j]
+			for k, p := range t.Partitions {
+				if rt.Partitions[k].ErrorCode != 0 {
+					continue
+				}
+				markers = append(markers, replica.TxnMarker{Topic: t.Topic, Partition: p, ProducerID: m.ProducerID,
+					ProducerEpoch: m.ProducerEpoch, Commit: m.Committed, CoordinatorEpoch: m.CoordinatorEpoch})
+				slots = append(slots, &rt.Partitions[k].ErrorCode)
+			}
+		}
+	}
+	if len(markers) > 0 {
+		codes := writeMarkers(s, r, markers)
+		for i, code := range codes {
+			*slots[i] = code
+		}
+	}
 	for _, m := range resp.Markers {
 		for _, t := range m.Topics {
 			for _, p := range t.Partitions {
@@ -70,6 +78,21 @@ func handleWriteTxnMarkers(s *Server, r *request) (kmsg.Response, error) {
 		}
 	}
 	return resp, nil
+}
+
+// writeMarkers writes the markers in one call, every one failed with
+// UNKNOWN_SERVER_ERROR if the writer panics.
+func writeMarkers(s *Server, r *request, markers []replica.TxnMarker) (codes []int16) {
+	defer func() {
+		if x := recover(); x != nil {
+			codes = make([]int16, len(markers))
+			for i := range codes {
+				codes[i] = kerr.UnknownServerError.Code
+			}
+			_ = s.bug(x, "writing transaction markers")
+		}
+	}()
+	return s.backend.TxnMarkers.WriteTxnMarkers(r.ctx, markers)
 }
 
 func failWriteTxnMarkers(req kmsg.Request, code int16) kmsg.Response {

@@ -217,10 +217,11 @@ type ProducerStates interface {
 
 var _ ProducerStates = (*replica.Manager)(nil)
 
-// TxnMarkers writes one transaction marker to a partition this broker
-// leads and answers once it is replicated (an error code, 0 on success).
+// TxnMarkers writes transaction markers to partitions this broker leads
+// and waits until each is replicated (acks=all); codes[i] answers
+// markers[i].
 type TxnMarkers interface {
-	WriteTxnMarker(ctx context.Context, topic string, partition int32, producerID int64, epoch int16, commit bool, coordinatorEpoch int32) int16
+	WriteTxnMarkers(ctx context.Context, markers []replica.TxnMarker) []int16
 }
 
 var _ TxnMarkers = (*replica.Manager)(nil)
