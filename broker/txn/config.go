@@ -87,6 +87,17 @@ type Config struct {
 	// for up to add.partitions.to.txn.retry.backoff.max.ms, 100 ms, when
 	// they add a partition for a producer). Default 100.
 	BusyWaitMs int64
+	// CompleteDelayMs is how long the Complete record of a transaction
+	// whose markers are written waits before it is written. The
+	// transaction is decided everywhere once its markers are in, and a
+	// producer that starts its next transaction within the delay writes
+	// that transaction's first record instead: one write less per
+	// transaction in __transaction_state (the add and the prepare, not
+	// also the complete). A coordinator that fails over within
+	// the delay finds the prepare record and writes the markers again,
+	// as Kafka's does after a failover. -1: none, the record follows the
+	// markers at once. Default 10.
+	CompleteDelayMs int64
 	// RetryBackoffMs spaces retries of markers and loads (default 100).
 	RetryBackoffMs int64
 	// NewProducerID allocates a producer id (the controller's block).
@@ -119,6 +130,9 @@ func (c *Config) fillDefaults() {
 	}
 	if c.BusyWaitMs == 0 {
 		c.BusyWaitMs = 100
+	}
+	if c.CompleteDelayMs == 0 {
+		c.CompleteDelayMs = 10
 	}
 	if c.RetryBackoffMs == 0 {
 		c.RetryBackoffMs = 100

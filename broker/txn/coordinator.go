@@ -48,15 +48,39 @@ type partState struct {
 }
 
 // entry is one transactional id. mu serialises the requests on it; meta
-// is nil until the first InitProducerId is durable. finishing (guarded by
-// the coordinator's mu) is closed once the markers of its prepared
-// transaction are written and the transaction complete; nil when none is
-// being finished.
+// is nil until the first InitProducerId is durable, and gen counts the
+// records installed in it. finishing (like meta and gen guarded by the
+// coordinator's mu) is the prepared transaction whose markers are being
+// written, nil when none is.
 type entry struct {
 	mu        sync.Mutex
 	partition int32
 	meta      *Metadata
-	finishing <-chan struct{}
+	gen       uint64
+	finishing *finishing
+}
+
+// finishing is a prepared transaction being finished: its markers, then
+// its Complete record.
+type finishing struct {
+	gen    uint64        // the entry's gen once its prepare record was in
+	marked chan struct{} // closed once its markers are written (or it is given up)
+	done   chan struct{} // closed once it is complete, superseded or given up
+	// complete is its Complete state, set once its markers are written:
+	// from then on the transaction is decided in every partition, and
+	// a request on the id reads it as complete before the record is
+	// written (view).
+	complete *Metadata
+}
+
+// view returns what e's requests decide on: its metadata, or the
+// Complete state of its prepared transaction once the markers are
+// written; the caller holds c.mu.
+func (e *entry) view() *Metadata {
+	if f := e.finishing; f != nil && f.complete != nil && f.gen == e.gen {
+		return f.complete
+	}
+	return e.meta
 }
 
 // New returns a coordinator that owns no partition yet.
@@ -293,8 +317,8 @@ func (c *Coordinator) with(txnID string, create bool, fn func(o op, cur *Metadat
 	}
 	c.mu.Lock()
 	var cur *Metadata
-	if o.e.meta != nil {
-		m := o.e.meta.clone()
+	if m := o.e.view(); m != nil {
+		m := m.clone()
 		cur = &m
 	}
 	c.mu.Unlock()
@@ -308,15 +332,15 @@ func (c *Coordinator) with(txnID string, create bool, fn func(o op, cur *Metadat
 // stands.
 func (c *Coordinator) awaitFinish(e *entry) {
 	c.mu.Lock()
-	finishing := e.finishing
+	f := e.finishing
 	c.mu.Unlock()
-	if finishing == nil {
+	if f == nil {
 		return
 	}
 	t := time.NewTimer(ms(c.cfg.BusyWaitMs))
 	defer t.Stop()
 	select {
-	case <-finishing:
+	case <-f.marked:
 	case <-t.C:
 	case <-c.ctx.Done():
 	}
@@ -354,6 +378,7 @@ func (c *Coordinator) write(o op, id string, value []byte, what string, m *Metad
 		return kerr.NotCoordinator.Code
 	}
 	o.e.meta = m
+	o.e.gen++
 	return 0
 }
 
@@ -382,27 +407,59 @@ func (c *Coordinator) apply(o op, d Decision) (int16, <-chan struct{}) {
 
 // finishAsync writes the markers of prepared transaction m and then its
 // Complete state, retrying until both are done or this node stops
-// coordinating the partition. The returned channel, also the entry's
-// finishing, is closed when the transaction is complete or no longer this
-// node's to finish.
+// coordinating the partition; the caller holds e.mu, and m is e's
+// metadata. Once the markers are written the next request on the id may
+// go ahead (awaitFinish), deciding on the Complete state (view); the
+// Complete record waits CompleteDelayMs for it, and when that request
+// writes first (a producer's next AddPartitionsToTxn), the record is not
+// needed: the transaction's next state is durable, and it was written
+// after the markers. The returned channel is closed when the transaction
+// is complete, superseded, or no longer this node's to finish.
 func (c *Coordinator) finishAsync(e *entry, p int32, token uint64, coordEpoch int32, m Metadata) <-chan struct{} {
-	done := make(chan struct{})
 	c.mu.Lock()
-	e.finishing = done
+	f := &finishing{gen: e.gen, marked: make(chan struct{}), done: make(chan struct{})}
+	e.finishing = f
 	c.mu.Unlock()
 	c.wg.Add(1)
 	go func() {
 		defer c.wg.Done()
-		defer func() { // complete, or no longer this node's to finish
+		marked := sync.OnceFunc(func() { close(f.marked) })
+		defer func() { // complete, superseded, or no longer this node's to finish
 			c.mu.Lock()
-			if e.finishing == done {
+			if e.finishing == f {
 				e.finishing = nil
 			}
 			c.mu.Unlock()
-			close(done)
+			marked()
+			close(f.done)
 		}()
 		marker := Marker{ProducerID: m.ProducerID, ProducerEpoch: m.ProducerEpoch, CoordinatorEpoch: coordEpoch,
 			Commit: m.State == PrepareCommit, Partitions: m.Partitions}
+		for attempt := 0; len(marker.Partitions) > 0; attempt++ {
+			if attempt > 0 && !c.sleep(c.cfg.RetryBackoffMs) {
+				return
+			}
+			if !c.current(p, token) {
+				return
+			}
+			ctx, cancel := context.WithTimeout(c.ctx, ms(c.cfg.AppendTimeoutMs))
+			marker.Partitions = c.markers.WriteMarkers(ctx, marker)
+			cancel()
+			if len(marker.Partitions) > 0 && attempt%50 == 0 {
+				c.logger.Warn(fmt.Sprintf("Markers of transaction %s not yet written to %d partitions; retrying", m.TransactionalID, len(marker.Partitions)))
+			}
+		}
+		next, ok := Complete(m, c.nowMs())
+		if !ok {
+			return
+		}
+		c.mu.Lock()
+		f.complete = &next
+		c.mu.Unlock()
+		marked()
+		if c.cfg.CompleteDelayMs > 0 && !c.sleep(c.cfg.CompleteDelayMs) {
+			return
+		}
 		for attempt := 0; ; attempt++ {
 			if attempt > 0 && !c.sleep(c.cfg.RetryBackoffMs) {
 				return
@@ -410,43 +467,30 @@ func (c *Coordinator) finishAsync(e *entry, p int32, token uint64, coordEpoch in
 			if !c.current(p, token) {
 				return
 			}
-			if len(marker.Partitions) > 0 {
-				ctx, cancel := context.WithTimeout(c.ctx, ms(c.cfg.AppendTimeoutMs))
-				marker.Partitions = c.markers.WriteMarkers(ctx, marker)
-				cancel()
-				if len(marker.Partitions) > 0 {
-					if attempt%50 == 0 {
-						c.logger.Warn(fmt.Sprintf("Markers of transaction %s not yet written to %d partitions; retrying", m.TransactionalID, len(marker.Partitions)))
-					}
-					continue
-				}
-			}
-			if c.complete(e, p, token, m) {
+			if c.complete(e, p, token, f) {
 				return
 			}
 		}
 	}()
-	return done
+	return f.done
 }
 
-// complete persists the Complete state of m, true when done (or when the
+// complete persists the Complete state of f, true when done (or when the
 // entry moved on and there is nothing left to do).
-func (c *Coordinator) complete(e *entry, p int32, token uint64, m Metadata) bool {
+func (c *Coordinator) complete(e *entry, p int32, token uint64, f *finishing) bool {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	c.mu.Lock()
-	cur := e.meta
+	superseded := e.gen != f.gen
 	c.mu.Unlock()
-	if cur == nil || cur.State != m.State || cur.ProducerID != m.ProducerID || cur.ProducerEpoch != m.ProducerEpoch {
+	if superseded {
 		return true
 	}
-	next, ok := Complete(*cur, c.nowMs())
-	if !ok {
-		return true
-	}
+	next := f.complete.clone()
+	next.UpdateMs = c.nowMs()
 	code := c.persist(op{e: e, p: p, token: token}, next)
 	if code == 0 {
-		c.logger.Debug(fmt.Sprintf("Completed transaction %s as %s", m.TransactionalID, next.State))
+		c.logger.Debug(fmt.Sprintf("Completed transaction %s as %s", next.TransactionalID, next.State))
 	}
 	return code == 0
 }

@@ -219,10 +219,13 @@ func TestCoordinatorRefusesUnknownPartitionsAndFencedProducers(t *testing.T) {
 
 // With MarkerWaitMs 0 (the broker's default) EndTxn answers once the
 // decision is durable; the producer's next request waits for the markers
-// up to BusyWaitMs and is answered CONCURRENT_TRANSACTIONS past it.
+// up to BusyWaitMs and is answered CONCURRENT_TRANSACTIONS past it. Once
+// the markers are in, the next transaction's record is written, and the
+// Complete record it made unnecessary is not.
 func TestEndTxnAnswersOnceTheDecisionIsDurable(t *testing.T) {
 	h := newHarness(t, &memStateLog{}, 1)
 	h.c.cfg.MarkerWaitMs = 0
+	h.c.cfg.CompleteDelayMs = 60000
 	pid, epoch := h.init(t, "tx")
 	require.Zero(t, h.add("tx", pid, epoch, "t", 0))
 	h.markers.block.Store(true)
@@ -242,7 +245,33 @@ func TestEndTxnAnswersOnceTheDecisionIsDurable(t *testing.T) {
 	require.Zero(t, h.add("tx", pid, epoch, "t", 1), "the next transaction waits for the markers of the last")
 	require.Len(t, h.markers.all(), 1)
 	assert.True(t, h.markers.all()[0].Commit)
-	assert.Contains(t, h.log.states(t), CompleteCommit)
+	assert.Equal(t, []State{Empty, Ongoing, PrepareCommit, Ongoing}, h.log.states(t),
+		"the next transaction follows the markers; no Complete record between")
+}
+
+// TestCompleteFollowsTheMarkersWhenNothingElseComes: with no next request
+// the Complete record is written CompleteDelayMs after the markers, and
+// from the markers on the id already reads as complete.
+func TestCompleteFollowsTheMarkersWhenNothingElseComes(t *testing.T) {
+	h := newHarness(t, &memStateLog{}, 1)
+	h.c.cfg.MarkerWaitMs = 0
+	h.c.cfg.CompleteDelayMs = 200
+	pid, epoch := h.init(t, "tx")
+	require.Zero(t, h.add("tx", pid, epoch, "t", 0))
+	require.Zero(t, h.end("tx", pid, epoch, false))
+	describe := func() string {
+		req := kmsg.NewPtrDescribeTransactionsRequest()
+		req.TransactionalIDs = []string{"tx"}
+		return h.c.DescribeTransactions(context.Background(), req).TransactionStates[0].State
+	}
+	require.Eventually(t, func() bool { return len(h.markers.all()) == 1 }, 5*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return describe() == "CompleteAbort" }, 5*time.Second, time.Millisecond,
+		"complete once the markers are in")
+	require.Eventually(t, func() bool {
+		s := h.log.states(t)
+		return s[len(s)-1] == CompleteAbort
+	}, 5*time.Second, time.Millisecond, "the record follows")
+	assert.Equal(t, []State{Empty, Ongoing, PrepareAbort, CompleteAbort}, h.log.states(t))
 }
 
 func TestCoordinatorFinishesPreparedTransactionsAfterFailover(t *testing.T) {

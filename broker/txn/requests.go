@@ -270,7 +270,7 @@ func (c *Coordinator) DescribeTransactions(_ context.Context, req *kmsg.Describe
 		o, code := c.lookup(id, false)
 		if code == 0 {
 			c.mu.Lock()
-			m := o.e.meta
+			m := o.e.view()
 			c.mu.Unlock()
 			if m == nil {
 				code = kerr.TransactionalIDNotFound.Code
@@ -326,7 +326,7 @@ func (c *Coordinator) ListTransactions(_ context.Context, req *kmsg.ListTransact
 		}
 	}
 	for id, e := range c.txns {
-		m := e.meta
+		m := e.view()
 		if m == nil || len(states) > 0 && !states[m.State.String()] || len(pids) > 0 && !pids[m.ProducerID] {
 			continue
 		}
