@@ -11,6 +11,7 @@ import (
 
 	"github.com/faultline/faultline/broker/metadata"
 	"github.com/faultline/faultline/broker/storage"
+	"github.com/faultline/faultline/internal/gostack"
 )
 
 // Produce: v3-v11
@@ -130,6 +131,7 @@ func handleProduce(s *Server, r *request) (kmsg.Response, error) {
 			}
 			wg.Add(1)
 			go func() {
+				gostack.Reserve()
 				defer wg.Done()
 				defer func() {
 					if p := recover(); p != nil {

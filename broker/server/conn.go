@@ -9,6 +9,8 @@ import (
 	"net"
 	"sync/atomic"
 	"time"
+
+	"github.com/faultline/faultline/internal/gostack"
 )
 
 // slot is one request's place in its connection's response order.
@@ -152,6 +154,7 @@ func (c *conn) readFailed(err error, size, maxSize int32) {
 }
 
 func (c *conn) handle(r *request, sl *slot, arrived time.Time) {
+	gostack.Reserve()
 	defer close(sl.done)
 	defer func() {
 		if p := recover(); p != nil {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/faultline/faultline/broker/group"
 	"github.com/faultline/faultline/broker/metadata"
+	"github.com/faultline/faultline/internal/gostack"
 )
 
 // Coordinator is the transaction coordinator of one broker. Create it with
@@ -422,6 +423,7 @@ func (c *Coordinator) finishAsync(e *entry, p int32, token uint64, coordEpoch in
 	c.mu.Unlock()
 	c.wg.Add(1)
 	go func() {
+		gostack.Reserve()
 		defer c.wg.Done()
 		marked := sync.OnceFunc(func() { close(f.marked) })
 		defer func() { // complete, superseded, or no longer this node's to finish
