@@ -91,31 +91,10 @@ func (p *Partition) deposedLeaderReturns(ctx context.Context, rng *rand.Rand) (a
 	seq := sequenceOf(ctx)
 	nodes := p.Cluster.Nodes()
 	view, hasView := p.Cluster.(ReplicaView)
-	pick := rng.Uint64()
-	choice, err := func() (deposeCandidate, error) {
-		if !hasView {
-			return deposeCandidate{}, errNoReplicaView
-		}
-		ctl, err := p.Cluster.Controller(ctx)
-		if err != nil {
-			return deposeCandidate{}, fmt.Errorf("find the active controller: %w", err)
-		}
-		parts, err := view.Partitions(ctx)
-		if err != nil {
-			return deposeCandidate{}, fmt.Errorf("find partition leaders: %w", err)
-		}
-		cands := deposeCandidates(activeFirst(parts, activePartitions(ctx, p.Cluster)), ctl, len(nodes))
-		if len(cands) == 0 {
-			cands = deposeCandidates(parts, ctl, len(nodes))
-		}
-		if pinned := pinnedNodes(ctx); len(pinned) > 0 {
-			cands = slices.DeleteFunc(cands, func(c deposeCandidate) bool { return c.leader != pinned[0] })
-		}
-		if len(cands) == 0 {
-			return deposeCandidate{}, errors.New("deposed-leader-returns: no partition has a leader other than the active controller and every replica in its ISR")
-		}
-		return cands[pick%uint64(len(cands))], nil
-	}()
+	choice, err := pickAimed(ctx, p.Cluster, rng.Uint64(), func(parts []PartitionState, ctl string) []deposeCandidate {
+		return deposeCandidates(parts, ctl, len(nodes))
+	}, func(c deposeCandidate) string { return c.leader },
+		"deposed-leader-returns: no partition has a leader other than the active controller and every replica in its ISR")
 	var chosen []string
 	if choice.leader != "" {
 		chosen = []string{choice.leader}

@@ -295,3 +295,35 @@ func (m *Membership) Stop(ctx context.Context) (any, error) {
 	}
 	return out, errors.Join(errs...)
 }
+
+// pickAimed draws, with pick, one of the candidates that cands finds among
+// the live cluster's partitions (ctl is the active controller): among
+// those being written now when any qualify, else among all; on a replay
+// the pinned node must be the candidate's leader. none is the error when
+// there is no candidate.
+func pickAimed[T any](ctx context.Context, c Cluster, pick uint64, cands func(parts []PartitionState, ctl string) []T, leader func(T) string, none string) (T, error) {
+	var zero T
+	view, ok := c.(ReplicaView)
+	if !ok {
+		return zero, errNoReplicaView
+	}
+	ctl, err := c.Controller(ctx)
+	if err != nil {
+		return zero, fmt.Errorf("find the active controller: %w", err)
+	}
+	parts, err := view.Partitions(ctx)
+	if err != nil {
+		return zero, fmt.Errorf("find partition leaders: %w", err)
+	}
+	found := cands(activeFirst(parts, activePartitions(ctx, c)), ctl)
+	if len(found) == 0 {
+		found = cands(parts, ctl)
+	}
+	if pinned := pinnedNodes(ctx); len(pinned) > 0 {
+		found = slices.DeleteFunc(found, func(t T) bool { return leader(t) != pinned[0] })
+	}
+	if len(found) == 0 {
+		return zero, errors.New(none)
+	}
+	return found[pick%uint64(len(found))], nil
+}

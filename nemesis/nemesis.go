@@ -306,6 +306,8 @@ func (p *Partition) Start(ctx context.Context, rng *rand.Rand) (any, error) {
 		return p.leaderAndFollower(ctx, rng)
 	case PartitionDeposedLeaderReturns:
 		return p.deposedLeaderReturns(ctx, rng)
+	case PartitionLeaderCutThenKilled:
+		return p.leaderCutThenKilled(ctx, rng)
 	case PartitionCoordinator:
 		return p.coordinator(ctx, rng)
 	case PartitionClientsCoordinator:
