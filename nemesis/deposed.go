@@ -17,10 +17,13 @@ import (
 // the new leader still append to the old one, which leaves it a tail the
 // new leader never had. The cut heals; once the node is back in the
 // partition's ISR, the rest of that ISR is killed, so it leads the
-// partition again. A correct replica cut its divergent tail off (by leader
-// epoch) when it rejoined and serves what the ISR acknowledged; one that
-// kept the tail serves its own values at offsets that held others.
-// Chosen only when named.
+// partition again (Start returns once it does, or after rejoinLimit). A
+// later round neither deposes nor kills the node an earlier one left
+// leading, so the run's last reads of that partition still come from it.
+// A correct replica cut its divergent tail off (by leader epoch) when it
+// rejoined and serves what the ISR acknowledged; one that kept the tail
+// serves its own values at offsets that held others. Chosen only when
+// named.
 const PartitionDeposedLeaderReturns = "deposed-leader-returns"
 
 // rejoinLimit is how long deposed-leader-returns waits for the deposed
@@ -35,6 +38,7 @@ type DeposedLeader struct {
 	Grudge    Grudge   `json:"grudge,omitempty"`
 	Rejoined  string   `json:"rejoined,omitempty"` // how long it took, or why not
 	Killed    []string `json:"killed,omitempty"`
+	Leads     string   `json:"leads,omitempty"` // how long until it led again after the kill, or why not
 }
 
 // AimedAt returns the deposed leader (Event.Nodes pins it on a replay).
@@ -92,7 +96,9 @@ func (p *Partition) deposedLeaderReturns(ctx context.Context, rng *rand.Rand) (a
 	nodes := p.Cluster.Nodes()
 	view, hasView := p.Cluster.(ReplicaView)
 	choice, err := pickAimed(ctx, p.Cluster, rng.Uint64(), func(parts []PartitionState, ctl string) []deposeCandidate {
-		return deposeCandidates(parts, ctl, len(nodes))
+		return slices.DeleteFunc(deposeCandidates(parts, ctl, len(nodes)), func(c deposeCandidate) bool {
+			return p.deposed != "" && (c.leader == p.deposed || slices.Contains(c.rest, p.deposed))
+		})
 	}, func(c deposeCandidate) string { return c.leader },
 		"deposed-leader-returns: no partition has a leader other than the active controller and every replica in its ISR")
 	var chosen []string
@@ -148,5 +154,20 @@ func (p *Partition) deposedLeaderReturns(ctx context.Context, rng *rand.Rand) (a
 		return out, errors.Join(append(errs, err)...)
 	}
 	out.Killed = kill.Nodes
-	return out, errors.Join(append(errs, p.killAll(ctx, out.Killed)...)...)
+	errs = append(errs, p.killAll(ctx, out.Killed)...)
+	p.deposed = out.Leader
+	// The fault has done its work once the deposed leader leads again:
+	// from then on every read of the partition (the final reads too)
+	// meets whatever tail it kept.
+	if hasView {
+		took, err := waitFor(ctx, view, rejoinLimit, out.Leader+" leading "+out.Partition, func(parts []PartitionState) bool {
+			return slices.ContainsFunc(parts, func(ps PartitionState) bool { return ps.label() == out.Partition && ps.Leader == out.Leader })
+		})
+		if err != nil {
+			out.Leads = err.Error()
+		} else {
+			out.Leads = took.String()
+		}
+	}
+	return out, errors.Join(errs...)
 }

@@ -93,3 +93,35 @@ func TestDeposedLeaderReturnsAimsAtAPartitionBeingWritten(t *testing.T) {
 	assert.Equal(t, parts, activeFirst(parts, nil), "no activity known: every partition")
 	assert.Empty(t, activeFirst(parts, map[string]bool{"t9-9": true}))
 }
+
+// TestDeposedLeaderReturnsLeavesTheLastDeposedLeaderAlone: a second round
+// neither deposes the node the first left leading nor kills it as part of
+// another partition's ISR (in one run that undid the first round, and the
+// final reads met a correct log).
+func TestDeposedLeaderReturnsLeavesTheLastDeposedLeaderAlone(t *testing.T) {
+	parts := []PartitionState{
+		{Topic: "t1", Partition: 0, Leader: "n4", Replicas: []string{"n4", "n5", "n2"}, ISR: []string{"n4", "n5", "n2"}},
+		{Topic: "t2", Partition: 1, Leader: "n3", Replicas: []string{"n3", "n4", "n2"}, ISR: []string{"n3", "n4", "n2"}}, // kills n4
+		{Topic: "t3", Partition: 2, Leader: "n5", Replicas: []string{"n5", "n3", "n2"}, ISR: []string{"n5", "n3", "n2"}},
+	}
+	for seed := uint64(0); seed < 8; seed++ {
+		w := newWorld(5)
+		w.ctl = "n1"
+		v := activeWorld{viewWorld: viewWorld{fakeWorld: w, parts: parts}, active: map[string]bool{"t1-0": true}}
+		p := Spec{{Kind: KindPartition, Mode: PartitionDeposedLeaderReturns}}.Faults(v, v)[0].(*Partition)
+		p.Sleep = noWait
+		got, err := p.Start(context.Background(), rand.New(rand.NewPCG(seed, 1)))
+		require.NoError(t, err)
+		first := got.(DeposedLeader)
+		require.Equal(t, "n4", first.Leader, "the partition being written")
+		assert.NotEmpty(t, first.Leads, "it waited to see n4 lead again")
+		_, err = p.Stop(context.Background())
+		require.NoError(t, err)
+
+		got, err = p.Start(context.Background(), rand.New(rand.NewPCG(seed, 2)))
+		require.NoError(t, err)
+		d := got.(DeposedLeader)
+		assert.Equal(t, "t3-2", d.Partition, "seed %d: neither t1-0 (led by n4) nor t2-1 (n4 in the rest)", seed)
+		assert.NotContains(t, d.Killed, "n4")
+	}
+}

@@ -248,6 +248,10 @@ type Partition struct {
 	Sleep  func(ctx context.Context, d time.Duration) bool
 	cut    []string
 	killed []string // by lagging-then-leader
+	// deposed is the node the last deposed-leader-returns left leading
+	// with its tail: a later one neither deposes nor kills it, so that
+	// the final reads still meet that tail.
+	deposed string
 }
 
 // Name is "partition".
