@@ -66,7 +66,6 @@ type entry struct {
 type finishing struct {
 	gen    uint64        // the entry's gen once its prepare record was in
 	marked chan struct{} // closed once its markers are written (or it is given up)
-	done   chan struct{} // closed once it is complete, superseded or given up
 	// complete is its Complete state, set once its markers are written:
 	// from then on the transaction is decided in every partition, and
 	// a request on the id reads it as complete before the record is
@@ -414,11 +413,11 @@ func (c *Coordinator) apply(o op, d Decision) (int16, <-chan struct{}) {
 // Complete record waits CompleteDelayMs for it, and when that request
 // writes first (a producer's next AddPartitionsToTxn), the record is not
 // needed: the transaction's next state is durable, and it was written
-// after the markers. The returned channel is closed when the transaction
-// is complete, superseded, or no longer this node's to finish.
+// after the markers. The returned channel is closed once the markers are
+// written, or when the transaction is no longer this node's to finish.
 func (c *Coordinator) finishAsync(e *entry, p int32, token uint64, coordEpoch int32, m Metadata) <-chan struct{} {
 	c.mu.Lock()
-	f := &finishing{gen: e.gen, marked: make(chan struct{}), done: make(chan struct{})}
+	f := &finishing{gen: e.gen, marked: make(chan struct{})}
 	e.finishing = f
 	c.mu.Unlock()
 	c.wg.Add(1)
@@ -433,7 +432,6 @@ func (c *Coordinator) finishAsync(e *entry, p int32, token uint64, coordEpoch in
 			}
 			c.mu.Unlock()
 			marked()
-			close(f.done)
 		}()
 		marker := Marker{ProducerID: m.ProducerID, ProducerEpoch: m.ProducerEpoch, CoordinatorEpoch: coordEpoch,
 			Commit: m.State == PrepareCommit, Partitions: m.Partitions}
@@ -474,7 +472,7 @@ func (c *Coordinator) finishAsync(e *entry, p int32, token uint64, coordEpoch in
 			}
 		}
 	}()
-	return f.done
+	return f.marked
 }
 
 // complete persists the Complete state of f, true when done (or when the

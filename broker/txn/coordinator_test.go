@@ -196,6 +196,7 @@ func TestCoordinatorCommitWritesMarkersAndCompletes(t *testing.T) {
 	assert.True(t, ms[0].Commit)
 	assert.Equal(t, int32(7), ms[0].CoordinatorEpoch, "the coordinator epoch is the partition's leader epoch")
 	assert.Equal(t, []TopicPartition{{"t", 0}, {"t", 1}}, ms[0].Partitions)
+	require.Eventually(t, func() bool { return len(h.log.states(t)) == 4 }, 5*time.Second, time.Millisecond, "the Complete record follows the markers")
 	assert.Equal(t, []State{Empty, Ongoing, PrepareCommit, CompleteCommit}, h.log.states(t))
 
 	d := h.c.DescribeTransactions(context.Background(), &kmsg.DescribeTransactionsRequest{TransactionalIDs: []string{"tx", "other"}})
