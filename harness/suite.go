@@ -85,12 +85,21 @@ var Suites = map[string]func(base Test) []Case{
 			{Kind: nemesis.KindMembership},
 		}
 		composed.NemesisInterval = Duration(min(time.Duration(base.NemesisInterval), 8*time.Second))
+		// A leader cut off from its followers only, then killed while
+		// they are still in the ISR: the window in which a leader that
+		// acknowledges too early (before its ISR has the write, or with
+		// a high watermark ahead of it) loses what it acknowledged.
+		leaderCut := durable(base)
+		leaderCut.Name = "durable-leader-cut"
+		leaderCut.Nemesis = nemesis.Spec{{Kind: nemesis.KindPartition, Mode: nemesis.PartitionLeaderCutThenKilled}}
+		leaderCut.NemesisInterval = Duration(min(time.Duration(base.NemesisInterval), 8*time.Second))
 		return append([]Case{
 			{Test: mk("durable-none", nemesis.KindNone), Expect: checker.Valid, Why: "no faults: the baseline"},
 			{Test: mk("durable-kill", nemesis.KindKill), Expect: checker.Valid, Why: "kill -9 of nodes, leaders, controller"},
 			{Test: mk("durable-partition", nemesis.KindPartition), Expect: checker.Valid, Why: "network partitions between nodes"},
 			{Test: mk("durable-kill-partition", nemesis.KindKill, nemesis.KindPartition), Expect: checker.Valid, Why: "kills and partitions together"},
 			{Test: mk("durable-pause", nemesis.KindPause), Expect: checker.Valid, Why: "SIGSTOP and SIGCONT of nodes, leaders, controller"},
+			{Test: leaderCut, Expect: checker.Valid, Why: "a leader of a partition being written cut off from its followers, then killed before they leave the ISR: nothing acknowledged is lost"},
 			{Test: composed, Expect: checker.Valid, Why: "overlapping faults: a leader kill during a partition, failover next to a lagging replica, packet loss, a node leaving and rejoining"},
 			{Test: lossy, Expect: checker.Invalid, Why: "acks=1 + leader kills and zombie leaders lose acknowledged writes (seed 003): the checker must find it"},
 		}, append(diskCases(base), gatingExtra(base)...)...)
