@@ -85,7 +85,7 @@ func (c *clusterView) name(id int32) string {
 func (c *clusterView) Leaders(ctx context.Context) ([]string, error) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	md, err := c.r.metadata(ctx, true)
+	md, err := c.r.freshMetadata(ctx, true)
 	if err != nil {
 		return nil, err
 	}
@@ -112,7 +112,7 @@ func (c *clusterView) Leaders(ctx context.Context) ([]string, error) {
 func (c *clusterView) Partitions(ctx context.Context) ([]nemesis.PartitionState, error) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	md, err := c.r.metadata(ctx, true)
+	md, err := c.r.freshMetadata(ctx, true)
 	if err != nil {
 		return nil, err
 	}
@@ -220,7 +220,7 @@ func (c *clusterView) Coordinators(ctx context.Context) ([]string, error) {
 func (c *clusterView) Controller(ctx context.Context) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	md, err := c.r.metadata(ctx, false)
+	md, err := c.r.freshMetadata(ctx, false)
 	if err != nil {
 		return "", err
 	}
@@ -313,7 +313,7 @@ func (r *run) watchLeaders(ctx context.Context) (stop func()) {
 		defer tick.Stop()
 		for {
 			mctx, mcancel := context.WithTimeout(ctx, 2*time.Second)
-			md, err := r.metadata(mctx, true)
+			md, err := r.freshMetadata(mctx, true)
 			mcancel()
 			if err == nil {
 				owns := func(topic string) bool { return r.workload != nil && r.workload.OwnsTopic(topic) }
