@@ -47,8 +47,10 @@ func TestPlantedCasesUseTheFaultThatExposesEachBug(t *testing.T) {
 	assert.Equal(t, "10000", byName["control-follower-skip-validation"].Test.BrokerConfig["replica.lag.time.max.ms"], "a follower cut off for the fault stays in the ISR")
 
 	// Seed 4 of ack-before-isr once drew kills only, and missed: faults of
-	// two kinds now take turns, the partition first, at every seed.
-	for _, name := range []string{"planted-ack-before-isr", "control-ack-before-isr", "planted-idempotence-off"} {
+	// two kinds take turns, the partition first, at every seed.
+	assert.Equal(t, "partition:leader-cut-then-killed", faults("ack-before-isr"))
+	assert.Equal(t, "partition:leader-cut-then-killed", faults("hw-from-leader-leo"))
+	for _, name := range []string{"planted-idempotence-off", "control-idempotence-off"} {
 		tt := byName[name].Test
 		assert.True(t, tt.NemesisCycle, name)
 		for seed := int64(1); seed <= 10; seed++ {
