@@ -28,6 +28,9 @@ func (r *run) freshMetadata(ctx context.Context, withTopics bool) (*kmsg.Metadat
 	var errs []error
 	var wg sync.WaitGroup
 	for _, n := range r.nodes {
+		if !n.Broker {
+			continue // a controller-only node serves no Metadata
+		}
 		wg.Go(func() {
 			req := kmsg.NewPtrMetadataRequest()
 			if !withTopics {
@@ -63,7 +66,7 @@ type nodeMetadata struct {
 
 // mergeMetadata merges the metadata answers of several nodes into the
 // freshest view: the active controller most of them name (the first
-// answer's on a tie), and per partition the entry with the highest leader
+// answer's on a tie; an answer naming none does not vote), and per partition the entry with the highest leader
 // epoch, the controller's own node's when several have it (its image is
 // the first to change). A topic one node errs on and another knows keeps
 // the known entry.
@@ -71,7 +74,9 @@ func mergeMetadata(answers []nodeMetadata) *kmsg.MetadataResponse {
 	out := *answers[0].resp
 	votes := map[int32]int{}
 	for _, a := range answers {
-		votes[a.resp.ControllerID]++
+		if a.resp.ControllerID >= 0 {
+			votes[a.resp.ControllerID]++
+		}
 	}
 	for _, a := range answers {
 		if votes[a.resp.ControllerID] > votes[out.ControllerID] {

@@ -60,8 +60,9 @@ type deposeCandidate struct {
 // ISR holds every replica (so there is a replica to elect, and killing the
 // rest of the ISR, at most a minority of nodes, leaves the leader alone),
 // those without a replica on the controller first (killing it moves the
-// controller too).
-func deposeCandidates(parts []PartitionState, ctl string, nodes int) []deposeCandidate {
+// controller too). None involves spare (the node an earlier round left
+// leading), as leader or as one of the rest.
+func deposeCandidates(parts []PartitionState, ctl string, nodes int, spare string) []deposeCandidate {
 	minority := max(1, (nodes-1)/2)
 	var clear, withCtl []deposeCandidate
 	for _, p := range parts {
@@ -69,7 +70,7 @@ func deposeCandidates(parts []PartitionState, ctl string, nodes int) []deposeCan
 			continue
 		}
 		rest := slices.DeleteFunc(slices.Clone(p.ISR), func(n string) bool { return n == p.Leader })
-		if len(rest) == 0 || len(rest) > minority {
+		if len(rest) == 0 || len(rest) > minority || spare != "" && (p.Leader == spare || slices.Contains(rest, spare)) {
 			continue
 		}
 		slices.Sort(rest)
@@ -96,9 +97,7 @@ func (p *Partition) deposedLeaderReturns(ctx context.Context, rng *rand.Rand) (a
 	nodes := p.Cluster.Nodes()
 	view, hasView := p.Cluster.(ReplicaView)
 	choice, err := pickAimed(ctx, p.Cluster, rng.Uint64(), func(parts []PartitionState, ctl string) []deposeCandidate {
-		return slices.DeleteFunc(deposeCandidates(parts, ctl, len(nodes)), func(c deposeCandidate) bool {
-			return p.deposed != "" && (c.leader == p.deposed || slices.Contains(c.rest, p.deposed))
-		})
+		return deposeCandidates(parts, ctl, len(nodes), p.deposed)
 	}, func(c deposeCandidate) string { return c.leader },
 		"deposed-leader-returns: no partition has a leader other than the active controller and every replica in its ISR")
 	var chosen []string
@@ -154,8 +153,11 @@ func (p *Partition) deposedLeaderReturns(ctx context.Context, rng *rand.Rand) (a
 		return out, errors.Join(append(errs, err)...)
 	}
 	out.Killed = kill.Nodes
-	errs = append(errs, p.killAll(ctx, out.Killed)...)
-	p.deposed = out.Leader
+	killErrs := p.killAll(ctx, out.Killed)
+	errs = append(errs, killErrs...)
+	if len(killErrs) == 0 {
+		p.deposed = out.Leader
+	}
 	// The fault has done its work once the deposed leader leads again:
 	// from then on every read of the partition (the final reads too)
 	// meets whatever tail it kept.

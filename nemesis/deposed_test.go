@@ -16,11 +16,13 @@ func TestDeposeCandidatesWantAWholeISRAndPreferNoControllerReplica(t *testing.T)
 		{Topic: "t0", Partition: 2, Leader: "n3", Replicas: []string{"n3", "n4", "n5"}, ISR: []string{"n3", "n4"}},       // ISR not whole
 		{Topic: "t1", Partition: 0, Leader: "n4", Replicas: []string{"n4", "n5", "n2"}, ISR: []string{"n4", "n5", "n2"}},
 	}
-	got := deposeCandidates(parts, "n1", 5)
+	got := deposeCandidates(parts, "n1", 5, "")
 	assert.Equal(t, []deposeCandidate{{leader: "n4", label: "t1-0", rest: []string{"n2", "n5"}}}, got)
-	got = deposeCandidates(parts[:3], "n1", 5)
+	got = deposeCandidates(parts[:3], "n1", 5, "")
 	assert.Equal(t, []deposeCandidate{{leader: "n2", label: "t0-0", rest: []string{"n1", "n3"}}}, got, "one with the controller when there is no other")
-	assert.Empty(t, deposeCandidates(parts, "n1", 3), "two of three nodes is no minority")
+	assert.Empty(t, deposeCandidates(parts, "n1", 3, ""), "two of three nodes is no minority")
+	assert.Equal(t, []deposeCandidate{{leader: "n2", label: "t0-0", rest: []string{"n1", "n3"}}}, deposeCandidates(parts, "n1", 5, "n5"),
+		"sparing n5 leaves only the one with the controller")
 }
 
 // TestDeposedLeaderReturns: the leader is cut off from every node, the cut

@@ -19,6 +19,7 @@ import (
 	"github.com/faultline/faultline/broker/server"
 	"github.com/faultline/faultline/broker/storage"
 	"github.com/faultline/faultline/broker/txn"
+	"github.com/faultline/faultline/internal/gostack"
 )
 
 // startTxnCoordinator starts the transaction coordinator over
@@ -179,6 +180,7 @@ func (w *markerWriter) WriteMarkers(ctx context.Context, m txn.Marker) []txn.Top
 	for leader, tps := range byLeader {
 		wg.Add(1)
 		go func() {
+			gostack.Reserve()
 			defer wg.Done()
 			left := w.writeTo(ctx, im, leader, m, tps)
 			mu.Lock()

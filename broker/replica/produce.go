@@ -195,12 +195,6 @@ type TxnMarker struct {
 	CoordinatorEpoch int32
 }
 
-// WriteTxnMarker writes one marker (WriteTxnMarkers of one).
-func (m *Manager) WriteTxnMarker(ctx context.Context, topic string, partition int32, producerID int64, epoch int16, commit bool, coordinatorEpoch int32) int16 {
-	return m.WriteTxnMarkers(ctx, []TxnMarker{{Topic: topic, Partition: partition, ProducerID: producerID,
-		ProducerEpoch: epoch, Commit: commit, CoordinatorEpoch: coordinatorEpoch}})[0]
-}
-
 // WriteTxnMarkers appends transaction markers (WriteTxnMarkers, from a
 // transaction coordinator) to partitions this broker leads and answers
 // once the high watermark passes each, as an acks=all produce; codes[i] is

@@ -122,7 +122,10 @@ func (c *conn) readLoop() {
 			// done (Kafka handles every request this way).
 			c.handle(r, sl, arrived)
 		} else {
-			go c.handle(r, sl, arrived)
+			go func() {
+				gostack.Reserve()
+				c.handle(r, sl, arrived)
+			}()
 		}
 	}
 }
@@ -154,7 +157,6 @@ func (c *conn) readFailed(err error, size, maxSize int32) {
 }
 
 func (c *conn) handle(r *request, sl *slot, arrived time.Time) {
-	gostack.Reserve()
 	defer close(sl.done)
 	defer func() {
 		if p := recover(); p != nil {

@@ -26,7 +26,7 @@ const reserveBytes = 12 << 10
 
 // Reserve grows the calling goroutine's stack to hold at least
 // reserveBytes more. It costs one stack allocation when the stack is
-// smaller, and nothing once it is large enough.
+// smaller; once it is large enough, only the zeroing of its frame.
 //
 //go:noinline
 func Reserve() {
