@@ -17,7 +17,9 @@
 //
 // Run's phases, one file each: set up the cluster and wait until it serves
 // (run.go; clusterview.go answers who serves and leads, for the waits and
-// the nemesis's targets, and records the partition leaders and epochs seen
+// the nemesis's targets, from every broker's Metadata merged to the
+// freshest per partition (freshmeta.go: a node just healed answers from a
+// stale image), and records the partition leaders and epochs seen
 // in Metadata responses as harness events in the history, from the
 // workload's start to the end of the final reads); run the workers and the fault schedule until the
 // time limit, an operation in flight at the limit still getting its

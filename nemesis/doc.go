@@ -40,10 +40,13 @@
 // partition:deposed-leader-returns (deposed.go) cuts a partition's leader
 // off from every node for the sequence wait, so it is deposed while
 // producers still append to it, heals, and once it is back in the ISR
-// kills the rest of that ISR so it leads again. corrupt:unreplicated-tail
+// kills the rest of that ISR so it leads again (a later round spares that
+// node). partition:leader-cut-then-killed (cutkill.go) cuts a partition's
+// leader off from its followers only and kills it 1 s later, while they
+// are still in the ISR. corrupt:unreplicated-tail
 // (tailflip.go) corrupts a live leader: it drops its followers' packets,
 // their agents read their log ends (TailFlipper), and its agent flips a bit
-// in the last batch none of them has. These two, and the ISR kills of
+// in the last batch none of them has. These three, and the ISR kills of
 // lagging-then-leader, aim at the partitions being written now when the
 // cluster tells (ActivityView).
 // partition:clients-coordinator (coordinator.go, also only when named)
