@@ -95,18 +95,10 @@ func (p *Partition) leaderCutThenKilled(ctx context.Context, rng *rand.Rand) (an
 	seq := sequenceOf(ctx)
 	choice, err := pickAimed(ctx, p.Cluster, rng.Uint64(), cutCandidates, func(c cutCandidate) string { return c.leader },
 		"leader-cut-then-killed: no partition has every replica in its ISR and a leader other than the active controller")
-	var chosen []string
-	if choice.leader != "" {
-		chosen = []string{choice.leader}
-	}
-	st, err := seq.step(Step{Name: "choose-leader", Rule: "the leader of a partition being written whose ISR is whole, not the active controller (drawn)", Nodes: chosen, Partition: choice.label}, err)
+	out.Leader, out.Partition, err = chooseLeaderStep(seq, "leader-cut-then-killed", "the leader of a partition being written whose ISR is whole, not the active controller (drawn)", choice.leader, choice.label, err)
 	if err != nil {
 		return out, err
 	}
-	if len(st.Nodes) != 1 || st.Partition == "" {
-		return out, fmt.Errorf("leader-cut-then-killed: recorded step %s names %v and %q, not a leader and its partition", st.Name, st.Nodes, st.Partition)
-	}
-	out.Leader, out.Partition = st.Nodes[0], st.Partition
 	cut, err := seq.step(Step{Name: "cut", Rule: "the leader from the partition's other replicas", Nodes: choice.followers}, nil)
 	if err != nil {
 		return out, err

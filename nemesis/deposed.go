@@ -100,18 +100,10 @@ func (p *Partition) deposedLeaderReturns(ctx context.Context, rng *rand.Rand) (a
 		return deposeCandidates(parts, ctl, len(nodes), p.deposed)
 	}, func(c deposeCandidate) string { return c.leader },
 		"deposed-leader-returns: no partition has a leader other than the active controller and every replica in its ISR")
-	var chosen []string
-	if choice.leader != "" {
-		chosen = []string{choice.leader}
-	}
-	st, err := seq.step(Step{Name: "choose-leader", Rule: "the leader of a partition whose ISR is whole, other than the active controller (drawn)", Nodes: chosen, Partition: choice.label}, err)
+	out.Leader, out.Partition, err = chooseLeaderStep(seq, "deposed-leader-returns", "the leader of a partition whose ISR is whole, other than the active controller (drawn)", choice.leader, choice.label, err)
 	if err != nil {
 		return out, err
 	}
-	if len(st.Nodes) != 1 || st.Partition == "" {
-		return out, fmt.Errorf("deposed-leader-returns: recorded step %s names %v and %q, not a leader and its partition", st.Name, st.Nodes, st.Partition)
-	}
-	out.Leader, out.Partition = st.Nodes[0], st.Partition
 	out.Grudge = Isolate(nodes, out.Leader)
 	seq.step(Step{Name: "isolate", Rule: "the leader, cut off from every other node", Nodes: []string{out.Leader}}, nil)
 	errs := p.install(ctx, out.Grudge)

@@ -327,3 +327,21 @@ func pickAimed[T any](ctx context.Context, c Cluster, pick uint64, cands func(pa
 	}
 	return found[pick%uint64(len(found))], nil
 }
+
+// chooseLeaderStep records a sequence fault's choose-leader step: the
+// leader and partition drawn live (or the error that prevented it), or
+// on a replay the ones recorded. mode names the fault in errors.
+func chooseLeaderStep(seq *sequence, mode, rule, leader, partition string, liveErr error) (string, string, error) {
+	var chosen []string
+	if leader != "" {
+		chosen = []string{leader}
+	}
+	st, err := seq.step(Step{Name: "choose-leader", Rule: rule, Nodes: chosen, Partition: partition}, liveErr)
+	if err != nil {
+		return "", "", err
+	}
+	if len(st.Nodes) != 1 || st.Partition == "" {
+		return "", "", fmt.Errorf("%s: recorded step %s names %v and %q, not a leader and its partition", mode, st.Name, st.Nodes, st.Partition)
+	}
+	return st.Nodes[0], st.Partition, nil
+}
