@@ -45,8 +45,9 @@
 // leader off from its followers only and kills it 1 s later, while they
 // are still in the ISR. corrupt:unreplicated-tail
 // (tailflip.go) corrupts a live leader: it drops its followers' packets,
-// their agents read their log ends (TailFlipper), and its agent flips a bit
-// in the last batch none of them has. These three, and the ISR kills of
+// their agents read their log ends (TailFlipper), it waits for its own log
+// end to pass them, and its agent flips a bit in the last batch none of
+// them has. These three, and the ISR kills of
 // lagging-then-leader, aim at the partitions being written now when the
 // cluster tells (ActivityView).
 // partition:clients-coordinator (coordinator.go, also only when named)

@@ -17,7 +17,9 @@ import (
 // the nodes but the active controller (so it is neither fenced nor
 // deposed, and no follower fetch reaches it); after tailSettle, when the
 // answers to the fetches it held open have been taken in, each follower's
-// agent reads its log end; then the leader's agent flips one bit in the
+// agent reads its log end; once the leader has appended a batch past them
+// (it waits for one up to tailAheadPolls times tailAheadEvery: a producer
+// may reach the leader only after its retries), the leader's agent flips one bit in the
 // records of the last batch at or above the greatest of them, in each
 // partition it leads whose replicas leave the controller out (so every
 // follower is cut off), and the cut heals. The followers then fetch the
@@ -33,6 +35,14 @@ const CorruptUnreplicatedTail = "unreplicated-tail"
 // follower fetch open (replica.fetch.wait.max.ms, 500 ms by default) plus
 // the time a follower takes to append the answer.
 const tailSettle = time.Second
+
+// tailAheadEvery and tailAheadPolls pace how long corrupt:unreplicated-tail
+// waits, after reading the followers' log ends, for the leader to append a
+// batch none of them has: without one there is nothing to flip.
+const (
+	tailAheadEvery = 500 * time.Millisecond
+	tailAheadPolls = 16
+)
 
 // TailFlipper is what corrupt:unreplicated-tail needs of the runtime
 // besides Runtime: the agents' log-end and flip-tail on live nodes, over
@@ -181,6 +191,12 @@ func (c *Corrupt) unreplicatedTail(ctx context.Context, rng *rand.Rand) (any, er
 	if err != nil || len(after) == 0 {
 		return out, c.healTail(ctx, append(errs, err))
 	}
+	ahead, err := c.leaderAhead(ctx, flipper, out.Leader, after)
+	aheadJSON, _ := json.Marshal(ahead)
+	_, err = seq.step(Step{Name: "leader-ahead", Rule: "the leader's log ends, once one partition's is past its followers'", Nodes: []string{out.Leader}, Did: string(aheadJSON)}, err)
+	if err != nil {
+		return out, c.healTail(ctx, append(errs, err))
+	}
 	did, err := flipper.FlipTail(ctx, out.Leader, after, seed)
 	out.Did = did
 	seq.step(Step{Name: "flip-tail", Rule: "the last batch of each partition at or above its followers' log ends", Nodes: []string{out.Leader}, Did: did}, nil)
@@ -199,6 +215,35 @@ func (c *Corrupt) healTail(ctx context.Context, errs []error) error {
 		c.cut.cut = failed
 	}
 	return errors.Join(append(errs, healErrs...)...)
+}
+
+// leaderAhead polls leader's log ends of the partitions of after until one
+// is past its followers' (after), at most tailAheadPolls times: the cut
+// leader's producers may only send it their next batch after a retry.
+func (c *Corrupt) leaderAhead(ctx context.Context, flipper TailFlipper, leader string, after map[string]int64) (map[string]int64, error) {
+	partitions := slices.Sorted(maps.Keys(after))
+	var ends map[string]int64
+	var err error
+	for i := range tailAheadPolls {
+		ends, err = flipper.LogEnds(ctx, leader, partitions)
+		if err == nil {
+			for p, end := range ends {
+				if end > after[p] {
+					return ends, nil
+				}
+			}
+		}
+		if i == tailAheadPolls-1 || !sequenceWait(ctx, c.Sleep, tailAheadEvery) {
+			break
+		}
+	}
+	if err != nil {
+		return ends, fmt.Errorf("log ends of the leader %s: %w", leader, err)
+	}
+	if ctx.Err() != nil {
+		return ends, ctx.Err()
+	}
+	return ends, fmt.Errorf("corrupt:unreplicated-tail: in %s the leader %s appended nothing past its followers' log ends %v (its own: %v)", time.Duration(tailAheadPolls-1)*tailAheadEvery, leader, after, ends)
 }
 
 // followersEnd reads, through the agents of the followers of each of

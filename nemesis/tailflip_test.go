@@ -14,13 +14,19 @@ import (
 // tailWorld has disks, names partitions and flips tails.
 type tailWorld struct {
 	diskViewWorld
+	// leaderBehind keeps the leader n2 at its followers' log ends.
+	leaderBehind bool
 }
 
-// LogEnds says every partition ends at 10 times the follower's number.
+// LogEnds says every partition ends at 10 times the node's number, and
+// on the leader n2 at 100 (ahead of its followers) unless leaderBehind.
 func (w tailWorld) LogEnds(_ context.Context, node string, partitions []string) (map[string]int64, error) {
 	w.log(fmt.Sprintf("log-end %s %s", node, strings.Join(partitions, ",")))
 	var id int64
 	fmt.Sscanf(node, "n%d", &id)
+	if node == "n2" && !w.leaderBehind {
+		id = 10
+	}
 	out := map[string]int64{}
 	for _, p := range partitions {
 		out[p] = 10 * id
@@ -55,7 +61,7 @@ func TestUnreplicatedTail(t *testing.T) {
 	run := func() ([]string, TailFlipTargets) {
 		w := newWorld(5)
 		w.ctl = "n1"
-		v := tailWorld{diskViewWorld{diskWorld: diskWorld{w}, parts: tailParts}}
+		v := tailWorld{diskViewWorld: diskViewWorld{diskWorld: diskWorld{w}, parts: tailParts}}
 		c := Spec{{Kind: KindCorrupt, Mode: CorruptUnreplicatedTail}}.Faults(v, v)[0].(*Corrupt)
 		c.Sleep = noWait
 		got, err := c.Start(context.Background(), rand.New(rand.NewPCG(3, 3)))
@@ -73,6 +79,7 @@ func TestUnreplicatedTail(t *testing.T) {
 	assert.Equal(t, []string{
 		"isolate n2 [n3 n4 n5]",
 		"log-end n3 t0-0", "log-end n4 t0-0,t1-3", "log-end n5 t1-3", // t0-0 is on n2-n4, t1-3 on n2, n4, n5
+		"log-end n2 t0-0,t1-3",              // the leader is ahead
 		"flip-tail n2 map[t0-0:40 t1-3:50]", // each partition's greatest follower end
 		"isolate n2 []",
 	}, calls)
@@ -82,10 +89,32 @@ func TestUnreplicatedTail(t *testing.T) {
 	assert.Equal(t, got, same, "seeded")
 }
 
+// TestUnreplicatedTailWaitsForTheLeaderToBeAhead: a leader with no batch
+// past its followers' log ends is asked again, a bounded number of times,
+// and then the cut heals with nothing flipped and the fault says why.
+func TestUnreplicatedTailWaitsForTheLeaderToBeAhead(t *testing.T) {
+	w := newWorld(5)
+	w.ctl = "n1"
+	v := tailWorld{diskViewWorld: diskViewWorld{diskWorld: diskWorld{w}, parts: tailParts}, leaderBehind: true}
+	c := Spec{{Kind: KindCorrupt, Mode: CorruptUnreplicatedTail}}.Faults(v, v)[0].(*Corrupt)
+	c.Sleep = noWait
+	_, err := c.Start(context.Background(), rand.New(rand.NewPCG(3, 3)))
+	assert.ErrorContains(t, err, "appended nothing past its followers' log ends")
+	polls := 0
+	for _, call := range w.calls {
+		assert.NotContains(t, call, "flip-tail")
+		if call == "log-end n2 t0-0,t1-3" {
+			polls++
+		}
+	}
+	assert.Equal(t, tailAheadPolls, polls)
+	assert.Equal(t, "isolate n2 []", w.calls[len(w.calls)-1], "the cut is healed")
+}
+
 func TestUnreplicatedTailWithoutACandidate(t *testing.T) {
 	w := newWorld(5)
 	w.ctl = "n1"
-	v := tailWorld{diskViewWorld{diskWorld: diskWorld{w}, parts: tailParts[1:4]}}
+	v := tailWorld{diskViewWorld: diskViewWorld{diskWorld: diskWorld{w}, parts: tailParts[1:4]}}
 	c := Spec{{Kind: KindCorrupt, Mode: CorruptUnreplicatedTail}}.Faults(v, v)[0].(*Corrupt)
 	_, err := c.Start(context.Background(), rand.New(rand.NewPCG(3, 3)))
 	assert.ErrorContains(t, err, "no partition leader besides the controller")
