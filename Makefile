@@ -27,14 +27,14 @@ image: build
 	cp docker/Dockerfile $(BIN)/broker $(BIN)/faultline $(BIN)/image/
 	docker build -t faultline-node:dev $(BIN)/image
 
-# The gating suite (harness/suite.go; README "make test-jepsen"): the queue workload under none, kill, partition and
-# kill+partition with acks=all, min.insync.replicas=2, RF=3, unclean
+# The gating suite (harness/suite.go; README "make test-jepsen"): the queue workload under none, kill, partition,
+# pause, a leader cut then killed and composed faults (a kill during a partition among them) with acks=all, min.insync.replicas=2, RF=3, unclean
 # election off (expected valid), and acks=1 with leader kills and zombie
 # leaders cut off from the other nodes (expected to
 # find loss), then the disk suite's cases (power-all-default-flush expected
 # to find loss; durable-power, durable-power-then-leader, durable-disk
 # expected valid), then compaction and transactions under kills (valid) and
-# five planted bugs (invalid). Prints a table; fails when any test comes out
+# six planted bugs (invalid). Prints a table; fails when any test comes out
 # other than expected. Needs a Docker daemon.
 test-jepsen: build
 	$(BIN)/faultline suite --suite gating --runtime $(JEPSEN_RUNTIME) --time-limit $(JEPSEN_TIME)

@@ -102,7 +102,6 @@ var Suites = map[string]func(base Test) []Case{
 			{Test: mk("durable-none", nemesis.KindNone), Expect: checker.Valid, Why: "no faults: the baseline"},
 			{Test: mk("durable-kill", nemesis.KindKill), Expect: checker.Valid, Why: "kill -9 of nodes, leaders, controller"},
 			{Test: mk("durable-partition", nemesis.KindPartition), Expect: checker.Valid, Why: "network partitions between nodes"},
-			{Test: mk("durable-kill-partition", nemesis.KindKill, nemesis.KindPartition), Expect: checker.Valid, Why: "kills and partitions together"},
 			{Test: mk("durable-pause", nemesis.KindPause), Expect: checker.Valid, Why: "SIGSTOP and SIGCONT of nodes, leaders, controller"},
 			{Test: leaderCut, Expect: checker.Valid, Why: "a leader of a partition being written cut off from its followers, then killed before they leave the ISR: nothing acknowledged is lost"},
 			{Test: composed, Expect: checker.Valid, Why: "overlapping faults: a leader kill during a partition, failover next to a lagging replica, packet loss, a node leaving and rejoining"},
