@@ -8,11 +8,14 @@ import (
 //
 // Behaviour:
 //   - Handed to Txns.EndTxn: the decision (PrepareCommit or PrepareAbort)
-//     is committed in __transaction_state before the answer, and the
-//     answer waits (bounded) for the markers, so a read_committed consumer
-//     sees a committed transaction right after it.
+//     is committed in __transaction_state before the answer, as in Kafka;
+//     the markers follow, and the producer's next request on the
+//     transactional id waits (bounded) for them.
 //   - A retry of an EndTxn that took effect succeeds; the other outcome
-//     is INVALID_TXN_STATE.
+//     is INVALID_TXN_STATE. Under v5 an EndTxn at the bumped epoch while
+//     the markers of the last transaction are still being written (the
+//     next transaction's, ended at once) is CONCURRENT_TRANSACTIONS,
+//     which clients retry.
 //   - v5 (KIP-890 part 2) bumps the producer epoch at every end and
 //     returns the new one, so a delayed EndTxn of an earlier transaction
 //     is fenced. Clients use v5 when the transaction.version feature is

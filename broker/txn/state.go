@@ -52,9 +52,10 @@ type Metadata struct {
 	PrevProducerID int64
 	ProducerEpoch  int16
 	// LastProducerEpoch is the epoch before the last bump made by the
-	// coordinator itself (a timeout or a fence), -1 none: the client
-	// still holds it, and its InitProducerId or EndTxn retry under it
-	// must be told it was fenced, not be mistaken for a zombie.
+	// coordinator itself (a timeout or a fence) or by an EndTxn under
+	// TV2, -1 none: the client may still hold it, and its InitProducerId
+	// or EndTxn retry under it must be answered (told it was fenced, or
+	// given the epoch that replaced it), not mistaken for a zombie.
 	LastProducerEpoch int16
 	TimeoutMs         int32
 	State             State
@@ -322,6 +323,15 @@ func EndTxn(cur *Metadata, req EndRequest, newID func() (int64, error), nowMs in
 	if req.ProducerID != m.ProducerID {
 		return fail(kerr.InvalidProducerIDMapping.Code)
 	}
+	if req.TV2 && m.TV2 && m.State.prepared() && req.Epoch == m.ProducerEpoch {
+		// The previous transaction's markers are still being written,
+		// and the request carries the epoch its EndTxn bumped to: it
+		// ends the next transaction, which cannot have begun yet (a
+		// producer told of the commit at once, which aborts its next
+		// transaction before any partition joined it). Retried, it
+		// meets the complete state.
+		return Decision{Code: kerr.ConcurrentTransactions.Code, Retry: true}
+	}
 	if req.Epoch != m.ProducerEpoch {
 		if req.Epoch == m.LastProducerEpoch && m.State == CompleteAbort && !req.Commit {
 			// The coordinator fenced the transaction (a timeout) and
@@ -341,6 +351,9 @@ func EndTxn(cur *Metadata, req EndRequest, newID func() (int64, error), nowMs in
 		if err != nil {
 			return fail(kerr.CoordinatorNotAvailable.Code)
 		}
+		if next.ProducerID == m.ProducerID {
+			next.LastProducerEpoch = m.ProducerEpoch
+		}
 		next.State = CompleteAbort
 		next.TV2 = true
 		next.UpdateMs = nowMs
@@ -358,6 +371,12 @@ func EndTxn(cur *Metadata, req EndRequest, newID func() (int64, error), nowMs in
 			next, err := bumpEpoch(m, newID)
 			if err != nil {
 				return fail(kerr.CoordinatorNotAvailable.Code)
+			}
+			if next.ProducerID == m.ProducerID {
+				// As Kafka does: a client whose EndTxn outcome it never
+				// heard re-initialises at the epoch it holds (KIP-360),
+				// which is then known and answered with this one.
+				next.LastProducerEpoch = m.ProducerEpoch
 			}
 			m = next
 		}

@@ -188,6 +188,60 @@ func TestEmptyAbortUnderTV2BumpsTheEpoch(t *testing.T) {
 	}
 }
 
+// A producer told of its commit at once (EndTxn answers when the decision
+// is durable) may end its next transaction while the markers of the last
+// are still being written: under TV2 its request carries the bumped epoch
+// and is answered CONCURRENT_TRANSACTIONS, to retry, not INVALID_TXN_STATE
+// (franz-go's own TestTxnEtl met that under load).
+func TestEndOfTheNextTransactionWhileMarkersAreWrittenIsRetried(t *testing.T) {
+	for _, first := range []bool{true, false} {
+		m := newTxn(t)
+		d := AddPartitions(&m, 7, 0, []TopicPartition{tpA}, 10)
+		prep := EndTxn(&d.Next, EndRequest{ProducerID: 7, Epoch: 0, Commit: first, TV2: true}, ids(1), 11)
+		require.Zero(t, prep.Code)
+		require.True(t, prep.Next.State.prepared())
+		for _, commit := range []bool{true, false} {
+			next := EndTxn(&prep.Next, EndRequest{ProducerID: 7, Epoch: 1, Commit: commit, TV2: true}, ids(1), 12)
+			assert.Equal(t, kerr.ConcurrentTransactions.Code, next.Code)
+			assert.True(t, next.Retry)
+			assert.False(t, next.Write)
+		}
+		done, _ := Complete(prep.Next, 13)
+		ab := EndTxn(&done, EndRequest{ProducerID: 7, Epoch: 1, Commit: false, TV2: true}, ids(1), 14)
+		assert.Zero(t, ab.Code, "retried once complete, the abort of the empty next transaction goes through")
+	}
+	// Without TV2 the epoch is the one of the transaction being
+	// finished: the opposite outcome is refused.
+	m := newTxn(t)
+	d := AddPartitions(&m, 7, 0, []TopicPartition{tpA}, 10)
+	prep := EndTxn(&d.Next, EndRequest{ProducerID: 7, Epoch: 0, Commit: true}, ids(1), 11)
+	assert.Equal(t, kerr.InvalidTxnState.Code, EndTxn(&prep.Next, EndRequest{ProducerID: 7, Epoch: 0, Commit: false}, ids(1), 12).Code)
+}
+
+// A client that never heard its EndTxn's answer re-initialises at the
+// epoch it holds (KIP-360; franz-go does after a transport error): under
+// TV2 that epoch is the one the EndTxn replaced, and the answer is the
+// current epoch, with no bump and nothing aborted, as Kafka does.
+func TestInitAfterAnUnheardTV2EndTxn(t *testing.T) {
+	m := newTxn(t)
+	d := AddPartitions(&m, 7, 0, []TopicPartition{tpA}, 10)
+	prep := EndTxn(&d.Next, EndRequest{ProducerID: 7, Epoch: 0, Commit: true, TV2: true}, ids(1), 11)
+	require.Zero(t, prep.Code)
+	assert.Equal(t, int16(0), prep.Next.LastProducerEpoch)
+	done, _ := Complete(prep.Next, 12)
+	init := InitProducerID(&done, "t", InitRequest{TimeoutMs: 1000, ProducerID: 7, ProducerEpoch: 0}, ids(1), 13)
+	require.Zero(t, init.Code)
+	assert.False(t, init.Write)
+	assert.Equal(t, int16(1), init.Next.ProducerEpoch)
+	assert.Equal(t, CompleteCommit, init.Next.State)
+	// After the next transaction's end, epoch 0 is older still: a zombie's.
+	d = AddPartitions(&done, 7, 1, []TopicPartition{tpB}, 20)
+	prep = EndTxn(&d.Next, EndRequest{ProducerID: 7, Epoch: 1, Commit: false, TV2: true}, ids(1), 21)
+	require.Zero(t, prep.Code)
+	done, _ = Complete(prep.Next, 22)
+	assert.Equal(t, kerr.ProducerFenced.Code, InitProducerID(&done, "t", InitRequest{TimeoutMs: 1000, ProducerID: 7, ProducerEpoch: 0}, ids(1), 23).Code)
+}
+
 func TestTimeoutAbortFencesTheProducer(t *testing.T) {
 	m := newTxn(t)
 	d := AddPartitions(&m, 7, 0, []TopicPartition{tpA}, 100)
