@@ -340,7 +340,8 @@ type topicPartition struct {
 // leaderChanges compares a Metadata response with the leaders known so far
 // (which it updates) and returns the partitions of owned topics whose
 // leader or epoch changed, sorted by topic and partition. A partition
-// whose topic or partition carries an error is left as it was known.
+// whose topic or partition carries an error, or whose leader epoch is
+// older than the one known, is left as it was known.
 func leaderChanges(known map[topicPartition]checker.Leadership, md *kmsg.MetadataResponse, owns func(string) bool, name func(int32) string) []checker.Leadership {
 	var out []checker.Leadership
 	for _, td := range md.Topics {
@@ -353,7 +354,10 @@ func leaderChanges(known map[topicPartition]checker.Leadership, md *kmsg.Metadat
 			}
 			l := checker.Leadership{Topic: *td.Topic, Partition: p.Partition, Leader: name(p.Leader), Epoch: p.LeaderEpoch}
 			key := topicPartition{l.Topic, l.Partition}
-			if prev, ok := known[key]; ok && prev == l {
+			if prev, ok := known[key]; ok && (prev == l || l.Epoch < prev.Epoch) {
+				// Unchanged, or a stale answer (a node just healed
+				// that still holds an older image): leader epochs
+				// only grow.
 				continue
 			}
 			known[key] = l

@@ -45,6 +45,7 @@ func TestLeaderChangesRecordsOnlyWhatChanged(t *testing.T) {
 	broken := part(1, 2, 9)
 	broken.ErrorCode = kerr.UnknownServerError.Code
 	assert.Empty(t, leaderChanges(known, md(leaderless, broken), owns, name), "an answer with an error says nothing")
+	assert.Empty(t, leaderChanges(known, md(part(0, 2, 5), part(1, 2, 3)), owns, name), "older epochs are a stale node's answer")
 }
 
 // coordinatorAnswer answers FindCoordinator with resp.
