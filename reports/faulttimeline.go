@@ -38,6 +38,17 @@ type laneSegment struct {
 	title      string // tooltip
 }
 
+// nemesisMode is the "mode" of a fault op's value, "" when it has none.
+func nemesisMode(raw []byte) string {
+	var obj struct {
+		Mode string `json:"mode"`
+	}
+	if json.Unmarshal(raw, &obj) != nil {
+		return ""
+	}
+	return obj.Mode
+}
+
 // nemesisTargets reads the nodes a fault op hit from its value: a list of
 // names (["n1"]), an object with "nodes" (the nemesis's Targets and
 // DiskTargets), or a partition's "grudge", whose cut-off nodes are those
@@ -117,6 +128,9 @@ func nodeFaultSegments(a *analysis) map[string][]laneSegment {
 		default:
 			nodes, detail := nemesisTargets(op.Raw)
 			look := faultLookOf(kind)
+			if state, ok := faultModeStates[kind+":"+nemesisMode(op.Raw)]; ok {
+				look.State = state
+			}
 			for _, n := range nodes {
 				title := fmt.Sprintf("%s %s from %s (op %d", n, look.State, seconds(op.Time), op.Index)
 				if detail != "" {

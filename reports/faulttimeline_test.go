@@ -7,6 +7,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/faultline/faultline/checker"
 )
 
 // plotSVG returns the SVG whose aria-label starts with label out of the
@@ -84,4 +86,24 @@ func TestNemesisTargets(t *testing.T) {
 		nodes, _ := nemesisTargets([]byte(c.raw))
 		assert.Equal(t, c.nodes, nodes, c.raw)
 	}
+}
+
+// A fault whose kind's name would mislead is named by its mode:
+// corrupt:unreplicated-tail cuts a leader off and kills nobody, while
+// corrupt's other modes kill the node.
+func TestNodeFaultSegmentsNameTheModeWhereTheKindMisleads(t *testing.T) {
+	nem := func(i int64, f, raw string, at int64) checker.Op {
+		return checker.Op{Index: i, Process: checker.NemesisProcess, Type: checker.Info, F: f, Raw: []byte(raw), Time: at}
+	}
+	a := &analysis{h: checker.History{
+		nem(0, "start-corrupt", `{"mode":"unreplicated-tail","leader":"n5","grudge":{"n5":["n2","n3","n4"]}}`, 1e9),
+		nem(1, "stop-corrupt", `null`, 2e9),
+		nem(2, "start-corrupt", `{"mode":"bit-flip","nodes":["n3"]}`, 3e9),
+		nem(3, "stop-corrupt", `null`, 4e9),
+	}, nemesis: []int{0, 1, 2, 3}, endNs: 5e9}
+	segs := nodeFaultSegments(a)
+	require.Len(t, segs["n5"], 1)
+	assert.Equal(t, "cut off from its followers, a bit flipped in a batch only it had", segs["n5"][0].label)
+	require.Len(t, segs["n3"], 1)
+	assert.Equal(t, "killed, data corrupted", segs["n3"][0].label)
 }

@@ -366,6 +366,14 @@ var faultLooks = map[string]faultLook{
 	"shutdown":   {"#5a9e6f", "shut down"},
 }
 
+// faultModeStates name what a fault of one mode does to a node where its
+// kind's State would mislead ("kind:mode" as the nemesis records them):
+// corrupt:unreplicated-tail kills nobody.
+var faultModeStates = map[string]string{
+	"corrupt:unreplicated-tail":        "cut off from its followers, a bit flipped in a batch only it had",
+	"partition:leader-cut-then-killed": "cut off from its followers, then killed",
+}
+
 // faultKind is the kind of a fault window, the first word of its label
 // ("kill" of `kill ["n1"]`).
 func faultKind(w checker.Window) string {
