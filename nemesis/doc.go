@@ -6,7 +6,8 @@
 // are made real by the runtime (Runtime: signals to broker processes,
 // netfilter rules through the in-node agent in package agent).
 //
-// Faults: kill (SIGKILL one node, a minority, a majority, partition
+// Faults: kill (SIGKILL one node, a minority, a majority (the nodes
+// leading the workload's partitions first, the rest drawn), partition
 // leaders, or the active controller; every node only when asked for with
 // kill:all; the node coordinating one of the workload's transactional ids
 // only when asked for with kill:coordinator, from a Cluster that is a

@@ -105,7 +105,7 @@ func chooseTargets(ctx context.Context, c Cluster, mode string, rng *rand.Rand) 
 	case TargetMinority:
 		out = nodes[:max(1, (len(nodes)-1)/2)]
 	case TargetMajority:
-		out = nodes[:len(nodes)/2+1]
+		out = leadersFirst(ctx, c, nodes)[:len(nodes)/2+1]
 	case TargetAll:
 		out = nodes
 	case TargetLeaders:
@@ -141,6 +141,35 @@ func chooseTargets(ctx context.Context, c Cluster, mode string, rng *rand.Rand) 
 	sorted := append([]string(nil), out...)
 	sort.Strings(sorted)
 	return sorted, nil
+}
+
+// leadersFirst reorders nodes (already shuffled) so that those leading
+// the workload's partitions now come first, each group in its drawn
+// order; nodes as they are when the leaders are unknown. A majority drawn
+// from it forces a failover of every partition it can: one round kills
+// the leaders, and the next, finding them moved to the nodes it spared,
+// kills those and sends the partitions back to the nodes the first round
+// restarted, where what a crash did to a log (recovery, the cleaner on a
+// recovered log) is what the clients read. A majority drawn at random may
+// hit the same nodes round after round and leave the partitions where no
+// fault reached.
+func leadersFirst(ctx context.Context, c Cluster, nodes []string) []string {
+	leaders, err := c.Leaders(ctx)
+	if err != nil || len(leaders) == 0 {
+		return nodes
+	}
+	out := make([]string, 0, len(nodes))
+	for _, n := range nodes {
+		if slices.Contains(leaders, n) {
+			out = append(out, n)
+		}
+	}
+	for _, n := range nodes {
+		if !slices.Contains(leaders, n) {
+			out = append(out, n)
+		}
+	}
+	return out
 }
 
 // Targets records a process fault's mode and the nodes it hit.

@@ -158,6 +158,27 @@ func TestParseSpecRejectsUnknown(t *testing.T) {
 	assert.Len(t, tg.Nodes, 1, "at most a minority of leaders (2 of 3 nodes would be a majority)")
 }
 
+// A majority takes the nodes leading the workload's partitions first, so
+// a second round, finding the leaders moved, kills the nodes the first
+// spared; the rest of it is drawn.
+func TestMajorityTakesTheLeadersFirst(t *testing.T) {
+	w := newWorld(5)
+	w.leader = []string{"n2", "n5"}
+	draws := map[string]bool{}
+	for seed := range uint64(20) {
+		got, err := chooseTargets(context.Background(), w, TargetMajority, rand.New(rand.NewPCG(seed, seed)))
+		require.NoError(t, err)
+		require.Len(t, got, 3)
+		assert.Subset(t, got, []string{"n2", "n5"}, "seed %d", seed)
+		draws[fmt.Sprint(got)] = true
+	}
+	assert.Greater(t, len(draws), 1, "the third node is drawn")
+	w.leader = []string{"n1", "n2", "n3", "n4", "n5"}
+	got, err := chooseTargets(context.Background(), w, TargetMajority, rand.New(rand.NewPCG(1, 1)))
+	require.NoError(t, err)
+	assert.Len(t, got, 3, "still a majority when every node leads")
+}
+
 func TestTargetSizes(t *testing.T) {
 	w := newWorld(5)
 	rng := rand.New(rand.NewPCG(5, 5))
