@@ -141,6 +141,14 @@ func (s *sequence) annotate(note string) {
 	}
 }
 
+// recordingEnded reports whether the start replays a recording that has
+// no step left: the recorded start stopped here (it failed).
+func (s *sequence) recordingEnded() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.recorded) > 0 && len(s.steps) >= len(s.recorded)
+}
+
 // recordedNext is the recorded next step, false when the start is not a
 // replay of one (or has no more recorded steps).
 func (s *sequence) recordedNext() (Step, bool) {

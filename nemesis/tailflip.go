@@ -18,8 +18,8 @@ import (
 // deposed, and no follower fetch reaches it); after tailSettle, when the
 // answers to the fetches it held open have been taken in, each follower's
 // agent reads its log end; once the leader has appended a batch past them
-// (it waits for one up to tailAheadPolls times tailAheadEvery: a producer
-// may reach the leader only after its retries), the leader's agent flips one bit in the
+// (it asks every tailAheadEvery, up to tailAheadMax: a producer may reach
+// the leader only after its retries), the leader's agent flips one bit in the
 // records of the last batch at or above the greatest of them, in each
 // partition it leads whose replicas leave the controller out (so every
 // follower is cut off), and the cut heals. The followers then fetch the
@@ -41,7 +41,11 @@ const tailSettle = time.Second
 // batch none of them has: without one there is nothing to flip.
 const (
 	tailAheadEvery = 500 * time.Millisecond
-	tailAheadPolls = 16
+	tailAheadPolls = 10
+	// tailAheadMax bounds the polls in wall time too (each asks an
+	// agent): the settle and the polls together stay well inside the 10 s
+	// the planted case keeps a silent follower in the ISR.
+	tailAheadMax = 5 * time.Second
 )
 
 // TailFlipper is what corrupt:unreplicated-tail needs of the runtime
@@ -194,6 +198,11 @@ func (c *Corrupt) unreplicatedTail(ctx context.Context, rng *rand.Rand) (any, er
 	ahead, err := c.leaderAhead(ctx, flipper, out.Leader, after)
 	aheadJSON, _ := json.Marshal(ahead)
 	_, err = seq.step(Step{Name: "leader-ahead", Rule: "the leader's log ends, once one partition's is past its followers'", Nodes: []string{out.Leader}, Did: string(aheadJSON)}, err)
+	if err == nil && seq.recordingEnded() {
+		// The run replayed found its leader never ahead and flipped
+		// nothing: neither does its replay.
+		err = errors.New("corrupt:unreplicated-tail: replay: the recorded fault stopped here, with nothing flipped")
+	}
 	if err != nil {
 		return out, c.healTail(ctx, append(errs, err))
 	}
@@ -224,6 +233,7 @@ func (c *Corrupt) leaderAhead(ctx context.Context, flipper TailFlipper, leader s
 	partitions := slices.Sorted(maps.Keys(after))
 	var ends map[string]int64
 	var err error
+	deadline := time.Now().Add(tailAheadMax)
 	for i := range tailAheadPolls {
 		ends, err = flipper.LogEnds(ctx, leader, partitions)
 		if err == nil {
@@ -233,7 +243,7 @@ func (c *Corrupt) leaderAhead(ctx context.Context, flipper TailFlipper, leader s
 				}
 			}
 		}
-		if i == tailAheadPolls-1 || !sequenceWait(ctx, c.Sleep, tailAheadEvery) {
+		if i == tailAheadPolls-1 || time.Now().Add(tailAheadEvery).After(deadline) || !sequenceWait(ctx, c.Sleep, tailAheadEvery) {
 			break
 		}
 	}
@@ -243,7 +253,7 @@ func (c *Corrupt) leaderAhead(ctx context.Context, flipper TailFlipper, leader s
 	if ctx.Err() != nil {
 		return ends, ctx.Err()
 	}
-	return ends, fmt.Errorf("corrupt:unreplicated-tail: in %s the leader %s appended nothing past its followers' log ends %v (its own: %v)", time.Duration(tailAheadPolls-1)*tailAheadEvery, leader, after, ends)
+	return ends, fmt.Errorf("corrupt:unreplicated-tail: the leader %s appended nothing past its followers' log ends %v (its own: %v), asked every %s for up to %s", leader, after, ends, tailAheadEvery, tailAheadMax)
 }
 
 // followersEnd reads, through the agents of the followers of each of

@@ -143,3 +143,27 @@ func TestSoleStallFirstPrefersALeaderWhoseWrittenPartitionsAllFlip(t *testing.T)
 	written = append(written, PartitionState{Topic: "t1", Partition: 1, Leader: "n3"})
 	assert.Equal(t, []string{"n2", "n3"}, soleStallFirst([]string{"n2", "n3"}, candidates, written), "none is: all")
 }
+
+// A replay of a fault whose leader was never ahead flips nothing either,
+// even when the live leader is ahead now.
+func TestUnreplicatedTailReplayOfAFaultThatFlippedNothing(t *testing.T) {
+	start := func(behind bool, recorded []Step) ([]string, []Step, error) {
+		w := newWorld(5)
+		w.ctl = "n1"
+		v := tailWorld{diskViewWorld: diskViewWorld{diskWorld: diskWorld{w}, parts: tailParts}, leaderBehind: behind}
+		c := Spec{{Kind: KindCorrupt, Mode: CorruptUnreplicatedTail}}.Faults(v, v)[0].(*Corrupt)
+		c.Sleep = noWait
+		ctx, seq := withSequence(context.Background(), recorded)
+		_, err := c.Start(ctx, rand.New(rand.NewPCG(3, 3)))
+		return w.calls, seq.executed(), err
+	}
+	_, recorded, err := start(true, nil)
+	require.Error(t, err)
+	require.Equal(t, "leader-ahead", recorded[len(recorded)-1].Name)
+	calls, _, err := start(false, recorded)
+	assert.ErrorContains(t, err, "replay: the recorded fault stopped here")
+	for _, call := range calls {
+		assert.NotContains(t, call, "flip-tail")
+	}
+	assert.Equal(t, "isolate n2 []", calls[len(calls)-1], "the cut is healed")
+}

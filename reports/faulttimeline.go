@@ -49,6 +49,31 @@ func nemesisMode(raw []byte) string {
 	return obj.Mode
 }
 
+// flipped reports whether a corrupt:unreplicated-tail op's account ("did",
+// the agent's JSON list) names a batch it flipped.
+func flipped(raw []byte) bool {
+	var obj struct {
+		Did string `json:"did"`
+	}
+	if json.Unmarshal(raw, &obj) != nil || obj.Did == "" {
+		return false
+	}
+	var flips []struct {
+		BaseOffset int64  `json:"base-offset"`
+		Position   int64  `json:"position"`
+		Skipped    string `json:"skipped"`
+	}
+	if json.Unmarshal([]byte(obj.Did), &flips) != nil {
+		return false
+	}
+	for _, f := range flips {
+		if f.Skipped == "" && f.Position > 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // nemesisTargets reads the nodes a fault op hit from its value: a list of
 // names (["n1"]), an object with "nodes" (the nemesis's Targets and
 // DiskTargets), or a partition's "grudge", whose cut-off nodes are those
@@ -128,8 +153,12 @@ func nodeFaultSegments(a *analysis) map[string][]laneSegment {
 		default:
 			nodes, detail := nemesisTargets(op.Raw)
 			look := faultLookOf(kind)
-			if state, ok := faultModeStates[kind+":"+nemesisMode(op.Raw)]; ok {
+			mode := nemesisMode(op.Raw)
+			if state, ok := faultModeStates[kind+":"+mode]; ok {
 				look.State = state
+			}
+			if mode == "unreplicated-tail" && (op.Error != "" || !flipped(op.Raw)) {
+				look.State = "cut off from its followers, nothing flipped"
 			}
 			for _, n := range nodes {
 				title := fmt.Sprintf("%s %s from %s (op %d", n, look.State, seconds(op.Time), op.Index)

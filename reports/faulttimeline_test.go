@@ -96,7 +96,7 @@ func TestNodeFaultSegmentsNameTheModeWhereTheKindMisleads(t *testing.T) {
 		return checker.Op{Index: i, Process: checker.NemesisProcess, Type: checker.Info, F: f, Raw: []byte(raw), Time: at}
 	}
 	a := &analysis{h: checker.History{
-		nem(0, "start-corrupt", `{"mode":"unreplicated-tail","leader":"n5","grudge":{"n5":["n2","n3","n4"]}}`, 1e9),
+		nem(0, "start-corrupt", `{"mode":"unreplicated-tail","leader":"n5","grudge":{"n5":["n2","n3","n4"]},"did":"[{\"partition\":\"t2-1\",\"base-offset\":416,\"position\":30603}]"}`, 1e9),
 		nem(1, "stop-corrupt", `null`, 2e9),
 		nem(2, "start-corrupt", `{"mode":"bit-flip","nodes":["n3"]}`, 3e9),
 		nem(3, "stop-corrupt", `null`, 4e9),
@@ -106,4 +106,15 @@ func TestNodeFaultSegmentsNameTheModeWhereTheKindMisleads(t *testing.T) {
 	assert.Equal(t, "cut off from its followers, a bit flipped in a batch only it had", segs["n5"][0].label)
 	require.Len(t, segs["n3"], 1)
 	assert.Equal(t, "killed, data corrupted", segs["n3"][0].label)
+
+	// The same fault that found no batch to flip, or failed, says so.
+	for _, op := range []checker.Op{
+		nem(0, "start-corrupt", `{"mode":"unreplicated-tail","leader":"n5","grudge":{"n5":["n2","n3","n4"]},"did":"[{\"partition\":\"t2-1\",\"skipped\":\"no batch\"}]"}`, 1e9),
+		nem(0, "start-corrupt", `{"mode":"unreplicated-tail","leader":"n5","grudge":{"n5":["n2","n3","n4"]}}`, 1e9),
+	} {
+		a := &analysis{h: checker.History{op, nem(1, "stop-corrupt", `null`, 2e9)}, nemesis: []int{0, 1}, endNs: 3e9}
+		segs := nodeFaultSegments(a)
+		require.Len(t, segs["n5"], 1)
+		assert.Equal(t, "cut off from its followers, nothing flipped", segs["n5"][0].label)
+	}
 }

@@ -55,7 +55,9 @@ type Metadata struct {
 	// coordinator itself (a timeout or a fence) or by an EndTxn under
 	// TV2, -1 none: the client may still hold it, and its InitProducerId
 	// or EndTxn retry under it must be answered (told it was fenced, or
-	// given the epoch that replaced it), not mistaken for a zombie.
+	// given the epoch that replaced it), not mistaken for a zombie. As in
+	// Kafka it is not in the __transaction_state record: a coordinator
+	// that loaded the id knows none.
 	LastProducerEpoch int16
 	TimeoutMs         int32
 	State             State
