@@ -36,16 +36,17 @@ const CorruptUnreplicatedTail = "unreplicated-tail"
 // the time a follower takes to append the answer.
 const tailSettle = time.Second
 
-// tailAheadEvery and tailAheadPolls pace how long corrupt:unreplicated-tail
+// tailAheadEvery and tailAheadMax pace how long corrupt:unreplicated-tail
 // waits, after reading the followers' log ends, for the leader to append a
-// batch none of them has: without one there is nothing to flip.
+// batch none of them has (without one there is nothing to flip): the
+// settle and the polls together stay well inside the 10 s the planted case
+// keeps a silent follower in the ISR. The wall-clock bound counts the
+// agents' answers too; tailAheadPolls, the same bound in polls, holds
+// where the sleep is not the wall clock's (tests).
 const (
 	tailAheadEvery = 500 * time.Millisecond
-	tailAheadPolls = 10
-	// tailAheadMax bounds the polls in wall time too (each asks an
-	// agent): the settle and the polls together stay well inside the 10 s
-	// the planted case keeps a silent follower in the ISR.
-	tailAheadMax = 5 * time.Second
+	tailAheadMax   = 5 * time.Second
+	tailAheadPolls = int(tailAheadMax / tailAheadEvery)
 )
 
 // TailFlipper is what corrupt:unreplicated-tail needs of the runtime

@@ -38,32 +38,30 @@ type laneSegment struct {
 	title      string // tooltip
 }
 
-// nemesisMode is the "mode" of a fault op's value, "" when it has none.
-func nemesisMode(raw []byte) string {
-	var obj struct {
-		Mode string `json:"mode"`
-	}
-	if json.Unmarshal(raw, &obj) != nil {
-		return ""
-	}
-	return obj.Mode
+// faultValue is what the fault timeline reads of a fault op's value
+// besides its targets: the mode, and an agent's account ("did").
+type faultValue struct {
+	Mode string `json:"mode"`
+	Did  string `json:"did"`
 }
 
-// flipped reports whether a corrupt:unreplicated-tail op's account ("did",
-// the agent's JSON list) names a batch it flipped.
-func flipped(raw []byte) bool {
-	var obj struct {
-		Did string `json:"did"`
+// readFaultValue decodes raw; the zero value when it is no object.
+func readFaultValue(raw []byte) faultValue {
+	var v faultValue
+	if json.Unmarshal(raw, &v) != nil {
+		return faultValue{}
 	}
-	if json.Unmarshal(raw, &obj) != nil || obj.Did == "" {
-		return false
-	}
+	return v
+}
+
+// flipped reports whether a corrupt:unreplicated-tail op's account (the
+// agent's JSON list) names a batch it flipped.
+func (v faultValue) flipped() bool {
 	var flips []struct {
-		BaseOffset int64  `json:"base-offset"`
-		Position   int64  `json:"position"`
-		Skipped    string `json:"skipped"`
+		Position int64  `json:"position"`
+		Skipped  string `json:"skipped"`
 	}
-	if json.Unmarshal([]byte(obj.Did), &flips) != nil {
+	if v.Did == "" || json.Unmarshal([]byte(v.Did), &flips) != nil {
 		return false
 	}
 	for _, f := range flips {
@@ -153,11 +151,11 @@ func nodeFaultSegments(a *analysis) map[string][]laneSegment {
 		default:
 			nodes, detail := nemesisTargets(op.Raw)
 			look := faultLookOf(kind)
-			mode := nemesisMode(op.Raw)
-			if state, ok := faultModeStates[kind+":"+mode]; ok {
+			v := readFaultValue(op.Raw)
+			if state, ok := faultModeStates[kind+":"+v.Mode]; ok {
 				look.State = state
 			}
-			if mode == "unreplicated-tail" && (op.Error != "" || !flipped(op.Raw)) {
+			if v.Mode == "unreplicated-tail" && (op.Error != "" || !v.flipped()) {
 				look.State = "cut off from its followers, nothing flipped"
 			}
 			for _, n := range nodes {

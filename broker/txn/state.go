@@ -195,8 +195,9 @@ func InitProducerID(cur *Metadata, txnID string, req InitRequest, newID func() (
 	return Decision{Write: true, Next: next}
 }
 
-// bumpEpoch returns m with the next epoch, rolling to a fresh producer id
-// when the epoch is exhausted.
+// bumpEpoch returns m with the next epoch, recording the one it replaces
+// as LastProducerEpoch (InitProducerId, which fences that epoch, clears
+// it), or rolling to a fresh producer id when the epoch is exhausted.
 func bumpEpoch(m Metadata, newID func() (int64, error)) (Metadata, error) {
 	if m.ProducerEpoch >= maxEpoch {
 		id, err := newID()
@@ -208,6 +209,7 @@ func bumpEpoch(m Metadata, newID func() (int64, error)) (Metadata, error) {
 		m.ProducerEpoch = 0
 		return m, nil
 	}
+	m.LastProducerEpoch = m.ProducerEpoch
 	m.ProducerEpoch++
 	return m, nil
 }
@@ -353,9 +355,6 @@ func EndTxn(cur *Metadata, req EndRequest, newID func() (int64, error), nowMs in
 		if err != nil {
 			return fail(kerr.CoordinatorNotAvailable.Code)
 		}
-		if next.ProducerID == m.ProducerID {
-			next.LastProducerEpoch = m.ProducerEpoch
-		}
 		next.State = CompleteAbort
 		next.TV2 = true
 		next.UpdateMs = nowMs
@@ -374,12 +373,10 @@ func EndTxn(cur *Metadata, req EndRequest, newID func() (int64, error), nowMs in
 			if err != nil {
 				return fail(kerr.CoordinatorNotAvailable.Code)
 			}
-			if next.ProducerID == m.ProducerID {
-				// As Kafka does: a client whose EndTxn outcome it never
-				// heard re-initialises at the epoch it holds (KIP-360),
-				// which is then known and answered with this one.
-				next.LastProducerEpoch = m.ProducerEpoch
-			}
+			// As Kafka does, the bump keeps the epoch it replaced: a
+			// client that never heard this EndTxn's outcome and
+			// re-initialises at the epoch it holds (KIP-360) is known
+			// and answered with this one.
 			m = next
 		}
 		return Decision{Write: true, Markers: true, Next: m}
@@ -434,13 +431,9 @@ func Abort(cur Metadata, newID func() (int64, error), nowMs int64) Decision {
 	if cur.State != Ongoing {
 		return fail(kerr.InvalidTxnState.Code)
 	}
-	prev := cur.ProducerEpoch
 	next, err := bumpEpoch(cur.clone(), newID)
 	if err != nil {
 		return fail(kerr.CoordinatorNotAvailable.Code)
-	}
-	if next.ProducerID == cur.ProducerID {
-		next.LastProducerEpoch = prev
 	}
 	next.State = PrepareAbort
 	next.UpdateMs = nowMs
