@@ -16,7 +16,9 @@
 // it (Jepsen's own checker tests reuse a process after an info) is analysed
 // all the same, as Jepsen's checker does: each completion is paired with the
 // process's latest invoke, a completion without one still counts for what it
-// read or wrote, and Result.Warnings names every violation.
+// read or wrote, a reused process's order checks carry on past its info op
+// (an info or failed poll is checked but leaves the process where its last
+// ok poll did), and Result.Warnings names every violation.
 //
 // # Checking
 //
@@ -82,8 +84,11 @@
 // cycle reported under it runs through a ww edge.
 //
 // Where this checker departs from kafka.clj, on purpose: a value found at
-// several offsets is placed at its first one in the version order (Jepsen
-// keeps an arbitrary one); an assign or subscribe with seek-to-beginning
+// several offsets is placed at its first one in the version order (Jepsen's
+// by-value map keeps its last), and a send or poll that met it at a known
+// offset is judged at that offset, so that an op reading a duplicate's
+// copies in log order is never taken for a skip or a reordering (Jepsen
+// flags the ops around every copy but the last); an assign or subscribe with seek-to-beginning
 // starts the process's reads afresh (Jepsen gives the final reads a new
 // process instead); invokes never completed count as info sends.
 //
@@ -103,7 +108,10 @@
 // a fault already in force is ignored); any other nemesis f is an instant.
 // Perf.Unavailable lists windows of at least Options.UnavailableMin in which
 // sends were being made but none succeeded, labelled with the faults in
-// force.
+// force. Perf.WorstRealtimeLag is kafka.clj's worst-realtime-lag: the
+// longest any ok poll began after the offset past its process's position
+// in a key was known to exist (see realtimeLags for how assign, subscribe
+// and seeks move that position).
 //
 // # Harness events in the history
 //

@@ -69,3 +69,25 @@ func FuzzReadEDNHistory(f *testing.F) {
 		}
 	})
 }
+
+// TestEDNRegressions replays faultline's own histories in Jepsen's notation
+// for cases where the checker once parted from kafka.clj: each must show
+// the anomalies in want and none of those in absent.
+func TestEDNRegressions(t *testing.T) {
+	for file, c := range map[string]struct{ want, absent []string }{
+		// A duplicated value is judged at the offset an op met it.
+		"duplicate-met-late": {want: []string{AnomalyDuplicate}, absent: []string{AnomalyIntNonmonotonicPoll, AnomalyIntPollSkip, AnomalyPollSkip, AnomalyNonmonotonicPoll}},
+		// An info poll leaves the process's position where its last ok poll left it.
+		"poll-skip-after-info": {want: []string{AnomalyPollSkip}, absent: []string{AnomalyNonmonotonicPoll}},
+	} {
+		res, err := CheckFile(filepath.Join("testdata", "edn", file+".edn"), Options{})
+		require.NoError(t, err, file)
+		assert.Equal(t, Invalid, res.Valid, file)
+		for _, a := range c.want {
+			assert.Contains(t, res.Anomalies, a, file)
+		}
+		for _, a := range c.absent {
+			assert.NotContains(t, res.Anomalies, a, file)
+		}
+	}
+}

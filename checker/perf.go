@@ -109,8 +109,8 @@ func computeStats(h History, p *pairing) Stats {
 	return s
 }
 
-// computePerf derives latency quantiles, throughput, unavailability windows
-// and fault intervals from the history.
+// computePerf derives latency quantiles, throughput, unavailability windows,
+// fault intervals and the worst realtime lag from the history.
 func computePerf(h History, p *pairing, opts Options) Perf {
 	perf := Perf{
 		LatencyQuantilesMs: map[string]map[string]float64{},
@@ -181,6 +181,7 @@ func computePerf(h History, p *pairing, opts Options) Perf {
 		perf.Unavailable = unavailable(okSends, sendStart, sendEnd, int64(opts.UnavailableMin), perf.Faults)
 	}
 	perf.Unseen = unseenSeries(h, bucket, buckets)
+	perf.WorstRealtimeLag = worstRealtimeLag(h, p)
 	return perf
 }
 

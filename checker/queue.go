@@ -136,9 +136,9 @@ func (kd *keyData) build() {
 		for _, c := range kd.conflict[o] {
 			mark(c.value)
 		}
-		// A value at several offsets (duplicate) is placed at its first,
-		// so that its later copies do not make the sends and polls around
-		// its first one look reordered. (Jepsen keeps an arbitrary one.)
+		// A value at several offsets (duplicate) is represented at its
+		// first (Jepsen's by-value keeps its last); an op that met it at
+		// a known offset is judged at that offset instead (idx).
 		if vi := kd.info(e.value); vi.repIdx < 0 {
 			vi.repIdx = idx
 		}
@@ -496,22 +496,35 @@ func (kd *keyData) offsetsOf(v int64) []int64 {
 	return out
 }
 
-// idx is the representative log position of v in key k, or -1.
-func (q *queue) idx(k int, v int64) int32 {
+// idx is the log position of record p (value p.Value, seen at offset
+// p.Offset, -1 when unknown) of key k, or -1 when the version order does
+// not place it. Where the version order holds p.Value at p.Offset, that
+// offset's position is the answer, so that a poll or send that met a
+// duplicated value at one of its offsets is judged where it met it (a poll
+// reading offsets 2 and 3 in turn never looks reordered because the value
+// at 3 also sits at 1). Otherwise it is the value's representative
+// position, as Jepsen's by-value.
+func (q *queue) idx(k int, p Pair) int32 {
 	kd := q.keys[k]
 	if kd == nil {
 		return -1
 	}
-	if vi := kd.lookup(v); vi != nil {
-		return vi.repIdx
+	vi := kd.lookup(p.Value)
+	if vi == nil {
+		return -1
 	}
-	return -1
+	if vi.offsets > 1 && p.Offset >= 0 {
+		if i, ok := slices.BinarySearch(kd.offsets, p.Offset); ok && kd.rep[i] == p.Value {
+			return int32(i)
+		}
+	}
+	return vi.repIdx
 }
 
-// delta is the distance in log positions from v1 to v2, 1 when either is
-// unknown (Jepsen assumes the step was fine then).
-func (q *queue) delta(k int, v1, v2 int64) (int64, int32, int32) {
-	i1, i2 := q.idx(k, v1), q.idx(k, v2)
+// delta is the distance in log positions from record a to record b of key
+// k, 1 when either is unknown (Jepsen assumes the step was fine then).
+func (q *queue) delta(k int, a, b Pair) (int64, int32, int32) {
+	i1, i2 := q.idx(k, a), q.idx(k, b)
 	if i1 < 0 || i2 < 0 {
 		return 1, i1, i2
 	}
@@ -559,7 +572,7 @@ func (q *queue) perOp() {
 			}
 			for i := 1; i < len(kv.pairs); i++ {
 				a, b := kv.pairs[i-1], kv.pairs[i]
-				d, i1, i2 := q.delta(k, a.Value, b.Value)
+				d, i1, i2 := q.delta(k, a, b)
 				switch {
 				case d > 1:
 					q.report(AnomalyIntPollSkip, Example{
@@ -582,7 +595,7 @@ func (q *queue) perOp() {
 			k := kv.key
 			for i := 1; i < len(kv.pairs); i++ {
 				a, b := kv.pairs[i-1], kv.pairs[i]
-				d, i1, i2 := q.delta(k, a.Value, b.Value)
+				d, i1, i2 := q.delta(k, a, b)
 				switch {
 				case d > 1:
 					q.report(AnomalyIntSendSkip, Example{
@@ -675,9 +688,6 @@ func (q *queue) perProcess() {
 				q.sendOrder(pos, ps)
 			}
 		}
-		if op.Type == Info {
-			delete(procs, op.Process)
-		}
 	}
 }
 
@@ -687,7 +697,7 @@ func (q *queue) pollOrder(pos int, ps *procState) {
 		k := kv.key
 		if last, ok := ps.reads[k]; ok && last.hasValue && len(kv.pairs) > 0 {
 			first := kv.pairs[0]
-			d, i1, i2 := q.delta(k, last.value, first.Value)
+			d, i1, i2 := q.delta(k, Pair{Offset: last.offset, Value: last.value}, first)
 			ops := []int64{q.index(last.pos), op.Index}
 			switch {
 			case d > 1:
@@ -725,7 +735,7 @@ func (q *queue) sendOrder(pos int, ps *procState) {
 		}
 		if last, ok := ps.sends[k]; ok {
 			first := kv.pairs[0]
-			d, _, _ := q.delta(k, last.value, first.Value)
+			d, _, _ := q.delta(k, Pair{Offset: last.offset, Value: last.value}, first)
 			if d < 1 {
 				ops := []int64{q.index(last.pos), op.Index}
 				q.report(AnomalyNonmonotonicSend, Example{

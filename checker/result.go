@@ -127,6 +127,11 @@ type Perf struct {
 	// returns to zero after a healthy run's final reads and stays up where
 	// writes were lost.
 	Unseen []int `json:"unseen"`
+	// WorstRealtimeLag is the largest realtime lag of any key in any ok
+	// poll (Jepsen's worst-realtime-lag, see realtimeLags): how long a
+	// consumer went on polling behind a tail it could have reached. Nil
+	// when no ok poll was made.
+	WorstRealtimeLag *RealtimeLag `json:"worst-realtime-lag,omitempty"`
 }
 
 // Window is a time interval in nanoseconds since the test started.

@@ -1,0 +1,64 @@
+package checker
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// queueEDN runs the "queue" checker on a history in Jepsen's notation.
+func queueEDN(t *testing.T, edn string) CheckerResult {
+	t.Helper()
+	h, _, err := ReadEDNHistory(strings.NewReader(edn))
+	require.NoError(t, err)
+	return QueueChecker(Options{}).Check(context.Background(), h)
+}
+
+func TestDuplicateIsPlacedWhereTheOpMetIt(t *testing.T) {
+	// Value :a sits at offsets 1 and 3 of :x. A poll reading 2 then 3
+	// follows the log, and so does a poll reading 1 then 2; both polls by
+	// one process pick up where the last left off.
+	const sends = `{:process 0 :type :invoke :f :send :value [[:send :x :a] [:send :x :b]]}
+{:process 0 :type :ok :f :send :value [[:send :x [1 :a]] [:send :x [2 :b]]]}
+`
+	res := queueEDN(t, sends+`{:process 1 :type :invoke :f :poll :value [[:poll]]}
+{:process 1 :type :ok :f :poll :value [[:poll {:x [[2 :b] [3 :a]]}]]}
+{:process 2 :type :invoke :f :poll :value [[:poll]]}
+{:process 2 :type :ok :f :poll :value [[:poll {:x [[1 :a] [2 :b]]}]]}
+{:process 2 :type :invoke :f :poll :value [[:poll]]}
+{:process 2 :type :ok :f :poll :value [[:poll {:x [[3 :a]]}]]}`)
+	require.Contains(t, res.Anomalies, AnomalyDuplicate)
+	assert.Equal(t, []int64{1, 3}, res.Anomalies[AnomalyDuplicate].Examples[0].Offsets)
+	for _, a := range []string{AnomalyIntNonmonotonicPoll, AnomalyIntPollSkip, AnomalyNonmonotonicPoll, AnomalyPollSkip} {
+		assert.NotContains(t, res.Anomalies, a)
+	}
+
+	// Reading the later copy before the earlier one still goes backwards.
+	res = queueEDN(t, sends+`{:process 1 :type :invoke :f :poll :value [[:poll]]}
+{:process 1 :type :ok :f :poll :value [[:poll {:x [[3 :a] [1 :a]]}]]}`)
+	require.Contains(t, res.Anomalies, AnomalyIntNonmonotonicPoll)
+	ex := res.Anomalies[AnomalyIntNonmonotonicPoll].Examples[0]
+	assert.Equal(t, []int64{3, 1}, ex.Offsets)
+	assert.Equal(t, int64(-2), *ex.Delta)
+}
+
+func TestInfoPollKeepsTheProcessPosition(t *testing.T) {
+	// As in Jepsen, an info poll is checked against the process's last ok
+	// poll but does not move it, even when the process goes on polling.
+	res := queueEDN(t, `{:process 0 :type :invoke :f :send :value [[:send :x :a] [:send :x :b] [:send :x :c]]}
+{:process 0 :type :ok :f :send :value [[:send :x [0 :a]] [:send :x [1 :b]] [:send :x [2 :c]]]}
+{:process 1 :type :invoke :f :poll :value [[:poll]]}
+{:process 1 :type :ok :f :poll :value [[:poll {:x [[0 :a]]}]]}
+{:process 1 :type :invoke :f :poll :value [[:poll]]}
+{:process 1 :type :info :f :poll :value [[:poll {:x [[1 :b]]}]]}
+{:process 1 :type :invoke :f :poll :value [[:poll]]}
+{:process 1 :type :ok :f :poll :value [[:poll {:x [[2 :c]]}]]}`)
+	require.Contains(t, res.Anomalies, AnomalyPollSkip)
+	ex := res.Anomalies[AnomalyPollSkip].Examples[0]
+	assert.Equal(t, []int64{0, 2}, ex.Offsets)
+	assert.Equal(t, int64(2), *ex.Delta)
+	assert.Len(t, ex.Skipped, 1)
+}
