@@ -39,6 +39,7 @@ type opJSON struct {
 	SeekToBeginning bool            `json:"seek-to-beginning"`
 	RebalanceLog    []Rebalance     `json:"rebalance-log"`
 	Committed       map[int]int64   `json:"committed"`
+	GroupOffsets    map[int]int64   `json:"group-offsets"`
 }
 
 // UnmarshalJSON decodes one history line as DESIGN.md describes it. It is
@@ -80,6 +81,7 @@ func (o *Op) UnmarshalJSON(data []byte) error {
 		SeekToBeginning: j.SeekToBeginning,
 		RebalanceLog:    j.RebalanceLog,
 		Committed:       j.Committed,
+		GroupOffsets:    j.GroupOffsets,
 	}
 	value := j.Value
 	if len(value) == 0 || string(value) == "null" {
@@ -205,18 +207,27 @@ func (o Op) appendJSON(b []byte) []byte {
 		}
 		b = append(b, ']')
 	}
-	if o.Committed != nil {
-		b = append(b, `,"committed":{`...)
-		for i, k := range slices.Sorted(maps.Keys(o.Committed)) {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = append(b, '"')
-			b = strconv.AppendInt(b, int64(k), 10)
-			b = append(b, `":`...)
-			b = strconv.AppendInt(b, o.Committed[k], 10)
+	b = appendOffsets(b, "committed", o.Committed)
+	b = appendOffsets(b, "group-offsets", o.GroupOffsets)
+	return append(b, '}')
+}
+
+// appendOffsets appends `,"name":{"key":offset,...}` for a non-nil map.
+func appendOffsets(b []byte, name string, offsets map[int]int64) []byte {
+	if offsets == nil {
+		return b
+	}
+	b = append(b, `,"`...)
+	b = append(b, name...)
+	b = append(b, `":{`...)
+	for i, k := range slices.Sorted(maps.Keys(offsets)) {
+		if i > 0 {
+			b = append(b, ',')
 		}
-		b = append(b, '}')
+		b = append(b, '"')
+		b = strconv.AppendInt(b, int64(k), 10)
+		b = append(b, `":`...)
+		b = strconv.AppendInt(b, offsets[k], 10)
 	}
 	return append(b, '}')
 }

@@ -2,6 +2,8 @@ package checker
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 )
 
@@ -90,6 +92,95 @@ func (q *queue) lostCommits() {
 				continue
 			}
 			marks[k] = append(ms, commitMark{pos: int32(pos), offset: o})
+		}
+	}
+}
+
+// AnomalyAbortedOffsets is a consumer group's committed offset that only
+// aborted transactions sent: an assign of a transactional client (its
+// Committed holds the group's committed offsets it resumed from, read with
+// RequireStable) or an aborted txn operation (its GroupOffsets, read once
+// the abort was done) found, for a key, an offset that txn operations
+// which definitely aborted sent to their transactions (TxnOffsetCommit)
+// and no committed or indeterminate one did. A broker
+// must drop a transaction's offsets when it aborts, as it drops its
+// records; one that applies them makes an exactly-once application skip
+// the records the aborted transaction had consumed (faultline's own check:
+// Jepsen's client keeps no group offsets across processes).
+const AnomalyAbortedOffsets = "aborted-offsets"
+
+// abortedOffsets checks every ok assign that resumed from the group's
+// committed offsets, and every GroupOffsets, against the offsets txn
+// operations sent to their transactions (their Committed). Nothing is reported when some txn
+// operation's offsets are unknown (an info without Committed: a client
+// cut short mid-transaction), since it could have committed any.
+func (q *queue) abortedOffsets() {
+	kept := map[int]map[int64]bool{}     // key -> offsets a committed or indeterminate txn sent
+	aborted := map[int]map[int64]int32{} // key -> offset -> invoke position of the first aborted txn that sent it
+	type observation struct {
+		pos     int32
+		offsets map[int]int64
+	}
+	var observed []observation
+	for pos := range q.h {
+		op := &q.h[pos]
+		if !op.IsClient() {
+			continue
+		}
+		if op.Type == Invoke {
+			if op.F == FTxn && q.p.partner[pos] < 0 {
+				return // never completed: it may have committed any offsets
+			}
+			continue
+		}
+		if len(op.GroupOffsets) > 0 {
+			observed = append(observed, observation{int32(pos), op.GroupOffsets})
+		}
+		switch {
+		case op.F == FAssign && op.Type == OK && len(op.Committed) > 0:
+			observed = append(observed, observation{int32(pos), op.Committed})
+		case op.F != FTxn:
+		case op.Committed == nil && op.Type != Fail:
+			return
+		case op.Type == Fail:
+			for k, o := range op.Committed {
+				if aborted[k] == nil {
+					aborted[k] = map[int64]int32{}
+				}
+				inv := int32(pos)
+				if p := q.p.partner[pos]; p >= 0 {
+					inv = int32(p)
+				}
+				if first, ok := aborted[k][o]; !ok || inv < first {
+					aborted[k][o] = inv
+				}
+			}
+		default:
+			for k, o := range op.Committed {
+				if kept[k] == nil {
+					kept[k] = map[int64]bool{}
+				}
+				kept[k][o] = true
+			}
+		}
+	}
+	for _, ob := range observed {
+		op := &q.h[ob.pos]
+		for _, k := range slices.Sorted(maps.Keys(ob.offsets)) {
+			o := ob.offsets[k]
+			by, ok := aborted[k][o]
+			if !ok || kept[k][o] || by > ob.pos {
+				continue // the aborted transaction began after the offsets were read
+			}
+			how := "resumed key %d at offset %d, the group's committed offset,"
+			if op.F == FTxn {
+				how = "read key %d's committed offset of the group as %d after its transaction aborted,"
+			}
+			q.report(AnomalyAbortedOffsets, Example{
+				Key: k, Offset: ptr(o), Ops: []int64{q.index(by), op.Index},
+				Text: fmt.Sprintf("process %d "+fmt.Sprintf(how, k, o)+" in op %d; only aborted transactions sent that offset, the first invoked at op %d, and no committed one did",
+					op.Process, op.Index, q.index(by)),
+			})
 		}
 	}
 }

@@ -35,12 +35,16 @@
 //     precommitted-read. They run over a per-key version order built from
 //     every poll and from every send with a known offset that must have
 //     committed (ok, or info with a value some ok poll read), in linear
-//     passes with memory proportional to the values. One analysis is
+//     passes with memory proportional to the values. Two analyses are
 //     faultline's own (commits.go): lost-commit, a subscribed consumer
 //     newly assigned a key that first polls it below an offset whose
 //     commit was acknowledged (Op.Committed, "committed" in the history)
 //     before that poll began; Jepsen cannot tell this rewind from a
-//     rebalance's, which its nonmonotonic-poll allows.
+//     rebalance's, which its nonmonotonic-poll allows. And
+//     aborted-offsets, a transactional consumer that resumed (an ok
+//     assign's Committed) at an offset only definitely aborted txn ops
+//     sent to the group (their Committed), no committed or indeterminate
+//     one.
 //   - "cycles": Elle's cycle search, as kafka.clj runs it. Every send,
 //     poll and txn completion is a transaction in a dependency graph with
 //     ww edges (the writers of consecutive values of a key's version

@@ -107,8 +107,17 @@ type Op struct {
 	// Committed is, on an ok poll of a subscribed consumer, the offset per
 	// key whose commit the group coordinator acknowledged after the poll:
 	// the next offset to read, one past the last one polled ("committed"
-	// in JSON, key -> offset; faultline's own, Jepsen records none).
+	// in JSON, key -> offset; faultline's own, Jepsen records none). On a
+	// txn operation it is the offsets the transaction sent to the group
+	// (empty when none); on an ok assign of a transactional consumer, the
+	// group's committed offsets the consumer resumed from.
 	Committed map[int]int64
+	// GroupOffsets is, on a txn operation that aborted after sending
+	// offsets, the group's committed offsets of those keys read once the
+	// abort was done (RequireStable): none of them may be what only
+	// aborted transactions sent ("group-offsets" in JSON; faultline's
+	// own).
+	GroupOffsets map[int]int64
 }
 
 // Rebalance is one entry of an operation's rebalance log: the keys assigned

@@ -416,6 +416,8 @@ func (p *mopParser) envelope(j *opJSON) bool {
 				j.RebalanceLog = nil
 			case "committed":
 				j.Committed = nil
+			case "group-offsets":
+				j.GroupOffsets = nil
 			}
 		} else {
 			switch key {
@@ -466,13 +468,17 @@ func (p *mopParser) envelope(j *opJSON) bool {
 				if json.Unmarshal(raw, &j.RebalanceLog) != nil {
 					return false
 				}
-			case "committed":
+			case "committed", "group-offsets":
 				raw, err := p.skip()
 				if err != nil {
 					return false
 				}
-				j.Committed = nil
-				if json.Unmarshal(raw, &j.Committed) != nil {
+				dst := &j.Committed
+				if key == "group-offsets" {
+					dst = &j.GroupOffsets
+				}
+				*dst = nil
+				if json.Unmarshal(raw, dst) != nil {
 					return false
 				}
 			default:

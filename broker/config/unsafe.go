@@ -31,6 +31,7 @@ const (
 	UnsafeTxnMarkersBeforeDurable = "unsafe.txn.markers.before.durable"
 	UnsafeReadCommittedPastLSO    = "unsafe.read.committed.past.lso"
 	UnsafeCleanerDropsLatest      = "unsafe.cleaner.drops.latest"
+	UnsafeTxnOffsetsKeptOnAbort   = "unsafe.txn.offsets.kept.on.abort"
 )
 
 // unsafeBugs says, per switch, the bug it plants (for the startup WARN).
@@ -50,6 +51,7 @@ var unsafeBugs = map[string]string{
 	UnsafeTxnMarkersBeforeDurable:  "transactional batches are acknowledged on the leader's append, so transactions commit (markers written, EndTxn answered) while their data is on the leader alone",
 	UnsafeReadCommittedPastLSO:     "read_committed fetches stop at the high watermark instead of the last stable offset, returning open transactions' records",
 	UnsafeCleanerDropsLatest:       "after an unclean shutdown the log cleaner counts each key's latest record in the cleaned range as superseded and drops it",
+	UnsafeTxnOffsetsKeptOnAbort:    "the offsets a transaction sent to a consumer group (TxnOffsetCommit) become the group's committed offsets when it aborts, as when it commits",
 }
 
 // UnsafeSwitches lists every unsafe.* switch, sorted.

@@ -73,6 +73,14 @@ func (realClock) Now() time.Time { return time.Now() }
 
 func (realClock) AfterFunc(d time.Duration, f func()) Timer { return time.AfterFunc(d, f) }
 
+// Unsafe are the coordinator's planted bugs.
+type Unsafe struct {
+	// KeepAbortedOffsets (unsafe.txn.offsets.kept.on.abort): CompleteTxn
+	// makes an aborted transaction's offsets the groups' committed
+	// offsets, as a commit's.
+	KeepAbortedOffsets bool
+}
+
 // Config configures a Coordinator. Field names mirror the broker's config
 // keys; zero values mean Kafka's default (broker/config's) except where
 // noted.
@@ -103,6 +111,9 @@ type Config struct {
 	// LoadRetryBackoffMs is how long to wait before replaying an offsets
 	// partition again after Replay failed (no Kafka key; default 1000).
 	LoadRetryBackoffMs int64
+	// Unsafe plants bugs (the broker's unsafe.* switches); all off in
+	// every real config.
+	Unsafe Unsafe
 	// Clock drives every timeout; default the wall clock.
 	Clock Clock
 	// Logger receives the coordinator's log lines; default slog.Default().

@@ -191,7 +191,7 @@ func (c *Coordinator) CompleteTxn(partition int32, producerID int64, commit bool
 	k := txnKey{partition: partition, producerID: producerID}
 	byGroup := c.txnPending[k]
 	delete(c.txnPending, k)
-	if !commit || c.partitions[partition] == nil {
+	if (!commit && !c.cfg.Unsafe.KeepAbortedOffsets) || c.partitions[partition] == nil {
 		return
 	}
 	for id, offs := range byGroup {

@@ -2,6 +2,8 @@ package group
 
 import (
 	"context"
+	"maps"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -94,4 +96,36 @@ func TestRequireStableRefusesOffsetsOfAnOpenTransaction(t *testing.T) {
 	off, code = fetch(7, true, false)
 	assert.Zero(t, code)
 	assert.Equal(t, int64(42), off, "the aborted transaction's offset is forgotten")
+}
+
+// TestUnsafeKeepAbortedOffsets: with unsafe.txn.offsets.kept.on.abort an
+// aborted transaction's offset becomes the group's committed offset;
+// without it the abort forgets it.
+func TestUnsafeKeepAbortedOffsets(t *testing.T) {
+	for _, keep := range []bool{false, true} {
+		h := newHarness(t, 0)
+		h.c.log = txnMemLog{h.log}
+		h.c.cfg.Unsafe.KeepAbortedOffsets = keep
+		ctx := context.Background()
+		commit := kmsg.NewPtrTxnOffsetCommitRequest()
+		commit.Version, commit.TransactionalID, commit.Group, commit.ProducerID, commit.ProducerEpoch, commit.Generation = 3, "tx", "g", 7, 0, -1
+		commit.Topics = []kmsg.TxnOffsetCommitRequestTopic{{Topic: "t", Partitions: []kmsg.TxnOffsetCommitRequestTopicPartition{{Partition: 1, Offset: 42, LeaderEpoch: -1}}}}
+		require.Zero(t, h.c.TxnOffsetCommit(ctx, commit).Topics[0].Partitions[0].ErrorCode)
+		h.c.mu.Lock()
+		partitions := slices.Collect(maps.Keys(h.c.txnPending))
+		h.c.mu.Unlock()
+		require.Len(t, partitions, 1)
+		h.c.CompleteTxn(partitions[0].partition, 7, false)
+
+		req := kmsg.NewPtrOffsetFetchRequest()
+		req.Version, req.Group, req.RequireStable = 7, "g", true
+		req.Topics = []kmsg.OffsetFetchRequestTopic{{Topic: "t", Partitions: []int32{1}}}
+		out := h.c.OffsetFetch(ctx, req)
+		require.Len(t, out.Topics, 1)
+		want := int64(-1)
+		if keep {
+			want = 42
+		}
+		assert.Equal(t, want, out.Topics[0].Partitions[0].Offset, "keep=%v", keep)
+	}
 }

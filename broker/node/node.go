@@ -450,6 +450,7 @@ func (n *Node) startGroupCoordinator() error {
 		GroupMaxSize:                 cfg.GroupMaxSize,
 		OffsetMetadataMaxBytes:       cfg.OffsetMetadataMaxBytes,
 		OffsetsCommitTimeoutMs:       cfg.OffsetsCommitTimeoutMs,
+		Unsafe:                       groupUnsafe(cfg),
 		Logger:                       n.logger.With(ComponentKey, "GroupCoordinator"),
 	}, &offsetsLog{cfg: cfg, md: n.publisher, controller: n.forwarder, replicas: n.replicas}, n.publisher)
 	if err != nil {

@@ -3,6 +3,7 @@ package node
 import (
 	"github.com/faultline/faultline/broker/config"
 	"github.com/faultline/faultline/broker/controller"
+	"github.com/faultline/faultline/broker/group"
 	"github.com/faultline/faultline/broker/replica"
 	"github.com/faultline/faultline/broker/storage"
 )
@@ -30,6 +31,12 @@ func replicaUnsafe(cfg *config.Config) replica.Unsafe {
 		OffsetsUnreplicated:      cfg.Unsafe[config.UnsafeOffsetsUnreplicated],
 		TxnMarkersBeforeDurable:  cfg.Unsafe[config.UnsafeTxnMarkersBeforeDurable],
 		ReadCommittedPastLSO:     cfg.Unsafe[config.UnsafeReadCommittedPastLSO],
+	}
+}
+
+func groupUnsafe(cfg *config.Config) group.Unsafe {
+	return group.Unsafe{
+		KeepAbortedOffsets: cfg.Unsafe[config.UnsafeTxnOffsetsKeptOnAbort],
 	}
 }
 

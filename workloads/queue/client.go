@@ -550,6 +550,21 @@ func (c *Client) assign(ctx context.Context, op checker.Op) checker.Op {
 	for _, k := range op.Keys {
 		want[k] = true
 	}
+	var resume map[int]int64
+	if c.txn != nil && !op.SeekToBeginning {
+		var err error
+		var fresh []int
+		for k := range want {
+			if !c.assigned[k] {
+				fresh = append(fresh, k)
+			}
+		}
+		if resume, err = c.groupOffsets(ctx, fresh); err != nil {
+			op.Type, op.Error = checker.Fail, err.Error()
+			return op
+		}
+		op.Committed = resume
+	}
 	remove := map[string][]int32{}
 	for k := range c.assigned {
 		if !want[k] || op.SeekToBeginning {
@@ -574,6 +589,10 @@ func (c *Client) assign(ctx context.Context, op checker.Op) checker.Op {
 			add[t] = map[int32]kgo.Offset{}
 		}
 		add[t][p] = kgo.NewOffset().AtStart()
+		if o, ok := resume[k]; ok {
+			add[t][p] = kgo.NewOffset().At(o)
+			c.txn.next[k] = o
+		}
 		c.assigned[k] = true
 	}
 	if len(add) > 0 {

@@ -13,8 +13,11 @@
 // a txn of 1 to 4 sends and polls (GenOptions.Txn) carried out in one
 // Kafka transaction by a transactional producer (a transactional.id per
 // client) and a read_committed consumer, with the consumer's offsets
-// committed in the transaction and one in ten aborted on purpose (fail);
-// see txn.go. The final reads of a transactional run go up to the offsets
+// committed in the transaction (recorded as the completion's Committed)
+// and one in ten aborted on purpose (fail) after its offsets were sent; a
+// consumer newly assigned a key resumes at the group's committed offset
+// (recorded as the assign's Committed), so the checker can tell an
+// aborted transaction's offsets applied (aborted-offsets); see txn.go. The final reads of a transactional run go up to the offsets
 // in the history only: a partition's end offset is a commit or abort
 // marker no read_committed poll returns.
 //

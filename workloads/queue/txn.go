@@ -6,8 +6,11 @@ import (
 	"fmt"
 	"maps"
 	"math/rand/v2"
+	"slices"
 	"strconv"
+	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -51,6 +54,8 @@ func (c *Client) transact(ctx context.Context, op checker.Op) checker.Op {
 		op.Type, op.Error = checker.Fail, "txn operation on a client made without Options.Txn"
 		return op
 	}
+	// Committed is what the transaction sent to the group: nothing yet.
+	op.Committed = map[int]int64{}
 	var keys []int
 	for _, m := range op.Mops {
 		if m.F == "send" {
@@ -105,12 +110,20 @@ func (c *Client) transact(ctx context.Context, op checker.Op) checker.Op {
 			break
 		}
 	}
-	abort := failure != nil || c.opts.TxnAbortOneIn > 0 && c.txn.rng.IntN(c.opts.TxnAbortOneIn) == 0
+	abort := failure != nil
+	onPurpose := !abort && c.opts.TxnAbortOneIn > 0 && c.txn.rng.IntN(c.opts.TxnAbortOneIn) == 0
+	// The offsets go into transactions aborted on purpose too, so that an
+	// abort must also throw its offsets away (the group must never resume
+	// at an offset only an aborted transaction committed).
 	if !abort && produced && len(polled) > 0 {
+		for k := range polled {
+			op.Committed[k] = c.txn.next[k]
+		}
 		if err := c.sendOffsets(ctx, polled); err != nil {
 			failure, abort = fmt.Errorf("offsets to transaction: %w", err), true
 		}
 	}
+	abort = abort || onPurpose
 	// Micro-ops the transaction did not get to stay as invoked, without an
 	// offset or poll result.
 	ectx, cancel := context.WithTimeout(ctx, 3*c.opts.RequestTimeout)
@@ -130,6 +143,15 @@ func (c *Client) transact(ctx context.Context, op checker.Op) checker.Op {
 			op.Type, op.Error = checker.Fail, "aborted: "+failure.Error()
 		default:
 			op.Type, op.Error = checker.Fail, errAbortedOnPurpose
+		}
+		if op.Type == checker.Fail && len(op.Committed) > 0 {
+			// What the abort left as the group's offsets: never what
+			// only aborted transactions sent (aborted-offsets). An
+			// observation only; the consumer rewinds to its own
+			// positions. A failed read records nothing.
+			if offs, err := c.groupOffsets(ctx, slices.Collect(maps.Keys(op.Committed))); err == nil {
+				op.GroupOffsets = offs
+			}
 		}
 		return op
 	}
@@ -210,6 +232,54 @@ func (c *Client) sendOffsets(ctx context.Context, polled map[int]bool) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// groupOffsets reads the committed offsets of the group Options.Group for
+// keys, waiting out pending transactional commits (RequireStable): where a
+// transactional consumer newly assigned a key resumes, as an exactly-once
+// application restarting does, and what an abort must have left in place.
+// Keys without a committed offset are left out.
+func (c *Client) groupOffsets(ctx context.Context, keys []int) (map[int]int64, error) {
+	keyOf := map[string]map[int32]int{}
+	for _, k := range keys {
+		t, p := c.opts.TopicPartition(k)
+		if keyOf[t] == nil {
+			keyOf[t] = map[int32]int{}
+		}
+		keyOf[t][p] = k
+	}
+	out := map[int]int64{}
+	if len(keyOf) == 0 {
+		return out, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, c.opts.RequestTimeout)
+	defer cancel()
+	adm := kadm.NewClient(c.producer)
+	for {
+		resps, err := adm.FetchOffsets(kadm.RequireStable(ctx), c.opts.Group)
+		if err == nil {
+			err = resps.Error()
+		}
+		if err == nil {
+			resps.Each(func(o kadm.OffsetResponse) {
+				if k, ok := keyOf[o.Topic][o.Partition]; ok && o.At >= 0 {
+					out[k] = o.At
+				}
+			})
+			return out, nil
+		}
+		if errors.Is(err, kerr.GroupIDNotFound) {
+			return out, nil
+		}
+		if !errors.Is(err, kerr.UnstableOffsetCommit) && !kerr.IsRetriable(err) {
+			return nil, fmt.Errorf("committed offsets of group %s: %w", c.opts.Group, err)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("committed offsets of group %s: %w (last: %w)", c.opts.Group, ctx.Err(), err)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
 }
 
 // rewind moves the consumer back to where it was before a transaction for
