@@ -144,8 +144,8 @@
 //	unclean.leader.election.enable                 false
 //	auto.create.topics.enable                      true
 //	delete.topic.enable                            true
-//	auto.leader.rebalance.enable                   true
-//	leader.imbalance.check.interval.seconds        300
+//	auto.leader.rebalance.enable                   true (accepted: leaders never move back to the preferred replica, and ElectLeaders is not served)
+//	leader.imbalance.check.interval.seconds        300 (accepted)
 //	leader.imbalance.per.broker.percentage         10 (accepted)
 //	replica.lag.time.max.ms                        30000
 //	replica.fetch.max.bytes                        1048576

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"sync"
 	"time"
 
@@ -123,11 +124,16 @@ func (c *Coordinator) ownerLocked(group string) (int32, int16) {
 // node, drops the ones it no longer leads, and reloads a partition whose
 // leader epoch changed while it stayed here (another leader may have written
 // to it in between). It has the shape of a metadata.Publisher subscriber;
-// only the new image matters, as the coordinator compares it with what it
-// owns, so a missed image does no harm. The partition layer should see the
+// for the partitions only the new image matters, as the coordinator
+// compares it with what it owns, so a missed image does no harm; a topic
+// that prev has and image does not (or has under another id) was deleted,
+// and the groups' offsets of it are dropped (dropDeletedTopicOffsets). The partition layer should see the
 // image first: until it serves the partition as leader, Replay fails and
 // the load is retried.
-func (c *Coordinator) ApplyImage(_, image *metadata.Image) {
+func (c *Coordinator) ApplyImage(prev, image *metadata.Image) {
+	if deleted := deletedTopics(prev, image); len(deleted) > 0 {
+		c.dropDeletedTopicOffsets(deleted)
+	}
 	leads := map[int32]int32{} // partition -> leader epoch
 	if t := image.Topic(OffsetsTopic); t != nil {
 		for _, p := range t.Partitions {
@@ -630,4 +636,78 @@ func (c *Coordinator) appendRecords(p int32, records []Record) error {
 	ctx, cancel := context.WithTimeout(c.ctx, msDuration(c.cfg.OffsetsCommitTimeoutMs))
 	defer cancel()
 	return c.log.Append(ctx, p, records)
+}
+
+// deletedTopics returns the topics of prev that next no longer has, or has
+// under another topic id (deleted and created again between the images).
+func deletedTopics(prev, next *metadata.Image) map[string]bool {
+	if prev == nil {
+		return nil
+	}
+	var out map[string]bool
+	for name, t := range prev.Topics {
+		if nt := next.Topic(name); nt == nil || nt.ID != t.ID {
+			if out == nil {
+				out = map[string]bool{}
+			}
+			out[name] = true
+		}
+	}
+	return out
+}
+
+// dropDeletedTopicOffsets removes the committed offsets of deleted topics
+// from the groups this coordinator owns and writes their tombstones, and
+// forgets transactions' pending offsets of those topics, as Kafka's
+// GroupCoordinator.onPartitionsDeleted does when the metadata publisher
+// sees a topic deleted. Each offsets partition is handled under its append
+// lock, so the tombstones land in the log in the order their removal is
+// applied in memory. It runs in the background (ApplyImage is the
+// publisher's callback, which an append must not wait on); a commit for a
+// topic created again under the same name that lands before it is removed
+// too, as in Kafka.
+func (c *Coordinator) dropDeletedTopicOffsets(deleted map[string]bool) {
+	c.mu.Lock()
+	parts := map[int32]bool{}
+	for _, g := range c.groups {
+		parts[g.partition] = true
+	}
+	c.mu.Unlock()
+	for p := range parts {
+		c.loads.Add(1)
+		go func() {
+			defer c.loads.Done()
+			lock := c.appendLocks.Of(p)
+			lock.Lock()
+			defer lock.Unlock()
+			c.mu.Lock()
+			for k, byGroup := range c.txnPending {
+				if k.partition != p {
+					continue
+				}
+				for _, offs := range byGroup {
+					maps.DeleteFunc(offs, func(tp topicPartition, _ committedOffset) bool { return deleted[tp.topic] })
+				}
+			}
+			var recs []Record
+			for _, g := range c.groups {
+				if g.partition != p || !c.liveLocked(g) {
+					continue
+				}
+				for tp := range g.offsets {
+					if deleted[tp.topic] {
+						delete(g.offsets, tp)
+						recs = append(recs, offsetTombstone(g.id, tp))
+					}
+				}
+			}
+			c.mu.Unlock()
+			if len(recs) == 0 {
+				return
+			}
+			if err := c.appendRecords(p, recs); err != nil {
+				c.logger.Warn(fmt.Sprintf("Failed to write %d offset tombstones of deleted topics to %s-%d: %v", len(recs), OffsetsTopic, p, err))
+			}
+		}()
+	}
 }

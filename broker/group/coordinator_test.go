@@ -3,6 +3,7 @@ package group
 import (
 	"context"
 	"fmt"
+	"github.com/faultline/faultline/broker/metadata"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -798,4 +799,53 @@ func TestAbandonedMemberIDLeavesNoGroup(t *testing.T) {
 	assert.NotContains(t, h.c.groups, "ghost")
 	h.c.mu.Unlock()
 	assert.Empty(t, h.c.ListGroups(context.Background(), kmsg.NewPtrListGroupsRequest()).Groups)
+}
+
+// TestDeletedTopicLosesItsOffsets: once the metadata shows topic t gone,
+// or back under a new id, the groups' offsets of it are removed and
+// tombstoned (a failover replays no offset of it), and a transaction's
+// pending offset of it is forgotten; another topic's offsets stay.
+func TestDeletedTopicLosesItsOffsets(t *testing.T) {
+	for _, recreated := range []bool{false, true} {
+		h := newHarness(t, 0)
+		h.c.log = txnMemLog{h.log}
+		prev := h.src.Image()
+		addTopic(prev, "u", metadata.Uuid{3}, 3, 1)
+		h.c.ApplyImage(nil, prev)
+		require.Equal(t, map[int32]int16{0: codeNone, 2: codeNone}, h.commit("simple", "", -1, "t", map[int32]int64{0: 5, 2: 9}))
+		require.Equal(t, map[int32]int16{1: codeNone}, h.commit("simple", "", -1, "u", map[int32]int64{1: 4}))
+		txn := kmsg.NewPtrTxnOffsetCommitRequest()
+		txn.Version, txn.TransactionalID, txn.Group, txn.ProducerID, txn.Generation = 3, "tx", "simple", 7, -1
+		txn.Topics = []kmsg.TxnOffsetCommitRequestTopic{{Topic: "t", Partitions: []kmsg.TxnOffsetCommitRequestTopicPartition{{Partition: 1, Offset: 3, LeaderEpoch: -1}}}}
+		require.Zero(t, h.c.TxnOffsetCommit(context.Background(), txn).Topics[0].Partitions[0].ErrorCode)
+
+		next := testImage(1)
+		addTopic(next, "u", metadata.Uuid{3}, 3, 1)
+		delete(next.Topics, "t")
+		delete(next.TopicsByID, metadata.Uuid{2})
+		if recreated {
+			addTopic(next, "t", metadata.Uuid{9}, 3, 1)
+		}
+		h.src.im.Store(next)
+		h.c.ApplyImage(prev, next)
+		require.Eventually(t, func() bool {
+			offs, _ := h.fetch("simple", "t")
+			return offs[0] == -1 && offs[2] == -1
+		}, 5*time.Second, time.Millisecond, "recreated=%v", recreated)
+		p := h.c.PartitionFor("simple")
+		h.c.CompleteTxn(p, 7, true)
+		offs, _ := h.fetch("simple", "t")
+		assert.Equal(t, map[int32]int64{0: -1, 1: -1, 2: -1}, offs, "the pending offset was forgotten with its topic")
+		offs, _ = h.fetch("simple", "u")
+		assert.Equal(t, int64(4), offs[1])
+
+		h.c.Close()
+		h.start()
+		offs, _ = h.fetch("simple", "t")
+		// (Partition 1's transactional record replays as committed in
+		// this test log, which applies transactional batches at once.)
+		assert.Equal(t, []int64{-1, -1}, []int64{offs[0], offs[2]}, "the tombstones replay")
+		offs, _ = h.fetch("simple", "u")
+		assert.Equal(t, int64(4), offs[1])
+	}
 }

@@ -43,8 +43,12 @@
 // load replays committed transactions at their marker and keeps open ones
 // pending.
 //
+// A deleted topic's committed offsets are removed and tombstoned when the
+// metadata shows it gone (or back under a new topic id), as Kafka does, so
+// a topic created again under the same name starts with no offsets.
+//
 // Not implemented: offsets retention (offsets.retention.minutes; committed
-// offsets never expire, and nothing is ever tombstoned), DeleteGroups and
+// offsets never expire), DeleteGroups and
 // OffsetDelete, KIP-848 consumer groups, ACLs (authorized operations read
 // as "not provided"). OffsetFetch with RequireStable answers
 // UNSTABLE_OFFSET_COMMIT for a partition with transactional offsets

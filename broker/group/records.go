@@ -46,6 +46,16 @@ func offsetCommitRecord(group string, tp topicPartition, o committedOffset) Reco
 	return Record{Key: k.AppendTo(nil), Value: v.AppendTo(nil)}
 }
 
+// offsetTombstone deletes the committed offset of group on tp.
+func offsetTombstone(group string, tp topicPartition) Record {
+	k := kmsg.NewOffsetCommitKey()
+	k.Version = offsetKeyVersion
+	k.Group = group
+	k.Topic = tp.topic
+	k.Partition = tp.partition
+	return Record{Key: k.AppendTo(nil)}
+}
+
 func groupMetadataRecord(group string, v *kmsg.GroupMetadataValue) Record {
 	k := kmsg.NewGroupMetadataKey()
 	k.Version = groupKeyVersion
