@@ -111,9 +111,13 @@ const AnomalyAbortedOffsets = "aborted-offsets"
 
 // abortedOffsets checks every ok assign that resumed from the group's
 // committed offsets, and every GroupOffsets, against the offsets txn
-// operations sent to their transactions (their Committed). Nothing is reported when some txn
-// operation's offsets are unknown (an info without Committed: a client
-// cut short mid-transaction), since it could have committed any.
+// operations sent to their transactions (their Committed). Nothing is
+// reported when some txn operation's offsets are unknown (an invoke never
+// completed, cut short by Ctrl-C, or a completion without Committed from a
+// history of another tool), since it could have committed any; faultline's
+// client records what it sent even on an op it ends info, and an empty map
+// where a TxnOffsetCommit failed and may yet land. The check assumes the
+// group and its topics are the run's own.
 func (q *queue) abortedOffsets() {
 	kept := map[int]map[int64]bool{}     // key -> offsets a committed or indeterminate txn sent
 	aborted := map[int]map[int64]int32{} // key -> offset -> invoke position of the first aborted txn that sent it
@@ -172,14 +176,14 @@ func (q *queue) abortedOffsets() {
 			if !ok || kept[k][o] || by > ob.pos {
 				continue // the aborted transaction began after the offsets were read
 			}
-			how := "resumed key %d at offset %d, the group's committed offset,"
+			how := "resumed key %[2]d at offset %[3]d, the group's committed offset,"
 			if op.F == FTxn {
-				how = "read key %d's committed offset of the group as %d after its transaction aborted,"
+				how = "read key %[2]d's committed offset of the group as %[3]d after its transaction aborted,"
 			}
 			q.report(AnomalyAbortedOffsets, Example{
 				Key: k, Offset: ptr(o), Ops: []int64{q.index(by), op.Index},
-				Text: fmt.Sprintf("process %d "+fmt.Sprintf(how, k, o)+" in op %d; only aborted transactions sent that offset, the first invoked at op %d, and no committed one did",
-					op.Process, op.Index, q.index(by)),
+				Text: fmt.Sprintf("process %[1]d "+how+" in op %[4]d; only aborted transactions sent that offset, the first invoked at op %[5]d, and no committed one did",
+					op.Process, k, o, op.Index, q.index(by)),
 			})
 		}
 	}

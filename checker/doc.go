@@ -41,10 +41,11 @@
 //     commit was acknowledged (Op.Committed, "committed" in the history)
 //     before that poll began; Jepsen cannot tell this rewind from a
 //     rebalance's, which its nonmonotonic-poll allows. And
-//     aborted-offsets, a transactional consumer that resumed (an ok
-//     assign's Committed) at an offset only definitely aborted txn ops
-//     sent to the group (their Committed), no committed or indeterminate
-//     one.
+//     aborted-offsets, a group offset that a transactional consumer
+//     resumed at (an ok assign's Committed) or an aborted txn op read back
+//     after its abort (its GroupOffsets) and that only definitely aborted
+//     txn ops sent to the group (their Committed), no committed or
+//     indeterminate one.
 //   - "cycles": Elle's cycle search, as kafka.clj runs it. Every send,
 //     poll and txn completion is a transaction in a dependency graph with
 //     ww edges (the writers of consecutive values of a key's version
@@ -115,7 +116,9 @@
 // force. Perf.WorstRealtimeLag is kafka.clj's worst-realtime-lag: the
 // longest any ok poll began after the offset past its process's position
 // in a key was known to exist (see realtimeLags for how assign, subscribe
-// and seeks move that position).
+// and a resumed offset move that position). Unlike kafka.clj it leaves out
+// a process that sought to the beginning (the final reads), whose lag would
+// be the run's length.
 //
 // # Harness events in the history
 //

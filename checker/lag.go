@@ -27,9 +27,11 @@ type tailStep struct {
 // proves that offset and every lower one existed at its completion. Then
 // each process's position per key is followed: an ok assign keeps the
 // positions of the keys it still names and puts the new ones before
-// offset 0 (a seek to the beginning puts all of them there, as Jepsen's
-// final reads on a fresh process), an ok subscribe forgets them all, and
-// every ok poll or txn raises them to the highest offsets it touched. The
+// offset 0, or before the offset it resumed at (its Committed), an ok
+// subscribe forgets them all, and every ok poll or txn raises them to the
+// highest offsets it touched. A process that sought to the beginning (the
+// final reads) rereads the logs on purpose and has no lag from then on:
+// Jepsen counts it, which makes its worst lag the run's length. The
 // lag of a key in that poll is the time from when its next offset was
 // known to exist to the poll's invoke, or 0.
 //
@@ -64,6 +66,7 @@ func realtimeLags(h History, p *pairing, visit func(RealtimeLag)) {
 	}
 
 	positions := map[int]map[int]int64{} // process -> key -> highest offset reached
+	rereading := map[int]bool{}          // processes that sought to the beginning
 	for i := range h {
 		op := &h[i]
 		if !op.IsClient() || op.Type != OK {
@@ -73,11 +76,16 @@ func realtimeLags(h History, p *pairing, visit func(RealtimeLag)) {
 		case op.F == FAssign:
 			old := positions[op.Process]
 			seek := op.SeekToBeginning || p.partner[i] >= 0 && h[p.partner[i]].SeekToBeginning
+			if seek {
+				rereading[op.Process] = true
+			}
 			pos := make(map[int]int64, len(op.Keys))
 			for _, k := range op.Keys {
 				pos[k] = -1
 				if o, ok := old[k]; ok && !seek {
 					pos[k] = o
+				} else if c, ok := op.Committed[k]; ok && !seek {
+					pos[k] = c - 1 // resumed at the group's committed offset
 				}
 			}
 			positions[op.Process] = pos
@@ -93,6 +101,12 @@ func realtimeLags(h History, p *pairing, visit func(RealtimeLag)) {
 				if cur, ok := pos[k]; !ok || o > cur {
 					pos[k] = o
 				}
+			}
+			if rereading[op.Process] {
+				// Reading a whole log again on purpose (the final
+				// reads): its lag is the run's length, not a consumer
+				// falling behind.
+				continue
 			}
 			invoked := op.Time
 			if j := p.partner[i]; j >= 0 {

@@ -129,8 +129,9 @@ type Perf struct {
 	Unseen []int `json:"unseen"`
 	// WorstRealtimeLag is the largest realtime lag of any key in any ok
 	// poll (Jepsen's worst-realtime-lag, see realtimeLags): how long a
-	// consumer went on polling behind a tail it could have reached. Nil
-	// when no ok poll was made.
+	// consumer went on polling behind a tail it could have reached; the
+	// final reads, which reread every log from the beginning, are left
+	// out. Nil when no ok poll was made.
 	WorstRealtimeLag *RealtimeLag `json:"worst-realtime-lag,omitempty"`
 }
 

@@ -668,46 +668,73 @@ func deletedTopics(prev, next *metadata.Image) map[string]bool {
 // too, as in Kafka.
 func (c *Coordinator) dropDeletedTopicOffsets(deleted map[string]bool) {
 	c.mu.Lock()
-	parts := map[int32]bool{}
-	for _, g := range c.groups {
-		parts[g.partition] = true
+	defer c.mu.Unlock()
+	if c.closed {
+		return
 	}
-	c.mu.Unlock()
-	for p := range parts {
+	for p, st := range c.partitions {
 		c.loads.Add(1)
-		go func() {
-			defer c.loads.Done()
-			lock := c.appendLocks.Of(p)
-			lock.Lock()
-			defer lock.Unlock()
-			c.mu.Lock()
-			for k, byGroup := range c.txnPending {
-				if k.partition != p {
-					continue
-				}
-				for _, offs := range byGroup {
-					maps.DeleteFunc(offs, func(tp topicPartition, _ committedOffset) bool { return deleted[tp.topic] })
-				}
-			}
-			var recs []Record
-			for _, g := range c.groups {
-				if g.partition != p || !c.liveLocked(g) {
-					continue
-				}
-				for tp := range g.offsets {
-					if deleted[tp.topic] {
-						delete(g.offsets, tp)
-						recs = append(recs, offsetTombstone(g.id, tp))
-					}
-				}
-			}
-			c.mu.Unlock()
-			if len(recs) == 0 {
-				return
-			}
-			if err := c.appendRecords(p, recs); err != nil {
-				c.logger.Warn(fmt.Sprintf("Failed to write %d offset tombstones of deleted topics to %s-%d: %v", len(recs), OffsetsTopic, p, err))
-			}
-		}()
+		go c.dropPartitionOffsets(p, st.token, deleted)
 	}
 }
+
+// dropPartitionOffsets is dropDeletedTopicOffsets for offsets partition p,
+// owned under token: once p is loaded (a load holds the append lock while
+// it replays, so a partition still loading is waited for, or its replay
+// would bring the offsets back), and for as long as this node owns it.
+func (c *Coordinator) dropPartitionOffsets(p int32, token uint64, deleted map[string]bool) {
+	defer c.loads.Done()
+	lock := c.appendLocks.Of(p)
+	for {
+		lock.Lock()
+		c.mu.Lock()
+		st := c.partitions[p]
+		if c.closed || st == nil || st.token != token {
+			c.mu.Unlock()
+			lock.Unlock()
+			return
+		}
+		if !st.loading {
+			break
+		}
+		c.mu.Unlock()
+		lock.Unlock()
+		select {
+		case <-c.ctx.Done():
+			return
+		case <-time.After(loadWaitPoll):
+		}
+	}
+	defer lock.Unlock()
+	for k, byGroup := range c.txnPending {
+		if k.partition != p {
+			continue
+		}
+		for _, offs := range byGroup {
+			maps.DeleteFunc(offs, func(tp topicPartition, _ committedOffset) bool { return deleted[tp.topic] })
+		}
+	}
+	var recs []Record
+	for _, g := range c.groups {
+		if g.partition != p || !c.liveLocked(g) {
+			continue
+		}
+		for tp := range g.offsets {
+			if deleted[tp.topic] {
+				delete(g.offsets, tp)
+				recs = append(recs, offsetTombstone(g.id, tp))
+			}
+		}
+	}
+	c.mu.Unlock()
+	if len(recs) == 0 {
+		return
+	}
+	if err := c.appendRecords(p, recs); err != nil {
+		c.logger.Warn(fmt.Sprintf("Failed to write %d offset tombstones of deleted topics to %s-%d: %v", len(recs), OffsetsTopic, p, err))
+	}
+}
+
+// loadWaitPoll is how often dropPartitionOffsets looks whether a
+// partition it waits for has loaded.
+const loadWaitPoll = 20 * time.Millisecond

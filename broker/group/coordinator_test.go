@@ -3,7 +3,6 @@ package group
 import (
 	"context"
 	"fmt"
-	"github.com/faultline/faultline/broker/metadata"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -13,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/faultline/faultline/broker/config"
+	"github.com/faultline/faultline/broker/metadata"
 )
 
 // stableSingle drives one member through join and sync and returns its id
@@ -848,4 +848,56 @@ func TestDeletedTopicLosesItsOffsets(t *testing.T) {
 		offs, _ = h.fetch("simple", "u")
 		assert.Equal(t, int64(4), offs[1])
 	}
+}
+
+// TestTopicDeletedWhileItsPartitionLoads: a topic deleted while the
+// offsets partition holding its group reloads (a new leader epoch, the
+// replay held) loses its offsets once the load is done; the replay does
+// not bring them back.
+func TestTopicDeletedWhileItsPartitionLoads(t *testing.T) {
+	h := newHarness(t, 0)
+	require.Equal(t, map[int32]int16{0: codeNone}, h.commit("simple", "", -1, "t", map[int32]int64{0: 5}))
+	gate := make(chan struct{})
+	h.log.mu.Lock()
+	h.log.replayGate = gate
+	h.log.mu.Unlock()
+	reload := testImage(1)
+	for i := range reload.Topics[OffsetsTopic].Partitions {
+		reload.Topics[OffsetsTopic].Partitions[i].LeaderEpoch = 1
+	}
+	h.src.im.Store(reload)
+	h.c.ApplyImage(nil, reload)
+	gone := testImage(1)
+	gone.Topics[OffsetsTopic] = reload.Topics[OffsetsTopic]
+	delete(gone.Topics, "t")
+	delete(gone.TopicsByID, metadata.Uuid{2})
+	h.src.im.Store(gone)
+	h.c.ApplyImage(reload, gone)
+	close(gate)
+	h.waitLoaded()
+	require.Eventually(t, func() bool {
+		offs, _ := h.fetch("simple", "t")
+		return offs[0] == -1
+	}, 5*time.Second, time.Millisecond, "the offset replayed during the deletion was dropped")
+}
+
+// TestPendingOffsetOfADeletedTopicIsNotApplied: a group that has only a
+// transaction's pending offset of a topic deleted before the commit gets
+// no offset of it.
+func TestPendingOffsetOfADeletedTopicIsNotApplied(t *testing.T) {
+	h := newHarness(t, 0)
+	h.c.log = txnMemLog{h.log}
+	txn := kmsg.NewPtrTxnOffsetCommitRequest()
+	txn.Version, txn.TransactionalID, txn.Group, txn.ProducerID, txn.Generation = 3, "tx", "fresh", 7, -1
+	txn.Topics = []kmsg.TxnOffsetCommitRequestTopic{{Topic: "t", Partitions: []kmsg.TxnOffsetCommitRequestTopicPartition{{Partition: 1, Offset: 3, LeaderEpoch: -1}}}}
+	require.Zero(t, h.c.TxnOffsetCommit(context.Background(), txn).Topics[0].Partitions[0].ErrorCode)
+	gone := testImage(1)
+	delete(gone.Topics, "t")
+	delete(gone.TopicsByID, metadata.Uuid{2})
+	h.src.im.Store(gone)
+	h.c.CompleteTxn(h.c.PartitionFor("fresh"), 7, true)
+	h.c.mu.Lock()
+	defer h.c.mu.Unlock()
+	require.NotNil(t, h.c.groups["fresh"])
+	assert.Empty(t, h.c.groups["fresh"].offsets)
 }

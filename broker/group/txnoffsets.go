@@ -194,6 +194,7 @@ func (c *Coordinator) CompleteTxn(partition int32, producerID int64, commit bool
 	if (!commit && !c.cfg.Unsafe.KeepAbortedOffsets) || c.partitions[partition] == nil {
 		return
 	}
+	im := c.md.Image()
 	for id, offs := range byGroup {
 		g := c.groups[id]
 		if g == nil {
@@ -201,7 +202,11 @@ func (c *Coordinator) CompleteTxn(partition int32, producerID int64, commit bool
 			c.groups[id] = g
 		}
 		for tp, o := range offs {
-			g.offsets[tp] = o
+			// A topic deleted since the offset was committed keeps no
+			// offsets (dropDeletedTopicOffsets).
+			if im.Topic(tp.topic) != nil {
+				g.offsets[tp] = o
+			}
 		}
 	}
 }

@@ -280,3 +280,61 @@ func TestMixedConsumersSubscribeOnOddProcesses(t *testing.T) {
 	op, _ := plain.Next(1)
 	assert.Equal(t, "assign", op.F, "not mixed: every process assigns")
 }
+
+// TestTxnOffsetsAreRecorded: a committed transaction records the offsets it
+// sent to the group; a client newly assigned the key resumes there and
+// records it; a transaction aborted after sending offsets records them and
+// reads the group's offsets back unchanged (group-offsets).
+func TestTxnOffsetsAreRecorded(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1))
+	require.NoError(t, err)
+	defer c.Close()
+	opts := Options{Seeds: c.ListenAddrs(), PartitionsPerTopic: 1, ReplicationFactor: 1, RequestTimeout: 3 * time.Second, Txn: true, TxnAbortOneIn: 1 << 30}
+	topics, err := NewTopics(opts)
+	require.NoError(t, err)
+	defer topics.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	invoke := func(cl *Client, op checker.Op) checker.Op {
+		t.Helper()
+		op.Type = checker.Invoke
+		done := cl.Invoke(ctx, op)
+		require.NotEqual(t, checker.Info, done.Type, "%s: %s", done.F, done.Error)
+		return done
+	}
+	send := func(v int64) checker.MicroOp { return checker.MicroOp{F: "send", Key: 0, Value: v} }
+	poll := checker.MicroOp{F: "poll"}
+
+	keeper, err := NewClient(opts, topics)
+	require.NoError(t, err)
+	defer keeper.Close()
+	assert.Empty(t, invoke(keeper, checker.Op{F: "assign", Keys: []int{0}}).Committed, "nothing committed yet")
+	done := invoke(keeper, checker.Op{F: "txn", Mops: []checker.MicroOp{send(1)}})
+	require.Equal(t, checker.OK, done.Type)
+	assert.Equal(t, map[int]int64{}, done.Committed, "no poll, no offsets")
+	var committed checker.Op
+	require.Eventually(t, func() bool {
+		committed = invoke(keeper, checker.Op{F: "txn", Mops: []checker.MicroOp{poll, send(2)}})
+		return committed.Type == checker.OK && len(committed.Mops[0].Polls[0]) > 0
+	}, 10*time.Second, 10*time.Millisecond)
+	require.Equal(t, int64(1), committed.Mops[0].Polls[0][0].Value)
+	at := committed.Mops[0].Polls[0][len(committed.Mops[0].Polls[0])-1].Offset + 1
+	assert.Equal(t, map[int]int64{0: at}, committed.Committed)
+
+	aborting := opts
+	aborting.TxnAbortOneIn = 1
+	quitter, err := NewClient(aborting, topics)
+	require.NoError(t, err)
+	defer quitter.Close()
+	assert.Equal(t, map[int]int64{0: at}, invoke(quitter, checker.Op{F: "assign", Keys: []int{0}}).Committed, "resumed at the committed offset")
+	var aborted checker.Op
+	require.Eventually(t, func() bool {
+		aborted = invoke(quitter, checker.Op{F: "txn", Mops: []checker.MicroOp{poll, send(3)}})
+		return len(aborted.Mops[0].Polls[0]) > 0
+	}, 10*time.Second, 10*time.Millisecond)
+	require.Equal(t, checker.Fail, aborted.Type)
+	assert.Equal(t, int64(2), aborted.Mops[0].Polls[0][0].Value, "the resumed consumer reads on from the committed offset")
+	require.Contains(t, aborted.Committed, 0)
+	assert.Greater(t, aborted.Committed[0], at)
+	assert.Equal(t, map[int]int64{0: at}, aborted.GroupOffsets, "the abort left the group's offset where the commit put it")
+}

@@ -10,7 +10,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -121,6 +120,11 @@ func (c *Client) transact(ctx context.Context, op checker.Op) checker.Op {
 		}
 		if err := c.sendOffsets(ctx, polled); err != nil {
 			failure, abort = fmt.Errorf("offsets to transaction: %w", err), true
+			// A TxnOffsetCommit that timed out may still land after
+			// the abort (before transaction.version 2 nothing fences
+			// it) and be committed by the producer's next
+			// transaction: these offsets cannot count as aborted.
+			op.Committed = map[int]int64{}
 		}
 	}
 	abort = abort || onPurpose
@@ -241,12 +245,20 @@ func (c *Client) sendOffsets(ctx context.Context, polled map[int]bool) error {
 // Keys without a committed offset are left out.
 func (c *Client) groupOffsets(ctx context.Context, keys []int) (map[int]int64, error) {
 	keyOf := map[string]map[int32]int{}
+	req := kmsg.NewPtrOffsetFetchRequest()
+	req.Group, req.RequireStable = c.opts.Group, true
+	byTopic := map[string]int{}
 	for _, k := range keys {
 		t, p := c.opts.TopicPartition(k)
 		if keyOf[t] == nil {
 			keyOf[t] = map[int32]int{}
+			byTopic[t] = len(req.Topics)
+			rt := kmsg.NewOffsetFetchRequestTopic()
+			rt.Topic = t
+			req.Topics = append(req.Topics, rt)
 		}
 		keyOf[t][p] = k
+		req.Topics[byTopic[t]].Partitions = append(req.Topics[byTopic[t]].Partitions, p)
 	}
 	out := map[int]int64{}
 	if len(keyOf) == 0 {
@@ -254,21 +266,11 @@ func (c *Client) groupOffsets(ctx context.Context, keys []int) (map[int]int64, e
 	}
 	ctx, cancel := context.WithTimeout(ctx, c.opts.RequestTimeout)
 	defer cancel()
-	adm := kadm.NewClient(c.producer)
 	for {
-		resps, err := adm.FetchOffsets(kadm.RequireStable(ctx), c.opts.Group)
-		if err == nil {
-			err = resps.Error()
-		}
-		if err == nil {
-			resps.Each(func(o kadm.OffsetResponse) {
-				if k, ok := keyOf[o.Topic][o.Partition]; ok && o.At >= 0 {
-					out[k] = o.At
-				}
-			})
-			return out, nil
-		}
-		if errors.Is(err, kerr.GroupIDNotFound) {
+		// Only the keys asked for: another client's open transaction
+		// on another partition of the group must not hold this read up.
+		err := c.fetchGroupOffsets(ctx, req, keyOf, out)
+		if err == nil || errors.Is(err, kerr.GroupIDNotFound) {
 			return out, nil
 		}
 		if !errors.Is(err, kerr.UnstableOffsetCommit) && !kerr.IsRetriable(err) {
@@ -280,6 +282,50 @@ func (c *Client) groupOffsets(ctx context.Context, keys []int) (map[int]int64, e
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
+}
+
+// fetchGroupOffsets sends req once and fills out with the committed
+// offset (when there is one) of each partition keyOf names; the error is
+// the request's, the group's or a named partition's first.
+func (c *Client) fetchGroupOffsets(ctx context.Context, req *kmsg.OffsetFetchRequest, keyOf map[string]map[int32]int, out map[int]int64) error {
+	clear(out)
+	resp, err := req.RequestWith(ctx, c.producer)
+	if err != nil {
+		return err
+	}
+	code, topics := resp.ErrorCode, resp.Topics
+	if len(resp.Groups) > 0 { // the batched form (v8+)
+		code = resp.Groups[0].ErrorCode
+		topics = nil
+		for _, t := range resp.Groups[0].Topics {
+			rt := kmsg.NewOffsetFetchResponseTopic()
+			rt.Topic = t.Topic
+			for _, p := range t.Partitions {
+				rp := kmsg.NewOffsetFetchResponseTopicPartition()
+				rp.Partition, rp.Offset, rp.ErrorCode = p.Partition, p.Offset, p.ErrorCode
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			topics = append(topics, rt)
+		}
+	}
+	if err := kerr.ErrorForCode(code); err != nil {
+		return err
+	}
+	for _, t := range topics {
+		for _, p := range t.Partitions {
+			k, ok := keyOf[t.Topic][p.Partition]
+			if !ok {
+				continue
+			}
+			if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
+				return fmt.Errorf("%s-%d: %w", t.Topic, p.Partition, err)
+			}
+			if p.Offset >= 0 {
+				out[k] = p.Offset
+			}
+		}
+	}
+	return nil
 }
 
 // rewind moves the consumer back to where it was before a transaction for
