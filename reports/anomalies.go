@@ -77,6 +77,8 @@ var anomalyCatalog = []anomalyKind{
 		one: "1 key lost its latest acknowledged value", many: "%d keys lost their latest acknowledged values"},
 	{Name: checker.AnomalyResurrectedDelete, loss: true, Definition: "Compaction: a key whose latest acknowledged write was a delete (tombstone) came back in the final scan with an older value.",
 		one: "1 deleted key came back", many: "%d deleted keys came back"},
+	{Name: checker.AnomalyClientError, Definition: "Clients received an error the test was told a correct broker never returns to a well-behaved client (--fail-on-client-error, e.g. CORRUPT_MESSAGE or DATA_LOSS): the broker served damaged or missing data it had acknowledged. The client-errors section lists each code with the operations that got it and the faults in force.",
+		one: "clients received an error a correct broker never returns", many: "clients received %d errors a correct broker never returns"},
 	{Name: checker.AnomalyEmptyTransactionGraph,
 		Definition: "The history holds no completed send or poll: the test exercised nothing, so it cannot pass (Jepsen's checker finds such a history invalid too).",
 		one:        "the history holds no completed send or poll", many: "the history holds no completed send or poll"},
