@@ -140,7 +140,10 @@
 //
 // A harness event f "crash-client" (FCrashClient) records that the harness
 // crashed a client process (value {"process": N}); that process's open
-// operation is recorded info.
+// operation is recorded info. One f "stalled-reads" (FStalledReads, a
+// list of Stall) records, for the keys the final reads did not finish,
+// the partition's high watermark, last stable offset and open
+// transactions; the unseen example of such a key cites it.
 //
 // # Client errors as evidence
 //

@@ -33,6 +33,45 @@ const FLeaders = "leaders"
 // process's operation in flight ends info and a new process takes over.
 const FCrashClient = "crash-client"
 
+// FStalledReads is the f of a harness event recording why the final reads
+// of transactional (read_committed) consumers did not reach a key's end:
+// its value is a list of Stall, one per key they stopped short on.
+const FStalledReads = "stalled-reads"
+
+// Stall is one key the final reads did not finish, with what the healed
+// cluster answered for its partition: the high watermark, the last stable
+// offset (ListOffsets read_committed; -1 when it could not be read) and
+// the transactions open there (DescribeProducers), which hold the LSO.
+type Stall struct {
+	Key           int       `json:"key"`
+	Topic         string    `json:"topic"`
+	Partition     int32     `json:"partition"`
+	HighWatermark int64     `json:"high-watermark"`
+	LastStable    int64     `json:"last-stable-offset"`
+	OpenTxns      []OpenTxn `json:"open-transactions,omitempty"`
+	Error         string    `json:"error,omitempty"`
+}
+
+// OpenTxn is a producer's transaction open on a partition.
+type OpenTxn struct {
+	ProducerID  int64 `json:"producer-id"`
+	Epoch       int16 `json:"epoch"`
+	FirstOffset int64 `json:"first-offset"`
+}
+
+// Stalls decodes the value of a harness FStalledReads event; any other op
+// has none.
+func (o Op) Stalls() []Stall {
+	if o.Process != HarnessProcess || o.F != FStalledReads || len(o.Raw) == 0 {
+		return nil
+	}
+	var out []Stall
+	if json.Unmarshal(o.Raw, &out) != nil {
+		return nil
+	}
+	return out
+}
+
 // Leadership is one partition's leader as a Metadata response named it:
 // node name (empty when the partition had no leader) and leader epoch (-1
 // when the response carried none).

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 )
 
 // Anomaly names, as Jepsen's Kafka checker spells them.
@@ -159,6 +160,7 @@ type queue struct {
 	keys    map[int]*keyData
 	found   map[string]*AnomalyReport
 	scratch map[int]int
+	stalls  map[int]Stall // the harness's stalled-reads, by key; built on first use
 }
 
 func (q *queue) key(k int) *keyData {
@@ -463,10 +465,40 @@ func (q *queue) perKey(k int) {
 			shown := unseen[:min(len(unseen), q.opts.ExamplesMax)]
 			a.Examples = append(a.Examples, Example{
 				Key: k, Count: len(unseen), Values: shown, Ops: unseenOps,
-				Text: fmt.Sprintf("%d acknowledged value(s) of key %d never read by any poll: %v", len(unseen), k, shown),
+				Text: fmt.Sprintf("%d acknowledged value(s) of key %d never read by any poll: %v%s", len(unseen), k, shown, q.stallText(k)),
 			})
 		}
 	}
+}
+
+// stallText says, for a key the final reads stopped short on, what the
+// harness found holding them (a stalled-reads event), or "".
+func (q *queue) stallText(k int) string {
+	if q.stalls == nil {
+		q.stalls = map[int]Stall{}
+		for i := range q.h {
+			for _, s := range q.h[i].Stalls() {
+				q.stalls[s.Key] = s
+			}
+		}
+	}
+	s, ok := q.stalls[k]
+	switch {
+	case !ok:
+		return ""
+	case s.LastStable < 0 || s.LastStable >= s.HighWatermark:
+		return fmt.Sprintf("; the final reads stopped short on %s-%d (high watermark %d) with no open transaction holding its last stable offset", s.Topic, s.Partition, s.HighWatermark)
+	}
+	held := "no open transaction was listed"
+	if len(s.OpenTxns) > 0 {
+		var open []string
+		for _, o := range s.OpenTxns {
+			open = append(open, fmt.Sprintf("producer %d epoch %d from offset %d", o.ProducerID, o.Epoch, o.FirstOffset))
+		}
+		held = "held by the open transaction of " + strings.Join(open, ", ")
+	}
+	return fmt.Sprintf("; read_committed reads of %s-%d stop at its last stable offset %d, below its high watermark %d: %s (a transaction never ended blocks every later record)",
+		s.Topic, s.Partition, s.LastStable, s.HighWatermark, held)
 }
 
 // opsOf lists the writer and first ok reader of a value.

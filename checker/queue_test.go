@@ -62,3 +62,20 @@ func TestInfoPollKeepsTheProcessPosition(t *testing.T) {
 	assert.Equal(t, int64(2), *ex.Delta)
 	assert.Len(t, ex.Skipped, 1)
 }
+
+// TestUnseenNamesWhatHeldTheFinalReads: where the harness recorded that
+// the final reads stopped at a partition's last stable offset, the unseen
+// example says so and names the open transaction.
+func TestUnseenNamesWhatHeldTheFinalReads(t *testing.T) {
+	var b strings.Builder
+	line := historyLines(&b)
+	line(`"process":0,"type":"invoke","f":"txn","value":[["send",0,10]]`)
+	line(`"process":0,"type":"ok","f":"txn","value":[["send",0,[4,10]]],"committed":{}`)
+	line(`"process":"harness","type":"info","f":"stalled-reads","value":[{"key":0,"topic":"t0","partition":0,"high-watermark":6,"last-stable-offset":2,"open-transactions":[{"producer-id":9,"epoch":3,"first-offset":2}]}]`)
+	h, err := NewReader(strings.NewReader(b.String())).ReadAll()
+	require.NoError(t, err)
+	res := Analyze(context.Background(), h, Options{Txn: true, SkipLinear: true})
+	require.Contains(t, res.Anomalies, AnomalyUnseen)
+	assert.Contains(t, res.Anomalies[AnomalyUnseen].Examples[0].Text,
+		"read_committed reads of t0-0 stop at its last stable offset 2, below its high watermark 6: held by the open transaction of producer 9 epoch 3 from offset 2")
+}

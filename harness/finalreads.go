@@ -2,8 +2,12 @@ package harness
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"time"
+
+	"github.com/faultline/faultline/checker"
+	"github.com/faultline/faultline/workloads"
 )
 
 // Process numbers of the final reads: round i uses finalProcessBase +
@@ -32,5 +36,34 @@ func (r *run) finalReads(ctx context.Context) {
 	}
 	if !final.Done() {
 		fmt.Fprintf(r.out, "final reads did not reach the end of %s within %s\n", final.Missing(), time.Duration(r.t.FinalTimeout))
+		r.recordStalls(ctx, final)
 	}
+}
+
+// recordStalls asks a final phase that can say why its reads stopped
+// short (workloads.StallExplainer) and records the answer in the history
+// as a harness event, which the checker cites where it reports the
+// values those reads never saw.
+func (r *run) recordStalls(ctx context.Context, final workloads.Final) {
+	e, ok := final.(workloads.StallExplainer)
+	if !ok || ctx.Err() != nil {
+		return
+	}
+	stalls := e.Stalls(ctx)
+	if len(stalls) == 0 {
+		return
+	}
+	for _, s := range stalls {
+		note := ""
+		if s.Error != "" {
+			note = " (" + s.Error + ")"
+		}
+		fmt.Fprintf(r.out, "  %s-%d: high watermark %d, last stable offset %d, %d open transaction(s)%s\n",
+			s.Topic, s.Partition, s.HighWatermark, s.LastStable, len(s.OpenTxns), note)
+	}
+	raw, err := json.Marshal(stalls)
+	if err != nil {
+		return
+	}
+	r.rec.Record(checker.Op{Process: checker.HarnessProcess, Type: checker.Info, F: checker.FStalledReads, Raw: raw})
 }

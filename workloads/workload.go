@@ -99,6 +99,13 @@ type Final interface {
 	Missing() string
 }
 
+// StallExplainer is a Final that can say why its reads stopped short: the
+// harness asks it when the final reads end unfinished and records what it
+// returns in the history (a harness checker.FStalledReads event).
+type StallExplainer interface {
+	Stalls(ctx context.Context) []checker.Stall
+}
+
 // NoopClient completes every operation as ok without doing anything; it is
 // the client of harness self-tests.
 type NoopClient struct{}

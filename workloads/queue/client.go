@@ -186,6 +186,63 @@ func (t *Topics) Ensure(ctx context.Context, keys []int) error {
 	return nil
 }
 
+// Stalls reads, for each key, its partition's high watermark, last stable
+// offset (ListOffsets read_committed) and the transactions open there
+// (DescribeProducers); what could not be read is the Stall's Error.
+func (t *Topics) Stalls(ctx context.Context, keys []int) []checker.Stall {
+	if len(keys) == 0 {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, t.opts.RequestTimeout)
+	defer cancel()
+	set := kadm.TopicsSet{}
+	var names []string
+	for _, k := range keys {
+		topic, part := t.opts.TopicPartition(k)
+		if _, ok := set[topic]; !ok {
+			names = append(names, topic)
+		}
+		set.Add(topic, part)
+	}
+	hw, hwErr := t.adm.ListEndOffsets(ctx, names...)
+	lso, lsoErr := t.adm.ListCommittedOffsets(ctx, names...)
+	producers, prodErr := t.adm.DescribeProducers(ctx, set)
+	var out []checker.Stall
+	for _, k := range keys {
+		topic, part := t.opts.TopicPartition(k)
+		s := checker.Stall{Key: k, Topic: topic, Partition: part, HighWatermark: -1, LastStable: -1}
+		var errs []error
+		lookup := func(what string, listed kadm.ListedOffsets, err error, into *int64) {
+			o, ok := listed.Lookup(topic, part)
+			switch {
+			case ok && o.Err == nil:
+				*into = o.Offset
+			case ok:
+				errs = append(errs, fmt.Errorf("%s: %w", what, o.Err))
+			case err != nil:
+				errs = append(errs, fmt.Errorf("%s: %w", what, err))
+			default:
+				errs = append(errs, fmt.Errorf("%s: not listed", what))
+			}
+		}
+		lookup("high watermark", hw, hwErr, &s.HighWatermark)
+		lookup("last stable offset", lso, lsoErr, &s.LastStable)
+		if prodErr != nil {
+			errs = append(errs, fmt.Errorf("producers: %w", prodErr))
+		}
+		producers.EachProducer(func(p kadm.DescribedProducer) {
+			if p.Topic == topic && p.Partition == part && p.CurrentTxnStartOffset >= 0 {
+				s.OpenTxns = append(s.OpenTxns, checker.OpenTxn{ProducerID: p.ProducerID, Epoch: p.ProducerEpoch, FirstOffset: p.CurrentTxnStartOffset})
+			}
+		})
+		if err := errors.Join(errs...); err != nil {
+			s.Error = err.Error()
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
 // EndOffsets returns each key's end offset (the offset the next write
 // gets), for the final reads.
 func (t *Topics) EndOffsets(ctx context.Context, keys []int) (map[int]int64, error) {

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/faultline/faultline/checker"
 	"github.com/faultline/faultline/workloads"
@@ -337,4 +338,37 @@ func TestTxnOffsetsAreRecorded(t *testing.T) {
 	require.Contains(t, aborted.Committed, 0)
 	assert.Greater(t, aborted.Committed[0], at)
 	assert.Equal(t, map[int]int64{0: at}, aborted.GroupOffsets, "the abort left the group's offset where the commit put it")
+}
+
+// TestStallsShowAnOpenTransaction: a transaction left open holds its
+// partition's last stable offset below the high watermark, and Stalls
+// reports both (and the open transaction where the broker lists it).
+func TestStallsShowAnOpenTransaction(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1))
+	require.NoError(t, err)
+	defer c.Close()
+	opts := Options{Seeds: c.ListenAddrs(), PartitionsPerTopic: 1, ReplicationFactor: 1, RequestTimeout: 3 * time.Second}
+	topics, err := NewTopics(opts)
+	require.NoError(t, err)
+	defer topics.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	require.NoError(t, topics.Ensure(ctx, []int{0}))
+	topic, part := opts.TopicPartition(0)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...), kgo.TransactionalID("stall"), kgo.DefaultProduceTopic(topic))
+	require.NoError(t, err)
+	defer cl.Close()
+	require.NoError(t, cl.BeginTransaction())
+	require.NoError(t, cl.ProduceSync(ctx, &kgo.Record{Partition: part, Value: []byte("open")}).FirstErr())
+
+	stalls := topics.Stalls(ctx, []int{0})
+	require.Len(t, stalls, 1)
+	s := stalls[0]
+	assert.Equal(t, topic, s.Topic)
+	assert.Equal(t, int64(1), s.HighWatermark)
+	assert.Equal(t, int64(0), s.LastStable, "the open transaction holds the last stable offset")
+	if s.Error == "" {
+		require.Len(t, s.OpenTxns, 1)
+		assert.Equal(t, int64(0), s.OpenTxns[0].FirstOffset)
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"io"
 	"time"
 
+	"github.com/faultline/faultline/checker"
 	"github.com/faultline/faultline/workloads"
 )
 
@@ -120,3 +121,14 @@ type finalPhase struct {
 func (f *finalPhase) NewClient() (workloads.Client, error) { return NewClient(f.opts, f.topics) }
 
 func (f *finalPhase) Missing() string { return fmt.Sprintf("keys %v", f.FinalGenerator.Missing()) }
+
+// Stalls implements workloads.StallExplainer for transactional runs: for
+// each key not read to its end, the partition's high watermark, last
+// stable offset and open transactions, which is what stops read_committed
+// reads. Nil without Options.Txn (plain reads stop at the high watermark).
+func (f *finalPhase) Stalls(ctx context.Context) []checker.Stall {
+	if !f.opts.Txn {
+		return nil
+	}
+	return f.topics.Stalls(ctx, f.FinalGenerator.Missing())
+}
