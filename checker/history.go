@@ -61,11 +61,15 @@ type OpenTxn struct {
 
 // Stalls decodes the value of a harness FStalledReads event; any other op
 // has none.
-func (o Op) Stalls() []Stall {
-	if o.Process != HarnessProcess || o.F != FStalledReads || len(o.Raw) == 0 {
+func (o Op) Stalls() []Stall { return harnessList[Stall](o, FStalledReads) }
+
+// harnessList decodes the value of a harness event of f, a JSON list; any
+// other op, or a value that is no such list, has none.
+func harnessList[T any](o Op, f string) []T {
+	if o.Process != HarnessProcess || o.F != f || len(o.Raw) == 0 {
 		return nil
 	}
-	var out []Stall
+	var out []T
 	if json.Unmarshal(o.Raw, &out) != nil {
 		return nil
 	}
@@ -88,16 +92,7 @@ func (o Op) IsClient() bool { return o.Process >= 0 }
 
 // Leaderships decodes the value of a harness FLeaders event; any other op
 // has none.
-func (o Op) Leaderships() []Leadership {
-	if o.Process != HarnessProcess || o.F != FLeaders || len(o.Raw) == 0 {
-		return nil
-	}
-	var out []Leadership
-	if json.Unmarshal(o.Raw, &out) != nil {
-		return nil
-	}
-	return out
-}
+func (o Op) Leaderships() []Leadership { return harnessList[Leadership](o, FLeaders) }
 
 // Pair is one record as a poll or a completed send reports it.
 type Pair struct {
