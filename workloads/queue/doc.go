@@ -17,9 +17,11 @@
 // and one in ten aborted on purpose (fail) after its offsets were sent; a
 // consumer newly assigned a key resumes at the group's committed offset
 // (recorded as the assign's Committed), so the checker can tell an
-// aborted transaction's offsets applied (aborted-offsets); see txn.go. The final reads of a transactional run go up to the offsets
-// in the history only: a partition's end offset is a commit or abort
-// marker no read_committed poll returns.
+// aborted transaction's offsets applied (aborted-offsets); see txn.go.
+// The final reads of a transactional run go up to the offsets in the
+// history only: a partition's end offset is a commit or abort marker no
+// read_committed poll returns; and not to the offsets of a transaction
+// whose outcome is unknown (info), which may have aborted.
 //
 // A send that errors is recorded as info (it may have been written: a lost
 // acknowledgement, or a retry racing a leader change); a poll that errors

@@ -372,3 +372,16 @@ func TestStallsShowAnOpenTransaction(t *testing.T) {
 		assert.Equal(t, int64(0), s.OpenTxns[0].FirstOffset)
 	}
 }
+
+// TestInfoTransactionsAreNoFinalReadTarget: the offset of a send in a
+// transaction whose outcome is unknown is no target of the final reads (it
+// may have been aborted, and read_committed never returns it); an info
+// send outside a transaction, an ok transaction's and a poll's are.
+func TestInfoTransactionsAreNoFinalReadTarget(t *testing.T) {
+	g := NewGenerator(1, GenOptions{})
+	at := func(o int64) *int64 { return &o }
+	g.Update(checker.Op{Type: checker.OK, F: "txn", Mops: []checker.MicroOp{{F: "send", Key: 0, Value: 1, Offset: at(3)}}})
+	g.Update(checker.Op{Type: checker.Info, F: "txn", Mops: []checker.MicroOp{{F: "send", Key: 0, Value: 2, Offset: at(7)}}})
+	g.Update(checker.Op{Type: checker.Info, F: "send", Mops: []checker.MicroOp{{F: "send", Key: 1, Value: 3, Offset: at(5)}}})
+	assert.Equal(t, map[int]int64{0: 3, 1: 5}, g.MaxOffsets())
+}
