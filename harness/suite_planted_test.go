@@ -187,7 +187,7 @@ func TestSequenceModesNeedTheirRuntime(t *testing.T) {
 // control, the same test without the switch.
 func TestTxnSuiteCases(t *testing.T) {
 	cases := Suites["txn"](DefaultTest())
-	require.Len(t, cases, 5+2*len(txnBugs))
+	require.Len(t, cases, 6+2*len(txnBugs))
 	byName := map[string]Case{}
 	for _, c := range cases {
 		require.NoError(t, c.Test.Validate(testWorkloads), c.Test.Name)
@@ -198,6 +198,7 @@ func TestTxnSuiteCases(t *testing.T) {
 	assert.Equal(t, "compact", byName["compact-kill"].Test.Workload)
 	assert.Equal(t, "kill:coordinator,pause:coordinator", byName["txn-coordinator"].Test.Nemesis.String())
 	assert.Equal(t, "power:coordinator", byName["txn-power-coordinator"].Test.Nemesis.String())
+	assert.Equal(t, Duration(5*time.Second), byName["txn-crash-clients"].Test.CrashClientsInterval)
 	assert.Equal(t, "partition:clients-coordinator", byName["txn-clients-coordinator"].Test.Nemesis.String())
 	assertPlantedPairs(t, byName, txnBugs)
 	assert.True(t, byName["planted-read-committed-past-lso"].Test.Txn)

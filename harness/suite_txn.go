@@ -67,11 +67,19 @@ func txnSuite(base Test) []Case {
 	power.Name, power.Txn, power.NemesisInterval = "txn-power-coordinator", true, interval
 	power.Nemesis = nemesis.Spec{{Kind: nemesis.KindPower, Mode: nemesis.TargetCoordinator}}
 	power.BrokerConfig["log.flush.interval.messages"] = "1"
+	// Clients crashed mid-transaction leave their transactions open: the
+	// broker must abort each when its timeout passes (20 s here), or the
+	// last stable offset stays below it and read_committed reads stop.
+	crash := txn
+	crash.Name = "txn-crash-clients"
+	crash.Nemesis = nemesis.Spec{{Kind: nemesis.KindKill, Mode: nemesis.TargetLeaders}}
+	crash.CrashClientsInterval = Duration(5 * time.Second)
 	cases := []Case{
 		{Test: txn, Expect: checker.Valid, Why: "transactions (read_committed) while partition leaders and the controller are killed"},
 		{Test: coord, Expect: checker.Valid, Why: "transactions while the node coordinating one of them is killed or paused"},
 		{Test: clients, Expect: checker.Valid, Why: "transactions while the clients cannot reach the node coordinating one of them, which its peers still reach"},
 		{Test: power, Expect: checker.Valid, Why: "transactions while the node coordinating one of them loses power (every message fsynced)"},
+		{Test: crash, Expect: checker.Valid, Why: "transactions while a client is crashed every 5 s, mid-transaction, and partition leaders are killed: every abandoned transaction is aborted by its timeout"},
 		{Test: compact, Expect: checker.Valid, Why: "keyed upserts and deletes on a compacted topic while nodes are killed: every key's latest value survives the cleaner"},
 	}
 	return append(cases, plantedCases(base, txnBugs)...)
