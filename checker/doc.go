@@ -141,9 +141,10 @@
 // A harness event f "crash-client" (FCrashClient) records that the harness
 // crashed a client process (value {"process": N}); that process's open
 // operation is recorded info. One f "stalled-reads" (FStalledReads, a
-// list of Stall) records, for the keys the final reads did not finish,
-// the partition's high watermark, last stable offset and open
-// transactions; the unseen example of such a key cites it.
+// list of Stall), in transactional runs only, records for the keys the
+// final reads did not finish the partition's high watermark, last stable
+// offset and open transactions; the unseen example of such a key cites it
+// (the one harness event an analysis reads).
 //
 // # Client errors as evidence
 //

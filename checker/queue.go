@@ -463,17 +463,27 @@ func (q *queue) perKey(k int) {
 		a.ByKey[k] += len(unseen)
 		if len(a.Examples) < q.opts.ExamplesMax {
 			shown := unseen[:min(len(unseen), q.opts.ExamplesMax)]
+			lowest := int64(-1)
+			for _, v := range unseen {
+				for _, o := range kd.offsetsOf(v) {
+					if lowest < 0 || o < lowest {
+						lowest = o
+					}
+				}
+			}
 			a.Examples = append(a.Examples, Example{
 				Key: k, Count: len(unseen), Values: shown, Ops: unseenOps,
-				Text: fmt.Sprintf("%d acknowledged value(s) of key %d never read by any poll: %v%s", len(unseen), k, shown, q.stallText(k)),
+				Text: fmt.Sprintf("%d acknowledged value(s) of key %d never read by any poll: %v%s", len(unseen), k, shown, q.stallText(k, lowest)),
 			})
 		}
 	}
 }
 
 // stallText says, for a key the final reads stopped short on, what the
-// harness found holding them (a stalled-reads event), or "".
-func (q *queue) stallText(k int) string {
+// harness found there (a stalled-reads event), or "". lowest is the
+// lowest offset of the unseen values it explains: an open transaction
+// holds back only what lies at or above the last stable offset.
+func (q *queue) stallText(k int, lowest int64) string {
 	if q.stalls == nil {
 		q.stalls = map[int]Stall{}
 		for i := range q.h {
@@ -486,16 +496,23 @@ func (q *queue) stallText(k int) string {
 	switch {
 	case !ok:
 		return ""
-	case s.LastStable < 0 || s.LastStable >= s.HighWatermark:
-		return fmt.Sprintf("; the final reads stopped short on %s-%d (high watermark %d) with no open transaction holding its last stable offset", s.Topic, s.Partition, s.HighWatermark)
+	case s.LastStable < 0 || s.HighWatermark < 0:
+		return fmt.Sprintf("; the final reads stopped short on %s-%d, whose offsets the harness could not read (%s)", s.Topic, s.Partition, s.Error)
+	case s.LastStable >= s.HighWatermark:
+		return fmt.Sprintf("; the final reads stopped short on %s-%d, whose last stable offset is its high watermark %d: no open transaction held them", s.Topic, s.Partition, s.HighWatermark)
+	case lowest >= 0 && lowest < s.LastStable:
+		return fmt.Sprintf("; the final reads stopped short on %s-%d below its last stable offset %d (high watermark %d), so no open transaction held them", s.Topic, s.Partition, s.LastStable, s.HighWatermark)
 	}
 	held := "no open transaction was listed"
-	if len(s.OpenTxns) > 0 {
+	switch {
+	case len(s.OpenTxns) > 0:
 		var open []string
 		for _, o := range s.OpenTxns {
 			open = append(open, fmt.Sprintf("producer %d epoch %d from offset %d", o.ProducerID, o.Epoch, o.FirstOffset))
 		}
 		held = "held by the open transaction of " + strings.Join(open, ", ")
+	case s.Error != "":
+		held = "its open transactions could not be listed (" + s.Error + ")"
 	}
 	return fmt.Sprintf("; read_committed reads of %s-%d stop at its last stable offset %d, below its high watermark %d: %s (a transaction never ended blocks every later record)",
 		s.Topic, s.Partition, s.LastStable, s.HighWatermark, held)

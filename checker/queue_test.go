@@ -63,19 +63,27 @@ func TestInfoPollKeepsTheProcessPosition(t *testing.T) {
 	assert.Len(t, ex.Skipped, 1)
 }
 
-// TestUnseenNamesWhatHeldTheFinalReads: where the harness recorded that
-// the final reads stopped at a partition's last stable offset, the unseen
-// example says so and names the open transaction.
+// TestUnseenNamesWhatHeldTheFinalReads: where the harness recorded why the
+// final reads stopped short (a stalled-reads event), the unseen example
+// says it: the open transaction holding the last stable offset, or that
+// none held the reads, or that the offsets could not be read.
 func TestUnseenNamesWhatHeldTheFinalReads(t *testing.T) {
-	var b strings.Builder
-	line := historyLines(&b)
-	line(`"process":0,"type":"invoke","f":"txn","value":[["send",0,10]]`)
-	line(`"process":0,"type":"ok","f":"txn","value":[["send",0,[4,10]]],"committed":{}`)
-	line(`"process":"harness","type":"info","f":"stalled-reads","value":[{"key":0,"topic":"t0","partition":0,"high-watermark":6,"last-stable-offset":2,"open-transactions":[{"producer-id":9,"epoch":3,"first-offset":2}]}]`)
-	h, err := NewReader(strings.NewReader(b.String())).ReadAll()
-	require.NoError(t, err)
-	res := Analyze(context.Background(), h, Options{Txn: true, SkipLinear: true})
-	require.Contains(t, res.Anomalies, AnomalyUnseen)
-	assert.Contains(t, res.Anomalies[AnomalyUnseen].Examples[0].Text,
-		"read_committed reads of t0-0 stop at its last stable offset 2, below its high watermark 6: held by the open transaction of producer 9 epoch 3 from offset 2")
+	for stall, want := range map[string]string{
+		`"high-watermark":6,"last-stable-offset":2,"open-transactions":[{"producer-id":9,"epoch":3,"first-offset":2}]`: "read_committed reads of t0-0 stop at its last stable offset 2, below its high watermark 6: held by the open transaction of producer 9 epoch 3 from offset 2",
+		`"high-watermark":6,"last-stable-offset":2,"error":"producers: NOT_LEADER_OR_FOLLOWER"`:                        "its open transactions could not be listed (producers: NOT_LEADER_OR_FOLLOWER)",
+		`"high-watermark":6,"last-stable-offset":6`:                                                                    "whose last stable offset is its high watermark 6: no open transaction held them",
+		`"high-watermark":6,"last-stable-offset":5`:                                                                    "below its last stable offset 5 (high watermark 6), so no open transaction held them",
+		`"high-watermark":-1,"last-stable-offset":-1,"error":"high watermark: context deadline exceeded"`:              "whose offsets the harness could not read (high watermark: context deadline exceeded)",
+	} {
+		var b strings.Builder
+		line := historyLines(&b)
+		line(`"process":0,"type":"invoke","f":"txn","value":[["send",0,10]]`)
+		line(`"process":0,"type":"ok","f":"txn","value":[["send",0,[4,10]]],"committed":{}`)
+		line(`"process":"harness","type":"info","f":"stalled-reads","value":[{"key":0,"topic":"t0","partition":0,%s}]`, stall)
+		h, err := NewReader(strings.NewReader(b.String())).ReadAll()
+		require.NoError(t, err)
+		res := Analyze(context.Background(), h, Options{Txn: true, SkipLinear: true})
+		require.Contains(t, res.Anomalies, AnomalyUnseen)
+		assert.Contains(t, res.Anomalies[AnomalyUnseen].Examples[0].Text, want)
+	}
 }

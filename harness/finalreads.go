@@ -50,8 +50,8 @@ func (r *run) recordStalls(ctx context.Context, final workloads.Final) {
 		return
 	}
 	stalls := e.Stalls(ctx)
-	if len(stalls) == 0 {
-		return
+	if len(stalls) == 0 || ctx.Err() != nil {
+		return // an interrupted lookup answers nothing worth keeping
 	}
 	for _, s := range stalls {
 		note := ""
@@ -63,6 +63,7 @@ func (r *run) recordStalls(ctx context.Context, final workloads.Final) {
 	}
 	raw, err := json.Marshal(stalls)
 	if err != nil {
+		fmt.Fprintf(r.out, "stalled reads not recorded: %v\n", err)
 		return
 	}
 	r.rec.Record(checker.Op{Process: checker.HarnessProcess, Type: checker.Info, F: checker.FStalledReads, Raw: raw})

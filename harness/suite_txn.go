@@ -68,12 +68,16 @@ func txnSuite(base Test) []Case {
 	power.Nemesis = nemesis.Spec{{Kind: nemesis.KindPower, Mode: nemesis.TargetCoordinator}}
 	power.BrokerConfig["log.flush.interval.messages"] = "1"
 	// Clients crashed mid-transaction leave their transactions open: the
-	// broker must abort each when its timeout passes (20 s here), or the
+	// broker must abort each when its timeout passes (20 s), or the
 	// last stable offset stays below it and read_committed reads stop.
 	crash := txn
 	crash.Name = "txn-crash-clients"
 	crash.Nemesis = nemesis.Spec{{Kind: nemesis.KindKill, Mode: nemesis.TargetLeaders}}
 	crash.CrashClientsInterval = Duration(5 * time.Second)
+	// The final reads must outlast the last abandoned transaction's
+	// timeout (4 × the clients' 5 s request timeout) and the broker's
+	// check for it.
+	crash.FinalTimeout = max(crash.FinalTimeout, Duration(60*time.Second))
 	cases := []Case{
 		{Test: txn, Expect: checker.Valid, Why: "transactions (read_committed) while partition leaders and the controller are killed"},
 		{Test: coord, Expect: checker.Valid, Why: "transactions while the node coordinating one of them is killed or paused"},

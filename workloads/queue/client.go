@@ -193,8 +193,9 @@ func (t *Topics) Stalls(ctx context.Context, keys []int) []checker.Stall {
 	if len(keys) == 0 {
 		return nil
 	}
-	ctx, cancel := context.WithTimeout(ctx, t.opts.RequestTimeout)
-	defer cancel()
+	// Each request gets its own timeout, so that a slow one leaves the
+	// others their chance.
+	call := func() (context.Context, context.CancelFunc) { return context.WithTimeout(ctx, t.opts.RequestTimeout) }
 	set := kadm.TopicsSet{}
 	var names []string
 	for _, k := range keys {
@@ -204,9 +205,15 @@ func (t *Topics) Stalls(ctx context.Context, keys []int) []checker.Stall {
 		}
 		set.Add(topic, part)
 	}
-	hw, hwErr := t.adm.ListEndOffsets(ctx, names...)
-	lso, lsoErr := t.adm.ListCommittedOffsets(ctx, names...)
-	producers, prodErr := t.adm.DescribeProducers(ctx, set)
+	cctx, cancel := call()
+	hw, hwErr := t.adm.ListEndOffsets(cctx, names...)
+	cancel()
+	cctx, cancel = call()
+	lso, lsoErr := t.adm.ListCommittedOffsets(cctx, names...)
+	cancel()
+	cctx, cancel = call()
+	producers, prodErr := t.adm.DescribeProducers(cctx, set)
+	cancel()
 	var out []checker.Stall
 	for _, k := range keys {
 		topic, part := t.opts.TopicPartition(k)
@@ -227,14 +234,20 @@ func (t *Topics) Stalls(ctx context.Context, keys []int) []checker.Stall {
 		}
 		lookup("high watermark", hw, hwErr, &s.HighWatermark)
 		lookup("last stable offset", lso, lsoErr, &s.LastStable)
-		if prodErr != nil {
+		dp, ok := producers[topic].Partitions[part]
+		switch {
+		case ok && dp.Err != nil:
+			errs = append(errs, fmt.Errorf("producers: %w", dp.Err))
+		case !ok && prodErr != nil:
 			errs = append(errs, fmt.Errorf("producers: %w", prodErr))
+		case !ok:
+			errs = append(errs, errors.New("producers: not listed"))
 		}
-		producers.EachProducer(func(p kadm.DescribedProducer) {
-			if p.Topic == topic && p.Partition == part && p.CurrentTxnStartOffset >= 0 {
+		for _, p := range dp.ActiveProducers.Sorted() {
+			if p.CurrentTxnStartOffset >= 0 {
 				s.OpenTxns = append(s.OpenTxns, checker.OpenTxn{ProducerID: p.ProducerID, Epoch: p.ProducerEpoch, FirstOffset: p.CurrentTxnStartOffset})
 			}
-		})
+		}
 		if err := errors.Join(errs...); err != nil {
 			s.Error = err.Error()
 		}

@@ -171,7 +171,8 @@ func (g *Generator) pickKeys() []int {
 // Update learns which keys were written and which were polled, and the
 // highest offset seen of each key. An info send's micro-ops that completed
 // before it failed carry real offsets (the broker assigned them), so they
-// count like an ok send's; an info poll's data counts for nothing.
+// count like an ok send's, outside a transaction (an info transaction may
+// have aborted); an info poll's data counts for nothing.
 func (g *Generator) Update(c checker.Op) {
 	if c.Type != checker.OK && c.Type != checker.Info {
 		return

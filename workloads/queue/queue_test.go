@@ -367,10 +367,9 @@ func TestStallsShowAnOpenTransaction(t *testing.T) {
 	assert.Equal(t, topic, s.Topic)
 	assert.Equal(t, int64(1), s.HighWatermark)
 	assert.Equal(t, int64(0), s.LastStable, "the open transaction holds the last stable offset")
-	if s.Error == "" {
-		require.Len(t, s.OpenTxns, 1)
-		assert.Equal(t, int64(0), s.OpenTxns[0].FirstOffset)
-	}
+	require.Empty(t, s.Error)
+	require.Len(t, s.OpenTxns, 1)
+	assert.Equal(t, int64(0), s.OpenTxns[0].FirstOffset)
 }
 
 // TestInfoTransactionsAreNoFinalReadTarget: the offset of a send in a

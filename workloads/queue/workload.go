@@ -82,8 +82,9 @@ func (w *workload) TransactionalIDs() []string {
 }
 
 // Final reads every key from the beginning up to the highest offset known
-// for it: the highest offset any send or poll returned (Jepsen's target)
-// or, if higher, the last offset the healed cluster lists.
+// for it: the highest offset any send or poll returned (Jepsen's target;
+// not a send of an info transaction) or, outside transactions and if
+// higher, the last offset the healed cluster lists.
 func (w *workload) Final(ctx context.Context, out io.Writer) workloads.Final {
 	targets := w.gen.MaxOffsets()
 	if w.opts.Txn {
