@@ -174,7 +174,7 @@ func (q *queue) abortedOffsets() {
 			o := ob.offsets[k]
 			by, ok := aborted[k][o]
 			if !ok || kept[k][o] || by > ob.pos {
-				continue // the aborted transaction began after the offsets were read
+				continue // a committed or indeterminate txn sent it too, or the first aborted one began after it was read
 			}
 			how := "resumed key %[2]d at offset %[3]d, the group's committed offset,"
 			if op.F == FTxn {

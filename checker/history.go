@@ -40,8 +40,9 @@ const FStalledReads = "stalled-reads"
 
 // Stall is one key the final reads did not finish, with what the healed
 // cluster answered for its partition: the high watermark, the last stable
-// offset (ListOffsets read_committed; -1 when it could not be read) and
-// the transactions open there (DescribeProducers), which hold the LSO.
+// offset (ListOffsets read_committed) and the transactions open there
+// (DescribeProducers), which hold the LSO. An offset that could not be
+// read is -1, and Error says why.
 type Stall struct {
 	Key           int       `json:"key"`
 	Topic         string    `json:"topic"`

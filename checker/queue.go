@@ -463,27 +463,19 @@ func (q *queue) perKey(k int) {
 		a.ByKey[k] += len(unseen)
 		if len(a.Examples) < q.opts.ExamplesMax {
 			shown := unseen[:min(len(unseen), q.opts.ExamplesMax)]
-			lowest := int64(-1)
-			for _, v := range unseen {
-				for _, o := range kd.offsetsOf(v) {
-					if lowest < 0 || o < lowest {
-						lowest = o
-					}
-				}
-			}
 			a.Examples = append(a.Examples, Example{
 				Key: k, Count: len(unseen), Values: shown, Ops: unseenOps,
-				Text: fmt.Sprintf("%d acknowledged value(s) of key %d never read by any poll: %v%s", len(unseen), k, shown, q.stallText(k, lowest)),
+				Text: fmt.Sprintf("%d acknowledged value(s) of key %d never read by any poll: %v%s", len(unseen), k, shown, q.stallText(k, unseen)),
 			})
 		}
 	}
 }
 
 // stallText says, for a key the final reads stopped short on, what the
-// harness found there (a stalled-reads event), or "". lowest is the
-// lowest offset of the unseen values it explains: an open transaction
-// holds back only what lies at or above the last stable offset.
-func (q *queue) stallText(k int, lowest int64) string {
+// harness found there (a stalled-reads event), or "", for the unseen
+// values it explains: an open transaction holds back only what lies at or
+// above the last stable offset.
+func (q *queue) stallText(k int, unseen []int64) string {
 	if q.stalls == nil {
 		q.stalls = map[int]Stall{}
 		for i := range q.h {
@@ -493,9 +485,18 @@ func (q *queue) stallText(k int, lowest int64) string {
 		}
 	}
 	s, ok := q.stalls[k]
-	switch {
-	case !ok:
+	if !ok {
 		return ""
+	}
+	lowest := int64(-1)
+	for _, v := range unseen {
+		for _, o := range q.keys[k].offsetsOf(v) {
+			if lowest < 0 || o < lowest {
+				lowest = o
+			}
+		}
+	}
+	switch {
 	case s.LastStable < 0 || s.HighWatermark < 0:
 		return fmt.Sprintf("; the final reads stopped short on %s-%d, whose offsets the harness could not read (%s)", s.Topic, s.Partition, s.Error)
 	case s.LastStable >= s.HighWatermark:

@@ -131,7 +131,7 @@ type Perf struct {
 	// poll (Jepsen's worst-realtime-lag, see realtimeLags): how long a
 	// consumer went on polling behind a tail it could have reached; the
 	// final reads, which reread every log from the beginning, are left
-	// out. Nil when no ok poll was made.
+	// out. Nil when no ok poll or txn was made outside the final reads.
 	WorstRealtimeLag *RealtimeLag `json:"worst-realtime-lag,omitempty"`
 }
 

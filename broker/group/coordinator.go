@@ -736,5 +736,6 @@ func (c *Coordinator) dropPartitionOffsets(p int32, token uint64, deleted map[st
 }
 
 // loadWaitPoll is how often dropPartitionOffsets looks whether a
-// partition it waits for has loaded.
+// partition it waits for has loaded, on the wall clock (not Config.Clock:
+// a fake clock must not be needed to let a load's wait end).
 const loadWaitPoll = 20 * time.Millisecond

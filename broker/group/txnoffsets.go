@@ -202,8 +202,9 @@ func (c *Coordinator) CompleteTxn(partition int32, producerID int64, commit bool
 			c.groups[id] = g
 		}
 		for tp, o := range offs {
-			// A topic deleted since the offset was committed keeps no
-			// offsets (dropDeletedTopicOffsets).
+			// A topic no longer in the metadata keeps no offsets
+			// (dropDeletedTopicOffsets); one created again under the
+			// same name is not told apart here.
 			if im.Topic(tp.topic) != nil {
 				g.offsets[tp] = o
 			}

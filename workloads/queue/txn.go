@@ -47,7 +47,8 @@ func newTxnState(opts Options, n int64) *txnState {
 // the abort succeeded) completes fail: none of its sends may be seen. A
 // commit whose outcome is unknown completes info. After an abort the
 // consumer rewinds the keys the transaction polled, so the next poll
-// reads them again.
+// reads them again. The op records the offsets it sent (Committed) and,
+// after an abort, the group's offsets read back (GroupOffsets).
 func (c *Client) transact(ctx context.Context, op checker.Op) checker.Op {
 	if c.txn == nil {
 		op.Type, op.Error = checker.Fail, "txn operation on a client made without Options.Txn"
@@ -118,7 +119,7 @@ func (c *Client) transact(ctx context.Context, op checker.Op) checker.Op {
 		for k := range polled {
 			op.Committed[k] = c.txn.next[k]
 		}
-		if err := c.sendOffsets(ctx, polled); err != nil {
+		if err := c.sendOffsets(ctx, op.Committed); err != nil {
 			failure, abort = fmt.Errorf("offsets to transaction: %w", err), true
 			// A TxnOffsetCommit that timed out may still land after
 			// the abort (before transaction.version 2 nothing fences
@@ -176,12 +177,12 @@ func causeOr(err error) string {
 	return err.Error()
 }
 
-// sendOffsets commits, within the open transaction, the consumer's next
-// offset of each key the transaction polled, for the group Options.Group
-// (Kafka's AddOffsetsToTxn then TxnOffsetCommit, as a producer's
-// sendOffsetsToTransaction does for an assigning consumer: generation -1,
-// no member).
-func (c *Client) sendOffsets(ctx context.Context, polled map[int]bool) error {
+// sendOffsets commits, within the open transaction, offsets (key -> the
+// consumer's next offset, what the op records as Committed) for the group
+// Options.Group (Kafka's AddOffsetsToTxn then TxnOffsetCommit, as a
+// producer's sendOffsetsToTransaction does for an assigning consumer:
+// generation -1, no member).
+func (c *Client) sendOffsets(ctx context.Context, offsets map[int]int64) error {
 	ctx, cancel := context.WithTimeout(ctx, c.opts.RequestTimeout)
 	defer cancel()
 	id, epoch, err := c.producer.ProducerID(ctx)
@@ -201,7 +202,7 @@ func (c *Client) sendOffsets(ctx context.Context, polled map[int]bool) error {
 	commit.TransactionalID, commit.Group, commit.ProducerID, commit.ProducerEpoch = c.txn.id, c.opts.Group, id, epoch
 	commit.Generation = -1
 	byTopic := map[string]int{}
-	for k := range polled {
+	for k, next := range offsets {
 		topic, part := c.opts.TopicPartition(k)
 		i, ok := byTopic[topic]
 		if !ok {
@@ -216,7 +217,7 @@ func (c *Client) sendOffsets(ctx context.Context, polled map[int]bool) error {
 			commit.Topics = append(commit.Topics, t)
 		}
 		p := kmsg.NewTxnOffsetCommitRequestTopicPartition()
-		p.Partition, p.Offset, p.LeaderEpoch = part, c.txn.next[k], -1
+		p.Partition, p.Offset, p.LeaderEpoch = part, next, -1
 		commit.Topics[i].Partitions = append(commit.Topics[i].Partitions, p)
 	}
 	cresp, err := commit.RequestWith(ctx, c.producer)
