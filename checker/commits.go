@@ -57,10 +57,7 @@ func (q *queue) lostCommits() {
 		if op.F != FPoll || op.Type != OK {
 			continue
 		}
-		inv := int32(pos)
-		if p := q.p.partner[pos]; p >= 0 {
-			inv = int32(p)
-		}
+		inv := q.p.invoke(pos)
 		for _, r := range op.RebalanceLog {
 			for _, k := range r.Keys {
 				if m, ok := committedBefore(k, inv); ok {
@@ -147,13 +144,10 @@ func (q *queue) abortedOffsets() {
 		case op.Committed == nil && op.Type != Fail:
 			return
 		case op.Type == Fail:
+			inv := q.p.invoke(pos)
 			for k, o := range op.Committed {
 				if aborted[k] == nil {
 					aborted[k] = map[int64]int32{}
-				}
-				inv := int32(pos)
-				if p := q.p.partner[pos]; p >= 0 {
-					inv = int32(p)
 				}
 				if first, ok := aborted[k][o]; !ok || inv < first {
 					aborted[k][o] = inv

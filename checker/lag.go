@@ -75,7 +75,7 @@ func realtimeLags(h History, p *pairing, visit func(RealtimeLag)) {
 		switch {
 		case op.F == FAssign:
 			old := positions[op.Process]
-			seek := op.SeekToBeginning || p.partner[i] >= 0 && h[p.partner[i]].SeekToBeginning
+			seek := p.seeksToBeginning(h, i)
 			if seek {
 				rereading[op.Process] = true
 			}
@@ -108,10 +108,7 @@ func realtimeLags(h History, p *pairing, visit func(RealtimeLag)) {
 				// falling behind.
 				continue
 			}
-			invoked := op.Time
-			if j := p.partner[i]; j >= 0 {
-				invoked = h[j].Time
-			}
+			invoked := h[p.invoke(i)].Time
 			for _, k := range slices.Sorted(maps.Keys(pos)) {
 				lag := int64(0)
 				if t, ok := existedAt(k, pos[k]+1); ok && t < invoked {

@@ -730,7 +730,7 @@ func (q *queue) perProcess() {
 			// Seeking to the beginning (the final reads) rewinds on
 			// purpose: the process's reads start afresh. Jepsen gets the
 			// same effect by giving the final reads a new process.
-			seek := op.SeekToBeginning || q.p.partner[pos] >= 0 && q.h[q.p.partner[pos]].SeekToBeginning
+			seek := q.p.seeksToBeginning(q.h, pos)
 			maps.DeleteFunc(ps.reads, func(k int, _ lastSeen) bool { return seek || !keep[k] })
 			maps.DeleteFunc(ps.sends, func(k int, _ lastSeen) bool { return !keep[k] })
 		case hasMops(op.F):

@@ -18,6 +18,21 @@ type pairing struct {
 	count      int
 }
 
+// invoke is the position of the invoke of the completion at pos, or pos
+// itself when it has none.
+func (p *pairing) invoke(pos int) int32 {
+	if inv := p.partner[pos]; inv >= 0 {
+		return inv
+	}
+	return int32(pos)
+}
+
+// seeksToBeginning tells whether the assign at pos, or its invoke, asked
+// to read from the beginning (the final reads).
+func (p *pairing) seeksToBeginning(h History, pos int) bool {
+	return h[pos].SeekToBeginning || p.partner[pos] >= 0 && h[p.partner[pos]].SeekToBeginning
+}
+
 func (p *pairing) violate(format string, args ...any) {
 	p.count++
 	if len(p.violations) < violationsShown {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -85,6 +86,17 @@ func (o Options) withDefaults() Options {
 func (o Options) TopicPartition(k int) (string, int32) {
 	p := o.withDefaults().PartitionsPerTopic
 	return "t" + strconv.Itoa(k/p), int32(k % p)
+}
+
+// topicsOf lists the distinct topics keys map onto, in the keys' order.
+func (o Options) topicsOf(keys []int) []string {
+	var topics []string
+	for _, k := range keys {
+		if t, _ := o.TopicPartition(k); !slices.Contains(topics, t) {
+			topics = append(topics, t)
+		}
+	}
+	return topics
 }
 
 // Key returns the key of a topic-partition, or false for a topic the
@@ -196,14 +208,10 @@ func (t *Topics) Stalls(ctx context.Context, keys []int) []checker.Stall {
 	// Each request gets its own timeout, so that a slow one leaves the
 	// others their chance.
 	call := func() (context.Context, context.CancelFunc) { return context.WithTimeout(ctx, t.opts.RequestTimeout) }
+	names := t.opts.topicsOf(keys)
 	set := kadm.TopicsSet{}
-	var names []string
 	for _, k := range keys {
-		topic, part := t.opts.TopicPartition(k)
-		if _, ok := set[topic]; !ok {
-			names = append(names, topic)
-		}
-		set.Add(topic, part)
+		set.Add(t.opts.TopicPartition(k))
 	}
 	cctx, cancel := call()
 	hw, hwErr := t.adm.ListEndOffsets(cctx, names...)
@@ -259,15 +267,7 @@ func (t *Topics) Stalls(ctx context.Context, keys []int) []checker.Stall {
 // EndOffsets returns each key's end offset (the offset the next write
 // gets), for the final reads.
 func (t *Topics) EndOffsets(ctx context.Context, keys []int) (map[int]int64, error) {
-	topics := map[string]bool{}
-	for _, k := range keys {
-		topic, _ := t.opts.TopicPartition(k)
-		topics[topic] = true
-	}
-	names := make([]string, 0, len(topics))
-	for n := range topics {
-		names = append(names, n)
-	}
+	names := t.opts.topicsOf(keys)
 	ctx, cancel := context.WithTimeout(ctx, t.opts.RequestTimeout)
 	defer cancel()
 	listed, err := t.adm.ListEndOffsets(ctx, names...)
@@ -677,16 +677,7 @@ func (c *Client) subscribe(ctx context.Context, op checker.Op) checker.Op {
 		op.Type, op.Error = checker.Fail, err.Error()
 		return op
 	}
-	seen := map[string]bool{}
-	var topics []string
-	for _, k := range op.Keys {
-		t, _ := c.opts.TopicPartition(k)
-		if !seen[t] {
-			seen[t] = true
-			topics = append(topics, t)
-		}
-	}
-	if err := c.newConsumer(topics, true); err != nil {
+	if err := c.newConsumer(c.opts.topicsOf(op.Keys), true); err != nil {
 		op.Type, op.Error = checker.Fail, err.Error()
 		return op
 	}

@@ -110,19 +110,28 @@ func TestFinalGeneratorStopsWhenEveryKeyIsRead(t *testing.T) {
 	assert.False(t, ok)
 }
 
+// onKfake starts a one-broker kfake cluster for the test and returns opts
+// seeded with it, its Topics and a context bounded at a minute, all
+// released when the test ends.
+func onKfake(t *testing.T, opts Options) (Options, *Topics, context.Context) {
+	t.Helper()
+	c, err := kfake.NewCluster(kfake.NumBrokers(1))
+	require.NoError(t, err)
+	t.Cleanup(c.Close)
+	opts.Seeds = c.ListenAddrs()
+	topics, err := NewTopics(opts)
+	require.NoError(t, err)
+	t.Cleanup(topics.Close)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	t.Cleanup(cancel)
+	return opts, topics, ctx
+}
+
 // TestWorkloadAgainstKfake drives the real client against franz-go's fake
 // cluster: every acknowledged send is found by the final reads at the
 // offset it was acknowledged with.
 func TestWorkloadAgainstKfake(t *testing.T) {
-	c, err := kfake.NewCluster(kfake.NumBrokers(1))
-	require.NoError(t, err)
-	defer c.Close()
-	opts := Options{Seeds: c.ListenAddrs(), PartitionsPerTopic: 2, ReplicationFactor: 1, RequestTimeout: 3 * time.Second}
-	topics, err := NewTopics(opts)
-	require.NoError(t, err)
-	defer topics.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
+	opts, topics, ctx := onKfake(t, Options{PartitionsPerTopic: 2, ReplicationFactor: 1, RequestTimeout: 3 * time.Second})
 
 	g := NewGenerator(42, GenOptions{ActiveKeys: 4, MaxWritesPerKey: 20})
 	clients := map[int]*Client{}
@@ -287,15 +296,7 @@ func TestMixedConsumersSubscribeOnOddProcesses(t *testing.T) {
 // records it; a transaction aborted after sending offsets records them and
 // reads the group's offsets back unchanged (group-offsets).
 func TestTxnOffsetsAreRecorded(t *testing.T) {
-	c, err := kfake.NewCluster(kfake.NumBrokers(1))
-	require.NoError(t, err)
-	defer c.Close()
-	opts := Options{Seeds: c.ListenAddrs(), PartitionsPerTopic: 1, ReplicationFactor: 1, RequestTimeout: 3 * time.Second, Txn: true, TxnAbortOneIn: 1 << 30}
-	topics, err := NewTopics(opts)
-	require.NoError(t, err)
-	defer topics.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
+	opts, topics, ctx := onKfake(t, Options{PartitionsPerTopic: 1, ReplicationFactor: 1, RequestTimeout: 3 * time.Second, Txn: true, TxnAbortOneIn: 1 << 30})
 	invoke := func(cl *Client, op checker.Op) checker.Op {
 		t.Helper()
 		op.Type = checker.Invoke
@@ -344,18 +345,10 @@ func TestTxnOffsetsAreRecorded(t *testing.T) {
 // partition's last stable offset below the high watermark, and Stalls
 // reports both (and the open transaction where the broker lists it).
 func TestStallsShowAnOpenTransaction(t *testing.T) {
-	c, err := kfake.NewCluster(kfake.NumBrokers(1))
-	require.NoError(t, err)
-	defer c.Close()
-	opts := Options{Seeds: c.ListenAddrs(), PartitionsPerTopic: 1, ReplicationFactor: 1, RequestTimeout: 3 * time.Second}
-	topics, err := NewTopics(opts)
-	require.NoError(t, err)
-	defer topics.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
+	opts, topics, ctx := onKfake(t, Options{PartitionsPerTopic: 1, ReplicationFactor: 1, RequestTimeout: 3 * time.Second})
 	require.NoError(t, topics.Ensure(ctx, []int{0}))
 	topic, part := opts.TopicPartition(0)
-	cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...), kgo.TransactionalID("stall"), kgo.DefaultProduceTopic(topic))
+	cl, err := kgo.NewClient(kgo.SeedBrokers(opts.Seeds...), kgo.TransactionalID("stall"), kgo.DefaultProduceTopic(topic))
 	require.NoError(t, err)
 	defer cl.Close()
 	require.NoError(t, cl.BeginTransaction())

@@ -246,20 +246,19 @@ func (c *Client) sendOffsets(ctx context.Context, offsets map[int]int64) error {
 // Keys without a committed offset are left out.
 func (c *Client) groupOffsets(ctx context.Context, keys []int) (map[int]int64, error) {
 	keyOf := map[string]map[int32]int{}
-	req := kmsg.NewPtrOffsetFetchRequest()
-	req.Group, req.RequireStable = c.opts.Group, true
-	byTopic := map[string]int{}
 	for _, k := range keys {
 		t, p := c.opts.TopicPartition(k)
 		if keyOf[t] == nil {
 			keyOf[t] = map[int32]int{}
-			byTopic[t] = len(req.Topics)
-			rt := kmsg.NewOffsetFetchRequestTopic()
-			rt.Topic = t
-			req.Topics = append(req.Topics, rt)
 		}
 		keyOf[t][p] = k
-		req.Topics[byTopic[t]].Partitions = append(req.Topics[byTopic[t]].Partitions, p)
+	}
+	req := kmsg.NewPtrOffsetFetchRequest()
+	req.Group, req.RequireStable = c.opts.Group, true
+	for t, parts := range keyOf {
+		rt := kmsg.NewOffsetFetchRequestTopic()
+		rt.Topic, rt.Partitions = t, slices.Collect(maps.Keys(parts))
+		req.Topics = append(req.Topics, rt)
 	}
 	out := map[int]int64{}
 	if len(keyOf) == 0 {
