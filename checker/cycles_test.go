@@ -158,3 +158,32 @@ func TestCycleSearchIsBounded(t *testing.T) {
 	assert.Positive(t, res.Anomalies[AnomalyG0].Count)
 	assert.LessOrEqual(t, len(res.Anomalies[AnomalyG0].Examples), ExamplesMax)
 }
+
+// TestAbortedReadByAFailedOp: a read_committed poll that returned an
+// aborted record is G1a even when the op that polled it failed (a poll is
+// no part of its op's transaction); and the aborted record, once placed in
+// the log by that read, is skipped by every other poll without a
+// poll-skip or int-poll-skip: read_committed must pass over it.
+func TestAbortedReadByAFailedOp(t *testing.T) {
+	h := parseLines(t, `{"index":0,"time":0,"process":0,"type":"invoke","f":"txn","value":[["send",0,1]]}
+{"index":1,"time":1,"process":0,"type":"ok","f":"txn","value":[["send",0,[0,1]]]}
+{"index":2,"time":2,"process":0,"type":"invoke","f":"txn","value":[["send",0,2]]}
+{"index":3,"time":3,"process":0,"type":"fail","f":"txn","value":[["send",0,[1,2]]],"error":"aborted on purpose"}
+{"index":4,"time":4,"process":0,"type":"invoke","f":"txn","value":[["send",0,3]]}
+{"index":5,"time":5,"process":0,"type":"ok","f":"txn","value":[["send",0,[3,3]]]}
+{"index":6,"time":6,"process":1,"type":"invoke","f":"txn","value":[["poll"],["send",1,4]]}
+{"index":7,"time":7,"process":1,"type":"fail","f":"txn","value":[["poll",{"0":[[1,2]]}],["send",1,4]],"error":"aborted on purpose"}
+{"index":8,"time":8,"process":2,"type":"invoke","f":"poll","value":[["poll"]]}
+{"index":9,"time":9,"process":2,"type":"ok","f":"poll","value":[["poll",{"0":[[0,1]]}]]}
+{"index":10,"time":10,"process":2,"type":"invoke","f":"poll","value":[["poll"]]}
+{"index":11,"time":11,"process":2,"type":"ok","f":"poll","value":[["poll",{"0":[[3,3]]}]]}
+{"index":12,"time":12,"process":3,"type":"invoke","f":"poll","value":[["poll"]]}
+{"index":13,"time":13,"process":3,"type":"ok","f":"poll","value":[["poll",{"0":[[0,1],[3,3]]}]]}
+`)
+	res := Analyze(context.Background(), h, Options{})
+	assert.Equal(t, Invalid, res.Valid)
+	g1a := res.Anomalies[AnomalyG1a]
+	require.Equal(t, 1, g1a.Count)
+	assert.Equal(t, "op 7 (itself failed) read value 2 of key 0 at offset 1, whose send op 3 failed", g1a.Examples[0].Text)
+	assert.Equal(t, []string{AnomalyG1a}, res.BadAnomalies(), "the aborted record between offsets 0 and 3 is no skip")
+}

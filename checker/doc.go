@@ -35,7 +35,13 @@
 //     precommitted-read. They run over a per-key version order built from
 //     every poll and from every send with a known offset that must have
 //     committed (ok, or info with a value some ok poll read), in linear
-//     passes with memory proportional to the values. Two analyses are
+//     passes with memory proportional to the values. Two departures from
+//     Jepsen, both for read_committed: G1a counts a read of a definitely
+//     failed send by an op of any outcome, not only an ok one (a poll is
+//     no part of its op's transaction, so what it returned was returned);
+//     and a record whose send definitely failed is no skipped value for
+//     poll-skip and int-poll-skip (read_committed must pass over it), nor
+//     part of the log porcupine judges. Two analyses are
 //     faultline's own (commits.go): lost-commit, a subscribed consumer
 //     newly assigned a key that first polls it below an offset whose
 //     commit was acknowledged (Op.Committed, "committed" in the history)

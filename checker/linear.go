@@ -234,7 +234,10 @@ type partition struct {
 // partitions projects the history on each key. Failed operations are left
 // out (they did not happen); ok operations keep their interval; info
 // operations and invokes never completed get an open end (after the last
-// operation of the history) and only their sends.
+// operation of the history) and only their sends. A record a poll returned
+// whose send definitely failed (an aborted transaction's) is left out of
+// the log too: read_committed passes over it, and reading it is G1a, the
+// queue checker's to report.
 //
 // In txn mode each send and poll of a transaction is a separate operation
 // with the transaction's interval: Kafka appends a transaction's records as
@@ -255,6 +258,13 @@ func partitions(h History, p *pairing, txn bool) map[int]*partition {
 		horizon = max(horizon, h[i].Time)
 	}
 	horizon++
+	aborted := abortedValues(h)
+	committedPairs := func(k int, pairs []Pair) []Pair {
+		if aborted[k] == nil {
+			return pairs
+		}
+		return slices.DeleteFunc(slices.Clone(pairs), func(pr Pair) bool { return aborted[k][pr.Value] })
+	}
 	clients := map[int]map[int]int{} // key -> process -> dense client id
 	for pos := range h {
 		op := &h[pos]
@@ -322,7 +332,7 @@ func partitions(h History, p *pairing, txn bool) map[int]*partition {
 				li.steps = append(li.steps, linStep{value: m.Value, offset: o})
 			case m.F == FPoll && m.Polls != nil && definite:
 				for _, k := range slices.Sorted(maps.Keys(m.Polls)) {
-					pairs := m.Polls[k]
+					pairs := committedPairs(k, m.Polls[k])
 					if len(pairs) == 0 {
 						continue
 					}
@@ -372,7 +382,7 @@ func partitions(h History, p *pairing, txn bool) map[int]*partition {
 			if m.F == FPoll {
 				for k, pairs := range m.Polls {
 					if pt, ok := parts[k]; ok {
-						for _, pr := range pairs {
+						for _, pr := range committedPairs(k, pairs) {
 							pt.ref.add(pr.Offset, pr.Value)
 						}
 					}
@@ -384,6 +394,28 @@ func partitions(h History, p *pairing, txn bool) map[int]*partition {
 		pt.ref.seal()
 	}
 	return parts
+}
+
+// abortedValues are, by key, the values sent by ops that definitely
+// failed.
+func abortedValues(h History) map[int]map[int64]bool {
+	out := map[int]map[int64]bool{}
+	for i := range h {
+		op := &h[i]
+		if !op.IsClient() || op.Type != Fail || !hasMops(op.F) {
+			continue
+		}
+		for _, m := range op.Mops {
+			if m.F != FSend {
+				continue
+			}
+			if out[m.Key] == nil {
+				out[m.Key] = map[int64]bool{}
+			}
+			out[m.Key][m.Value] = true
+		}
+	}
+	return out
 }
 
 // runLinear runs porcupine on each key.

@@ -72,6 +72,11 @@ type keyData struct {
 	conflict map[int64][]logEntry // offset -> further distinct values
 	offsets  []int64              // sorted offsets of log: position -> offset
 	rep      []int64              // position -> representative value
+	// aborted[i] counts the positions below i whose representative value
+	// was sent by an op that definitely failed (an aborted transaction's
+	// record): read_committed never returns them, so a read passing over
+	// them skips nothing. Nil when there are none.
+	aborted []int32
 }
 
 func newKeyData() *keyData {
@@ -122,10 +127,17 @@ func (kd *keyData) addLog(o, v int64, pos int32) {
 func (kd *keyData) build() {
 	kd.offsets = slices.Sorted(maps.Keys(kd.log))
 	kd.rep = make([]int64, len(kd.offsets))
+	kd.aborted = nil
 	for i, o := range kd.offsets {
 		e := kd.log[o]
 		kd.rep[i] = e.value
 		idx := int32(i)
+		if vi := kd.lookup(e.value); vi != nil && vi.writer >= 0 && vi.writerType == Fail {
+			if kd.aborted == nil {
+				kd.aborted = make([]int32, len(kd.offsets)+1)
+			}
+			kd.aborted[i+1] = 1
+		}
 		mark := func(v int64) {
 			vi := kd.info(v)
 			if vi.firstIdx < 0 {
@@ -144,6 +156,23 @@ func (kd *keyData) build() {
 			vi.repIdx = idx
 		}
 	}
+	for i := 1; i < len(kd.aborted); i++ {
+		kd.aborted[i] += kd.aborted[i-1]
+	}
+}
+
+// abortedBetween counts the aborted positions strictly between i1 and i2
+// (i1 < i2).
+func (kd *keyData) abortedBetween(i1, i2 int32) int32 {
+	if kd.aborted == nil || i2 <= i1+1 {
+		return 0
+	}
+	return kd.aborted[i2] - kd.aborted[i1+1]
+}
+
+// isAborted reports whether position i holds an aborted record.
+func (kd *keyData) isAborted(i int32) bool {
+	return kd.aborted != nil && kd.aborted[i+1] > kd.aborted[i]
 }
 
 // keyVals is one key's values (sends) or pairs (reads) within one op.
@@ -574,18 +603,27 @@ func (q *queue) idx(k int, p Pair) int32 {
 
 // delta is the distance in log positions from record a to record b of key
 // k, 1 when either is unknown (Jepsen assumes the step was fine then).
+// Aborted records between them do not count: read_committed passes over
+// them (reading one is G1a, reported on its own).
 func (q *queue) delta(k int, a, b Pair) (int64, int32, int32) {
 	i1, i2 := q.idx(k, a), q.idx(k, b)
 	if i1 < 0 || i2 < 0 {
 		return 1, i1, i2
 	}
-	return int64(i2 - i1), i1, i2
+	return int64(i2 - i1 - q.keys[k].abortedBetween(i1, i2)), i1, i2
 }
 
+// skipped lists the values a read skipped between positions i1 and i2,
+// aborted records left out, at most ExamplesMax of them.
 func (q *queue) skipped(k int, i1, i2 int32) []int64 {
 	kd := q.keys[k]
-	end := min(i2, i1+1+int32(q.opts.ExamplesMax))
-	return slices.Clone(kd.rep[i1+1 : end])
+	var out []int64
+	for i := i1 + 1; i < i2 && len(out) < q.opts.ExamplesMax; i++ {
+		if !kd.isAborted(i) {
+			out = append(out, kd.rep[i])
+		}
+	}
+	return out
 }
 
 // perOp finds G1a, precommitted reads and the int- (within one op) skips
@@ -605,17 +643,23 @@ func (q *queue) perOp() {
 		}
 		for _, kv := range reads {
 			k := kv.key
-			if op.Type == OK {
-				for _, pr := range kv.pairs {
-					vi := q.keys[k].lookup(pr.Value)
-					if vi != nil && vi.writer >= 0 && vi.writerType == Fail {
-						q.report(AnomalyG1a, Example{
-							Key: k, Value: ptr(pr.Value), Offset: ptr(pr.Offset),
-							Writer: ptr(q.index(vi.writer)), Reader: ptr(op.Index),
-							Text: fmt.Sprintf("op %d read value %d of key %d at offset %d, whose send op %d failed",
-								op.Index, pr.Value, k, pr.Offset, q.index(vi.writer)),
-						})
+			// Jepsen counts ok readers only. A poll is no part of the
+			// reader's own transaction, so an aborted record it returned
+			// was returned whatever became of that op: a failed or
+			// indeterminate op's reads count too.
+			for _, pr := range kv.pairs {
+				vi := q.keys[k].lookup(pr.Value)
+				if vi != nil && vi.writer >= 0 && vi.writerType == Fail && vi.writer != int32(pos) {
+					reader := fmt.Sprintf("op %d", op.Index)
+					if t := q.typeOf(pos); t != OK {
+						reader += fmt.Sprintf(" (itself %s)", outcomeWord(t))
 					}
+					q.report(AnomalyG1a, Example{
+						Key: k, Value: ptr(pr.Value), Offset: ptr(pr.Offset),
+						Writer: ptr(q.index(vi.writer)), Reader: ptr(op.Index),
+						Text: fmt.Sprintf("%s read value %d of key %d at offset %d, whose send op %d failed",
+							reader, pr.Value, k, pr.Offset, q.index(vi.writer)),
+					})
 				}
 			}
 			if rebalanced[k] {
@@ -799,4 +843,15 @@ func (q *queue) sendOrder(pos int, ps *procState) {
 		n := len(kv.pairs)
 		ps.sends[k] = lastSeen{pos: int32(pos), value: kv.pairs[n-1].Value, offset: kv.pairs[n-1].Offset, hasValue: true}
 	}
+}
+
+// outcomeWord names an op's outcome in example text.
+func outcomeWord(t OpType) string {
+	switch t {
+	case Fail:
+		return "failed"
+	case Info:
+		return "indeterminate"
+	}
+	return "ok"
 }

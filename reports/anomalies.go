@@ -22,6 +22,11 @@ type anomalyKind struct {
 	// twice, a send landing out of order): like a loss, their cause may come
 	// after the first write they name.
 	overwrite bool
+	// unseenTime marks anomalies whose examples name the operations that
+	// could not be explained, not the one that showed the anomaly
+	// (porcupine's): when it was seen is unknown, so no fault is ruled out
+	// for beginning after their operations.
+	unseenTime bool
 }
 
 // anomalyCatalog lists every anomaly name the checker may report, in the
@@ -82,7 +87,7 @@ var anomalyCatalog = []anomalyKind{
 	{Name: checker.AnomalyEmptyTransactionGraph,
 		Definition: "The history holds no completed send or poll: the test exercised nothing, so it cannot pass (Jepsen's checker finds such a history invalid too).",
 		one:        "the history holds no completed send or poll", many: "the history holds no completed send or poll"},
-	{Name: checker.AnomalyNonlinearizable, overwrite: true, Definition: "Porcupine found no order of the operations on a partition that explains what the clients observed, treating the partition as one log (sends append, polls read a contiguous slice).",
+	{Name: checker.AnomalyNonlinearizable, overwrite: true, unseenTime: true, Definition: "Porcupine found no order of the operations on a partition that explains what the clients observed, treating the partition as one log (sends append, polls read a contiguous slice).",
 		one: "porcupine found no linearizable order of the operations", many: "porcupine found no linearizable order of the operations"},
 }
 

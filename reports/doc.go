@@ -28,7 +28,8 @@
 // checker's Stats and Perf). The page states the verdict first, in sentences
 // derived from the anomalies and the nemesis operations near them ("INVALID:
 // 3 acknowledged writes were lost on key 2 (t0-2) after the nemesis killed
-// n1 at 41.2 s"), then, for each partition with anomalies that are not
+// n1 at 41.2 s"; a fault begun after an anomaly other than a loss was
+// first seen is never its cause), then, for each partition with anomalies that are not
 // allowed, one story of a few timed steps tying them to their cause: the
 // acknowledged write the checker names ("send 26116 → offset 188
 // acknowledged by n2 (leader of t6-2, epoch 6)"), the fault overlapping that

@@ -98,3 +98,37 @@ func TestFaultBandsAreColouredAndLabelledByKind(t *testing.T) {
 	contains(t, page, `<g class="legend" data-series="k2-leader"`)
 	lacks(t, page, "(no error text)") // harness events are not client operations
 }
+
+// An anomaly other than a loss is laid only to a fault that began before
+// it was first seen (once its last operation completed): a later fault
+// within the writes' window is no cause, and a key seen before any fault
+// says so.
+func TestAnomalyIsNotBlamedOnALaterFault(t *testing.T) {
+	var b historyBuilder
+	w0 := b.send(0, 1, 200, 0, 5000, 4, checker.OK)
+	r0 := b.poll(1, 1, 8000, 4, checker.Pair{Offset: 0, Value: 200})
+	w1 := b.send(0, 2, 100, 0, 10000, 4, checker.OK)
+	b.nemesis("kill", []string{"n1"}, 15000)
+	b.nemesis("restart", []string{"n1"}, 17000)
+	r1 := b.poll(1, 2, 20000, 4, checker.Pair{Offset: 0, Value: 100})
+	b.nemesis("kill", []string{"n2"}, 30000)
+	w2 := b.send(0, 2, 101, 1, 35000, 4, checker.OK)
+	r2 := b.poll(1, 2, 36000, 4, checker.Pair{Offset: 1, Value: 101})
+	b.nemesis("restart", []string{"n2"}, 40000)
+	in := invalidInput()
+	in.History = b.h
+	a := analyze(in.History)
+	// Key 2's writes span both kills, but its first example was seen at
+	// 20 s, once its poll completed.
+	key2 := []checker.Example{{Key: 2, Ops: []int64{w1, r1}}, {Key: 2, Ops: []int64{w2, r2}}}
+	rep := checker.AnomalyReport{Count: 2, Examples: key2}
+	for _, name := range []string{checker.AnomalyG1a, checker.AnomalyInconsistentOffsets} {
+		st := anomalySentence(in, a, name, rep)
+		assert.Contains(t, st.sentence, "on key 2 (t0-2) after the nemesis killed n1 at 15.0 s", "%s: the kill at 30 s came after it was seen at 20 s", name)
+		assert.Equal(t, "first seen at 20.0 s", st.detail)
+	}
+	rep = checker.AnomalyReport{Count: 3, Examples: append(key2, checker.Example{Key: 1, Ops: []int64{w0, r0}})}
+	st := anomalySentence(in, a, checker.AnomalyG1a, rep)
+	assert.Contains(t, st.sentence, ": on key 1 (t0-1) before any fault; on key 2 (t0-2) after the nemesis killed n1 at 15.0 s")
+	assert.Equal(t, "first seen at 8.0 s", st.detail, "key 1 showed once its poll completed")
+}

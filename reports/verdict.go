@@ -73,16 +73,16 @@ func anomalySentence(in Input, a *analysis, name string, rep checker.AnomalyRepo
 		if seconds(last) != seconds(first) {
 			st.detail = "acknowledged between " + seconds(first) + " and " + seconds(last)
 		}
-	} else {
-		st.detail = "first seen at " + seconds(first)
+	} else if seen, ok := firstSeen(a, rep.Examples); ok {
+		st.detail = "first seen at " + seconds(seen)
 	}
 	if len(a.nemesis) == 0 {
 		return st
 	}
 	spans := faultSpans(a)
-	blamed := blamePerKey(a, spans, rep.Examples, kind.causeFollows())
+	blamed := blamePerKey(a, spans, rep.Examples, kind)
 	switch {
-	case len(blamed) == 1:
+	case len(blamed) == 1 && blamed[0].fault != nil:
 		st.sentence += " after the nemesis " + blamed[0].fault.Text + " at " + seconds(blamed[0].fault.start)
 		st.nemesisIndex = blamed[0].fault.opIndex
 	case len(blamed) > 1:
@@ -92,10 +92,14 @@ func anomalySentence(in Input, a *analysis, name string, rep checker.AnomalyRepo
 				parts = append(parts, "and on other keys after other faults")
 				break
 			}
-			parts = append(parts, keysPhrase(in.Spec, b.keys, len(b.keys))[1:]+" after the nemesis "+b.fault.Text+" at "+seconds(b.fault.start))
+			parts = append(parts, keysPhrase(in.Spec, b.keys, len(b.keys))[1:]+blamedPhrase(b.fault, kind.loss))
+			if st.nemesisIndex < 0 && b.fault != nil {
+				st.nemesisIndex = b.fault.opIndex
+			}
 		}
 		st.sentence = kind.phrase(rep.Count) + ": " + strings.Join(parts, "; ")
-		st.nemesisIndex = blamed[0].fault.opIndex
+	case len(blamed) == 1:
+		st.sentence += blamedPhrase(nil, kind.loss)
 	case kind.loss:
 		st.sentence += " with no fault injected after the writes"
 	default:
@@ -128,42 +132,75 @@ func faultWindowPhrase(f *faultSpan, first, last int64) string {
 	return " after the nemesis " + f.Text + " at " + seconds(f.start)
 }
 
-// keysBlamed are the keys whose anomalies are laid to one fault.
+// blamedPhrase is what follows a key list laid to fault f: "after the
+// nemesis ...", or, with no fault (nil), that none came after the writes
+// (a loss) or before the anomaly was seen.
+func blamedPhrase(f *faultSpan, loss bool) string {
+	switch {
+	case f != nil:
+		return " after the nemesis " + f.Text + " at " + seconds(f.start)
+	case loss:
+		return " with no fault injected after the writes"
+	}
+	return " before any fault"
+}
+
+// keysBlamed are the keys whose anomalies are laid to one fault, or to
+// none (fault nil).
 type keysBlamed struct {
 	fault *faultSpan
 	keys  []int
 }
 
 // blamePerKey lays each key's examples to the fault overlapping that key's
-// own window (see blame), and groups the keys by fault, earliest fault
-// first.
-func blamePerKey(a *analysis, spans []faultSpan, examples []checker.Example, loss bool) []keysBlamed {
-	type window struct{ first, last int64 }
+// own window (see blame), and groups the keys by fault: the keys laid to
+// no fault first, then by fault, earliest first. A loss's or overwrite's
+// window is its writes; anything else's runs from its first write to when
+// it was first seen (firstSeen), as its cause came before it showed (a
+// kill between an aborted write and the read that returned it). Anything
+// but a loss is laid only to a fault begun by the time it was first seen:
+// when the one chosen began later, to the one in force then, or the last
+// before, or none. Porcupine's examples do not say when it was seen
+// (unseenTime): no such limit.
+func blamePerKey(a *analysis, spans []faultSpan, examples []checker.Example, kind anomalyKind) []keysBlamed {
+	type window struct{ first, last, seen int64 }
 	windows := map[int]*window{}
 	for _, ex := range examples {
 		t0, t1, ok := sendTimes(a, ex)
 		if !ok || !ex.HasKey() {
 			continue
 		}
+		_, seen, _ := timesOf(a, ex.OpIndexes())
 		w := windows[ex.Key]
 		if w == nil {
-			windows[ex.Key] = &window{t0, t1}
+			windows[ex.Key] = &window{t0, t1, seen}
 			continue
 		}
-		w.first, w.last = min(w.first, t0), max(w.last, t1)
+		w.first, w.last, w.seen = min(w.first, t0), max(w.last, t1), min(w.seen, seen)
 	}
 	byFault := map[*faultSpan][]int{}
 	for k, w := range windows {
-		if f := blame(spans, w.first, w.last, loss); f != nil {
-			byFault[f] = append(byFault[f], k)
+		last := w.last
+		if !kind.causeFollows() {
+			last = max(w.first, w.seen)
 		}
+		f := blame(spans, w.first, last, kind.causeFollows())
+		if seen := max(w.first, w.seen); !kind.loss && !kind.unseenTime && f != nil && f.start > seen {
+			f = blame(spans, seen, seen, false)
+		}
+		byFault[f] = append(byFault[f], k)
 	}
 	out := make([]keysBlamed, 0, len(byFault))
 	for f, keys := range byFault {
 		sort.Ints(keys)
 		out = append(out, keysBlamed{f, keys})
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].fault.start < out[j].fault.start })
+	sort.Slice(out, func(i, j int) bool {
+		if (out[i].fault == nil) != (out[j].fault == nil) {
+			return out[i].fault == nil
+		}
+		return out[i].fault != nil && out[i].fault.start < out[j].fault.start
+	})
 	return out
 }
 
@@ -216,6 +253,20 @@ func sendTimes(a *analysis, ex checker.Example) (first, last int64, ok bool) {
 		return timesOf(a, ex.OpIndexes())
 	}
 	return timesOf(a, sends)
+}
+
+// firstSeen is when the first of the examples could be seen: an
+// example shows once its last operation completed (the read of an aborted
+// write, the poll that skipped, the transaction that closed a cycle).
+func firstSeen(a *analysis, examples []checker.Example) (int64, bool) {
+	var first int64
+	found := false
+	for _, ex := range examples {
+		if _, last, ok := timesOf(a, ex.OpIndexes()); ok && (!found || last < first) {
+			first, found = last, true
+		}
+	}
+	return first, found
 }
 
 // timesOf returns the earliest and latest time of the given operations
