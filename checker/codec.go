@@ -40,6 +40,7 @@ type opJSON struct {
 	RebalanceLog    []Rebalance     `json:"rebalance-log"`
 	Committed       map[int]int64   `json:"committed"`
 	GroupOffsets    map[int]int64   `json:"group-offsets"`
+	Fenced          bool            `json:"fenced"`
 }
 
 // UnmarshalJSON decodes one history line as DESIGN.md describes it. It is
@@ -82,6 +83,7 @@ func (o *Op) UnmarshalJSON(data []byte) error {
 		RebalanceLog:    j.RebalanceLog,
 		Committed:       j.Committed,
 		GroupOffsets:    j.GroupOffsets,
+		Fenced:          j.Fenced,
 	}
 	value := j.Value
 	if len(value) == 0 || string(value) == "null" {
@@ -209,6 +211,9 @@ func (o Op) appendJSON(b []byte) []byte {
 	}
 	b = appendOffsets(b, "committed", o.Committed)
 	b = appendOffsets(b, "group-offsets", o.GroupOffsets)
+	if o.Fenced {
+		b = append(b, `,"fenced":true`...)
+	}
 	return append(b, '}')
 }
 

@@ -55,6 +55,7 @@ func TestCodecForms(t *testing.T) {
 		`{"index":11,"time":13,"process":4,"type":"ok","f":"txn","value":[["send",1,[0,5]],["poll",{"1":[[0,5]],"2":[]}]]}`,
 		`{"index":12,"time":14,"process":4,"type":"info","f":"crash"}`,
 		`{"index":13,"time":15,"process":3,"type":"ok","f":"poll","value":[["poll",{"1":[[4,9]]}]],"committed":{"1":5,"2":7}}`,
+		`{"index":14,"time":16,"process":4,"type":"fail","f":"txn","value":[["send",1,[6,8]]],"error":"fenced","committed":{},"fenced":true}`,
 	}
 	for _, line := range lines {
 		var op Op

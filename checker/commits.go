@@ -182,3 +182,24 @@ func (q *queue) abortedOffsets() {
 		}
 	}
 }
+
+// AnomalyFencedCommit is a transaction whose commit succeeded although a
+// newer producer with the same transactional.id had been initialized
+// before the commit was sent (the op is Fenced): InitProducerId must fence
+// the older producer, abort its open transaction and refuse its EndTxn, or
+// a zombie instance of an exactly-once application commits alongside its
+// successor (faultline's own check: Jepsen's client never shares a
+// transactional.id).
+const AnomalyFencedCommit = "fenced-commit"
+
+// fencedCommits reports every ok txn operation marked Fenced.
+func (q *queue) fencedCommits() {
+	for pos := range q.h {
+		op := &q.h[pos]
+		if !op.IsClient() || op.F != FTxn || op.Type != OK || !op.Fenced {
+			continue
+		}
+		q.report(AnomalyFencedCommit, Example{Key: -1, Ops: []int64{q.index(q.p.invoke(pos)), op.Index},
+			Text: fmt.Sprintf("process %d's transaction (op %d) committed after a new producer with its transactional.id was initialized, which should have fenced it", op.Process, op.Index)})
+	}
+}

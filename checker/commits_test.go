@@ -167,3 +167,28 @@ func TestAbortedOffsetsReadAfterTheAbort(t *testing.T) {
 		assert.Contains(t, res.Anomalies[AnomalyAbortedOffsets].Examples[0].Text, "after its transaction aborted")
 	}
 }
+
+// TestFencedCommit: a transaction marked Fenced that committed is
+// fenced-commit; one that failed, as it must, is not.
+func TestFencedCommit(t *testing.T) {
+	history := func(typ string) History {
+		return parseLines(t, `{"index":0,"time":0,"process":0,"type":"invoke","f":"txn","value":[["send",0,1]]}
+{"index":1,"time":1,"process":0,"type":"`+typ+`","f":"txn","value":[["send",0,[0,1]]],"committed":{},"fenced":true}
+{"index":2,"time":2,"process":0,"type":"invoke","f":"txn","value":[["send",0,2]]}
+{"index":3,"time":3,"process":0,"type":"ok","f":"txn","value":[["send",0,[2,2]]],"committed":{}}
+{"index":4,"time":4,"process":1,"type":"invoke","f":"poll","value":[["poll"]]}
+{"index":5,"time":5,"process":1,"type":"ok","f":"poll","value":[["poll",{"0":[[0,1],[2,2]]}]]}
+`)
+	}
+	res := Analyze(context.Background(), history("ok"), Options{})
+	assert.Equal(t, Invalid, res.Valid)
+	require.Contains(t, res.Anomalies, AnomalyFencedCommit)
+	fc := res.Anomalies[AnomalyFencedCommit]
+	assert.Equal(t, 1, fc.Count)
+	assert.Equal(t, []int64{0, 1}, fc.Examples[0].Ops)
+	assert.Contains(t, fc.Examples[0].Text, "process 0's transaction (op 1) committed after a new producer with its transactional.id was initialized")
+
+	res = Analyze(context.Background(), history("fail"), Options{})
+	assert.NotContains(t, res.Anomalies, AnomalyFencedCommit)
+	assert.Contains(t, res.BadAnomalies(), AnomalyG1a, "a fenced transaction's send read back is an aborted read")
+}

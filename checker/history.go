@@ -153,6 +153,11 @@ type Op struct {
 	// aborted transactions sent ("group-offsets" in JSON; faultline's
 	// own).
 	GroupOffsets map[int]int64
+	// Fenced is set on a txn operation whose producer a newer producer
+	// with the same transactional.id fenced before the commit (that one's
+	// InitProducerId completed first): the commit must fail and the
+	// transaction be aborted ("fenced" in JSON; faultline's own).
+	Fenced bool
 }
 
 // Rebalance is one entry of an operation's rebalance log: the keys assigned

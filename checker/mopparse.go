@@ -453,12 +453,16 @@ func (p *mopParser) envelope(j *opJSON) bool {
 				if j.Error, err = p.string(); err != nil {
 					return false
 				}
-			case "seek-to-beginning":
+			case "seek-to-beginning", "fenced":
 				raw, err := p.skip()
 				if err != nil || string(raw) != "true" && string(raw) != "false" {
 					return false
 				}
-				j.SeekToBeginning = string(raw) == "true"
+				if key == "fenced" {
+					j.Fenced = string(raw) == "true"
+				} else {
+					j.SeekToBeginning = string(raw) == "true"
+				}
 			case "rebalance-log":
 				raw, err := p.skip()
 				if err != nil {

@@ -398,6 +398,7 @@ func runQueue(ctx context.Context, h History, p *pairing, opts Options) CheckerR
 	q.perProcess()
 	q.lostCommits()
 	q.abortedOffsets()
+	q.fencedCommits()
 
 	allowed := AllowedAnomalies(opts.subscribe)
 	res.Anomalies = map[string]AnomalyReport{}

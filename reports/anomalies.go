@@ -48,6 +48,8 @@ var anomalyCatalog = []anomalyKind{
 		one: "1 transaction read its own uncommitted write", many: "%d transactions read their own uncommitted writes"},
 	{Name: checker.AnomalyAbortedOffsets, Definition: "A consumer group's committed offset, as a transactional consumer newly assigned a partition resumed from it or an aborted transaction read it back once its abort was done, was one that only transactions that aborted had sent (TxnOffsetCommit): the broker kept an aborted transaction's offsets, so an exactly-once application would skip the records that transaction had consumed.",
 		one: "1 group offset came from an aborted transaction", many: "%d group offsets came from aborted transactions"},
+	{Name: checker.AnomalyFencedCommit, Definition: "A transaction committed although a newer producer with the same transactional.id had been initialized (InitProducerId) before its commit was sent: the broker must fence the older producer, abort its open transaction and refuse its commit, or a zombie instance of an exactly-once application commits alongside its successor.",
+		one: "1 transaction of a fenced producer committed", many: "%d transactions of fenced producers committed"},
 	{Name: checker.AnomalyLostCommit, Definition: "A consumer newly assigned a partition in a rebalance first polled it below an offset whose commit the group coordinator had acknowledged before: the group lost a committed offset.",
 		one: "1 consumer went back behind an acknowledged commit", many: "%d consumers went back behind acknowledged commits"},
 	{Name: checker.AnomalyPollSkip,

@@ -32,6 +32,7 @@ const (
 	UnsafeReadCommittedPastLSO    = "unsafe.read.committed.past.lso"
 	UnsafeCleanerDropsLatest      = "unsafe.cleaner.drops.latest"
 	UnsafeTxnOffsetsKeptOnAbort   = "unsafe.txn.offsets.kept.on.abort"
+	UnsafeTxnInitKeepsOpen        = "unsafe.txn.init.keeps.open"
 )
 
 // unsafeBugs says, per switch, the bug it plants (for the startup WARN).
@@ -52,6 +53,7 @@ var unsafeBugs = map[string]string{
 	UnsafeReadCommittedPastLSO:     "read_committed fetches stop at the high watermark instead of the last stable offset, returning open transactions' records",
 	UnsafeCleanerDropsLatest:       "after an unclean shutdown the log cleaner counts each key's latest record in the cleaned range as superseded and drops it",
 	UnsafeTxnOffsetsKeptOnAbort:    "the offsets a transaction sent to a consumer group (TxnOffsetCommit) become the group's committed offsets when it aborts, as when it commits",
+	UnsafeTxnInitKeepsOpen:         "an InitProducerId for a transactional id with a transaction open hands out the open transaction's producer id and epoch, neither fencing its producer nor aborting it",
 }
 
 // UnsafeSwitches lists every unsafe.* switch, sorted.

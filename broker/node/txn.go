@@ -45,6 +45,7 @@ func (n *Node) startTxnCoordinator() error {
 			return resp.ProducerID, nil
 		},
 		GroupPartition: n.groups.PartitionFor,
+		Unsafe:         txnUnsafe(cfg),
 		Logger:         n.logger.With(ComponentKey, "TransactionCoordinator"),
 	}, &txnStateLog{cfg: cfg, md: n.publisher, controller: n.forwarder, replicas: n.replicas}, markers, n.publisher)
 	if err != nil {

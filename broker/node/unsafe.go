@@ -6,6 +6,7 @@ import (
 	"github.com/faultline/faultline/broker/group"
 	"github.com/faultline/faultline/broker/replica"
 	"github.com/faultline/faultline/broker/storage"
+	"github.com/faultline/faultline/broker/txn"
 )
 
 // The planted bugs of each layer, from the unsafe.* switches of cfg (all
@@ -37,6 +38,12 @@ func replicaUnsafe(cfg *config.Config) replica.Unsafe {
 func groupUnsafe(cfg *config.Config) group.Unsafe {
 	return group.Unsafe{
 		KeepAbortedOffsets: cfg.Unsafe[config.UnsafeTxnOffsetsKeptOnAbort],
+	}
+}
+
+func txnUnsafe(cfg *config.Config) txn.Unsafe {
+	return txn.Unsafe{
+		InitKeepsOpen: cfg.Unsafe[config.UnsafeTxnInitKeepsOpen],
 	}
 }
 

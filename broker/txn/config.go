@@ -107,6 +107,16 @@ type Config struct {
 	GroupPartition func(group string) int32
 	Now            func() time.Time
 	Logger         *slog.Logger
+	Unsafe         Unsafe
+}
+
+// Unsafe are the transaction coordinator's planted bugs.
+type Unsafe struct {
+	// InitKeepsOpen (unsafe.txn.init.keeps.open): InitProducerId for a
+	// transactional id with a transaction open answers that
+	// transaction's producer id and epoch, so the producer it should
+	// fence (a zombie) can still commit.
+	InitKeepsOpen bool
 }
 
 func (c *Config) fillDefaults() {

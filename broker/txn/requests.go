@@ -28,7 +28,7 @@ func (c *Coordinator) InitProducerID(_ context.Context, req *kmsg.InitProducerID
 		return resp
 	}
 	id := *req.TransactionalID
-	in := InitRequest{TimeoutMs: req.TransactionTimeoutMillis, ProducerID: -1, ProducerEpoch: -1}
+	in := InitRequest{TimeoutMs: req.TransactionTimeoutMillis, ProducerID: -1, ProducerEpoch: -1, UnsafeKeepOpen: c.cfg.Unsafe.InitKeepsOpen}
 	if req.Version >= 3 {
 		in.ProducerID, in.ProducerEpoch = req.ProducerID, req.ProducerEpoch
 	}

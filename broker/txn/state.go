@@ -128,6 +128,8 @@ type InitRequest struct {
 	// asks for a bump of what it has).
 	ProducerID    int64
 	ProducerEpoch int16
+	// UnsafeKeepOpen plants Unsafe.InitKeepsOpen.
+	UnsafeKeepOpen bool
 }
 
 // InitProducerID decides an InitProducerId for cur (nil when the
@@ -170,6 +172,9 @@ func InitProducerID(cur *Metadata, txnID string, req InitRequest, newID func() (
 			// A retry of an InitProducerId whose bump already happened.
 			return Decision{Next: m}
 		}
+	}
+	if m.State == Ongoing && req.UnsafeKeepOpen {
+		return Decision{Next: m}
 	}
 	if m.State == Ongoing {
 		// Fence the producer of the open transaction and abort it.

@@ -58,6 +58,22 @@ func TestInitAbortsAnOpenTransactionFirst(t *testing.T) {
 	assert.Equal(t, int16(2), d.Next.ProducerEpoch)
 }
 
+// TestUnsafeInitKeepsOpen: the planted bug hands a second producer the
+// open transaction's id and epoch, so the first one's commit is still
+// accepted (fenced-commit in the harness).
+func TestUnsafeInitKeepsOpen(t *testing.T) {
+	m := newTxn(t)
+	d := AddPartitions(&m, 7, 0, []TopicPartition{tpA}, 20)
+	require.Zero(t, d.Code)
+	open := d.Next
+	d = InitProducerID(&open, "t", InitRequest{TimeoutMs: 1000, ProducerID: -1, ProducerEpoch: -1, UnsafeKeepOpen: true}, ids(100), 30)
+	require.Zero(t, d.Code)
+	assert.False(t, d.Write || d.Markers)
+	assert.Equal(t, Ongoing, d.Next.State)
+	assert.Equal(t, int16(0), d.Next.ProducerEpoch, "no bump: the open transaction's producer is not fenced")
+	assert.Zero(t, EndTxn(&d.Next, EndRequest{ProducerID: 7, Epoch: 0, Commit: true}, ids(100), 40).Code, "the zombie commits")
+}
+
 func TestInitWhilePreparedIsRetried(t *testing.T) {
 	m := newTxn(t)
 	m.State = PrepareCommit

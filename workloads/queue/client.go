@@ -50,6 +50,11 @@ type Options struct {
 	// TxnAbortOneIn is the odds that a transaction is aborted on purpose
 	// after its micro-ops (default 10: one in ten; negative: never).
 	TxnAbortOneIn int
+	// TxnFenceOneIn is the odds that a transaction about to commit is
+	// first fenced: a new producer with the client's transactional.id
+	// completes its InitProducerId, the old one tries to commit (it must
+	// fail) and the new one takes over (default 25; negative: never).
+	TxnFenceOneIn int
 	// TxnIDPrefix starts every transactional.id (default "faultline").
 	TxnIDPrefix string
 	// Seed seeds each client's choice of the transactions it aborts.
@@ -75,6 +80,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.TxnAbortOneIn == 0 {
 		o.TxnAbortOneIn = 10
+	}
+	if o.TxnFenceOneIn == 0 {
+		o.TxnFenceOneIn = 25
 	}
 	if o.TxnIDPrefix == "" {
 		o.TxnIDPrefix = "faultline"

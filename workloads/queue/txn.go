@@ -129,6 +129,14 @@ func (c *Client) transact(ctx context.Context, op checker.Op) checker.Op {
 		}
 	}
 	abort = abort || onPurpose
+	// Now and then a transaction about to commit meets a successor first:
+	// a new producer with the same transactional.id, as a restarted
+	// instance of an exactly-once application has, whose InitProducerId
+	// must fence this one and abort its transaction.
+	var successor *kgo.Client
+	if !abort && produced && c.opts.TxnFenceOneIn > 0 && c.txn.rng.IntN(c.opts.TxnFenceOneIn) == 0 {
+		successor = c.initSuccessor(ctx)
+	}
 	// Micro-ops the transaction did not get to stay as invoked, without an
 	// offset or poll result.
 	ectx, cancel := context.WithTimeout(ctx, 3*c.opts.RequestTimeout)
@@ -149,16 +157,13 @@ func (c *Client) transact(ctx context.Context, op checker.Op) checker.Op {
 		default:
 			op.Type, op.Error = checker.Fail, errAbortedOnPurpose
 		}
-		if op.Type == checker.Fail && len(op.Committed) > 0 {
-			// What the abort left as the group's offsets: never what
-			// only aborted transactions sent (aborted-offsets). An
-			// observation only; the consumer rewinds to its own
-			// positions. A failed read records nothing.
-			if offs, err := c.groupOffsets(ctx, slices.Collect(maps.Keys(op.Committed))); err == nil {
-				op.GroupOffsets = offs
-			}
+		if op.Type == checker.Fail {
+			c.readBackOffsets(ctx, &op)
 		}
 		return op
+	}
+	if successor != nil {
+		return c.commitFenced(ctx, ectx, op, successor, before, polled)
 	}
 	if err := c.producer.EndTransaction(ectx, kgo.TryCommit); err != nil {
 		// A commit that errs may have been decided by the coordinator
@@ -168,6 +173,60 @@ func (c *Client) transact(ctx context.Context, op checker.Op) checker.Op {
 	}
 	op.Type = checker.OK
 	return op
+}
+
+// initSuccessor starts a producer with this client's transactional.id and
+// waits for its InitProducerId, which fences the current producer and
+// aborts its open transaction. It returns nil, the successor closed, when
+// the InitProducerId did not complete: whether it fenced anything is then
+// unknown.
+func (c *Client) initSuccessor(ctx context.Context) *kgo.Client {
+	successor, err := kgo.NewClient(c.producerOpts...)
+	if err != nil {
+		return nil
+	}
+	ictx, cancel := context.WithTimeout(ctx, 3*c.opts.RequestTimeout)
+	defer cancel()
+	if _, _, err := successor.ProducerID(ictx); err != nil {
+		successor.Close()
+		return nil
+	}
+	return successor
+}
+
+// commitFenced tries to commit with the producer successor fenced, then
+// hands the client over to successor. A correct broker refuses the commit:
+// the transaction was aborted by the successor's InitProducerId, so the op
+// fails whatever error the commit got (its offsets count as aborted, and
+// the group's are read back as after any abort); a commit that succeeds is
+// recorded ok and Fenced, for the checker's fenced-commit.
+func (c *Client) commitFenced(ctx, ectx context.Context, op checker.Op, successor *kgo.Client, before map[int]int64, polled map[int]bool) checker.Op {
+	zombie := c.producer
+	err := zombie.EndTransaction(ectx, kgo.TryCommit)
+	c.producer = successor
+	go zombie.Close()
+	op.Fenced = true
+	if err == nil {
+		op.Type = checker.OK
+		return op
+	}
+	c.rewind(before, polled)
+	op.Type, op.Error = checker.Fail, "fenced by a new producer of its transactional.id: "+err.Error()
+	c.readBackOffsets(ctx, &op)
+	return op
+}
+
+// readBackOffsets records, on an aborted txn op that sent offsets, what
+// the abort left as the group's offsets of those keys: never what only
+// aborted transactions sent (aborted-offsets). An observation only; the
+// consumer rewinds to its own positions. A failed read records nothing.
+func (c *Client) readBackOffsets(ctx context.Context, op *checker.Op) {
+	if len(op.Committed) == 0 {
+		return
+	}
+	if offs, err := c.groupOffsets(ctx, slices.Collect(maps.Keys(op.Committed))); err == nil {
+		op.GroupOffsets = offs
+	}
 }
 
 func causeOr(err error) string {

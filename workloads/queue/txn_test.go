@@ -1,0 +1,49 @@
+package queue
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/faultline/faultline/checker"
+)
+
+// TestFencedTransactionFails: a transaction whose producer a successor
+// with the same transactional.id fenced before the commit fails, marked
+// Fenced, and none of its sends is read; the successor takes over and
+// commits the next one.
+func TestFencedTransactionFails(t *testing.T) {
+	opts, topics, ctx := onKfake(t, Options{PartitionsPerTopic: 1, ReplicationFactor: 1, RequestTimeout: 3 * time.Second,
+		Txn: true, TxnAbortOneIn: -1, TxnFenceOneIn: 1})
+	cl, err := NewClient(opts, topics)
+	require.NoError(t, err)
+	defer cl.Close()
+	invoke := func(op checker.Op) checker.Op {
+		t.Helper()
+		op.Type = checker.Invoke
+		return cl.Invoke(ctx, op)
+	}
+	send := func(v int64) checker.MicroOp { return checker.MicroOp{F: "send", Key: 0, Value: v} }
+	require.Equal(t, checker.OK, invoke(checker.Op{F: "assign", Keys: []int{0}}).Type)
+
+	fenced := invoke(checker.Op{F: "txn", Mops: []checker.MicroOp{send(1)}})
+	assert.Equal(t, checker.Fail, fenced.Type, fenced.Error)
+	assert.True(t, fenced.Fenced)
+	assert.Contains(t, fenced.Error, "fenced by a new producer of its transactional.id")
+
+	cl.opts.TxnFenceOneIn = -1
+	next := invoke(checker.Op{F: "txn", Mops: []checker.MicroOp{send(2)}})
+	require.Equal(t, checker.OK, next.Type, "the successor commits: %s", next.Error)
+	assert.False(t, next.Fenced)
+	var seen []int64
+	require.Eventually(t, func() bool {
+		poll := invoke(checker.Op{F: "poll", Mops: []checker.MicroOp{{F: "poll"}}})
+		for _, p := range poll.Mops[0].Polls[0] {
+			seen = append(seen, p.Value)
+		}
+		return len(seen) > 0
+	}, 10*time.Second, 10*time.Millisecond)
+	assert.Equal(t, []int64{2}, seen, "read_committed returns the successor's send, never the fenced one's")
+}
