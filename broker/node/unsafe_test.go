@@ -26,12 +26,18 @@ func trueFields(structs ...any) int {
 // TestEveryUnsafeSwitchReachesOneDecision: each unsafe.* switch sets
 // exactly one planted-bug field of one layer, and none is set without it.
 func TestEveryUnsafeSwitchReachesOneDecision(t *testing.T) {
+	layers := func(cfg *config.Config) []any {
+		return []any{storageUnsafe(cfg), replicaUnsafe(cfg), controllerUnsafe(cfg), groupUnsafe(cfg), txnUnsafe(cfg)}
+	}
 	cfg := &config.Config{Unsafe: map[string]bool{}}
-	assert.Zero(t, trueFields(storageUnsafe(cfg), replicaUnsafe(cfg), controllerUnsafe(cfg), groupUnsafe(cfg)))
+	assert.Zero(t, trueFields(layers(cfg)...))
 	for _, k := range config.UnsafeSwitches() {
 		cfg := &config.Config{Unsafe: map[string]bool{k: true}}
-		assert.Equal(t, 1, trueFields(storageUnsafe(cfg), replicaUnsafe(cfg), controllerUnsafe(cfg), groupUnsafe(cfg)), k)
+		assert.Equal(t, 1, trueFields(layers(cfg)...), k)
 	}
-	fields := reflect.TypeOf(storageUnsafe(cfg)).NumField() + reflect.TypeOf(replicaUnsafe(cfg)).NumField() + reflect.TypeOf(controllerUnsafe(cfg)).NumField() + reflect.TypeOf(groupUnsafe(cfg)).NumField()
+	fields := 0
+	for _, l := range layers(cfg) {
+		fields += reflect.TypeOf(l).NumField()
+	}
 	assert.Equal(t, len(config.UnsafeSwitches()), fields, "one field per switch")
 }
