@@ -1,6 +1,7 @@
 package harness
 
 import (
+	"maps"
 	"time"
 
 	"github.com/faultline/faultline/checker"
@@ -32,6 +33,11 @@ var txnBugs = []plantedBug{
 		faults:    nemesis.Spec{{Kind: nemesis.KindKill, Mode: nemesis.TargetLeaders}},
 		anomalies: []string{checker.AnomalyFencedCommit},
 		why:       "an InitProducerId for a transactional id with a transaction open hands out that transaction's producer id and epoch: the producer it should fence commits after its successor started, as a zombie instance of an exactly-once application would"},
+	{name: "txn-takeover-commits-aborts", key: "unsafe.txn.takeover.commits.aborts", txn: true,
+		faults:    nemesis.Spec{{Kind: nemesis.KindPartition, Mode: nemesis.PartitionCoordinatorCutThenKilled}},
+		config:    fastLag,
+		anomalies: []string{checker.AnomalyG1a, checker.AnomalyAbortedOffsets},
+		why:       "a coordinator that takes over finishes the prepared aborts it loads with commit markers: the transactions its predecessor had aborted (EndTxn answered) before it was cut off from their partitions' leaders and killed become visible (aborted reads), and their consumer offsets the group's"},
 	{name: "cleaner-drops-latest", key: "unsafe.cleaner.drops.latest", workload: "compact",
 		faults:    nemesis.Spec{{Kind: nemesis.KindKill, Mode: nemesis.TargetMajority}},
 		config:    fastCleaner,
@@ -82,9 +88,20 @@ func txnSuite(base Test) []Case {
 	// timeout (4 × the clients' 5 s request timeout) and the broker's
 	// check for it.
 	crash.FinalTimeout = max(crash.FinalTimeout, Duration(60*time.Second))
+	// The coordinator cut off from all but the controller and one other
+	// node for 10 s, past replica.lag.time.max.ms (3 s here) so that its
+	// partitions' ISRs shrink and it goes on deciding transactions, then
+	// killed: those whose markers could not reach the leaders it was cut
+	// off from are left prepared, for its successor to finish as decided.
+	cut := txn
+	cut.Name = "txn-coordinator-cut"
+	cut.Nemesis = nemesis.Spec{{Kind: nemesis.KindPartition, Mode: nemesis.PartitionCoordinatorCutThenKilled}}
+	cut.BrokerConfig = maps.Clone(txn.BrokerConfig)
+	maps.Copy(cut.BrokerConfig, fastLag)
 	cases := []Case{
 		{Test: txn, Expect: checker.Valid, Why: "transactions (read_committed) while partition leaders and the controller are killed"},
 		{Test: coord, Expect: checker.Valid, Why: "transactions while the node coordinating one of them is killed or paused"},
+		{Test: cut, Expect: checker.Valid, Why: "transactions while the node coordinating one of them, cut off from all but two nodes, decides transactions whose markers cannot reach the leaders it is cut off from, and is killed: its successor finishes each as decided"},
 		{Test: clients, Expect: checker.Valid, Why: "transactions while the clients cannot reach the node coordinating one of them, which its peers still reach"},
 		{Test: power, Expect: checker.Valid, Why: "transactions while the node coordinating one of them loses power (every message fsynced)"},
 		{Test: crash, Expect: checker.Valid, Why: "transactions while a client is crashed every 5 s, mid-transaction, and partition leaders are killed: every abandoned transaction is aborted by its timeout"},

@@ -102,7 +102,7 @@ func (t Test) Validate(reg workloads.Registry) error {
 		for _, f := range t.Nemesis {
 			// partition:coordinator is the consumer group's coordinator;
 			// kill, pause and power aim at the transaction coordinator.
-			if (f.Mode == nemesis.TargetCoordinator && f.Kind != nemesis.KindPartition) || f.Mode == nemesis.PartitionClientsCoordinator {
+			if (f.Mode == nemesis.TargetCoordinator && f.Kind != nemesis.KindPartition) || f.Mode == nemesis.PartitionClientsCoordinator || f.Mode == nemesis.PartitionCoordinatorCutThenKilled {
 				problems = append(problems, fmt.Sprintf("--nemesis %s: needs --txn (only transactional ids have a transaction coordinator)", f))
 			}
 		}

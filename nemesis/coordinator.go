@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 )
 
 // PartitionCoordinator cuts the node coordinating the workload's consumer
@@ -91,4 +92,105 @@ func (p *Partition) clientsCoordinator(ctx context.Context, rng *rand.Rand) (any
 	out.Nodes = []string{victim}
 	out.Grudge = Grudge{victim: {ClientsNode}}
 	return out, errors.Join(p.install(ctx, out.Grudge)...)
+}
+
+// PartitionCoordinatorCutThenKilled cuts the node coordinating the
+// transactions of one of the workload's transactional ids off from every
+// node but the active controller and one other (drawn; two when the
+// coordinator is the controller), holds the cut for the sequence wait
+// (which must outlast replica.lag.time.max.ms, so that the coordinator's
+// partitions shrink their ISRs to the nodes it still reaches and its
+// __transaction_state writes commit again), and kills it. Transactions
+// that end in the meantime are decided (EndTxn is answered once the
+// Prepare record is durable) but their markers cannot reach the partition
+// leaders the coordinator is cut off from: the kill leaves them prepared,
+// and the coordinator that takes over must finish each as it was decided.
+// Stop heals the cut and starts the node again. Needs --txn; chosen only
+// when named.
+const PartitionCoordinatorCutThenKilled = "coordinator-cut-then-killed"
+
+// CoordinatorCut records a coordinator-cut-then-killed fault.
+type CoordinatorCut struct {
+	Mode        string   `json:"mode"`
+	Coordinator string   `json:"coordinator,omitempty"`
+	Kept        []string `json:"kept,omitempty"` // the nodes it still reached
+	Grudge      Grudge   `json:"grudge,omitempty"`
+	Killed      []string `json:"killed,omitempty"`
+}
+
+// AimedAt returns the coordinator (Event.Nodes pins it on a replay).
+func (c CoordinatorCut) AimedAt() []string {
+	if c.Coordinator == "" {
+		return nil
+	}
+	return []string{c.Coordinator}
+}
+
+// coordinatorCutThenKilled is Partition's PartitionCoordinatorCutThenKilled.
+func (p *Partition) coordinatorCutThenKilled(ctx context.Context, rng *rand.Rand) (CoordinatorCut, error) {
+	out := CoordinatorCut{Mode: PartitionCoordinatorCutThenKilled}
+	seq := sequenceOf(ctx)
+	nodes := p.Cluster.Nodes()
+	// The coordinator first, then the nodes it keeps reaching.
+	choice, err := func() ([]string, error) {
+		coord, err := chooseTargets(ctx, p.Cluster, TargetCoordinator, rng)
+		if err != nil {
+			return nil, err
+		}
+		ctl, err := p.Cluster.Controller(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("find the active controller: %w", err)
+		}
+		return keptByCoordinator(nodes, coord[0], ctl, rng)
+	}()
+	st, err := seq.step(Step{Name: "choose-coordinator", Rule: "a transaction coordinator, then the active controller and another node it keeps reaching (drawn)", Nodes: choice}, err)
+	if err != nil {
+		return out, err
+	}
+	if len(st.Nodes) < 2 {
+		return out, fmt.Errorf("coordinator-cut-then-killed: recorded step %s names %v, not the coordinator and the nodes it keeps", st.Name, st.Nodes)
+	}
+	out.Coordinator, out.Kept = st.Nodes[0], st.Nodes[1:]
+	out.Grudge = Isolate(nodes, out.Coordinator)
+	for _, k := range out.Kept {
+		delete(out.Grudge, k)
+		out.Grudge[out.Coordinator] = slices.DeleteFunc(out.Grudge[out.Coordinator], func(n string) bool { return n == k })
+	}
+	seq.step(Step{Name: "isolate", Rule: "the coordinator, cut off from all but the nodes it keeps", Nodes: []string{out.Coordinator}}, nil)
+	errs := p.install(ctx, out.Grudge)
+	if !seq.wait(ctx, p.Sleep, p.Wait) {
+		return out, errors.Join(append(errs, ctx.Err())...)
+	}
+	kill, err := seq.step(Step{Name: "kill", Rule: "the cut coordinator, its last transactions' markers still undelivered", Nodes: []string{out.Coordinator}}, nil)
+	if err != nil {
+		return out, errors.Join(append(errs, err)...)
+	}
+	out.Killed = kill.Nodes
+	return out, errors.Join(append(errs, p.killAll(ctx, out.Killed)...)...)
+}
+
+// keptByCoordinator returns coord followed by the nodes it keeps reaching:
+// the controller ctl and one other node drawn with rng, or two others when
+// coord is ctl; an error when the cluster has too few nodes for anyone to
+// be cut off.
+func keptByCoordinator(nodes []string, coord, ctl string, rng *rand.Rand) ([]string, error) {
+	var others []string
+	for _, n := range nodes {
+		if n != coord && n != ctl {
+			others = append(others, n)
+		}
+	}
+	want := 1
+	if coord == ctl {
+		want = 2
+	}
+	if len(others) < want+1 {
+		return nil, fmt.Errorf("coordinator-cut-then-killed needs %d nodes besides the coordinator and the controller, has %d", want+1, len(others))
+	}
+	rng.Shuffle(len(others), func(i, j int) { others[i], others[j] = others[j], others[i] })
+	out := []string{coord}
+	if coord != ctl {
+		out = append(out, ctl)
+	}
+	return append(out, others[:want]...), nil
 }

@@ -61,3 +61,43 @@ func TestLeaderCutThenKilledNeedsACandidate(t *testing.T) {
 	assert.ErrorContains(t, err, "no partition has every replica in its ISR and a leader other than the active controller")
 	assert.Empty(t, w.calls)
 }
+
+// TestCoordinatorCutThenKilled: the transaction coordinator is cut off
+// from every node but the controller and one other, then killed; Stop
+// heals the cut and starts it again. A coordinator that is the controller
+// keeps two others.
+func TestCoordinatorCutThenKilled(t *testing.T) {
+	w := newWorld(5)
+	w.ctl = "n1"
+	p := Spec{{Kind: KindPartition, Mode: PartitionCoordinatorCutThenKilled}}.Faults(w, coordWorld{w})[0].(*Partition)
+	p.Sleep = noWait
+	got, err := p.Start(context.Background(), rand.New(rand.NewPCG(1, 1)))
+	require.NoError(t, err)
+	c := got.(CoordinatorCut)
+	require.Contains(t, []string{"n2", "n4"}, c.Coordinator)
+	require.Len(t, c.Kept, 2)
+	assert.Equal(t, "n1", c.Kept[0], "the controller is kept")
+	assert.NotContains(t, []string{"n1", c.Coordinator}, c.Kept[1])
+	assert.Equal(t, []string{c.Coordinator}, c.Killed)
+	assert.Equal(t, []string{c.Coordinator}, c.AimedAt())
+	for n, cut := range c.Grudge {
+		if n == c.Coordinator {
+			assert.Len(t, cut, 2, "cut off from the two nodes not kept")
+			assert.NotContains(t, cut, "n1")
+			assert.NotContains(t, cut, c.Kept[1])
+			continue
+		}
+		assert.Equal(t, []string{c.Coordinator}, cut)
+		assert.NotContains(t, c.Kept, n)
+	}
+	assert.Equal(t, "kill "+c.Coordinator, w.calls[len(w.calls)-1])
+	_, err = p.Stop(context.Background())
+	require.NoError(t, err)
+	assert.Contains(t, w.calls, "start "+c.Coordinator)
+
+	kept, err := keptByCoordinator([]string{"n1", "n2", "n3", "n4", "n5"}, "n1", "n1", rand.New(rand.NewPCG(2, 2)))
+	require.NoError(t, err)
+	assert.Len(t, kept, 3, "the controller itself keeps two others")
+	_, err = keptByCoordinator([]string{"n1", "n2", "n3"}, "n2", "n1", rand.New(rand.NewPCG(2, 2)))
+	assert.ErrorContains(t, err, "needs 2 nodes besides the coordinator and the controller, has 1")
+}

@@ -53,7 +53,9 @@
 // cluster tells (ActivityView).
 // partition:clients-coordinator (coordinator.go, also only when named)
 // cuts the clients, ClientsNode in its Grudge, off from a transaction
-// coordinator that keeps its peers.
+// coordinator that keeps its peers; partition:coordinator-cut-then-killed
+// cuts a transaction coordinator off from all but the controller and one
+// other node for the sequence wait, then kills it.
 //
 // Membership and failover faults: stop (SIGTERM, restart when it stops),
 // rolling-restart (every node in turn, each back in every ISR before the

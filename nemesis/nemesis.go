@@ -345,6 +345,8 @@ func (p *Partition) Start(ctx context.Context, rng *rand.Rand) (any, error) {
 		return p.coordinator(ctx, rng)
 	case PartitionClientsCoordinator:
 		return p.clientsCoordinator(ctx, rng)
+	case PartitionCoordinatorCutThenKilled:
+		return p.coordinatorCutThenKilled(ctx, rng)
 	default:
 		return nil, fmt.Errorf("unknown partition mode %q", mode)
 	}

@@ -100,7 +100,7 @@ func (k Kind) modes() []string {
 	case KindKill, KindPause, KindDiskError, KindDiskFull, KindDiskSlow:
 		return explicitProcessTargetModes
 	case KindPartition:
-		return append(append([]string(nil), PartitionModes...), PartitionLaggingThenLeader, PartitionLeaderAndFollower, PartitionDeposedLeaderReturns, PartitionLeaderCutThenKilled, PartitionCoordinator, PartitionClientsCoordinator)
+		return append(append([]string(nil), PartitionModes...), PartitionLaggingThenLeader, PartitionLeaderAndFollower, PartitionDeposedLeaderReturns, PartitionLeaderCutThenKilled, PartitionCoordinator, PartitionClientsCoordinator, PartitionCoordinatorCutThenKilled)
 	case KindStop:
 		return explicitProcessTargetModes
 	case KindLaggingFailover:

@@ -26,7 +26,7 @@ func TestParseSpecReadsEveryForm(t *testing.T) {
 func TestParseSpecNamesTheBadPart(t *testing.T) {
 	for spec, want := range map[string]string{
 		"kill,chaos":           `unknown nemesis "chaos" (known: none, kill, pause, partition, power, disk-error, disk-full, disk-slow, corrupt, stop, rolling-restart, membership, lagging-failover, packet)`,
-		"partition:everything": `partition: unknown mode "everything" (known: one, halves, majorities-ring, controller, lagging-then-leader, leader-and-follower, deposed-leader-returns, leader-cut-then-killed, coordinator, clients-coordinator)`,
+		"partition:everything": `partition: unknown mode "everything" (known: one, halves, majorities-ring, controller, lagging-then-leader, leader-and-follower, deposed-leader-returns, leader-cut-then-killed, coordinator, clients-coordinator, coordinator-cut-then-killed)`,
 		"pause:halves":         `pause: unknown mode "halves"`,
 		"partition:all":        `partition: unknown mode "all"`,
 		"none:one":             `none: takes no mode, got "one"`,

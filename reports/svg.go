@@ -370,8 +370,9 @@ var faultLooks = map[string]faultLook{
 // kind's State would mislead ("kind:mode" as the nemesis records them):
 // corrupt:unreplicated-tail kills nobody.
 var faultModeStates = map[string]string{
-	"corrupt:unreplicated-tail":        "cut off from its followers, a bit flipped in a batch only it had",
-	"partition:leader-cut-then-killed": "cut off from its followers, then killed",
+	"corrupt:unreplicated-tail":             "cut off from its followers, a bit flipped in a batch only it had",
+	"partition:leader-cut-then-killed":      "cut off from its followers, then killed",
+	"partition:coordinator-cut-then-killed": "cut off from all but two nodes, then killed",
 }
 
 // faultKind is the kind of a fault window, the first word of its label

@@ -28,11 +28,12 @@ const (
 	UnsafeUncleanRestartKeepsISR   = "unsafe.unclean.restart.keeps.isr"
 	UnsafeFollowerSkipValidation   = "unsafe.follower.skip.validation"
 	// The planted bugs of transactions and compaction (issue 11).
-	UnsafeTxnMarkersBeforeDurable = "unsafe.txn.markers.before.durable"
-	UnsafeReadCommittedPastLSO    = "unsafe.read.committed.past.lso"
-	UnsafeCleanerDropsLatest      = "unsafe.cleaner.drops.latest"
-	UnsafeTxnOffsetsKeptOnAbort   = "unsafe.txn.offsets.kept.on.abort"
-	UnsafeTxnInitKeepsOpen        = "unsafe.txn.init.keeps.open"
+	UnsafeTxnMarkersBeforeDurable  = "unsafe.txn.markers.before.durable"
+	UnsafeReadCommittedPastLSO     = "unsafe.read.committed.past.lso"
+	UnsafeCleanerDropsLatest       = "unsafe.cleaner.drops.latest"
+	UnsafeTxnOffsetsKeptOnAbort    = "unsafe.txn.offsets.kept.on.abort"
+	UnsafeTxnInitKeepsOpen         = "unsafe.txn.init.keeps.open"
+	UnsafeTxnTakeoverCommitsAborts = "unsafe.txn.takeover.commits.aborts"
 )
 
 // unsafeBugs says, per switch, the bug it plants (for the startup WARN).
@@ -53,6 +54,7 @@ var unsafeBugs = map[string]string{
 	UnsafeReadCommittedPastLSO:     "read_committed fetches stop at the high watermark instead of the last stable offset, returning open transactions' records",
 	UnsafeCleanerDropsLatest:       "after an unclean shutdown the log cleaner counts each key's latest record in the cleaned range as superseded and drops it",
 	UnsafeTxnOffsetsKeptOnAbort:    "the offsets a transaction sent to a consumer group (TxnOffsetCommit) become the group's committed offsets when it aborts, as when it commits",
+	UnsafeTxnTakeoverCommitsAborts: "a transaction coordinator that takes over a __transaction_state partition finishes the prepared aborts it loads with commit markers",
 	UnsafeTxnInitKeepsOpen:         "an InitProducerId for a transactional id with a transaction open hands out the open transaction's producer id and epoch, neither fencing its producer nor aborting it",
 }
 

@@ -43,7 +43,8 @@ func groupUnsafe(cfg *config.Config) group.Unsafe {
 
 func txnUnsafe(cfg *config.Config) txn.Unsafe {
 	return txn.Unsafe{
-		InitKeepsOpen: cfg.Unsafe[config.UnsafeTxnInitKeepsOpen],
+		InitKeepsOpen:         cfg.Unsafe[config.UnsafeTxnInitKeepsOpen],
+		TakeoverCommitsAborts: cfg.Unsafe[config.UnsafeTxnTakeoverCommitsAborts],
 	}
 }
 

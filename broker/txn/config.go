@@ -117,6 +117,11 @@ type Unsafe struct {
 	// transaction's producer id and epoch, so the producer it should
 	// fence (a zombie) can still commit.
 	InitKeepsOpen bool
+	// TakeoverCommitsAborts (unsafe.txn.takeover.commits.aborts): a
+	// coordinator that takes over a __transaction_state partition
+	// finishes every prepared transaction it loads with commit markers,
+	// the prepared aborts too.
+	TakeoverCommitsAborts bool
 }
 
 func (c *Config) fillDefaults() {

@@ -116,21 +116,25 @@ type harness struct {
 	now     atomic.Int64
 }
 
-func newHarness(t *testing.T, log *memStateLog, epoch int32) *harness {
+func newHarness(t *testing.T, log *memStateLog, epoch int32, unsafe ...Unsafe) *harness {
 	t.Helper()
 	h := &harness{log: log, markers: &fakeMarkers{}, md: &fakeSource{}}
 	h.now.Store(1000)
 	h.md.im.Store(testImage(1, epoch))
 	var pid atomic.Int64
 	pid.Store(100)
-	c, err := New(Config{
+	cfg := Config{
 		NodeID:         1,
 		RetryBackoffMs: 1,
 		MarkerWaitMs:   2000,
 		NewProducerID:  func(context.Context) (int64, error) { return pid.Add(1), nil },
 		GroupPartition: func(string) int32 { return 3 },
 		Now:            func() time.Time { return time.UnixMilli(h.now.Load()) },
-	}, log, h.markers, h.md)
+	}
+	for _, u := range unsafe {
+		cfg.Unsafe = u
+	}
+	c, err := New(cfg, log, h.markers, h.md)
 	require.NoError(t, err)
 	t.Cleanup(c.Close)
 	h.c = c
@@ -275,8 +279,10 @@ func TestCompleteFollowsTheMarkersWhenNothingElseComes(t *testing.T) {
 	assert.Equal(t, []State{Empty, Ongoing, PrepareAbort, CompleteAbort}, h.log.states(t))
 }
 
-func TestCoordinatorFinishesPreparedTransactionsAfterFailover(t *testing.T) {
-	log := &memStateLog{}
+// abortLeftPrepared aborts a transaction on a coordinator of epoch 1
+// whose markers never land, and closes it: log holds a prepared abort.
+func abortLeftPrepared(t *testing.T, log *memStateLog) {
+	t.Helper()
 	h := newHarness(t, log, 1)
 	pid, epoch := h.init(t, "tx")
 	require.Zero(t, h.add("tx", pid, epoch, "t", 0))
@@ -285,6 +291,11 @@ func TestCoordinatorFinishesPreparedTransactionsAfterFailover(t *testing.T) {
 	require.Zero(t, h.end("tx", pid, epoch, false), "the decision is durable; markers go on in the background")
 	// The coordinator's node loses the partition before the markers land.
 	h.c.Close()
+}
+
+func TestCoordinatorFinishesPreparedTransactionsAfterFailover(t *testing.T) {
+	log := &memStateLog{}
+	abortLeftPrepared(t, log)
 
 	h2 := newHarness(t, log, 2)
 	require.Eventually(t, func() bool { return len(h2.markers.all()) == 1 }, 5*time.Second, time.Millisecond)
@@ -295,6 +306,17 @@ func TestCoordinatorFinishesPreparedTransactionsAfterFailover(t *testing.T) {
 		s := log.states(t)
 		return s[len(s)-1] == CompleteAbort
 	}, 5*time.Second, time.Millisecond)
+}
+
+// TestUnsafeTakeoverCommitsAborts: with the planted bug the coordinator
+// that takes over writes commit markers for the prepared abort it loads.
+func TestUnsafeTakeoverCommitsAborts(t *testing.T) {
+	log := &memStateLog{}
+	abortLeftPrepared(t, log)
+
+	h2 := newHarness(t, log, 2, Unsafe{TakeoverCommitsAborts: true})
+	require.Eventually(t, func() bool { return len(h2.markers.all()) == 1 }, 5*time.Second, time.Millisecond)
+	assert.True(t, h2.markers.all()[0].Commit, "the aborted transaction is committed")
 }
 
 func TestCoordinatorAbortsTimedOutTransactions(t *testing.T) {
