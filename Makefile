@@ -44,9 +44,9 @@ test-jepsen: build
 test-jepsen-disk: build
 	$(BIN)/faultline suite --suite disk --time-limit $(JEPSEN_TIME)
 
-# Every planted bug (issue 10's twelve and the four transaction and
+# Every planted bug (issue 10's twelve and the six transaction and
 # compaction ones), each with its control: the switch on must come out
-# invalid with its anomaly class, the same test without it valid. About 48
+# invalid with its anomaly class, the same test without it valid. About 54
 # minutes on 2 cores at 60 s a test; the gate runs the six that fit its 30.
 test-jepsen-planted: build
 	$(BIN)/faultline suite --suite planted --runtime $(JEPSEN_RUNTIME) --time-limit $(JEPSEN_TIME)

@@ -39,9 +39,9 @@
 //     Jepsen, both for read_committed: G1a counts a read of a definitely
 //     failed send by an op of any outcome, not only an ok one (a poll is
 //     no part of its op's transaction, so what it returned was returned);
-//     and a record whose send definitely failed is no skipped value for
-//     poll-skip and int-poll-skip (read_committed must pass over it), nor
-//     part of the log porcupine judges. Two analyses are
+//     and in txn mode a record whose send definitely failed is no skipped
+//     value for poll-skip and int-poll-skip (read_committed must pass
+//     over it), nor part of the log porcupine judges. Three analyses are
 //     faultline's own (commits.go): lost-commit, a subscribed consumer
 //     newly assigned a key that first polls it below an offset whose
 //     commit was acknowledged (Op.Committed, "committed" in the history)
@@ -51,7 +51,9 @@
 //     resumed at (an ok assign's Committed) or an aborted txn op read back
 //     after its abort (its GroupOffsets) and that only definitely aborted
 //     txn ops sent to the group (their Committed), no committed or
-//     indeterminate one.
+//     indeterminate one. And fenced-commit, a txn op that committed though
+//     a successor with its transactional.id had been initialized first
+//     (Op.Fenced, "fenced" in the history).
 //   - "cycles": Elle's cycle search, as kafka.clj runs it. Every send,
 //     poll and txn completion is a transaction in a dependency graph with
 //     ww edges (the writers of consecutive values of a key's version

@@ -234,10 +234,10 @@ type partition struct {
 // partitions projects the history on each key. Failed operations are left
 // out (they did not happen); ok operations keep their interval; info
 // operations and invokes never completed get an open end (after the last
-// operation of the history) and only their sends. A record a poll returned
-// whose send definitely failed (an aborted transaction's) is left out of
-// the log too: read_committed passes over it, and reading it is G1a, the
-// queue checker's to report.
+// operation of the history) and only their sends. In txn mode a record a
+// poll returned whose send definitely failed (an aborted transaction's) is
+// left out of the log too: read_committed passes over it, and reading it
+// is G1a, the queue checker's to report.
 //
 // In txn mode each send and poll of a transaction is a separate operation
 // with the transaction's interval: Kafka appends a transaction's records as
@@ -258,7 +258,10 @@ func partitions(h History, p *pairing, txn bool) map[int]*partition {
 		horizon = max(horizon, h[i].Time)
 	}
 	horizon++
-	aborted := abortedValues(h)
+	var aborted map[int]map[int64]bool
+	if txn {
+		aborted = abortedValues(h)
+	}
 	committedPairs := func(k int, pairs []Pair) []Pair {
 		if aborted[k] == nil {
 			return pairs

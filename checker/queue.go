@@ -75,7 +75,8 @@ type keyData struct {
 	// aborted[i] counts the positions below i whose representative value
 	// was sent by an op that definitely failed (an aborted transaction's
 	// record): read_committed never returns them, so a read passing over
-	// them skips nothing. Nil when there are none.
+	// them skips nothing. Nil when there are none, and outside txn mode
+	// (a plain log's every reader must see every record in it).
 	aborted []int32
 }
 
@@ -123,8 +124,9 @@ func (kd *keyData) addLog(o, v int64, pos int32) {
 	kd.info(v).offsets++
 }
 
-// build orders the log and assigns positions (Jepsen's dense indexes).
-func (kd *keyData) build() {
+// build orders the log and assigns positions (Jepsen's dense indexes);
+// with txn it counts the aborted positions.
+func (kd *keyData) build(txn bool) {
 	kd.offsets = slices.Sorted(maps.Keys(kd.log))
 	kd.rep = make([]int64, len(kd.offsets))
 	kd.aborted = nil
@@ -132,7 +134,7 @@ func (kd *keyData) build() {
 		e := kd.log[o]
 		kd.rep[i] = e.value
 		idx := int32(i)
-		if vi := kd.lookup(e.value); vi != nil && vi.writer >= 0 && vi.writerType == Fail {
+		if vi := kd.lookup(e.value); txn && vi != nil && vi.writer >= 0 && vi.writerType == Fail {
 			if kd.aborted == nil {
 				kd.aborted = make([]int32, len(kd.offsets)+1)
 			}
@@ -374,7 +376,7 @@ func buildQueue(ctx context.Context, h History, p *pairing, opts Options) (*queu
 	}
 	keys := slices.Sorted(maps.Keys(q.keys))
 	for _, k := range keys {
-		q.keys[k].build()
+		q.keys[k].build(opts.txn)
 	}
 	return q, keys, ctx.Err() == nil
 }

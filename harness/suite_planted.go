@@ -68,7 +68,7 @@ var (
 	corruptionEvidence = []string{checker.CodeCorruptMessage, checker.CodeDataLoss}
 )
 
-// plantedBugs are the twelve planted bugs of issue 10 (txnBugs, suite_txn.go, the three of issue 11), each a real class of
+// plantedBugs are the twelve planted bugs of issue 10 (txnBugs, suite_txn.go, has the six of transactions and compaction), each a real class of
 // replication or durability bug of Kafka-like systems, with the fault that
 // exposes it.
 var plantedBugs = []plantedBug{

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"slices"
 )
 
 // PartitionCoordinator cuts the node coordinating the workload's consumer
@@ -151,11 +150,7 @@ func (p *Partition) coordinatorCutThenKilled(ctx context.Context, rng *rand.Rand
 		return out, fmt.Errorf("coordinator-cut-then-killed: recorded step %s names %v, not the coordinator and the nodes it keeps", st.Name, st.Nodes)
 	}
 	out.Coordinator, out.Kept = st.Nodes[0], st.Nodes[1:]
-	out.Grudge = Isolate(nodes, out.Coordinator)
-	for _, k := range out.Kept {
-		delete(out.Grudge, k)
-		out.Grudge[out.Coordinator] = slices.DeleteFunc(out.Grudge[out.Coordinator], func(n string) bool { return n == k })
-	}
+	out.Grudge = isolateExcept(nodes, out.Coordinator, out.Kept...)
 	seq.step(Step{Name: "isolate", Rule: "the coordinator, cut off from all but the nodes it keeps", Nodes: []string{out.Coordinator}}, nil)
 	errs := p.install(ctx, out.Grudge)
 	if !seq.wait(ctx, p.Sleep, p.Wait) {

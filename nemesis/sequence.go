@@ -332,10 +332,13 @@ type LaggingThenLeader struct {
 	Killed  []string `json:"killed,omitempty"`
 }
 
-// isolateExcept cuts victim off from every node but keep, both ways.
-func isolateExcept(nodes []string, victim, keep string) Grudge {
+// isolateExcept cuts victim off from every node but those kept, both
+// ways.
+func isolateExcept(nodes []string, victim string, keep ...string) Grudge {
 	g := Isolate(nodes, victim)
-	delete(g, keep)
-	g[victim] = slices.DeleteFunc(g[victim], func(n string) bool { return n == keep })
+	for _, k := range keep {
+		delete(g, k)
+	}
+	g[victim] = slices.DeleteFunc(g[victim], func(n string) bool { return slices.Contains(keep, n) })
 	return g
 }

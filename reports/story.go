@@ -307,14 +307,24 @@ func keyStory(in Input, a *analysis, key int, counts map[string]int, spans []fau
 			steps = append(steps, storyStep{Time: seconds(t), Text: text, ns: t})
 		}
 	}
-	first, last := a.endNs, int64(0)
+	first, last, seen := a.endNs, int64(0), a.endNs
+	// limit is the kind whose rule bounds the fault by when the key's
+	// anomalies were first seen (blameUntil): none when one of them is a
+	// loss or porcupine's, an overwrite when one is.
+	limit, limited := anomalyKind{}, true
 	for name := range counts {
+		k := kindOf(name)
+		limited = limited && !k.loss && !k.unseenTime
+		limit.overwrite = limit.overwrite || k.overwrite
 		for _, ex := range in.Result.Anomalies[name].Examples {
 			if ex.Key != key {
 				continue
 			}
 			if t0, t1, ok := sendTimes(a, ex); ok {
 				first, last = min(first, t0), max(last, t1)
+			}
+			if t, ok := firstSeen(a, []checker.Example{ex}); ok {
+				seen = min(seen, t)
 			}
 		}
 	}
@@ -329,7 +339,11 @@ func keyStory(in Input, a *analysis, key int, counts map[string]int, spans []fau
 	if first > last {
 		last = first
 	}
-	st.Fault = blame(spans, first, last, loss || victim != nil)
+	if limited && victim == nil {
+		st.Fault = blameUntil(spans, first, last, seen, limit)
+	} else {
+		st.Fault = blame(spans, first, last, loss || victim != nil)
+	}
 	if f := st.Fault; f != nil {
 		add(f.start, "the nemesis "+f.Text)
 		shown := 0

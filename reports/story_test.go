@@ -131,4 +131,16 @@ func TestAnomalyIsNotBlamedOnALaterFault(t *testing.T) {
 	st := anomalySentence(in, a, checker.AnomalyG1a, rep)
 	assert.Contains(t, st.sentence, ": on key 1 (t0-1) before any fault; on key 2 (t0-2) after the nemesis killed n1 at 15.0 s")
 	assert.Equal(t, "first seen at 8.0 s", st.detail, "key 1 showed once its poll completed")
+
+	// The key's story lays it to the same fault as the verdict.
+	in.Result = checker.Result{Valid: checker.Invalid, Anomalies: map[string]checker.AnomalyReport{checker.AnomalyG1a: {Count: 2, ByKey: map[int]int{2: 2}, Examples: key2}}}
+	steps := storySteps(t, render(t, in), "story-2")
+	assert.Contains(t, steps, "15.0 s the nemesis killed n1")
+	for _, s := range steps {
+		assert.NotContains(t, s, "killed n2", "the kill at 30 s came after key 2's anomaly was seen")
+	}
+
+	// Examples without a key (a fenced commit) follow the same rule.
+	st = anomalySentence(in, a, checker.AnomalyFencedCommit, checker.AnomalyReport{Count: 2, Examples: []checker.Example{{Key: -1, Ops: []int64{w0}}, {Key: -1, Ops: []int64{w2}}}})
+	assert.Equal(t, "2 transactions of fenced producers committed before any fault", st.sentence, "the first was seen at 5 s, before the kill at 30 s")
 }

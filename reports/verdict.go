@@ -73,7 +73,7 @@ func anomalySentence(in Input, a *analysis, name string, rep checker.AnomalyRepo
 		if seconds(last) != seconds(first) {
 			st.detail = "acknowledged between " + seconds(first) + " and " + seconds(last)
 		}
-	} else if seen, ok := firstSeen(a, rep.Examples); ok {
+	} else if seen, ok := firstSeen(a, rep.Examples); ok && !kind.unseenTime {
 		st.detail = "first seen at " + seconds(seen)
 	}
 	if len(a.nemesis) == 0 {
@@ -103,9 +103,13 @@ func anomalySentence(in Input, a *analysis, name string, rep checker.AnomalyRepo
 	case kind.loss:
 		st.sentence += " with no fault injected after the writes"
 	default:
-		// Examples without a key (client errors) are laid to the fault
-		// of their own times: the one in force, or the last one before.
-		f := blame(spans, first, last, false)
+		// Examples without a key (client errors, cycles, fenced commits)
+		// are laid to the fault of their own times: the one in force, or
+		// the last one before, by the time the first was seen.
+		if seen, ok := firstSeen(a, rep.Examples); ok && !kind.loss && !kind.unseenTime {
+			last = max(first, seen)
+		}
+		f := blameUntil(spans, first, last, last, kind)
 		st.sentence += faultWindowPhrase(f, first, last)
 		if f != nil {
 			st.nemesisIndex = f.opIndex
@@ -132,6 +136,29 @@ func faultWindowPhrase(f *faultSpan, first, last int64) string {
 	return " after the nemesis " + f.Text + " at " + seconds(f.start)
 }
 
+// blameUntil lays an anomaly of kind whose writes span [first, last] and
+// which was first seen at seen to its fault (blame). A loss's window is
+// its writes, and its cause may follow them. Anything else was caused
+// before it showed: an overwrite's window is still its writes, any
+// other's runs to seen (a kill between an aborted write and the read
+// that returned it), and a fault begun after seen is replaced by the one
+// in force then, or the last before, or none. Porcupine's examples do
+// not say when they were seen (unseenTime): no such limit.
+func blameUntil(spans []faultSpan, first, last, seen int64, kind anomalyKind) *faultSpan {
+	if kind.loss || kind.unseenTime {
+		return blame(spans, first, last, kind.causeFollows())
+	}
+	seen = max(first, seen)
+	if !kind.overwrite {
+		last = seen
+	}
+	f := blame(spans, first, last, kind.overwrite)
+	if f != nil && f.start > seen {
+		f = blame(spans, seen, seen, false)
+	}
+	return f
+}
+
 // blamedPhrase is what follows a key list laid to fault f: "after the
 // nemesis ...", or, with no fault (nil), that none came after the writes
 // (a loss) or before the anomaly was seen.
@@ -152,16 +179,10 @@ type keysBlamed struct {
 	keys  []int
 }
 
-// blamePerKey lays each key's examples to the fault overlapping that key's
-// own window (see blame), and groups the keys by fault: the keys laid to
-// no fault first, then by fault, earliest first. A loss's or overwrite's
-// window is its writes; anything else's runs from its first write to when
-// it was first seen (firstSeen), as its cause came before it showed (a
-// kill between an aborted write and the read that returned it). Anything
-// but a loss is laid only to a fault begun by the time it was first seen:
-// when the one chosen began later, to the one in force then, or the last
-// before, or none. Porcupine's examples do not say when it was seen
-// (unseenTime): no such limit.
+// blamePerKey lays each key's examples to its fault (blameUntil, over the
+// key's writes and the time its first example was seen, firstSeen), and
+// groups the keys by fault: the keys laid to no fault first, then by
+// fault, earliest first.
 func blamePerKey(a *analysis, spans []faultSpan, examples []checker.Example, kind anomalyKind) []keysBlamed {
 	type window struct{ first, last, seen int64 }
 	windows := map[int]*window{}
@@ -180,14 +201,7 @@ func blamePerKey(a *analysis, spans []faultSpan, examples []checker.Example, kin
 	}
 	byFault := map[*faultSpan][]int{}
 	for k, w := range windows {
-		last := w.last
-		if !kind.causeFollows() {
-			last = max(w.first, w.seen)
-		}
-		f := blame(spans, w.first, last, kind.causeFollows())
-		if seen := max(w.first, w.seen); !kind.loss && !kind.unseenTime && f != nil && f.start > seen {
-			f = blame(spans, seen, seen, false)
-		}
+		f := blameUntil(spans, w.first, w.last, w.seen, kind)
 		byFault[f] = append(byFault[f], k)
 	}
 	out := make([]keysBlamed, 0, len(byFault))

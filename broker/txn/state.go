@@ -173,7 +173,7 @@ func InitProducerID(cur *Metadata, txnID string, req InitRequest, newID func() (
 			return Decision{Next: m}
 		}
 	}
-	if m.State == Ongoing && req.UnsafeKeepOpen {
+	if m.State == Ongoing && req.UnsafeKeepOpen && req.ProducerID < 0 {
 		return Decision{Next: m}
 	}
 	if m.State == Ongoing {

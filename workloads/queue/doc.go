@@ -18,9 +18,9 @@
 // consumer newly assigned a key resumes at the group's committed offset
 // (recorded as the assign's Committed), so the checker can tell an
 // aborted transaction's offsets applied (aborted-offsets); one in 25 about
-// to commit is first fenced by a successor with its transactional.id and
-// recorded Fenced, so the checker can tell a zombie's commit
-// (fenced-commit); see txn.go.
+// to commit is first fenced by a successor with its transactional.id
+// (when the successor's InitProducerId completes) and recorded Fenced, so
+// the checker can tell a zombie's commit (fenced-commit); see txn.go.
 // The final reads of a transactional run go up to the offsets in the
 // history only: a partition's end offset is a commit or abort marker no
 // read_committed poll returns; and not to the offsets of a transaction

@@ -44,8 +44,10 @@ func newTxnState(opts Options, n int64) *txnState {
 // produced anything: kgo ends a transaction that added no partition
 // without asking the broker), then commit, or abort now and then on
 // purpose. An aborted transaction (on purpose, or after a send failed and
-// the abort succeeded) completes fail: none of its sends may be seen. A
-// commit whose outcome is unknown completes info. After an abort the
+// the abort succeeded) completes fail: none of its sends may be seen. So
+// does one fenced before its commit by a successor with its
+// transactional.id (Options.TxnFenceOneIn), marked Fenced, whose commit
+// was refused. A commit whose outcome is unknown completes info. After an abort the
 // consumer rewinds the keys the transaction polled, so the next poll
 // reads them again. The op records the offsets it sent (Committed) and,
 // after an abort, the group's offsets read back (GroupOffsets).
