@@ -117,20 +117,11 @@ func (b blockingClient) Invoke(ctx context.Context, op checker.Op) checker.Op {
 }
 func (b blockingClient) Close() { *b.closed++ }
 
-// onlySends hands out sends forever.
-type onlySends struct{ n int64 }
-
-func (g *onlySends) Next(int) (checker.Op, bool) {
-	g.n++
-	return checker.Op{Type: checker.Invoke, F: "send", Mops: []checker.MicroOp{{F: "send", Key: 0, Value: g.n}}}, true
-}
-func (g *onlySends) Update(checker.Op) {}
-
-// TestCrashClientsEndsTheOperationInfoAndChangesProcess: a crashed
-// client's operation in flight is recorded info with the crash's error,
-// the crash is a harness event, and the worker goes on as a new process
-// with a new client.
-func TestCrashClientsEndsTheOperationInfoAndChangesProcess(t *testing.T) {
+// crashRun runs two workers of blockingClients from gen for d with a
+// client crashed every 100 ms; it returns the history and how many
+// clients were made and closed.
+func crashRun(t *testing.T, gen workloads.Generator, d time.Duration) (checker.History, int, int) {
+	t.Helper()
 	rec, err := NewRecorder(filepath.Join(t.TempDir(), "history.jsonl"))
 	require.NoError(t, err)
 	defer rec.Close()
@@ -145,10 +136,27 @@ func TestCrashClientsEndsTheOperationInfoAndChangesProcess(t *testing.T) {
 		made++
 		return blockingClient{closed: &closed}, nil
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 700*time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()
-	r.runWorkers(context.Background(), ctx, &onlySends{}, newClient, 2, 0, 100*time.Millisecond)
-	h := rec.History()
+	r.runWorkers(context.Background(), ctx, gen, newClient, 2, 0, 100*time.Millisecond)
+	return rec.History(), made, closed
+}
+
+// onlySends hands out sends forever.
+type onlySends struct{ n int64 }
+
+func (g *onlySends) Next(int) (checker.Op, bool) {
+	g.n++
+	return checker.Op{Type: checker.Invoke, F: "send", Mops: []checker.MicroOp{{F: "send", Key: 0, Value: g.n}}}, true
+}
+func (g *onlySends) Update(checker.Op) {}
+
+// TestCrashClientsEndsTheOperationInfoAndChangesProcess: a crashed
+// client's operation in flight is recorded info with the crash's error,
+// the crash is a harness event, and the worker goes on as a new process
+// with a new client.
+func TestCrashClientsEndsTheOperationInfoAndChangesProcess(t *testing.T) {
+	h, made, closed := crashRun(t, &onlySends{}, 700*time.Millisecond)
 	crashes, crashedInfo := 0, 0
 	processes := map[int]bool{}
 	for _, op := range h {
@@ -170,6 +178,35 @@ func TestCrashClientsEndsTheOperationInfoAndChangesProcess(t *testing.T) {
 	assert.Greater(t, len(processes), 2, "crashed workers continue as new processes")
 	assert.Greater(t, made, 2, "each with a new client")
 	assert.Equal(t, made, closed, "every client closed")
+}
+
+// onlyTxns hands out one-send transactions forever.
+type onlyTxns struct{ n int64 }
+
+func (g *onlyTxns) Next(int) (checker.Op, bool) {
+	g.n++
+	return checker.Op{Type: checker.Invoke, F: checker.FTxn, Mops: []checker.MicroOp{{F: "send", Key: 0, Value: g.n}}}, true
+}
+func (g *onlyTxns) Update(checker.Op) {}
+
+// TestCrashedTransactionTheClientFailedStaysFail: a crashed transaction
+// the workload recorded fail (it never sent its commit) is not turned
+// into info: nothing can commit it any more.
+func TestCrashedTransactionTheClientFailedStaysFail(t *testing.T) {
+	h, _, _ := crashRun(t, &onlyTxns{}, 500*time.Millisecond)
+	crashes, fails := 0, 0
+	for _, op := range h {
+		switch {
+		case op.F == checker.FCrashClient:
+			crashes++
+		case op.Type == checker.Info:
+			t.Errorf("op %d: a failed transaction became info: %s", op.Index, op.Error)
+		case op.Type == checker.Fail:
+			fails++
+		}
+	}
+	assert.GreaterOrEqual(t, crashes, 2)
+	assert.GreaterOrEqual(t, fails, 2)
 }
 
 // TestSequenceModesNeedTheirRuntime: the sequence faults are valid specs

@@ -129,7 +129,11 @@ func (r *run) runWorkers(rootCtx, ctx context.Context, gen workloads.Generator, 
 				cancelCause(nil)
 				cancel()
 				done.Process = process
-				if crashed && done.Type != checker.OK {
+				// A crashed transaction the workload found failed never
+				// sent its commit: nothing can commit it now, so it stays
+				// fail (an aborted transaction, whose records no one may
+				// read); any other crashed op is indeterminate.
+				if crashed && done.Type != checker.OK && (done.F != checker.FTxn || done.Type != checker.Fail) {
 					done.Type, done.Error = checker.Info, errCrashed.Error()
 				}
 				r.rec.Record(done)

@@ -482,6 +482,16 @@ func (c *Client) send(ctx context.Context, op checker.Op) checker.Op {
 	return op
 }
 
+// replaceProducer closes the producer, never to send again, and starts a
+// new one with the same options (its transactional.id included).
+func (c *Client) replaceProducer() {
+	old := c.producer
+	go old.Close()
+	if p, err := kgo.NewClient(c.producerOpts...); err == nil {
+		c.producer = p
+	}
+}
+
 // produce sends rec and waits for its acknowledgement, at most a bound:
 // an idempotent franz-go producer never fails a record it may have sent
 // (its sequence numbers would break), so against a broker that came back
@@ -500,11 +510,7 @@ func (c *Client) produce(ctx context.Context, rec *kgo.Record) error {
 		return err
 	case <-time.After(bound + c.opts.RequestTimeout):
 	}
-	old := c.producer
-	go old.Close() // fails what it still buffers; never waited for
-	if p, err := kgo.NewClient(c.producerOpts...); err == nil {
-		c.producer = p
-	}
+	c.replaceProducer() // the old one fails what it still buffers; never waited for
 	return fmt.Errorf("no acknowledgement within %v: send abandoned, producer replaced", bound+c.opts.RequestTimeout)
 }
 

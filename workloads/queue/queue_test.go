@@ -115,6 +115,14 @@ func TestFinalGeneratorStopsWhenEveryKeyIsRead(t *testing.T) {
 // released when the test ends.
 func onKfake(t *testing.T, opts Options) (Options, *Topics, context.Context) {
 	t.Helper()
+	opts, topics, ctx, _ := onKfakeCluster(t, opts)
+	return opts, topics, ctx
+}
+
+// onKfakeCluster is onKfake that also returns the cluster, for tests that
+// inject answers (ControlKey).
+func onKfakeCluster(t *testing.T, opts Options) (Options, *Topics, context.Context, *kfake.Cluster) {
+	t.Helper()
 	c, err := kfake.NewCluster(kfake.NumBrokers(1))
 	require.NoError(t, err)
 	t.Cleanup(c.Close)
@@ -124,7 +132,7 @@ func onKfake(t *testing.T, opts Options) (Options, *Topics, context.Context) {
 	t.Cleanup(topics.Close)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	t.Cleanup(cancel)
-	return opts, topics, ctx
+	return opts, topics, ctx, c
 }
 
 // TestWorkloadAgainstKfake drives the real client against franz-go's fake

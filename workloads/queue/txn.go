@@ -43,8 +43,10 @@ func newTxnState(opts Options, n int64) *txnState {
 // transaction, the consumer's new offsets committed in it (when it
 // produced anything: kgo ends a transaction that added no partition
 // without asking the broker), then commit, or abort now and then on
-// purpose. An aborted transaction (on purpose, or after a send failed and
-// the abort succeeded) completes fail: none of its sends may be seen. So
+// purpose. An aborted transaction (on purpose, or after a send failed)
+// completes fail, whether its abort succeeded or not (no commit was sent,
+// and the producer is replaced when the abort errs): none of its sends
+// may be seen. So
 // does one fenced before its commit by a successor with its
 // transactional.id (Options.TxnFenceOneIn), marked Fenced, whose commit
 // was refused. A commit whose outcome is unknown completes info. After an abort the
@@ -151,9 +153,14 @@ func (c *Client) transact(ctx context.Context, op checker.Op) checker.Op {
 		c.rewind(before, polled)
 		switch {
 		case err != nil:
-			// The abort itself failed: the transaction may yet commit
-			// (a retried commit, or a coordinator that had decided).
-			op.Type, op.Error = checker.Info, fmt.Sprintf("abort: %v (after: %v)", err, causeOr(failure))
+			// The abort itself failed, but no commit was ever sent for
+			// this transaction: only this producer could send one, so it
+			// is replaced (the new one, with the same transactional.id,
+			// fences it at its first InitProducerId) and the
+			// transaction can only be aborted, by its timeout or the
+			// fence.
+			c.replaceProducer()
+			op.Type, op.Error = checker.Fail, fmt.Sprintf("aborted: the abort failed (%v), no commit was sent and the producer was replaced (after: %v)", err, causeOr(failure))
 		case failure != nil:
 			op.Type, op.Error = checker.Fail, "aborted: "+failure.Error()
 		default:

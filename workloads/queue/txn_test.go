@@ -6,6 +6,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/faultline/faultline/checker"
 )
@@ -46,4 +48,30 @@ func TestFencedTransactionFails(t *testing.T) {
 		return len(seen) > 0
 	}, 10*time.Second, 10*time.Millisecond)
 	assert.Equal(t, []int64{2}, seen, "read_committed returns the successor's send, never the fenced one's")
+}
+
+// TestFailedAbortWithoutCommitFails: a transaction whose abort errs, no
+// commit ever sent for it, is recorded fail (it can only be aborted) and
+// its producer is replaced, so that nothing can commit it later.
+func TestFailedAbortWithoutCommitFails(t *testing.T) {
+	opts, topics, ctx, cluster := onKfakeCluster(t, Options{PartitionsPerTopic: 1, ReplicationFactor: 1, RequestTimeout: 2 * time.Second,
+		Txn: true, TxnAbortOneIn: 1, TxnFenceOneIn: -1})
+	cluster.ControlKey(int16(kmsg.EndTxn), func(kreq kmsg.Request) (kmsg.Response, error, bool) {
+		cluster.KeepControl()
+		req := kreq.(*kmsg.EndTxnRequest)
+		if req.Commit {
+			return nil, nil, false
+		}
+		resp := req.ResponseKind().(*kmsg.EndTxnResponse)
+		resp.ErrorCode = kerr.InvalidTxnState.Code
+		return resp, nil, true
+	})
+	cl, err := NewClient(opts, topics)
+	require.NoError(t, err)
+	defer cl.Close()
+	old := cl.producer
+	done := cl.Invoke(ctx, checker.Op{Type: checker.Invoke, F: "txn", Mops: []checker.MicroOp{{F: "send", Key: 0, Value: 1}}})
+	assert.Equal(t, checker.Fail, done.Type, done.Error)
+	assert.Contains(t, done.Error, "no commit was sent and the producer was replaced")
+	assert.NotSame(t, old, cl.producer)
 }
