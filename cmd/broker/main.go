@@ -321,10 +321,13 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 
 	startCtx, cancelStart := context.WithCancel(context.Background())
 	defer cancelStart()
+	// A signal during startup abandons it (Start cleans up after itself);
+	// one taken just as Start succeeded is handed on, as a shutdown.
+	duringStart := make(chan os.Signal, 1)
 	go func() {
-		// A signal during startup abandons it; Start cleans up after itself.
 		select {
-		case <-signals:
+		case sig := <-signals:
+			duringStart <- sig
 			cancelStart()
 		case <-startCtx.Done():
 		}
@@ -342,6 +345,8 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 
 	select {
 	case sig := <-signals:
+		logger.Info(fmt.Sprintf("Received %s, starting controlled shutdown", sig), node.ComponentKey, "KafkaServer")
+	case sig := <-duringStart:
 		logger.Info(fmt.Sprintf("Received %s, starting controlled shutdown", sig), node.ComponentKey, "KafkaServer")
 	case <-n.Done():
 		logger.Error(fmt.Sprintf("Broker stopped: %v", n.Err()), node.ComponentKey, "KafkaServer")

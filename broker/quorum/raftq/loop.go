@@ -207,7 +207,6 @@ func (q *Quorum) handleReady(accepted []*proposal) error {
 		if err := q.commit(rd.CommittedEntries); err != nil {
 			return err
 		}
-		q.updateLeader() // the high watermark Describe reports
 	}
 	if rd.SoftState != nil && rd.SoftState.RaftState != raft.StateLeader {
 		q.failWaitersOnStepDown(rd.SoftState.Lead, q.rn.BasicStatus().GetCommit())
@@ -387,6 +386,10 @@ func (q *Quorum) commit(ents []*raftpb.Entry) error {
 	q.commitIndex = last.index
 	q.mu.Unlock()
 	q.log.UpdateHighWatermark(last.endOffset)
+	// The high watermark Describe reports, before the applier answers
+	// the Appends this commits: a caller told its append committed finds
+	// it below the high watermark.
+	q.updateLeader()
 	q.ap.enqueue(items...)
 	return nil
 }
