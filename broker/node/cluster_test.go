@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -11,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -153,14 +155,56 @@ func startClusterProps(t testing.TB, props []map[string]string) []*clusterNode {
 
 // startClusterDial starts a node per configuration at once, each dialing
 // its peers through dial(id) when dial is set.
+// A controller port freePorts handed out can be taken before its node
+// binds it (as the source port of any connection on the machine): such a
+// start is tried again, on fresh ports and data directories.
 func startClusterDial(t testing.TB, props []map[string]string, dial func(id int32) DialFunc) []*clusterNode {
 	t.Helper()
 	nodes, errs := launchCluster(t, props, dial)
+	for attempt := 0; attempt < 3 && slices.ContainsFunc(errs, addrInUse); attempt++ {
+		t.Logf("a controller port was taken before its node bound it: starting the cluster again on fresh ports")
+		stopCluster(t, nodes)
+		props = freshPorts(t, props)
+		nodes, errs = launchCluster(t, props, dial)
+	}
 	t.Cleanup(func() { stopCluster(t, nodes) })
 	for _, err := range errs {
 		require.NoError(t, err)
 	}
 	return nodes
+}
+
+func addrInUse(err error) bool { return errors.Is(err, syscall.EADDRINUSE) }
+
+// freshPorts returns props with every controller port moved to a fresh
+// one (in every node's listeners and voters) and fresh data directories.
+func freshPorts(t testing.TB, props []map[string]string) []map[string]string {
+	t.Helper()
+	var old []string
+	for _, p := range props {
+		for _, l := range strings.Split(p["listeners"], ",") {
+			if addr, ok := strings.CutPrefix(l, "CONTROLLER://"); ok {
+				old = append(old, addr)
+			}
+		}
+	}
+	ports := freePorts(t, len(old))
+	var pairs []string
+	for i, addr := range old {
+		pairs = append(pairs, addr, fmt.Sprintf("127.0.0.1:%d", ports[i]))
+	}
+	swap := strings.NewReplacer(pairs...)
+	out := make([]map[string]string, len(props))
+	for i, p := range props {
+		out[i] = maps.Clone(p)
+		for _, k := range []string{"listeners", "controller.quorum.voters"} {
+			if v, ok := p[k]; ok {
+				out[i][k] = swap.Replace(v)
+			}
+		}
+		out[i]["log.dirs"] = filepath.Join(t.TempDir(), "data")
+	}
+	return out
 }
 
 // launchCluster starts a node per configuration at once and returns them
@@ -644,4 +688,23 @@ func TestObserverCatchesUpFromSnapshot(t *testing.T) {
 	require.NoError(t, resp.Err)
 	require.Eventually(t, func() bool { return broker.node.publisher.Image().Topic("after") != nil }, 10*time.Second, 10*time.Millisecond,
 		"the broker follows the log after the snapshot")
+}
+
+// TestClusterStartMovesOffATakenControllerPort: a cluster whose controller
+// port was taken before its node bound it starts on a fresh one.
+func TestClusterStartMovesOffATakenControllerPort(t *testing.T) {
+	props := clusterProps(t, 1, nil)
+	var taken string
+	for _, l := range strings.Split(props[0]["listeners"], ",") {
+		if addr, ok := strings.CutPrefix(l, "CONTROLLER://"); ok {
+			taken = addr
+		}
+	}
+	ln, err := net.Listen("tcp", taken)
+	require.NoError(t, err)
+	defer ln.Close()
+	nodes := startClusterProps(t, props)
+	require.Len(t, nodes, 1)
+	assert.NotContains(t, nodes[0].props["listeners"], taken)
+	assert.NotContains(t, nodes[0].props["controller.quorum.voters"], taken)
 }
