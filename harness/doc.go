@@ -25,8 +25,8 @@
 // time limit, an operation in flight at the limit still getting its
 // completion, with Test.CrashClientsInterval crashing a seeded worker's
 // client now and then (workers.go, progress.go: the crashed operation
-// ends info, except a transaction its client found failed, which never
-// sent a commit and stays fail); heal; wait for recovery; the
+// ends info, except a transaction its client found could only end
+// aborted, which stays fail); heal; wait for recovery; the
 // workload's final reads, in rounds of fresh clients until everything
 // written was read (finalreads.go); check; write the results and the
 // report (results.go). The history is streamed to history.jsonl and each

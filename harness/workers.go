@@ -73,7 +73,8 @@ func (s *workerSlot) crash() int {
 // its process and takes a fresh number (Jepsen's rule), with a new client.
 // With crashEvery positive, a seeded choice of worker has its client
 // crashed every crashEvery until ctx ends (Jepsen's crash-clients): its
-// operation in flight is cut short and recorded info, and a new client
+// operation in flight is cut short and recorded info (a transaction the
+// workload found aborted stays fail), and a new client
 // with a new process number takes over; each crash is a harness event
 // (checker.FCrashClient).
 func (r *run) runWorkers(rootCtx, ctx context.Context, gen workloads.Generator, newClient func() (workloads.Client, error), concurrency, processBase int, crashEvery time.Duration) {
@@ -129,10 +130,11 @@ func (r *run) runWorkers(rootCtx, ctx context.Context, gen workloads.Generator, 
 				cancelCause(nil)
 				cancel()
 				done.Process = process
-				// A crashed transaction the workload found failed never
-				// sent its commit: nothing can commit it now, so it stays
-				// fail (an aborted transaction, whose records no one may
-				// read); any other crashed op is indeterminate.
+				// A crashed transaction the workload found failed can only
+				// end aborted (no commit at its epoch was sent, or a
+				// successor fenced it), so it stays fail, an aborted
+				// transaction whose records no one may read; any other
+				// crashed op is indeterminate.
 				if crashed && done.Type != checker.OK && (done.F != checker.FTxn || done.Type != checker.Fail) {
 					done.Type, done.Error = checker.Info, errCrashed.Error()
 				}

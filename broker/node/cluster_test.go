@@ -161,10 +161,10 @@ func startClusterProps(t testing.TB, props []map[string]string) []*clusterNode {
 func startClusterDial(t testing.TB, props []map[string]string, dial func(id int32) DialFunc) []*clusterNode {
 	t.Helper()
 	nodes, errs := launchCluster(t, props, dial)
-	for attempt := 0; attempt < 3 && slices.ContainsFunc(errs, addrInUse); attempt++ {
+	for attempt := 0; attempt < 3 && slices.ContainsFunc(errs, controllerPortTaken); attempt++ {
 		t.Logf("a controller port was taken before its node bound it: starting the cluster again on fresh ports")
 		stopCluster(t, nodes)
-		props = freshPorts(t, props)
+		freshPorts(t, props)
 		nodes, errs = launchCluster(t, props, dial)
 	}
 	t.Cleanup(func() { stopCluster(t, nodes) })
@@ -174,11 +174,15 @@ func startClusterDial(t testing.TB, props []map[string]string, dial func(id int3
 	return nodes
 }
 
-func addrInUse(err error) bool { return errors.Is(err, syscall.EADDRINUSE) }
+func controllerPortTaken(err error) bool {
+	return errors.Is(err, syscall.EADDRINUSE) && strings.Contains(err.Error(), "controller listener")
+}
 
-// freshPorts returns props with every controller port moved to a fresh
-// one (in every node's listeners and voters) and fresh data directories.
-func freshPorts(t testing.TB, props []map[string]string) []map[string]string {
+// freshPorts moves every controller port of props to a fresh one (in every
+// node's listeners, voters and bootstrap servers) and every node to a
+// fresh data directory, in place: callers that keep props (to start a
+// node later) and dial functions that read them see the new ports.
+func freshPorts(t testing.TB, props []map[string]string) {
 	t.Helper()
 	var old []string
 	for _, p := range props {
@@ -194,17 +198,14 @@ func freshPorts(t testing.TB, props []map[string]string) []map[string]string {
 		pairs = append(pairs, addr, fmt.Sprintf("127.0.0.1:%d", ports[i]))
 	}
 	swap := strings.NewReplacer(pairs...)
-	out := make([]map[string]string, len(props))
-	for i, p := range props {
-		out[i] = maps.Clone(p)
-		for _, k := range []string{"listeners", "controller.quorum.voters"} {
+	for _, p := range props {
+		for _, k := range []string{"listeners", "controller.quorum.voters", "controller.quorum.bootstrap.servers"} {
 			if v, ok := p[k]; ok {
-				out[i][k] = swap.Replace(v)
+				p[k] = swap.Replace(v)
 			}
 		}
-		out[i]["log.dirs"] = filepath.Join(t.TempDir(), "data")
+		p["log.dirs"] = filepath.Join(t.TempDir(), "data")
 	}
-	return out
 }
 
 // launchCluster starts a node per configuration at once and returns them

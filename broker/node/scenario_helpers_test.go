@@ -59,13 +59,20 @@ func startSeedCluster(t *testing.T, extra map[string]string) *seedCluster {
 			s.sw.Register(id, addr)
 		}
 	}
-	for _, v := range strings.Split(all[0]["controller.quorum.voters"], ",") {
-		idStr, addr, _ := strings.Cut(v, "@")
-		id, err := strconv.Atoi(idStr)
-		require.NoError(t, err)
-		s.sw.Register(int32(id), addr)
+	// The controllers' addresses are registered as each node is launched:
+	// a start tried again on fresh ports (startClusterDial) moves them.
+	registerVoters := func() {
+		for _, v := range strings.Split(all[0]["controller.quorum.voters"], ",") {
+			idStr, addr, _ := strings.Cut(v, "@")
+			id, err := strconv.Atoi(idStr)
+			require.NoError(t, err)
+			s.sw.Register(int32(id), addr)
+		}
 	}
-	s.nodes = startClusterDial(t, all, func(id int32) DialFunc { return s.sw.Dialer(id) })
+	s.nodes = startClusterDial(t, all, func(id int32) DialFunc {
+		registerVoters()
+		return s.sw.Dialer(id)
+	})
 	return s
 }
 

@@ -343,12 +343,15 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	}
 	cancelStart()
 
+	var sig os.Signal
 	select {
-	case sig := <-signals:
-		logger.Info(fmt.Sprintf("Received %s, starting controlled shutdown", sig), node.ComponentKey, "KafkaServer")
-	case sig := <-duringStart:
-		logger.Info(fmt.Sprintf("Received %s, starting controlled shutdown", sig), node.ComponentKey, "KafkaServer")
+	case sig = <-signals:
+	case sig = <-duringStart:
 	case <-n.Done():
+	}
+	if sig != nil {
+		logger.Info(fmt.Sprintf("Received %s, starting controlled shutdown", sig), node.ComponentKey, "KafkaServer")
+	} else {
 		logger.Error(fmt.Sprintf("Broker stopped: %v", n.Err()), node.ComponentKey, "KafkaServer")
 	}
 	// While shutting down, SIGTERM again changes nothing (as the JVM runs

@@ -75,9 +75,10 @@ type Spec struct {
 	// ignored.
 	MixedConsumers bool `json:"mixed-consumers,omitempty"`
 	// CrashClientsInterval, when positive, crashes a client every interval
-	// (Jepsen's crash-clients): a random worker's client is closed in the
-	// middle of its operation, which ends info, and a new client with a new
-	// process number takes over.
+	// (Jepsen's crash-clients): a random worker's operation in flight is
+	// cancelled and ends info (a transaction the workload found could only
+	// end aborted stays fail), its client is closed, and a new client with
+	// a new process number takes over.
 	CrashClientsInterval Duration `json:"crash-clients-interval,omitempty"`
 	// FailOnClientErrors are client error codes (checker's
 	// SuspectClientErrors) that make the test invalid when a client gets one.

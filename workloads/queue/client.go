@@ -483,12 +483,17 @@ func (c *Client) send(ctx context.Context, op checker.Op) checker.Op {
 }
 
 // replaceProducer closes the producer, never to send again, and starts a
-// new one with the same options (its transactional.id included).
+// new one with the same options (its transactional.id included, whose
+// InitProducerId fences the old one: the commits the old one sent can
+// decide nothing after it).
 func (c *Client) replaceProducer() {
 	old := c.producer
 	go old.Close()
 	if p, err := kgo.NewClient(c.producerOpts...); err == nil {
 		c.producer = p
+	}
+	if c.txn != nil {
+		c.txn.committed = noEpoch
 	}
 }
 

@@ -29,14 +29,53 @@ type txnState struct {
 	id   string
 	rng  *rand.Rand
 	next map[int]int64
+	// committed is the producer id and epoch the current producer last
+	// sent a commit at (none yet: -1), or unknownEpoch. Below
+	// transaction.version 2 a transaction runs at its predecessor's
+	// epoch, and a delayed copy of that commit can still commit it.
+	committed producerEpoch
 }
+
+// producerEpoch is a producer id and epoch as kgo's ProducerID reports
+// them.
+type producerEpoch struct {
+	id    int64
+	epoch int16
+}
+
+var (
+	noEpoch      = producerEpoch{-1, -1}
+	unknownEpoch = producerEpoch{-2, -2}
+)
 
 func newTxnState(opts Options, n int64) *txnState {
 	return &txnState{
-		id:   txnID(opts, n),
-		rng:  rand.New(rand.NewPCG(uint64(opts.Seed), uint64(n))),
-		next: map[int]int64{},
+		id:        txnID(opts, n),
+		rng:       rand.New(rand.NewPCG(uint64(opts.Seed), uint64(n))),
+		next:      map[int]int64{},
+		committed: noEpoch,
 	}
+}
+
+// epoch is the producer id and epoch the open transaction runs at, or
+// unknownEpoch when the producer cannot say in a request timeout.
+func (c *Client) epoch(ctx context.Context) producerEpoch {
+	ctx, cancel := context.WithTimeout(ctx, c.opts.RequestTimeout)
+	defer cancel()
+	id, epoch, err := c.producer.ProducerID(ctx)
+	if err != nil {
+		return unknownEpoch
+	}
+	return producerEpoch{id, epoch}
+}
+
+// onlyAborted reports whether a transaction at at that this client never
+// asked to commit can only end aborted: no commit this producer sent is
+// at the same epoch (from transaction.version 2 every EndTxn bumps the
+// epoch, which fences a delayed copy of the last one). Unknown epochs
+// prove nothing.
+func (c *Client) onlyAborted(at producerEpoch) bool {
+	return at != unknownEpoch && c.txn.committed != unknownEpoch && c.txn.committed != at
 }
 
 // transact runs a txn operation: its sends and polls in one Kafka
@@ -72,6 +111,7 @@ func (c *Client) transact(ctx context.Context, op checker.Op) checker.Op {
 	}
 	before := maps.Clone(c.txn.next)
 	polled := map[int]bool{}
+	at := c.epoch(ctx)
 	if err := c.producer.BeginTransaction(); err != nil {
 		// Nothing reached the broker, but a producer that cannot begin
 		// (a transaction left open, a fatal error) will not recover:
@@ -152,15 +192,21 @@ func (c *Client) transact(ctx context.Context, op checker.Op) checker.Op {
 		}
 		c.rewind(before, polled)
 		switch {
-		case err != nil:
+		case err != nil && c.onlyAborted(at):
 			// The abort itself failed, but no commit was ever sent for
-			// this transaction: only this producer could send one, so it
-			// is replaced (the new one, with the same transactional.id,
-			// fences it at its first InitProducerId) and the
-			// transaction can only be aborted, by its timeout or the
-			// fence.
+			// this transaction, nor one at its epoch: only this
+			// producer could send one, so it is replaced (the new one,
+			// with the same transactional.id, fences it at its
+			// InitProducerId) and the transaction can only be aborted,
+			// by its timeout or the fence.
 			c.replaceProducer()
-			op.Type, op.Error = checker.Fail, fmt.Sprintf("aborted: the abort failed (%v), no commit was sent and the producer was replaced (after: %v)", err, causeOr(failure))
+			c.fence(ctx)
+			op.Type, op.Error = checker.Fail, fmt.Sprintf("aborted: the abort failed (%v), no commit was sent at its epoch and the producer was closed (after: %v)", err, causeOr(failure))
+		case err != nil:
+			// The abort failed and the transaction may yet commit: a
+			// delayed copy of the last commit at the same epoch
+			// (before transaction.version 2), or an epoch unknown.
+			op.Type, op.Error = checker.Info, fmt.Sprintf("abort: %v (after: %v)", err, causeOr(failure))
 		case failure != nil:
 			op.Type, op.Error = checker.Fail, "aborted: "+failure.Error()
 		default:
@@ -172,8 +218,9 @@ func (c *Client) transact(ctx context.Context, op checker.Op) checker.Op {
 		return op
 	}
 	if successor != nil {
-		return c.commitFenced(ctx, ectx, op, successor, before, polled)
+		return c.commitFenced(ctx, ectx, op, successor, at, before, polled)
 	}
+	c.txn.committed = at
 	if err := c.producer.EndTransaction(ectx, kgo.TryCommit); err != nil {
 		// A commit that errs may have been decided by the coordinator
 		// all the same.
@@ -209,20 +256,37 @@ func (c *Client) initSuccessor(ctx context.Context) *kgo.Client {
 // fails whatever error the commit got (its offsets count as aborted, and
 // the group's are read back as after any abort); a commit that succeeds is
 // recorded ok and Fenced, for the checker's fenced-commit.
-func (c *Client) commitFenced(ctx, ectx context.Context, op checker.Op, successor *kgo.Client, before map[int]int64, polled map[int]bool) checker.Op {
+func (c *Client) commitFenced(ctx, ectx context.Context, op checker.Op, successor *kgo.Client, at producerEpoch, before map[int]int64, polled map[int]bool) checker.Op {
 	zombie := c.producer
+	aborted := c.onlyAborted(at)
 	err := zombie.EndTransaction(ectx, kgo.TryCommit)
 	c.producer = successor
+	c.txn.committed = noEpoch // the successor's epochs fence the zombie's commits
 	go zombie.Close()
 	op.Fenced = true
-	if err == nil {
+	switch {
+	case err == nil:
 		op.Type = checker.OK
+		return op
+	case !aborted:
+		// A delayed copy of the zombie's last commit, at this epoch, may
+		// have committed the transaction before the fence.
+		op.Type, op.Error = checker.Info, "fenced by a new producer of its transactional.id, after a commit at the same epoch: "+err.Error()
 		return op
 	}
 	c.rewind(before, polled)
 	op.Type, op.Error = checker.Fail, "fenced by a new producer of its transactional.id: "+err.Error()
 	c.readBackOffsets(ctx, &op)
 	return op
+}
+
+// fence has the producer complete its InitProducerId, so that the
+// transaction of the producer it replaced is aborted now rather than at
+// its timeout; an error leaves that to the timeout.
+func (c *Client) fence(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, c.opts.RequestTimeout)
+	defer cancel()
+	_, _, _ = c.producer.ProducerID(ctx)
 }
 
 // readBackOffsets records, on an aborted txn op that sent offsets, what

@@ -72,6 +72,21 @@ func TestFailedAbortWithoutCommitFails(t *testing.T) {
 	old := cl.producer
 	done := cl.Invoke(ctx, checker.Op{Type: checker.Invoke, F: "txn", Mops: []checker.MicroOp{{F: "send", Key: 0, Value: 1}}})
 	assert.Equal(t, checker.Fail, done.Type, done.Error)
-	assert.Contains(t, done.Error, "no commit was sent and the producer was replaced")
+	assert.Contains(t, done.Error, "no commit was sent at its epoch and the producer was closed")
 	assert.NotSame(t, old, cl.producer)
+}
+
+// TestOnlyAbortedNeedsAnotherEpoch: a transaction whose abort errs counts
+// as aborted only when no commit the producer sent was at its epoch
+// (below transaction.version 2 a delayed copy of one could still commit
+// it) and the epochs are known.
+func TestOnlyAbortedNeedsAnotherEpoch(t *testing.T) {
+	c := &Client{txn: &txnState{committed: noEpoch}}
+	assert.True(t, c.onlyAborted(producerEpoch{7, 0}), "nothing committed yet")
+	c.txn.committed = producerEpoch{7, 0}
+	assert.False(t, c.onlyAborted(producerEpoch{7, 0}), "a commit at the same epoch (transaction.version 0 or 1)")
+	assert.True(t, c.onlyAborted(producerEpoch{7, 1}), "every EndTxn bumped the epoch (transaction.version 2)")
+	assert.False(t, c.onlyAborted(unknownEpoch))
+	c.txn.committed = unknownEpoch
+	assert.False(t, c.onlyAborted(producerEpoch{7, 1}), "a commit at an epoch unknown")
 }
