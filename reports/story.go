@@ -323,7 +323,7 @@ func keyStory(in Input, a *analysis, key int, counts map[string]int, spans []fau
 			if t0, t1, ok := sendTimes(a, ex); ok {
 				first, last = min(first, t0), max(last, t1)
 			}
-			if t, ok := firstSeen(a, []checker.Example{ex}); ok {
+			if t, ok := seenAt(a, ex); ok {
 				seen = min(seen, t)
 			}
 		}

@@ -68,12 +68,13 @@ func anomalySentence(in Input, a *analysis, name string, rep checker.AnomalyRepo
 	if !ok {
 		return st
 	}
+	seen, seenOK := firstSeen(a, rep.Examples)
 	if kind.loss {
 		st.detail = "acknowledged at " + seconds(first)
 		if seconds(last) != seconds(first) {
 			st.detail = "acknowledged between " + seconds(first) + " and " + seconds(last)
 		}
-	} else if seen, ok := firstSeen(a, rep.Examples); ok && !kind.unseenTime {
+	} else if seenOK && !kind.unseenTime {
 		st.detail = "first seen at " + seconds(seen)
 	}
 	if len(a.nemesis) == 0 {
@@ -106,7 +107,7 @@ func anomalySentence(in Input, a *analysis, name string, rep checker.AnomalyRepo
 		// Examples without a key (client errors, cycles, fenced commits)
 		// are laid to the fault of their own times: the one in force, or
 		// the last one before, by the time the first was seen.
-		if seen, ok := firstSeen(a, rep.Examples); ok && !kind.loss && !kind.unseenTime {
+		if seenOK && !kind.loss && !kind.unseenTime {
 			last = max(first, seen)
 		}
 		f := blameUntil(spans, first, last, last, kind)
@@ -191,7 +192,7 @@ func blamePerKey(a *analysis, spans []faultSpan, examples []checker.Example, kin
 		if !ok || !ex.HasKey() {
 			continue
 		}
-		_, seen, _ := timesOf(a, ex.OpIndexes())
+		seen, _ := seenAt(a, ex)
 		w := windows[ex.Key]
 		if w == nil {
 			windows[ex.Key] = &window{t0, t1, seen}
@@ -269,15 +270,21 @@ func sendTimes(a *analysis, ex checker.Example) (first, last int64, ok bool) {
 	return timesOf(a, sends)
 }
 
-// firstSeen is when the first of the examples could be seen: an
-// example shows once its last operation completed (the read of an aborted
-// write, the poll that skipped, the transaction that closed a cycle).
+// seenAt is when an example could be seen: once its last operation
+// completed (the read of an aborted write, the poll that skipped, the
+// transaction that closed a cycle).
+func seenAt(a *analysis, ex checker.Example) (int64, bool) {
+	_, last, ok := timesOf(a, ex.OpIndexes())
+	return last, ok
+}
+
+// firstSeen is when the first of the examples could be seen (seenAt).
 func firstSeen(a *analysis, examples []checker.Example) (int64, bool) {
 	var first int64
 	found := false
 	for _, ex := range examples {
-		if _, last, ok := timesOf(a, ex.OpIndexes()); ok && (!found || last < first) {
-			first, found = last, true
+		if t, ok := seenAt(a, ex); ok && (!found || t < first) {
+			first, found = t, true
 		}
 	}
 	return first, found

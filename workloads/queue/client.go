@@ -483,14 +483,23 @@ func (c *Client) send(ctx context.Context, op checker.Op) checker.Op {
 }
 
 // replaceProducer closes the producer, never to send again, and starts a
-// new one with the same options (its transactional.id included, whose
-// InitProducerId fences the old one: the commits the old one sent can
-// decide nothing after it).
+// new one with the same options (its transactional.id included), as
+// handOver.
 func (c *Client) replaceProducer() {
+	next, _ := kgo.NewClient(c.producerOpts...)
+	c.handOver(next)
+}
+
+// handOver closes the producer, never to send again (what it buffers
+// fails; never waited for), and makes next the client's producer (nil:
+// none could be made, and the closed one stays). next's InitProducerId
+// fences the old one, so no commit the old one sent decides anything
+// after it.
+func (c *Client) handOver(next *kgo.Client) {
 	old := c.producer
 	go old.Close()
-	if p, err := kgo.NewClient(c.producerOpts...); err == nil {
-		c.producer = p
+	if next != nil {
+		c.producer = next
 	}
 	if c.txn != nil {
 		c.txn.committed = noEpoch
@@ -515,7 +524,7 @@ func (c *Client) produce(ctx context.Context, rec *kgo.Record) error {
 		return err
 	case <-time.After(bound + c.opts.RequestTimeout):
 	}
-	c.replaceProducer() // the old one fails what it still buffers; never waited for
+	c.replaceProducer()
 	return fmt.Errorf("no acknowledgement within %v: send abandoned, producer replaced", bound+c.opts.RequestTimeout)
 }
 

@@ -83,14 +83,14 @@ func (c *Client) onlyAborted(at producerEpoch) bool {
 // produced anything: kgo ends a transaction that added no partition
 // without asking the broker), then commit, or abort now and then on
 // purpose. An aborted transaction (on purpose, or after a send failed)
-// completes fail, whether its abort succeeded or not (no commit was sent,
-// and the producer is replaced when the abort errs): none of its sends
-// may be seen. So
-// does one fenced before its commit by a successor with its
-// transactional.id (Options.TxnFenceOneIn), marked Fenced, whose commit
-// was refused. A commit whose outcome is unknown completes info. After an abort the
-// consumer rewinds the keys the transaction polled, so the next poll
-// reads them again. The op records the offsets it sent (Committed) and,
+// completes fail: none of its sends may be seen. An abort that errs is
+// fail too where no commit was sent at the transaction's epoch (its
+// producer is then replaced), info otherwise; by the same rule, so does
+// one fenced before its commit by a successor with its transactional.id
+// (Options.TxnFenceOneIn, marked Fenced) whose commit was refused. A
+// commit whose outcome is
+// unknown completes info. After an abort the consumer rewinds the keys the
+// transaction polled, so the next poll reads them again. The op records the offsets it sent (Committed) and,
 // after an abort, the group's offsets read back (GroupOffsets).
 func (c *Client) transact(ctx context.Context, op checker.Op) checker.Op {
 	if c.txn == nil {
@@ -257,12 +257,9 @@ func (c *Client) initSuccessor(ctx context.Context) *kgo.Client {
 // the group's are read back as after any abort); a commit that succeeds is
 // recorded ok and Fenced, for the checker's fenced-commit.
 func (c *Client) commitFenced(ctx, ectx context.Context, op checker.Op, successor *kgo.Client, at producerEpoch, before map[int]int64, polled map[int]bool) checker.Op {
-	zombie := c.producer
 	aborted := c.onlyAborted(at)
-	err := zombie.EndTransaction(ectx, kgo.TryCommit)
-	c.producer = successor
-	c.txn.committed = noEpoch // the successor's epochs fence the zombie's commits
-	go zombie.Close()
+	err := c.producer.EndTransaction(ectx, kgo.TryCommit)
+	c.handOver(successor)
 	op.Fenced = true
 	switch {
 	case err == nil:
@@ -280,14 +277,10 @@ func (c *Client) commitFenced(ctx, ectx context.Context, op checker.Op, successo
 	return op
 }
 
-// fence has the producer complete its InitProducerId, so that the
-// transaction of the producer it replaced is aborted now rather than at
-// its timeout; an error leaves that to the timeout.
-func (c *Client) fence(ctx context.Context) {
-	ctx, cancel := context.WithTimeout(ctx, c.opts.RequestTimeout)
-	defer cancel()
-	_, _, _ = c.producer.ProducerID(ctx)
-}
+// fence has the producer complete its InitProducerId (epoch), so that
+// the transaction of the producer it replaced is aborted now rather than
+// at its timeout; an error leaves that to the timeout.
+func (c *Client) fence(ctx context.Context) { c.epoch(ctx) }
 
 // readBackOffsets records, on an aborted txn op that sent offsets, what
 // the abort left as the group's offsets of those keys: never what only
