@@ -2,6 +2,9 @@ package node
 
 import (
 	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -112,4 +115,91 @@ func benchTopicEnd(b *testing.B, cl *kgo.Client, topic string) int64 {
 		}
 	})
 	return n
+}
+
+// BenchmarkTransactionsConcurrent is BenchmarkTransactions' op run by 8
+// producers at once (each with its own transactional id in mode=txn), so
+// that throughput is bound by the CPU both ends spend per op rather than
+// by one producer's round trips. ns/op is wall time over all producers'
+// ops.
+func BenchmarkTransactionsConcurrent(b *testing.B) {
+	const producers = 8
+	for _, peer := range benchPeers() {
+		for _, mode := range []string{"plain", "txn"} {
+			b.Run("broker="+peer.name+"/mode="+mode, func(b *testing.B) {
+				seeds := peer.start(b)
+				benchCreateTopic(b, seeds)
+				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+				defer cancel()
+				value := make([]byte, benchValueBytes)
+				clients := make([]*kgo.Client, producers)
+				for i := range clients {
+					opts := []kgo.Opt{kgo.SeedBrokers(seeds...), kgo.DefaultProduceTopic(benchTopic),
+						kgo.RecordPartitioner(kgo.RoundRobinPartitioner()), kgo.ProducerLinger(0)}
+					if mode == "txn" {
+						opts = append(opts, kgo.TransactionalID(fmt.Sprintf("bench-%s-%d", peer.name, i)))
+					}
+					cl, err := kgo.NewClient(opts...)
+					if err != nil {
+						b.Fatal(err)
+					}
+					defer cl.Close()
+					clients[i] = cl
+				}
+				op := func(cl *kgo.Client) error {
+					if mode == "txn" {
+						if err := cl.BeginTransaction(); err != nil {
+							return err
+						}
+					}
+					var failed atomic.Pointer[error]
+					for range 4 {
+						cl.Produce(ctx, &kgo.Record{Value: value}, func(_ *kgo.Record, err error) {
+							if err != nil {
+								failed.CompareAndSwap(nil, &err)
+							}
+						})
+					}
+					if err := cl.Flush(ctx); err != nil {
+						return err
+					}
+					if err := failed.Load(); err != nil {
+						return *err
+					}
+					if mode == "txn" {
+						return cl.EndTransaction(ctx, kgo.TryCommit)
+					}
+					return nil
+				}
+				for _, cl := range clients { // warm up
+					if err := op(cl); err != nil {
+						b.Fatal(err)
+					}
+				}
+				var left atomic.Int64
+				left.Store(int64(b.N))
+				errs := make(chan error, producers)
+				b.ResetTimer()
+				var wg sync.WaitGroup
+				for _, cl := range clients {
+					wg.Go(func() {
+						for left.Add(-1) >= 0 {
+							if err := op(cl); err != nil {
+								errs <- err
+								return
+							}
+						}
+					})
+				}
+				wg.Wait()
+				b.StopTimer()
+				select {
+				case err := <-errs:
+					b.Fatal(err)
+				default:
+				}
+				b.ReportMetric(float64(4*b.N)/b.Elapsed().Seconds(), "records/s")
+			})
+		}
+	}
 }
