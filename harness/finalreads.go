@@ -31,7 +31,7 @@ func (r *run) finalReads(ctx context.Context) {
 			end = deadline
 		}
 		rctx, cancel := context.WithDeadline(ctx, end)
-		r.runWorkers(ctx, rctx, final, final.NewClient, 1, finalProcessBase+round*finalProcessStride, 0)
+		r.runWorkers(ctx, rctx, final, final.NewClient, nil, 1, finalProcessBase+round*finalProcessStride, 0)
 		cancel()
 	}
 	if !final.Done() {

@@ -39,14 +39,14 @@ func runOnKfake(t *testing.T, name string, opts workloads.Options, d time.Durati
 	defer rec.Close()
 	r := &run{t: DefaultTest(), rec: rec, out: io.Discard}
 	ctx, cancel := context.WithTimeout(context.Background(), d)
-	r.runWorkers(context.Background(), ctx, wl.Generator(), wl.NewClient, concurrency, 0, 0)
+	r.runWorkers(context.Background(), ctx, wl.Generator(), wl.NewClient, nil, concurrency, 0, 0)
 	cancel()
 	fctx, fcancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer fcancel()
 	final := wl.Final(fctx, io.Discard)
 	base := 1000
 	for round := 0; round < 10 && !final.Done() && fctx.Err() == nil; round++ {
-		r.runWorkers(context.Background(), fctx, final, final.NewClient, 1, base, 0)
+		r.runWorkers(context.Background(), fctx, final, final.NewClient, nil, 1, base, 0)
 		base++
 	}
 	require.True(t, final.Done(), "final reads did not finish: %s", final.Missing())

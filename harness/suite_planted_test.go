@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -117,17 +118,24 @@ func (b blockingClient) Invoke(ctx context.Context, op checker.Op) checker.Op {
 }
 func (b blockingClient) Close() { *b.closed++ }
 
+// newCrashRun is a run at seed 3 recording to a history in a temporary
+// directory.
+func newCrashRun(t *testing.T) (*run, *Recorder) {
+	t.Helper()
+	rec, err := NewRecorder(filepath.Join(t.TempDir(), "history.jsonl"))
+	require.NoError(t, err)
+	t.Cleanup(func() { rec.Close() })
+	tt := DefaultTest()
+	tt.Seed = 3
+	return &run{t: tt, rec: rec, out: &bytes.Buffer{}}, rec
+}
+
 // crashRun runs two workers of blockingClients from gen for d with a
 // client crashed every 100 ms; it returns the history and how many
 // clients were made and closed.
 func crashRun(t *testing.T, gen workloads.Generator, d time.Duration) (checker.History, int, int) {
 	t.Helper()
-	rec, err := NewRecorder(filepath.Join(t.TempDir(), "history.jsonl"))
-	require.NoError(t, err)
-	defer rec.Close()
-	tt := DefaultTest()
-	tt.Seed = 3
-	r := &run{t: tt, rec: rec, out: &bytes.Buffer{}}
+	r, rec := newCrashRun(t)
 	var mu sync.Mutex
 	closed, made := 0, 0
 	newClient := func() (workloads.Client, error) {
@@ -138,7 +146,7 @@ func crashRun(t *testing.T, gen workloads.Generator, d time.Duration) (checker.H
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()
-	r.runWorkers(context.Background(), ctx, gen, newClient, 2, 0, 100*time.Millisecond)
+	r.runWorkers(context.Background(), ctx, gen, newClient, nil, 2, 0, 100*time.Millisecond)
 	return rec.History(), made, closed
 }
 
@@ -224,7 +232,7 @@ func TestSequenceModesNeedTheirRuntime(t *testing.T) {
 // control, the same test without the switch.
 func TestTxnSuiteCases(t *testing.T) {
 	cases := Suites["txn"](DefaultTest())
-	require.Len(t, cases, 7+2*len(txnBugs))
+	require.Len(t, cases, 8+2*len(txnBugs))
 	byName := map[string]Case{}
 	for _, c := range cases {
 		require.NoError(t, c.Test.Validate(testWorkloads), c.Test.Name)
@@ -237,6 +245,13 @@ func TestTxnSuiteCases(t *testing.T) {
 	assert.Equal(t, "power:coordinator", byName["txn-power-coordinator"].Test.Nemesis.String())
 	assert.Equal(t, Duration(5*time.Second), byName["txn-crash-clients"].Test.CrashClientsInterval)
 	assert.Equal(t, "partition:clients-coordinator", byName["txn-clients-coordinator"].Test.Nemesis.String())
+	assert.Equal(t, "stop:coordinator,stop:leaders", byName["txn-stop"].Test.Nemesis.String())
+	for _, name := range []string{"txn-kill", "txn-coordinator", "txn-stop", "txn-coordinator-cut", "txn-crash-clients", "txn-power-coordinator"} {
+		assert.Equal(t, "5000", byName[name].Test.BrokerConfig["log.roll.ms"], "%s rolls its segments within the test", name)
+	}
+	assert.Equal(t, "3000", byName["txn-coordinator-cut"].Test.BrokerConfig["replica.lag.time.max.ms"])
+	assert.Equal(t, Duration(3*time.Second), byName["txn-coordinator-cut"].Test.CrashClientsInterval)
+	assert.NotContains(t, byName["txn-kill"].Test.BrokerConfig, "replica.lag.time.max.ms", "the cut case's lag setting stays its own")
 	assertPlantedPairs(t, byName, txnBugs)
 	assert.True(t, byName["planted-read-committed-past-lso"].Test.Txn)
 	assert.Equal(t, "compact", byName["control-cleaner-drops-latest"].Test.Workload)
@@ -259,4 +274,71 @@ func assertPlantedPairs(t *testing.T, byName map[string]Case, bugs []plantedBug)
 		assert.Equal(t, p.Test.Txn, c.Test.Txn, b.name)
 		assert.Equal(t, p.Test.Workload, c.Test.Workload, b.name)
 	}
+}
+
+// idClient is a blockingClient with an identity (a transactional.id).
+type idClient struct {
+	blockingClient
+	id string
+}
+
+// restarter is a workloads.Restartable of idClients: fresh clients get
+// new identities, successors the one handed on, each noted.
+type restarter struct {
+	mu        sync.Mutex
+	closed    int
+	made      int
+	succeeded []string
+}
+
+func (r *restarter) newClient() (workloads.Client, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.made++
+	return idClient{blockingClient{closed: &r.closed}, fmt.Sprintf("id-%d", r.made)}, nil
+}
+
+func (r *restarter) Identity(c workloads.Client) string { return c.(idClient).id }
+
+func (r *restarter) NewClientAs(identity string) (workloads.Client, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.succeeded = append(r.succeeded, identity)
+	return idClient{blockingClient{closed: &r.closed}, identity}, nil
+}
+
+// TestCrashedClientIsSucceededUnderItsIdentity: with a Restartable
+// workload, a seeded part of the crashed clients (each crash event says
+// which) are succeeded under the identity of the client crashed, the
+// others by fresh clients.
+func TestCrashedClientIsSucceededUnderItsIdentity(t *testing.T) {
+	r, rec := newCrashRun(t)
+	rs := &restarter{}
+	ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
+	defer cancel()
+	r.runWorkers(context.Background(), ctx, &onlySends{}, rs.newClient, rs, 2, 0, 100*time.Millisecond)
+	successors, fresh := 0, 0
+	for _, op := range rec.History() {
+		if op.F != checker.FCrashClient {
+			continue
+		}
+		var v struct{ Successor bool }
+		require.NoError(t, json.Unmarshal(op.Raw, &v))
+		if v.Successor {
+			successors++
+		} else {
+			fresh++
+		}
+	}
+	assert.Positive(t, successors, "some crashed clients are succeeded under their identity")
+	assert.Positive(t, fresh, "and some by fresh clients")
+	// The last crash's successor may not be made before the test ends.
+	assert.InDelta(t, successors, len(rs.succeeded), 1, "one successor for each crash that hands on")
+	for _, id := range rs.succeeded {
+		n := 0
+		_, err := fmt.Sscanf(id, "id-%d", &n)
+		require.NoError(t, err)
+		assert.LessOrEqual(t, n, rs.made, "a successor takes over the identity of a client made before")
+	}
+	assert.Equal(t, rs.made+len(rs.succeeded), rs.closed, "every client closed")
 }

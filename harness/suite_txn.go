@@ -45,6 +45,11 @@ var txnBugs = []plantedBug{
 		why:       "a majority of nodes killed and restarted on their data: in the logs they recovered, the cleaner drops each key's latest record of the cleaned range, so a key not written again has lost its latest value when the final scan reads it"},
 }
 
+// rollOften rolls a partition's active segment once it is 5 s old, so that
+// a test writes producer-state snapshots and transaction indexes of several
+// segments.
+var rollOften = map[string]string{"log.roll.ms": "5000"}
+
 // fastCleaner makes the cleaner look for work every second (the default
 // backoff is 15 s, most of a short test).
 var fastCleaner = map[string]string{"log.cleaner.backoff.ms": "1000"}
@@ -58,6 +63,11 @@ func txnSuite(base Test) []Case {
 	txn := durable(base)
 	txn.Name, txn.Txn, txn.NemesisInterval = "txn-kill", true, interval
 	txn.Nemesis = nemesis.Spec{{Kind: nemesis.KindKill, Mode: nemesis.TargetLeaders}, {Kind: nemesis.KindKill, Mode: nemesis.TargetController}}
+	// Segments roll every few seconds (the default is a week or 1 GiB,
+	// never within a test): a transaction left open across a roll must
+	// survive in the producer-state snapshot written there, and recovery
+	// starts from that snapshot rather than the log's first offset.
+	maps.Copy(txn.BrokerConfig, rollOften)
 	compact := durable(base)
 	compact.Name, compact.Workload, compact.NemesisInterval = "compact-kill", "compact", interval
 	compact.Nemesis = nemesis.Spec{{Kind: nemesis.KindKill}}
@@ -77,6 +87,7 @@ func txnSuite(base Test) []Case {
 	power.Name, power.Txn, power.NemesisInterval = "txn-power-coordinator", true, interval
 	power.Nemesis = nemesis.Spec{{Kind: nemesis.KindPower, Mode: nemesis.TargetCoordinator}}
 	power.BrokerConfig["log.flush.interval.messages"] = "1"
+	maps.Copy(power.BrokerConfig, rollOften)
 	// Clients crashed mid-transaction leave their transactions open: the
 	// broker must abort each when its timeout passes (20 s), or the
 	// last stable offset stays below it and read_committed reads stop.
@@ -93,15 +104,29 @@ func txnSuite(base Test) []Case {
 	// partitions' ISRs shrink and it goes on deciding transactions, then
 	// killed: those whose markers could not reach the leaders it was cut
 	// off from are left prepared, for its successor to finish as decided.
+	// Controlled shutdowns (SIGTERM) of coordinators and leaders: the
+	// controller moves leaderships off a node that is still up, so markers
+	// and appends in flight meet NOT_LEADER_OR_FOLLOWER, and the node
+	// restarts from the producer-state snapshots it wrote at shutdown.
+	stop := txn
+	stop.Name = "txn-stop"
+	stop.Nemesis = nemesis.Spec{{Kind: nemesis.KindStop, Mode: nemesis.TargetCoordinator}, {Kind: nemesis.KindStop, Mode: nemesis.TargetLeaders}}
+	// Clients are crashed too, every 3 s: a crashed client's successor
+	// under its transactional.id (half of them) may meet the last
+	// transaction it committed still prepared, its markers held up by the
+	// cut, and must wait for the commit to finish, never abort it.
 	cut := txn
 	cut.Name = "txn-coordinator-cut"
 	cut.Nemesis = nemesis.Spec{{Kind: nemesis.KindPartition, Mode: nemesis.PartitionCoordinatorCutThenKilled}}
+	cut.CrashClientsInterval = Duration(3 * time.Second)
+	cut.FinalTimeout = max(cut.FinalTimeout, Duration(60*time.Second))
 	cut.BrokerConfig = maps.Clone(txn.BrokerConfig)
 	maps.Copy(cut.BrokerConfig, fastLag)
 	cases := []Case{
 		{Test: txn, Expect: checker.Valid, Why: "transactions (read_committed) while partition leaders and the controller are killed"},
 		{Test: coord, Expect: checker.Valid, Why: "transactions while the node coordinating one of them is killed or paused"},
 		{Test: cut, Expect: checker.Valid, Why: "transactions while the node coordinating one of them, cut off from all but two nodes, decides transactions whose markers cannot reach the leaders it is cut off from, and is killed: its successor finishes each as decided"},
+		{Test: stop, Expect: checker.Valid, Why: "transactions while the node coordinating one of them and partition leaders are shut down (controlled, SIGTERM) and restarted, segments rolling every 5 s: leaderships move off live nodes mid-transaction and each node restarts from its producer-state snapshots"},
 		{Test: clients, Expect: checker.Valid, Why: "transactions while the clients cannot reach the node coordinating one of them, which its peers still reach"},
 		{Test: power, Expect: checker.Valid, Why: "transactions while the node coordinating one of them loses power (every message fsynced)"},
 		{Test: crash, Expect: checker.Valid, Why: "transactions while a client is crashed every 5 s, mid-transaction, and partition leaders are killed: every abandoned transaction is aborted by its timeout"},

@@ -20,11 +20,12 @@ var errCrashed = errors.New("crashed: the client was closed in the middle of the
 // workerSlot lets crash-clients reach a worker: the cancel of the
 // operation in flight, or a note to retire the idle client.
 type workerSlot struct {
-	mu      sync.Mutex
-	process int
-	cancel  context.CancelCauseFunc
-	crashed bool // the operation in flight was crashed
-	retire  bool // the idle client was crashed
+	mu        sync.Mutex
+	process   int
+	cancel    context.CancelCauseFunc
+	crashed   bool // the operation in flight was crashed
+	retire    bool // the idle client was crashed
+	successor bool // the crashed client's successor takes over its identity
 }
 
 func (s *workerSlot) begin(process int, cancel context.CancelCauseFunc) {
@@ -51,12 +52,24 @@ func (s *workerSlot) takeRetire() bool {
 	return r
 }
 
-// crash closes the worker's client: the operation in flight is cancelled
-// (it ends info), or the idle client is retired before the next one. It
-// returns the process it crashed.
-func (s *workerSlot) crash() int {
+// takeSuccessor reports whether the client just crashed is to be succeeded
+// under its identity.
+func (s *workerSlot) takeSuccessor() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	h := s.successor
+	s.successor = false
+	return h
+}
+
+// crash closes the worker's client: the operation in flight is cancelled
+// (it ends info), or the idle client is retired before the next one; with
+// successor the next client takes over its identity. It returns the
+// process it crashed.
+func (s *workerSlot) crash(successor bool) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.successor = successor
 	if s.cancel != nil {
 		s.crashed = true
 		s.cancel(errCrashed)
@@ -76,8 +89,9 @@ func (s *workerSlot) crash() int {
 // operation in flight is cut short and recorded info (a transaction the
 // workload found aborted stays fail), and a new client
 // with a new process number takes over; each crash is a harness event
-// (checker.FCrashClient).
-func (r *run) runWorkers(rootCtx, ctx context.Context, gen workloads.Generator, newClient func() (workloads.Client, error), concurrency, processBase int, crashEvery time.Duration) {
+// (checker.FCrashClient). With restart not nil, a seeded half of those new
+// clients take over the crashed one's identity (restart.NewClientAs).
+func (r *run) runWorkers(rootCtx, ctx context.Context, gen workloads.Generator, newClient func() (workloads.Client, error), restart workloads.Restartable, concurrency, processBase int, crashEvery time.Duration) {
 	var genMu sync.Mutex
 	var wg sync.WaitGroup
 	interval := time.Duration(0)
@@ -100,14 +114,30 @@ func (r *run) runWorkers(rootCtx, ctx context.Context, gen workloads.Generator, 
 					client.Close()
 				}
 			}()
+			// identity is what the next client takes over from a crashed
+			// one ("" for a fresh client).
+			identity := ""
+			retire := func() {
+				if slot.takeSuccessor() && restart != nil {
+					identity = restart.Identity(client)
+				}
+				client.Close()
+				client = nil
+				process += concurrency
+			}
 			for ctx.Err() == nil {
 				if slot.takeRetire() && client != nil {
-					client.Close()
-					client = nil
-					process += concurrency
+					retire()
 				}
 				if client == nil {
-					c, err := newClient()
+					var c workloads.Client
+					var err error
+					if identity != "" {
+						c, err = restart.NewClientAs(identity)
+						identity = ""
+					} else {
+						c, err = newClient()
+					}
 					if err != nil {
 						fmt.Fprintf(r.out, "client for process %d: %v\n", process, err)
 						return
@@ -144,9 +174,7 @@ func (r *run) runWorkers(rootCtx, ctx context.Context, gen workloads.Generator, 
 				gen.Update(done)
 				genMu.Unlock()
 				if done.Type == checker.Info || crashed {
-					client.Close()
-					client = nil
-					process += concurrency
+					retire()
 				}
 				if interval > 0 {
 					select {
@@ -161,16 +189,21 @@ func (r *run) runWorkers(rootCtx, ctx context.Context, gen workloads.Generator, 
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			r.crashClients(ctx, slots, crashEvery)
+			r.crashClients(ctx, slots, crashEvery, restart != nil)
 		}()
 	}
 	wg.Wait()
 }
 
 // crashClients crashes one worker's client, chosen with the test's seed,
-// every interval until ctx ends.
-func (r *run) crashClients(ctx context.Context, slots []*workerSlot, every time.Duration) {
+// every interval until ctx ends. With restartable, a seeded half of the
+// crashed clients are succeeded under their identity (a transactional.id
+// comes back, as an application restarted after a crash); the others'
+// successors start afresh, leaving what they had open to the broker's
+// timeouts.
+func (r *run) crashClients(ctx context.Context, slots []*workerSlot, every time.Duration, restartable bool) {
 	rng := rand.New(rand.NewPCG(uint64(r.t.Seed), 0x6372617368))
+	coin := rand.New(rand.NewPCG(uint64(r.t.Seed), 0x73756363657373))
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
@@ -180,10 +213,12 @@ func (r *run) crashClients(ctx context.Context, slots []*workerSlot, every time.
 		case <-t.C:
 		}
 		w := rng.IntN(len(slots))
-		process := slots[w].crash()
+		successor := restartable && coin.IntN(2) == 0
+		process := slots[w].crash(successor)
 		raw, _ := json.Marshal(struct {
-			Process int `json:"process"`
-		}{process})
+			Process   int  `json:"process"`
+			Successor bool `json:"successor,omitempty"`
+		}{process, successor})
 		r.rec.Record(checker.Op{Process: checker.HarnessProcess, Type: checker.Info, F: checker.FCrashClient, Raw: raw})
 	}
 }

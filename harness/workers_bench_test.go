@@ -59,7 +59,7 @@ func benchWorkers(b *testing.B, concurrency int) {
 	gen := &countedGen{gen: wl.Generator(), limit: int64(b.N)}
 	b.ReportAllocs()
 	b.ResetTimer()
-	r.runWorkers(context.Background(), context.Background(), gen, wl.NewClient, concurrency, 0, 0)
+	r.runWorkers(context.Background(), context.Background(), gen, wl.NewClient, nil, concurrency, 0, 0)
 	b.StopTimer()
 	c := rec.Counts()
 	done := c[checker.OK] + c[checker.Fail] + c[checker.Info]

@@ -72,6 +72,21 @@ type Workload interface {
 	Close()
 }
 
+// Restartable is a workload whose crashed client can be succeeded under
+// the same identity, as an exactly-once application restarted after a
+// crash comes back with its transactional.id: the successor's
+// InitProducerId must fence the crashed client and finish the transaction
+// it left as it was decided (a prepared commit committed, anything else
+// aborted). The harness hands every other crashed client on this way
+// (crash-clients).
+type Restartable interface {
+	// Identity names what a successor of c takes over: "" when c has
+	// nothing to hand on.
+	Identity(c Client) string
+	// NewClientAs connects a client under identity.
+	NewClientAs(identity string) (Client, error)
+}
+
 // KeyPartitioner is a workload whose keys are each one topic-partition:
 // it names the partition of a key, so that faults can aim at the
 // partitions being written now.

@@ -110,7 +110,7 @@ type clientFlags struct {
 func (c *clientFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.failOn, "fail-on-client-error", "", "comma-separated client error codes that make the test invalid when a client gets one ("+strings.Join(checker.SuspectClientErrors, ", ")+"); each is counted in results.json's client-errors either way (default none)")
 	fs.StringVar(&c.consumerMode, "consumer-mode", "", "assign, subscribe (consumer groups) or mixed (odd-numbered processes subscribe, the others assign, in one run); default: --subscribe's choice")
-	fs.DurationVar(&c.crashEvery, "crash-clients-interval", 0, "crash a seeded choice of client every interval (Jepsen's crash-clients): its operation in flight ends info (a transaction that can only end aborted stays fail) and a new client with a new process number takes over (default 0: never)")
+	fs.DurationVar(&c.crashEvery, "crash-clients-interval", 0, "crash a seeded choice of client every interval (Jepsen's crash-clients): its operation in flight ends info (a transaction that can only end aborted stays fail) and a new client with a new process number takes over, under --txn half of them (seeded) with the crashed client's transactional.id (default 0: never)")
 }
 
 // apply sets the flags' choices on t; the error names the bad flag.

@@ -325,6 +325,12 @@ type Client struct {
 
 // NewClient connects a client for one process.
 func NewClient(opts Options, topics *Topics) (*Client, error) {
+	return newClient(opts, topics, "")
+}
+
+// newClient is NewClient; with Options.Txn and txnID not empty, the
+// producer takes over that transactional.id instead of a new one.
+func newClient(opts Options, topics *Topics, txnID string) (*Client, error) {
 	opts = opts.withDefaults()
 	popts := []kgo.Opt{
 		kgo.SeedBrokers(opts.Seeds...),
@@ -349,6 +355,9 @@ func NewClient(opts Options, topics *Topics) (*Client, error) {
 	if opts.Txn {
 		n := topics.clients.Add(1)
 		txn = newTxnState(opts, n)
+		if txnID != "" {
+			txn.id = txnID
+		}
 		popts = append(popts, kgo.TransactionalID(txn.id), kgo.TransactionTimeout(4*opts.RequestTimeout))
 	}
 	producer, err := kgo.NewClient(popts...)

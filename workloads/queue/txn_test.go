@@ -90,3 +90,36 @@ func TestOnlyAbortedNeedsAnotherEpoch(t *testing.T) {
 	c.txn.committed = unknownEpoch
 	assert.False(t, c.onlyAborted(producerEpoch{7, 1}), "a commit at an epoch unknown")
 }
+
+// TestSuccessorTakesOverTheTransactionalID: a crashed client's successor
+// (workloads.Restartable) runs under the crashed one's transactional.id,
+// so its InitProducerId fences it: the successor commits, and the old
+// client, were it still alive, no longer can.
+func TestSuccessorTakesOverTheTransactionalID(t *testing.T) {
+	opts, topics, ctx := onKfake(t, Options{PartitionsPerTopic: 1, ReplicationFactor: 1, RequestTimeout: 3 * time.Second,
+		Txn: true, TxnAbortOneIn: -1, TxnFenceOneIn: -1})
+	w := &workload{opts: opts, topics: topics}
+	old, err := NewClient(opts, topics)
+	require.NoError(t, err)
+	defer old.Close()
+	send := func(v int64) checker.Op {
+		return checker.Op{Type: checker.Invoke, F: "txn", Mops: []checker.MicroOp{{F: "send", Key: 0, Value: v}}}
+	}
+	require.Equal(t, checker.OK, old.Invoke(ctx, send(1)).Type)
+
+	id := w.Identity(old)
+	require.NotEmpty(t, id)
+	fresh, err := w.NewClient()
+	require.NoError(t, err)
+	defer fresh.Close()
+	assert.NotEqual(t, id, w.Identity(fresh), "a fresh client has a transactional.id of its own")
+
+	succ, err := w.NewClientAs(id)
+	require.NoError(t, err)
+	defer succ.Close()
+	assert.Equal(t, id, w.Identity(succ))
+	got := succ.Invoke(ctx, send(2))
+	require.Equal(t, checker.OK, got.Type, got.Error)
+	after := old.Invoke(ctx, send(3))
+	assert.NotEqual(t, checker.OK, after.Type, "the successor's InitProducerId fenced the client it took over from")
+}

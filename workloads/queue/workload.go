@@ -43,6 +43,22 @@ func (w *workload) Generator() workloads.Generator { return w.gen }
 
 func (w *workload) NewClient() (workloads.Client, error) { return NewClient(w.opts, w.topics) }
 
+// Identity implements workloads.Restartable: a transactional client's
+// transactional.id.
+func (w *workload) Identity(c workloads.Client) string {
+	if qc, ok := c.(*Client); ok && qc.txn != nil {
+		return qc.txn.id
+	}
+	return ""
+}
+
+// NewClientAs implements workloads.Restartable: a client whose producer
+// takes over transactional.id identity (its own generator state, a new
+// process).
+func (w *workload) NewClientAs(identity string) (workloads.Client, error) {
+	return newClient(w.opts, w.topics, identity)
+}
+
 func (w *workload) OwnsTopic(topic string) bool {
 	_, ok := w.opts.Key(topic, 0)
 	return ok
