@@ -147,8 +147,10 @@
 // when a write was acknowledged and when a new leader took over.
 //
 // A harness event f "crash-client" (FCrashClient) records that the harness
-// crashed a client process (value {"process": N}); that process's open
-// operation is recorded info. One f "stalled-reads" (FStalledReads, a
+// crashed a client process (value {"process": N}, with "successor": true
+// when the process's successor takes over its transactional.id); that
+// process's open operation is recorded info (or fail, for a transaction
+// that can only end aborted). One f "stalled-reads" (FStalledReads, a
 // list of Stall), in transactional runs only, records for the keys the
 // final reads did not finish the partition's high watermark, last stable
 // offset and open transactions; the unseen example of such a key cites it

@@ -331,8 +331,7 @@ func (r *run) execute(ctx context.Context) (Outcome, error) {
 		sched.Run(mainCtx, func(op checker.Op) { r.noteFault(op); rec.Record(op) })
 		executed = sched.Executed()
 	}()
-	restart, _ := wl.(workloads.Restartable)
-	r.runWorkers(ctx, mainCtx, wl.Generator(), wl.NewClient, restart, t.Concurrency, 0, time.Duration(t.CrashClientsInterval))
+	r.runWorkers(ctx, mainCtx, wl.Generator(), wl.NewClient, restartable(t, wl), t.Concurrency, 0, time.Duration(t.CrashClientsInterval))
 	wg.Wait()
 	stopProgress()
 	if err := writeSchedule(r.dir, executed); err != nil {

@@ -276,10 +276,19 @@ func assertPlantedPairs(t *testing.T, byName map[string]Case, bugs []plantedBug)
 	}
 }
 
-// idClient is a blockingClient with an identity (a transactional.id).
+// idClient is a blockingClient with an identity (a transactional.id) that
+// notes which process used it.
 type idClient struct {
 	blockingClient
 	id string
+	rs *restarter
+}
+
+func (c idClient) Invoke(ctx context.Context, op checker.Op) checker.Op {
+	c.rs.mu.Lock()
+	c.rs.used[op.Process] = c.id
+	c.rs.mu.Unlock()
+	return c.blockingClient.Invoke(ctx, op)
 }
 
 // restarter is a workloads.Restartable of idClients: fresh clients get
@@ -289,13 +298,14 @@ type restarter struct {
 	closed    int
 	made      int
 	succeeded []string
+	used      map[int]string // process to the identity of its client
 }
 
 func (r *restarter) newClient() (workloads.Client, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.made++
-	return idClient{blockingClient{closed: &r.closed}, fmt.Sprintf("id-%d", r.made)}, nil
+	return idClient{blockingClient{closed: &r.closed}, fmt.Sprintf("id-%d", r.made), r}, nil
 }
 
 func (r *restarter) Identity(c workloads.Client) string { return c.(idClient).id }
@@ -304,41 +314,59 @@ func (r *restarter) NewClientAs(identity string) (workloads.Client, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.succeeded = append(r.succeeded, identity)
-	return idClient{blockingClient{closed: &r.closed}, identity}, nil
+	return idClient{blockingClient{closed: &r.closed}, identity, r}, nil
 }
 
 // TestCrashedClientIsSucceededUnderItsIdentity: with a Restartable
 // workload, a seeded part of the crashed clients (each crash event says
-// which) are succeeded under the identity of the client crashed, the
-// others by fresh clients.
+// which) are succeeded under the identity of the client the crashed
+// process used, the others by fresh clients.
 func TestCrashedClientIsSucceededUnderItsIdentity(t *testing.T) {
 	r, rec := newCrashRun(t)
-	rs := &restarter{}
+	rs := &restarter{used: map[int]string{}}
 	ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
 	defer cancel()
 	r.runWorkers(context.Background(), ctx, &onlySends{}, rs.newClient, rs, 2, 0, 100*time.Millisecond)
+	handedOn := map[string]int{} // identities the successor crashes hand on
 	successors, fresh := 0, 0
 	for _, op := range rec.History() {
 		if op.F != checker.FCrashClient {
 			continue
 		}
-		var v struct{ Successor bool }
+		var v struct {
+			Process   int
+			Successor bool
+		}
 		require.NoError(t, json.Unmarshal(op.Raw, &v))
 		if v.Successor {
 			successors++
+			handedOn[rs.used[v.Process]]++
 		} else {
 			fresh++
 		}
 	}
 	assert.Positive(t, successors, "some crashed clients are succeeded under their identity")
 	assert.Positive(t, fresh, "and some by fresh clients")
-	// The last crash's successor may not be made before the test ends.
-	assert.InDelta(t, successors, len(rs.succeeded), 1, "one successor for each crash that hands on")
+	// The last crashes' successors may not be made before the test ends.
+	assert.InDelta(t, successors, len(rs.succeeded), 2, "one successor for each crash that hands on")
 	for _, id := range rs.succeeded {
-		n := 0
-		_, err := fmt.Sscanf(id, "id-%d", &n)
-		require.NoError(t, err)
-		assert.LessOrEqual(t, n, rs.made, "a successor takes over the identity of a client made before")
+		assert.Positive(t, handedOn[id], "successor under %s: no crash handed it on", id)
+		handedOn[id]--
 	}
 	assert.Equal(t, rs.made+len(rs.succeeded), rs.closed, "every client closed")
+}
+
+// TestRestartableOnlyUnderTxn: crashed clients are succeeded under their
+// identity only in a transactional run.
+func TestRestartableOnlyUnderTxn(t *testing.T) {
+	wl := &restartableWorkload{}
+	tt := DefaultTest()
+	assert.Nil(t, restartable(tt, wl))
+	tt.Txn = true
+	assert.NotNil(t, restartable(tt, wl))
+}
+
+type restartableWorkload struct {
+	workloads.Workload
+	restarter
 }

@@ -90,7 +90,9 @@ func txnSuite(base Test) []Case {
 	maps.Copy(power.BrokerConfig, rollOften)
 	// Clients crashed mid-transaction leave their transactions open: the
 	// broker must abort each when its timeout passes (20 s), or the
-	// last stable offset stays below it and read_committed reads stop.
+	// last stable offset stays below it and read_committed reads stop;
+	// half the crashed clients come back under their transactional.id,
+	// whose InitProducerId must abort what they left at once.
 	crash := txn
 	crash.Name = "txn-crash-clients"
 	crash.Nemesis = nemesis.Spec{{Kind: nemesis.KindKill, Mode: nemesis.TargetLeaders}}
@@ -99,11 +101,6 @@ func txnSuite(base Test) []Case {
 	// timeout (4 × the clients' 5 s request timeout) and the broker's
 	// check for it.
 	crash.FinalTimeout = max(crash.FinalTimeout, Duration(60*time.Second))
-	// The coordinator cut off from all but the controller and one other
-	// node for 10 s, past replica.lag.time.max.ms (3 s here) so that its
-	// partitions' ISRs shrink and it goes on deciding transactions, then
-	// killed: those whose markers could not reach the leaders it was cut
-	// off from are left prepared, for its successor to finish as decided.
 	// Controlled shutdowns (SIGTERM) of coordinators and leaders: the
 	// controller moves leaderships off a node that is still up, so markers
 	// and appends in flight meet NOT_LEADER_OR_FOLLOWER, and the node
@@ -111,6 +108,11 @@ func txnSuite(base Test) []Case {
 	stop := txn
 	stop.Name = "txn-stop"
 	stop.Nemesis = nemesis.Spec{{Kind: nemesis.KindStop, Mode: nemesis.TargetCoordinator}, {Kind: nemesis.KindStop, Mode: nemesis.TargetLeaders}}
+	// The coordinator cut off from all but the controller and one other
+	// node for 10 s, past replica.lag.time.max.ms (3 s here) so that its
+	// partitions' ISRs shrink and it goes on deciding transactions, then
+	// killed: those whose markers could not reach the leaders it was cut
+	// off from are left prepared, for its successor to finish as decided.
 	// Clients are crashed too, every 3 s: a crashed client's successor
 	// under its transactional.id (half of them) may meet the last
 	// transaction it committed still prepared, its markers held up by the
@@ -122,6 +124,11 @@ func txnSuite(base Test) []Case {
 	cut.FinalTimeout = max(cut.FinalTimeout, Duration(60*time.Second))
 	cut.BrokerConfig = maps.Clone(txn.BrokerConfig)
 	maps.Copy(cut.BrokerConfig, fastLag)
+	// Each case gets a config map of its own, so that a change to one
+	// never reaches the others.
+	for _, t := range []*Test{&coord, &clients, &crash, &stop} {
+		t.BrokerConfig = maps.Clone(t.BrokerConfig)
+	}
 	cases := []Case{
 		{Test: txn, Expect: checker.Valid, Why: "transactions (read_committed) while partition leaders and the controller are killed"},
 		{Test: coord, Expect: checker.Valid, Why: "transactions while the node coordinating one of them is killed or paused"},
@@ -129,7 +136,7 @@ func txnSuite(base Test) []Case {
 		{Test: stop, Expect: checker.Valid, Why: "transactions while the node coordinating one of them and partition leaders are shut down (controlled, SIGTERM) and restarted, segments rolling every 5 s: leaderships move off live nodes mid-transaction and each node restarts from its producer-state snapshots"},
 		{Test: clients, Expect: checker.Valid, Why: "transactions while the clients cannot reach the node coordinating one of them, which its peers still reach"},
 		{Test: power, Expect: checker.Valid, Why: "transactions while the node coordinating one of them loses power (every message fsynced)"},
-		{Test: crash, Expect: checker.Valid, Why: "transactions while a client is crashed every 5 s, mid-transaction, and partition leaders are killed: every abandoned transaction is aborted by its timeout"},
+		{Test: crash, Expect: checker.Valid, Why: "transactions while a client is crashed every 5 s, mid-transaction, and partition leaders are killed: every abandoned transaction is aborted, by its timeout or by the InitProducerId of a successor under its transactional.id"},
 		{Test: compact, Expect: checker.Valid, Why: "keyed upserts and deletes on a compacted topic while nodes are killed: every key's latest value survives the cleaner"},
 	}
 	return append(cases, plantedCases(base, txnBugs)...)

@@ -25,7 +25,7 @@ type workerSlot struct {
 	cancel    context.CancelCauseFunc
 	crashed   bool // the operation in flight was crashed
 	retire    bool // the idle client was crashed
-	successor bool // the crashed client's successor takes over its identity
+	successor bool // with crashed or retire: the next client takes over the crashed one's identity
 }
 
 func (s *workerSlot) begin(process int, cancel context.CancelCauseFunc) {
@@ -34,41 +34,42 @@ func (s *workerSlot) begin(process int, cancel context.CancelCauseFunc) {
 	s.mu.Unlock()
 }
 
-// end reports whether the operation that just ended was crashed.
-func (s *workerSlot) end() bool {
+// end reports whether the operation that just ended was crashed and, if
+// so, whether its client's successor takes over its identity.
+func (s *workerSlot) end() (crashed, successor bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.cancel = nil
-	c := s.crashed
-	s.crashed = false
-	return c
+	crashed, successor = s.crashed, s.crashed && s.successor
+	if s.crashed {
+		s.crashed, s.successor = false, false
+	}
+	return crashed, successor
 }
 
-func (s *workerSlot) takeRetire() bool {
+// takeRetire reports whether the idle client was crashed and, if so,
+// whether its successor takes over its identity.
+func (s *workerSlot) takeRetire() (retire, successor bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	r := s.retire
-	s.retire = false
-	return r
-}
-
-// takeSuccessor reports whether the client just crashed is to be succeeded
-// under its identity.
-func (s *workerSlot) takeSuccessor() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	h := s.successor
-	s.successor = false
-	return h
+	retire, successor = s.retire, s.retire && s.successor
+	if s.retire {
+		s.retire, s.successor = false, false
+	}
+	return retire, successor
 }
 
 // crash closes the worker's client: the operation in flight is cancelled
 // (it ends info), or the idle client is retired before the next one; with
-// successor the next client takes over its identity. It returns the
-// process it crashed.
-func (s *workerSlot) crash(successor bool) int {
+// successor the next client takes over its identity. A crash the worker
+// has not acted on yet stands as it is. It returns the process crashed
+// and whether its successor takes over its identity.
+func (s *workerSlot) crash(successor bool) (int, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.crashed || s.retire {
+		return s.process, s.successor
+	}
 	s.successor = successor
 	if s.cancel != nil {
 		s.crashed = true
@@ -76,7 +77,7 @@ func (s *workerSlot) crash(successor bool) int {
 	} else {
 		s.retire = true
 	}
-	return s.process
+	return s.process, successor
 }
 
 // runWorkers runs concurrency workers, each with a client from newClient,
@@ -115,25 +116,38 @@ func (r *run) runWorkers(rootCtx, ctx context.Context, gen workloads.Generator, 
 				}
 			}()
 			// identity is what the next client takes over from a crashed
-			// one ("" for a fresh client).
-			identity := ""
-			retire := func() {
-				if slot.takeSuccessor() && restart != nil {
-					identity = restart.Identity(client)
+			// one ("" for a fresh client); closed is the identity of the
+			// client closed last, which a crash of the worker between its
+			// clients names.
+			identity, closed := "", ""
+			retire := func(successor bool) {
+				if restart != nil {
+					closed = restart.Identity(client)
+				}
+				if successor {
+					identity = closed
 				}
 				client.Close()
 				client = nil
 				process += concurrency
 			}
 			for ctx.Err() == nil {
-				if slot.takeRetire() && client != nil {
-					retire()
+				if idle, successor := slot.takeRetire(); idle {
+					switch {
+					case client != nil:
+						retire(successor)
+					case successor:
+						identity = closed
+					}
 				}
 				if client == nil {
 					var c workloads.Client
 					var err error
 					if identity != "" {
 						c, err = restart.NewClientAs(identity)
+						if err != nil {
+							err = fmt.Errorf("successor under %s: %w", identity, err)
+						}
 						identity = ""
 					} else {
 						c, err = newClient()
@@ -156,7 +170,7 @@ func (r *run) runWorkers(rootCtx, ctx context.Context, gen workloads.Generator, 
 				opCtx, cancelCause := context.WithCancelCause(opCtx)
 				slot.begin(process, cancelCause)
 				done := client.Invoke(opCtx, op)
-				crashed := slot.end()
+				crashed, successor := slot.end()
 				cancelCause(nil)
 				cancel()
 				done.Process = process
@@ -174,7 +188,7 @@ func (r *run) runWorkers(rootCtx, ctx context.Context, gen workloads.Generator, 
 				gen.Update(done)
 				genMu.Unlock()
 				if done.Type == checker.Info || crashed {
-					retire()
+					retire(successor)
 				}
 				if interval > 0 {
 					select {
@@ -195,6 +209,17 @@ func (r *run) runWorkers(rootCtx, ctx context.Context, gen workloads.Generator, 
 	wg.Wait()
 }
 
+// restartable is wl as a workloads.Restartable when crashed clients of t
+// may be succeeded under their identity: under --txn, where the identity is
+// a transactional.id; nil otherwise.
+func restartable(t Test, wl workloads.Workload) workloads.Restartable {
+	if !t.Txn {
+		return nil
+	}
+	r, _ := wl.(workloads.Restartable)
+	return r
+}
+
 // crashClients crashes one worker's client, chosen with the test's seed,
 // every interval until ctx ends. With restartable, a seeded half of the
 // crashed clients are succeeded under their identity (a transactional.id
@@ -213,8 +238,7 @@ func (r *run) crashClients(ctx context.Context, slots []*workerSlot, every time.
 		case <-t.C:
 		}
 		w := rng.IntN(len(slots))
-		successor := restartable && coin.IntN(2) == 0
-		process := slots[w].crash(successor)
+		process, successor := slots[w].crash(restartable && coin.IntN(2) == 0)
 		raw, _ := json.Marshal(struct {
 			Process   int  `json:"process"`
 			Successor bool `json:"successor,omitempty"`
