@@ -72,15 +72,26 @@ func txnSuite(base Test) []Case {
 	compact.Name, compact.Workload, compact.NemesisInterval = "compact-kill", "compact", interval
 	compact.Nemesis = nemesis.Spec{{Kind: nemesis.KindKill}}
 	compact.BrokerConfig["log.cleaner.backoff.ms"] = fastCleaner["log.cleaner.backoff.ms"]
-	coord := txn
-	coord.Name = "txn-coordinator"
-	coord.Nemesis = nemesis.Spec{{Kind: nemesis.KindKill, Mode: nemesis.TargetCoordinator}, {Kind: nemesis.KindPause, Mode: nemesis.TargetCoordinator}}
+	// like is txn under another name and faults, with a config map of its
+	// own, so that a change to one case never reaches the others.
+	like := func(name string, faults nemesis.Spec) Test {
+		t := txn
+		t.Name, t.Nemesis, t.BrokerConfig = name, faults, maps.Clone(txn.BrokerConfig)
+		return t
+	}
+	// crashing has t crash a client every interval; the final reads must
+	// outlast the last abandoned transaction's timeout (4 × the clients'
+	// 5 s request timeout) and the broker's check for it.
+	crashing := func(t Test, every time.Duration) Test {
+		t.CrashClientsInterval = Duration(every)
+		t.FinalTimeout = max(t.FinalTimeout, Duration(60*time.Second))
+		return t
+	}
+	coord := like("txn-coordinator", nemesis.Spec{{Kind: nemesis.KindKill, Mode: nemesis.TargetCoordinator}, {Kind: nemesis.KindPause, Mode: nemesis.TargetCoordinator}})
 	// The producers cut off from a coordinator that still leads its
 	// __transaction_state partition: its transactions can end only after
 	// the heal (or by timeout), never half-way.
-	clients := txn
-	clients.Name = "txn-clients-coordinator"
-	clients.Nemesis = nemesis.Spec{{Kind: nemesis.KindPartition, Mode: nemesis.PartitionClientsCoordinator}}
+	clients := like("txn-clients-coordinator", nemesis.Spec{{Kind: nemesis.KindPartition, Mode: nemesis.PartitionClientsCoordinator}})
 	// A power loss of a coordinator's node mid-commit: with every message
 	// fsynced before it is acknowledged, nothing committed may be lost.
 	power := durable(base)
@@ -93,21 +104,12 @@ func txnSuite(base Test) []Case {
 	// last stable offset stays below it and read_committed reads stop;
 	// half the crashed clients come back under their transactional.id,
 	// whose InitProducerId must abort what they left at once.
-	crash := txn
-	crash.Name = "txn-crash-clients"
-	crash.Nemesis = nemesis.Spec{{Kind: nemesis.KindKill, Mode: nemesis.TargetLeaders}}
-	crash.CrashClientsInterval = Duration(5 * time.Second)
-	// The final reads must outlast the last abandoned transaction's
-	// timeout (4 × the clients' 5 s request timeout) and the broker's
-	// check for it.
-	crash.FinalTimeout = max(crash.FinalTimeout, Duration(60*time.Second))
+	crash := crashing(like("txn-crash-clients", nemesis.Spec{{Kind: nemesis.KindKill, Mode: nemesis.TargetLeaders}}), 5*time.Second)
 	// Controlled shutdowns (SIGTERM) of coordinators and leaders: the
 	// controller moves leaderships off a node that is still up, so markers
 	// and appends in flight meet NOT_LEADER_OR_FOLLOWER, and the node
 	// restarts from the producer-state snapshots it wrote at shutdown.
-	stop := txn
-	stop.Name = "txn-stop"
-	stop.Nemesis = nemesis.Spec{{Kind: nemesis.KindStop, Mode: nemesis.TargetCoordinator}, {Kind: nemesis.KindStop, Mode: nemesis.TargetLeaders}}
+	stop := like("txn-stop", nemesis.Spec{{Kind: nemesis.KindStop, Mode: nemesis.TargetCoordinator}, {Kind: nemesis.KindStop, Mode: nemesis.TargetLeaders}})
 	// The coordinator cut off from all but the controller and one other
 	// node for 10 s, past replica.lag.time.max.ms (3 s here) so that its
 	// partitions' ISRs shrink and it goes on deciding transactions, then
@@ -117,18 +119,8 @@ func txnSuite(base Test) []Case {
 	// under its transactional.id (half of them) may meet the last
 	// transaction it committed still prepared, its markers held up by the
 	// cut, and must wait for the commit to finish, never abort it.
-	cut := txn
-	cut.Name = "txn-coordinator-cut"
-	cut.Nemesis = nemesis.Spec{{Kind: nemesis.KindPartition, Mode: nemesis.PartitionCoordinatorCutThenKilled}}
-	cut.CrashClientsInterval = Duration(3 * time.Second)
-	cut.FinalTimeout = max(cut.FinalTimeout, Duration(60*time.Second))
-	cut.BrokerConfig = maps.Clone(txn.BrokerConfig)
+	cut := crashing(like("txn-coordinator-cut", nemesis.Spec{{Kind: nemesis.KindPartition, Mode: nemesis.PartitionCoordinatorCutThenKilled}}), 3*time.Second)
 	maps.Copy(cut.BrokerConfig, fastLag)
-	// Each case gets a config map of its own, so that a change to one
-	// never reaches the others.
-	for _, t := range []*Test{&coord, &clients, &crash, &stop} {
-		t.BrokerConfig = maps.Clone(t.BrokerConfig)
-	}
 	cases := []Case{
 		{Test: txn, Expect: checker.Valid, Why: "transactions (read_committed) while partition leaders and the controller are killed"},
 		{Test: coord, Expect: checker.Valid, Why: "transactions while the node coordinating one of them is killed or paused"},

@@ -40,11 +40,7 @@ func (s *workerSlot) end() (crashed, successor bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.cancel = nil
-	crashed, successor = s.crashed, s.crashed && s.successor
-	if s.crashed {
-		s.crashed, s.successor = false, false
-	}
-	return crashed, successor
+	return s.takeLocked(&s.crashed)
 }
 
 // takeRetire reports whether the idle client was crashed and, if so,
@@ -52,11 +48,17 @@ func (s *workerSlot) end() (crashed, successor bool) {
 func (s *workerSlot) takeRetire() (retire, successor bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	retire, successor = s.retire, s.retire && s.successor
-	if s.retire {
-		s.retire, s.successor = false, false
+	return s.takeLocked(&s.retire)
+}
+
+// takeLocked clears the crash note *flag (crashed or retire) and the
+// successor note that came with it, and returns both.
+func (s *workerSlot) takeLocked(flag *bool) (taken, successor bool) {
+	taken, successor = *flag, *flag && s.successor
+	if taken {
+		*flag, s.successor = false, false
 	}
-	return retire, successor
+	return taken, successor
 }
 
 // crash closes the worker's client: the operation in flight is cancelled

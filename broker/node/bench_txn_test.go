@@ -35,16 +35,11 @@ func BenchmarkTransactions(b *testing.B) {
 			b.Run("broker="+peer.name+"/mode="+mode, func(b *testing.B) {
 				seeds := peer.start(b)
 				benchCreateTopic(b, seeds)
-				opts := []kgo.Opt{kgo.SeedBrokers(seeds...), kgo.DefaultProduceTopic(benchTopic),
-					kgo.RecordPartitioner(kgo.RoundRobinPartitioner()), kgo.ProducerLinger(0)}
+				txnID := ""
 				if mode == "txn" {
-					opts = append(opts, kgo.TransactionalID("bench-"+peer.name))
+					txnID = "bench-" + peer.name
 				}
-				cl, err := kgo.NewClient(opts...)
-				if err != nil {
-					b.Fatal(err)
-				}
-				defer cl.Close()
+				cl := newTxnBenchProducer(b, seeds, txnID)
 				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 				defer cancel()
 				value := make([]byte, benchValueBytes)
@@ -98,6 +93,24 @@ func BenchmarkTransactions(b *testing.B) {
 	}
 }
 
+// newTxnBenchProducer is the transaction benchmarks' producer: round robin
+// over the bench topic's partitions, no linger, transactional under txnID
+// unless it is empty (then idempotent); closed when b ends.
+func newTxnBenchProducer(b *testing.B, seeds []string, txnID string) *kgo.Client {
+	b.Helper()
+	opts := []kgo.Opt{kgo.SeedBrokers(seeds...), kgo.DefaultProduceTopic(benchTopic),
+		kgo.RecordPartitioner(kgo.RoundRobinPartitioner()), kgo.ProducerLinger(0)}
+	if txnID != "" {
+		opts = append(opts, kgo.TransactionalID(txnID))
+	}
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(cl.Close)
+	return cl
+}
+
 // benchTopicEnd sums a topic's end offsets; 0 when the broker has no such
 // topic (kfake keeps no __transaction_state).
 func benchTopicEnd(b *testing.B, cl *kgo.Client, topic string) int64 {
@@ -134,17 +147,11 @@ func BenchmarkTransactionsConcurrent(b *testing.B) {
 				value := make([]byte, benchValueBytes)
 				clients := make([]*kgo.Client, producers)
 				for i := range clients {
-					opts := []kgo.Opt{kgo.SeedBrokers(seeds...), kgo.DefaultProduceTopic(benchTopic),
-						kgo.RecordPartitioner(kgo.RoundRobinPartitioner()), kgo.ProducerLinger(0)}
+					txnID := ""
 					if mode == "txn" {
-						opts = append(opts, kgo.TransactionalID(fmt.Sprintf("bench-%s-%d", peer.name, i)))
+						txnID = fmt.Sprintf("bench-%s-%d", peer.name, i)
 					}
-					cl, err := kgo.NewClient(opts...)
-					if err != nil {
-						b.Fatal(err)
-					}
-					defer cl.Close()
-					clients[i] = cl
+					clients[i] = newTxnBenchProducer(b, seeds, txnID)
 				}
 				op := func(cl *kgo.Client) error {
 					if mode == "txn" {

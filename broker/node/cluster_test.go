@@ -186,11 +186,7 @@ func freshPorts(t testing.TB, props []map[string]string) {
 	t.Helper()
 	var old []string
 	for _, p := range props {
-		for _, l := range strings.Split(p["listeners"], ",") {
-			if addr, ok := strings.CutPrefix(l, "CONTROLLER://"); ok {
-				old = append(old, addr)
-			}
-		}
+		old = append(old, controllerListeners(p)...)
 	}
 	ports := freePorts(t, len(old))
 	var pairs []string
@@ -206,6 +202,17 @@ func freshPorts(t testing.TB, props []map[string]string) {
 		}
 		p["log.dirs"] = filepath.Join(t.TempDir(), "data")
 	}
+}
+
+// controllerListeners are the addresses of a node's CONTROLLER listeners.
+func controllerListeners(props map[string]string) []string {
+	var addrs []string
+	for _, l := range strings.Split(props["listeners"], ",") {
+		if addr, ok := strings.CutPrefix(l, "CONTROLLER://"); ok {
+			addrs = append(addrs, addr)
+		}
+	}
+	return addrs
 }
 
 // launchCluster starts a node per configuration at once and returns them
@@ -695,12 +702,9 @@ func TestObserverCatchesUpFromSnapshot(t *testing.T) {
 // port was taken before its node bound it starts on a fresh one.
 func TestClusterStartMovesOffATakenControllerPort(t *testing.T) {
 	props := clusterProps(t, 1, nil)
-	var taken string
-	for _, l := range strings.Split(props[0]["listeners"], ",") {
-		if addr, ok := strings.CutPrefix(l, "CONTROLLER://"); ok {
-			taken = addr
-		}
-	}
+	addrs := controllerListeners(props[0])
+	require.Len(t, addrs, 1)
+	taken := addrs[0]
 	ln, err := net.Listen("tcp", taken)
 	require.NoError(t, err)
 	defer ln.Close()

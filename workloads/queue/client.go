@@ -354,10 +354,7 @@ func newClient(opts Options, topics *Topics, txnID string) (*Client, error) {
 	var txn *txnState
 	if opts.Txn {
 		n := topics.clients.Add(1)
-		txn = newTxnState(opts, n)
-		if txnID != "" {
-			txn.id = txnID
-		}
+		txn = newTxnState(opts, n, txnID)
 		popts = append(popts, kgo.TransactionalID(txn.id), kgo.TransactionTimeout(4*opts.RequestTimeout))
 	}
 	producer, err := kgo.NewClient(popts...)

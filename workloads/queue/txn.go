@@ -48,9 +48,14 @@ var (
 	unknownEpoch = producerEpoch{-2, -2}
 )
 
-func newTxnState(opts Options, n int64) *txnState {
+// newTxnState is the state of the n-th client, under transactional.id id
+// ("": its own, txnID).
+func newTxnState(opts Options, n int64, id string) *txnState {
+	if id == "" {
+		id = txnID(opts, n)
+	}
 	return &txnState{
-		id:        txnID(opts, n),
+		id:        id,
 		rng:       rand.New(rand.NewPCG(uint64(opts.Seed), uint64(n))),
 		next:      map[int]int64{},
 		committed: noEpoch,
