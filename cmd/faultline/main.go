@@ -312,7 +312,7 @@ const nemesisHelp = `faults, comma-separated; KIND or KIND:MODE (no mode: one ch
   pause:MODE            SIGSTOP, SIGCONT when it stops
   stop:MODE             controlled shutdown (SIGTERM), restart on the same data when it stops
   partition:MODE        node-to-node traffic cut (never clients): one, halves, majorities-ring, controller; also lagging-then-leader (a node cut off from all but the controller for 10 s, leaving its ISRs, then the rest of one ISR it replicates killed), leader-and-follower (a leader and one in-sync follower cut off together past the session timeout: a zombie leader), deposed-leader-returns (a leader cut off from every node for 10 s while producers still write to it, healed, and once back in the ISR the rest of that ISR killed so it leads again), leader-cut-then-killed (a leader of a partition being written cut off from its followers only, then killed 1 s later while they are still in the ISR), coordinator (the group coordinator cut off from the other nodes), clients-coordinator (the clients cut off from a transaction coordinator; --txn), coordinator-cut-then-killed (a transaction coordinator cut off from all but the controller and one other node for 10 s, then killed with its last transactions' markers undelivered; --txn)
-  packet:MODE           netem on the targets' interface (client traffic too), targets drawn from one, minority, leaders, all: delay (50-250 ms ± a quarter), loss (10-40%), duplicate (10-50%), reorder (25-50% sent ahead of a 20-80 ms delay); on a kernel without sch_netem only loss works (a netfilter rule on the node's input)
+  packet:MODE           netem on the targets' interface (client traffic too), targets drawn from one, minority, leaders, all: delay (50-250 ms ± a quarter), loss (10-40%), duplicate (10-50%), reorder (25-50% sent ahead of a 20-80 ms delay); on a kernel without sch_netem loss is a netfilter rule on the node's input, delay and reorder a netfilter queue the node's agent holds packets in, and duplicate is refused
   lagging-failover:MODE a follower of a partition is cut off (cut) or slowed (slow: 85% packet loss) until the metadata shows it out of the ISR, then healed and the partition's leader killed at once; restart when it stops
   rolling-restart       every node in turn: SIGTERM, start, back in every ISR before the next
   membership            one node shut down (SIGTERM) until no ISR lists it, brought back on its kept data dir when it stops, and waited for until it is back in every ISR
@@ -663,6 +663,16 @@ func cmdAgent(args []string, stdout, stderr io.Writer) int {
 		return cmdAgentFlipTail(args[1:], stdout, stderr)
 	case "netem":
 		return cmdAgentNetem(args[1:], stdout, stderr)
+	case "delay-queue":
+		n, err := agent.ParseNetem(args[1:])
+		if err != nil {
+			fmt.Fprintf(stderr, "faultline agent delay-queue: %v\n", err)
+			return harness.ExitBadArgs
+		}
+		if err := agent.ServeDelayQueueUntilSignal(n); err != nil {
+			fmt.Fprintf(stderr, "faultline agent delay-queue: %v\n", err)
+			return harness.ExitInternal
+		}
 	case "status":
 		addrs, err := agent.Dropped()
 		if err != nil {
@@ -708,9 +718,17 @@ const agentUsage = `usage: faultline agent COMMAND (runs inside a node container
   netem [delay=D] [jitter=D] [loss=P] [duplicate=P] [reorder=P]
                     make a netem qdisc the root of eth0 (replacing the one in
                     force): every packet the node sends is delayed, dropped (P
-                    percent), duplicated or reordered (needs CAP_NET_ADMIN)
-  netem heal        remove the netem qdisc
-  netem status      print eth0's root qdisc kind (netem while a fault holds)
+                    percent), duplicated or reordered (needs CAP_NET_ADMIN);
+                    on a kernel without sch_netem, loss is a netfilter rule
+                    and delay, jitter and reorder a netfilter queue held by
+                    a delay-queue process; duplication is refused
+  netem heal        remove the netem qdisc or the fallbacks (the delay queue
+                    lets what it holds go and ends)
+  netem status      print eth0's root qdisc kind (netem while a fault holds),
+                    or netfilter-loss / netfilter-delay for the fallbacks
+  delay-queue [delay=D] [jitter=D] [reorder=P]
+                    hold the packets of the agent's netfilter queue (started
+                    by netem; ends on SIGTERM, letting every packet go)
 `
 
 // cmdAgentNetem installs, heals or shows the packet fault on the node's

@@ -22,8 +22,12 @@
 //
 // `faultline agent netem` makes a packet fault (delay, loss, duplication,
 // reordering) the root netem qdisc of the node's eth0 over rtnetlink
-// (Netem; no tc binary); on a kernel without sch_netem, loss alone falls
-// back to a netfilter rule in a table of its own.
+// (Netem; no tc binary); on a kernel without sch_netem, loss falls back to
+// a netfilter rule in a table of its own, and delay, jitter and reordering
+// to the delay queue: a rule hands the packets arriving at the node to a
+// netfilter queue, and `faultline agent delay-queue`, a process netem
+// leaves running until heal, holds each one for its delay (delayPlan and
+// delayState decide; serveDelayQueue gives the verdicts).
 //
 // The agent must never act outside its own namespace, and Heal must always
 // leave the namespace as it found it.

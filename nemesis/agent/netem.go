@@ -20,9 +20,11 @@ import (
 // ones. The zero Netem is no fault. It applies to everything the node sends,
 // its answers to clients included (a partition cuts node-to-node traffic
 // only; netem has no such filter without a classifier). On a kernel
-// without netem (CONFIG_NET_SCH_NETEM unset) loss alone falls back to a
+// without netem (CONFIG_NET_SCH_NETEM unset) loss falls back to a
 // netfilter rule that drops that share of the packets arriving at the
-// node, and the other faults are refused (ErrNoNetem).
+// node, delay, jitter and reordering to the delay queue (a netfilter
+// queue the agent's own process holds the arriving packets in), and
+// duplication is refused (ErrNoNetem).
 type Netem struct {
 	Delay     time.Duration
 	Jitter    time.Duration
@@ -269,11 +271,7 @@ func ApplyNetem(ifname string, n Netem) error {
 	}
 	_, err = conn.Execute(req)
 	if err != nil && isNoNetem(err) {
-		if n.Delay > 0 || n.Duplicate > 0 || n.Reorder > 0 {
-			return fmt.Errorf("netem: %w: delay, duplication and reordering need it; only loss falls back to netfilter", ErrNoNetem)
-		}
-		// Loss alone: a netfilter rule drops the packets arriving instead.
-		return applyLoss(n.Loss)
+		return applyFallback(ifname, n)
 	}
 	if err != nil {
 		return fmt.Errorf("netem: install on %s: %w", ifname, err)
@@ -281,12 +279,49 @@ func ApplyNetem(ifname string, n Netem) error {
 	return nil
 }
 
+// applyFallback makes n with netfilter on a kernel without netem: a rule
+// drops the Loss share of the packets arriving, and the delay queue holds
+// the packets arriving on ifname for the delay, jitter and reordering. Only
+// duplication cannot be made.
+func applyFallback(ifname string, n Netem) error {
+	if n.Duplicate > 0 {
+		return fmt.Errorf("netem: %w: duplication needs it; loss, delay and reordering fall back to netfilter", ErrNoNetem)
+	}
+	if err := healFallback(); err != nil {
+		return err
+	}
+	if n.Loss > 0 {
+		if err := applyLoss(n.Loss); err != nil {
+			return err
+		}
+	}
+	if n.Delay > 0 {
+		if err := applyDelay(ifname, n); err != nil {
+			return errors.Join(err, applyLoss(0))
+		}
+	}
+	return nil
+}
+
+// healFallback removes both netfilter fallbacks.
+func healFallback() error { return errors.Join(applyLoss(0), healDelay()) }
+
 // NetemKind returns the kind of the interface's root qdisc ("netem" while
-// a packet fault is in force), or "netfilter-loss" while the loss fallback
-// is.
+// a packet fault is in force), or, on a kernel without netem, the
+// fallbacks in force: "netfilter-loss", "netfilter-delay" or both.
 func NetemKind(ifname string) (string, error) {
-	if on, err := lossInForce(); err != nil || on {
-		return "netfilter-loss", err
+	var fallbacks []string
+	for _, f := range []struct{ table, kind string }{{lossTableName, "netfilter-loss"}, {delayTableName, "netfilter-delay"}} {
+		on, err := tableExists(f.table)
+		if err != nil {
+			return "", err
+		}
+		if on {
+			fallbacks = append(fallbacks, f.kind)
+		}
+	}
+	if len(fallbacks) > 0 {
+		return strings.Join(fallbacks, " "), nil
 	}
 	conn, ifindex, err := rtnetlink(ifname)
 	if err != nil {
@@ -310,7 +345,7 @@ func rootKindOf(conn *netlink.Conn, ifindex int) (string, error) {
 // HealNetem removes the agent's netem root qdisc, if there is one (any
 // other root qdisc is left alone), and the loss fallback's rule.
 func HealNetem(ifname string) error {
-	if err := applyLoss(0); err != nil {
+	if err := healFallback(); err != nil {
 		return err
 	}
 	conn, ifindex, err := rtnetlink(ifname)

@@ -20,8 +20,8 @@ const lossTableName = "faultline-loss"
 const lossResolution = 10000
 
 // ErrNoNetem means the kernel has no netem queueing discipline
-// (CONFIG_NET_SCH_NETEM unset and no module to load): delay, reordering
-// and duplication cannot be made; loss falls back to netfilter.
+// (CONFIG_NET_SCH_NETEM unset and no module to load): duplication cannot
+// be made; loss, delay and reordering fall back to netfilter.
 var ErrNoNetem = errors.New("the kernel has no netem qdisc (CONFIG_NET_SCH_NETEM)")
 
 // lossRules returns the expressions of the fallback's one rule: draw a
@@ -69,22 +69,7 @@ func applyLoss(percent float64) error {
 }
 
 // lossInForce reports whether the fallback's table exists.
-func lossInForce() (bool, error) {
-	conn, err := nftables.New()
-	if err != nil {
-		return false, fmt.Errorf("open netlink: %w", err)
-	}
-	tables, err := conn.ListTablesOfFamily(nftables.TableFamilyIPv4)
-	if err != nil {
-		return false, fmt.Errorf("list tables: %w", err)
-	}
-	for _, t := range tables {
-		if t.Name == lossTableName {
-			return true, nil
-		}
-	}
-	return false, nil
-}
+func lossInForce() (bool, error) { return tableExists(lossTableName) }
 
 // isNoNetem reports whether a qdisc request failed because the kernel does
 // not know the kind (it answers ENOENT).
