@@ -232,7 +232,7 @@ func TestSequenceModesNeedTheirRuntime(t *testing.T) {
 // control, the same test without the switch.
 func TestTxnSuiteCases(t *testing.T) {
 	cases := Suites["txn"](DefaultTest())
-	require.Len(t, cases, 8+2*len(txnBugs))
+	require.Len(t, cases, 9+2*len(txnBugs))
 	byName := map[string]Case{}
 	for _, c := range cases {
 		require.NoError(t, c.Test.Validate(testWorkloads), c.Test.Name)
@@ -246,7 +246,11 @@ func TestTxnSuiteCases(t *testing.T) {
 	assert.Equal(t, Duration(5*time.Second), byName["txn-crash-clients"].Test.CrashClientsInterval)
 	assert.Equal(t, "partition:clients-coordinator", byName["txn-clients-coordinator"].Test.Nemesis.String())
 	assert.Equal(t, "stop:coordinator,stop:leaders", byName["txn-stop"].Test.Nemesis.String())
-	for _, name := range []string{"txn-kill", "txn-coordinator", "txn-stop", "txn-coordinator-cut", "txn-crash-clients", "txn-power-coordinator"} {
+	slow := byName["txn-slow"].Test
+	assert.Equal(t, "packet:latency,stop:leaders", slow.Nemesis.String())
+	assert.True(t, slow.NemesisOverlap, "the delay overlaps the shutdowns")
+	assert.Equal(t, Duration(3*time.Second), slow.CrashClientsInterval)
+	for _, name := range []string{"txn-kill", "txn-coordinator", "txn-stop", "txn-coordinator-cut", "txn-crash-clients", "txn-power-coordinator", "txn-slow"} {
 		assert.Equal(t, "5000", byName[name].Test.BrokerConfig["log.roll.ms"], "%s rolls its segments within the test", name)
 	}
 	assert.Equal(t, "3000", byName["txn-coordinator-cut"].Test.BrokerConfig["replica.lag.time.max.ms"])

@@ -121,11 +121,24 @@ func txnSuite(base Test) []Case {
 	// cut, and must wait for the commit to finish, never abort it.
 	cut := crashing(like("txn-coordinator-cut", nemesis.Spec{{Kind: nemesis.KindPartition, Mode: nemesis.PartitionCoordinatorCutThenKilled}}), 3*time.Second)
 	maps.Copy(cut.BrokerConfig, fastLag)
+	// A slow network (a steady 20-80 ms on every packet the targets
+	// send, or on a kernel without netem receive) while leaders are shut
+	// down and clients crashed every 3 s, the faults overlapping: each
+	// transaction's markers take several delays to reach their leaders
+	// and be replicated, so a leadership that moves meanwhile answers
+	// them NOT_LEADER_OR_FOLLOWER, and a crashed client's successor meets
+	// its last commit still prepared. Windows of a millisecond or so on a
+	// fast network, of a hundred or more here. (The 50-250 ms jittered
+	// delay slows the clients to about one transaction a second, too few
+	// to meet the windows.)
+	slow := crashing(like("txn-slow", nemesis.Spec{{Kind: nemesis.KindPacket, Mode: nemesis.PacketLatency}, {Kind: nemesis.KindStop, Mode: nemesis.TargetLeaders}}), 3*time.Second)
+	slow.NemesisOverlap = true
 	cases := []Case{
 		{Test: txn, Expect: checker.Valid, Why: "transactions (read_committed) while partition leaders and the controller are killed"},
 		{Test: coord, Expect: checker.Valid, Why: "transactions while the node coordinating one of them is killed or paused"},
 		{Test: cut, Expect: checker.Valid, Why: "transactions while the node coordinating one of them, cut off from all but two nodes, decides transactions whose markers cannot reach the leaders it is cut off from, and is killed: its successor finishes each as decided"},
 		{Test: stop, Expect: checker.Valid, Why: "transactions while the node coordinating one of them and partition leaders are shut down (controlled, SIGTERM) and restarted, segments rolling every 5 s: leaderships move off live nodes mid-transaction and each node restarts from its producer-state snapshots"},
+		{Test: slow, Expect: checker.Valid, Why: "transactions over a slow network (every packet of the targets delayed 20-80 ms) while partition leaders are shut down and clients crashed every 3 s: markers that reach a leader after its leadership moved are sent again to the new one, and a crashed client's successor waits for a prepared commit to finish, never aborts it"},
 		{Test: clients, Expect: checker.Valid, Why: "transactions while the clients cannot reach the node coordinating one of them, which its peers still reach"},
 		{Test: power, Expect: checker.Valid, Why: "transactions while the node coordinating one of them loses power (every message fsynced)"},
 		{Test: crash, Expect: checker.Valid, Why: "transactions while a client is crashed every 5 s, mid-transaction, and partition leaders are killed: every abandoned transaction is aborted, by its timeout or by the InitProducerId of a successor under its transactional.id"},

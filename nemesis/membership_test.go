@@ -135,7 +135,10 @@ func TestPacketFaultAppliesAndHeals(t *testing.T) {
 		for _, n := range d.Nodes {
 			assert.NotEmpty(t, w.netem[n])
 		}
-		assert.True(t, strings.Contains(d.Did[d.Nodes[0]], mode) || (mode == PacketDelay && strings.Contains(d.Did[d.Nodes[0]], "delay=")), d.Did)
+		assert.True(t, strings.Contains(d.Did[d.Nodes[0]], mode) || ((mode == PacketDelay || mode == PacketLatency) && strings.Contains(d.Did[d.Nodes[0]], "delay=")), d.Did)
+		if mode == PacketLatency {
+			assert.NotContains(t, d.Did[d.Nodes[0]], "jitter", "a steady latency reorders nothing")
+		}
 		_, err = p.Stop(context.Background())
 		require.NoError(t, err)
 		for _, n := range d.Nodes {

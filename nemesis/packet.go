@@ -30,10 +30,14 @@ const (
 	PacketLoss      = "loss"
 	PacketDuplicate = "duplicate"
 	PacketReorder   = "reorder"
+	// PacketLatency is a steady delay with no jitter, so nothing is
+	// reordered: a slow link rather than a chaotic one, short enough
+	// that clients keep making progress through it.
+	PacketLatency = "latency"
 )
 
 // PacketModes lists the packet faults.
-var PacketModes = []string{PacketDelay, PacketLoss, PacketDuplicate, PacketReorder}
+var PacketModes = []string{PacketDelay, PacketLoss, PacketDuplicate, PacketReorder, PacketLatency}
 
 // packetTargetModes are the targets a packet fault draws from: every node
 // may be slowed at once (it stays available).
@@ -52,6 +56,8 @@ func PacketCommand(mode string, rng *rand.Rand) string {
 	case PacketReorder:
 		d := time.Duration(20+rng.IntN(60)) * time.Millisecond
 		return fmt.Sprintf("delay=%s reorder=%d", d, 25+rng.IntN(25))
+	case PacketLatency:
+		return fmt.Sprintf("delay=%s", time.Duration(20+rng.IntN(60))*time.Millisecond)
 	}
 	return ""
 }

@@ -33,7 +33,7 @@ func TestParseSpecComposed(t *testing.T) {
 		"none+kill":         "none cannot be composed",
 		"kill+":             "empty fault",
 		"kill+chaos":        `unknown nemesis "chaos"`,
-		"packet:slow":       `packet: unknown mode "slow" (known: delay, loss, duplicate, reorder)`,
+		"packet:slow":       `packet: unknown mode "slow" (known: delay, loss, duplicate, reorder, latency)`,
 		"rolling-restart:x": "rolling-restart: takes no mode",
 	} {
 		_, err := ParseSpec(spec)
