@@ -258,6 +258,12 @@ func CommandLine(t Test) []string {
 	if t.CrashClientsInterval > 0 {
 		args = append(args, "--crash-clients-interval", d(t.CrashClientsInterval))
 	}
+	if t.TxnRestartOneIn != 0 {
+		args = append(args, "--txn-restart-one-in", strconv.Itoa(t.TxnRestartOneIn))
+	}
+	if t.CrashClientsTarget != "" {
+		args = append(args, "--crash-clients-target", t.CrashClientsTarget)
+	}
 	keys := make([]string, 0, len(t.BrokerConfig))
 	for k := range t.BrokerConfig {
 		keys = append(keys, k)

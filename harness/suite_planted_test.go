@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/faultline/faultline/checker"
+	"github.com/faultline/faultline/harness/testspec"
 	"github.com/faultline/faultline/nemesis"
 	"github.com/faultline/faultline/workloads"
 )
@@ -134,19 +135,29 @@ func newCrashRun(t *testing.T) (*run, *Recorder) {
 // client crashed every 100 ms; it returns the history and how many
 // clients were made and closed.
 func crashRun(t *testing.T, gen workloads.Generator, d time.Duration) (checker.History, int, int) {
+	return crashRunOf(t, gen, d, "", func(_ int, closed *int) workloads.Client { return blockingClient{closed: closed} })
+}
+
+// crashRunOf is crashRun with the crash target given and the clients mk
+// makes (made counts the clients made so far, this one included; closed
+// is the count a client's Close adds to).
+func crashRunOf(t *testing.T, gen workloads.Generator, d time.Duration, target string, mk func(made int, closed *int) workloads.Client) (checker.History, int, int) {
 	t.Helper()
 	r, rec := newCrashRun(t)
+	r.t.CrashClientsTarget = target
 	var mu sync.Mutex
 	closed, made := 0, 0
 	newClient := func() (workloads.Client, error) {
 		mu.Lock()
 		defer mu.Unlock()
 		made++
-		return blockingClient{closed: &closed}, nil
+		return mk(made, &closed), nil
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()
 	r.runWorkers(context.Background(), ctx, gen, newClient, nil, 2, 0, 100*time.Millisecond)
+	mu.Lock()
+	defer mu.Unlock()
 	return rec.History(), made, closed
 }
 
@@ -232,7 +243,7 @@ func TestSequenceModesNeedTheirRuntime(t *testing.T) {
 // control, the same test without the switch.
 func TestTxnSuiteCases(t *testing.T) {
 	cases := Suites["txn"](DefaultTest())
-	require.Len(t, cases, 9+2*len(txnBugs))
+	require.Len(t, cases, 10+2*len(txnBugs))
 	byName := map[string]Case{}
 	for _, c := range cases {
 		require.NoError(t, c.Test.Validate(testWorkloads), c.Test.Name)
@@ -250,11 +261,15 @@ func TestTxnSuiteCases(t *testing.T) {
 	assert.Equal(t, "packet:latency,stop:leaders", slow.Nemesis.String())
 	assert.True(t, slow.NemesisOverlap, "the delay overlaps the shutdowns")
 	assert.Equal(t, Duration(3*time.Second), slow.CrashClientsInterval)
-	for _, name := range []string{"txn-kill", "txn-coordinator", "txn-stop", "txn-coordinator-cut", "txn-crash-clients", "txn-power-coordinator", "txn-slow"} {
+	assert.Equal(t, 1, byName["txn-restart"].Test.TxnRestartOneIn, "every commit is followed by a restart")
+	assert.Zero(t, byName["txn-kill"].Test.TxnRestartOneIn, "the workload's default elsewhere")
+	for _, name := range []string{"txn-kill", "txn-coordinator", "txn-stop", "txn-coordinator-cut", "txn-crash-clients", "txn-power-coordinator", "txn-slow", "txn-restart"} {
 		assert.Equal(t, "5000", byName[name].Test.BrokerConfig["log.roll.ms"], "%s rolls its segments within the test", name)
 	}
 	assert.Equal(t, "3000", byName["txn-coordinator-cut"].Test.BrokerConfig["replica.lag.time.max.ms"])
 	assert.Equal(t, Duration(3*time.Second), byName["txn-coordinator-cut"].Test.CrashClientsInterval)
+	assert.Equal(t, testspec.CrashStalled, byName["txn-coordinator-cut"].Test.CrashClientsTarget, "the client held up behind a prepared commit is the one crashed")
+	assert.Empty(t, byName["txn-crash-clients"].Test.CrashClientsTarget, "random, as Jepsen's")
 	assert.NotContains(t, byName["txn-kill"].Test.BrokerConfig, "replica.lag.time.max.ms", "the cut case's lag setting stays its own")
 	assertPlantedPairs(t, byName, txnBugs)
 	assert.True(t, byName["planted-read-committed-past-lso"].Test.Txn)

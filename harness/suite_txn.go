@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/faultline/faultline/checker"
+	"github.com/faultline/faultline/harness/testspec"
 	"github.com/faultline/faultline/nemesis"
 )
 
@@ -115,11 +116,15 @@ func txnSuite(base Test) []Case {
 	// partitions' ISRs shrink and it goes on deciding transactions, then
 	// killed: those whose markers could not reach the leaders it was cut
 	// off from are left prepared, for its successor to finish as decided.
-	// Clients are crashed too, every 3 s: a crashed client's successor
-	// under its transactional.id (half of them) may meet the last
-	// transaction it committed still prepared, its markers held up by the
-	// cut, and must wait for the commit to finish, never abort it.
+	// Clients are crashed too, every 3 s, each time the one whose
+	// operation has been in flight longest (the stalled target): a client
+	// held up behind the last transaction it committed, still prepared
+	// because the cut holds its markers up, as an operator restarts a stuck
+	// application. Its successor under its transactional.id (half of
+	// them) meets that commit still prepared and must wait for it to
+	// finish, never abort it.
 	cut := crashing(like("txn-coordinator-cut", nemesis.Spec{{Kind: nemesis.KindPartition, Mode: nemesis.PartitionCoordinatorCutThenKilled}}), 3*time.Second)
+	cut.CrashClientsTarget = testspec.CrashStalled
 	maps.Copy(cut.BrokerConfig, fastLag)
 	// A slow network (a steady 20-80 ms on every packet the targets
 	// send, or on a kernel without netem receive) while leaders are shut
@@ -133,12 +138,20 @@ func txnSuite(base Test) []Case {
 	// to meet the windows.)
 	slow := crashing(like("txn-slow", nemesis.Spec{{Kind: nemesis.KindPacket, Mode: nemesis.PacketLatency}, {Kind: nemesis.KindStop, Mode: nemesis.TargetLeaders}}), 3*time.Second)
 	slow.NemesisOverlap = true
+	// Every committed transaction's producer restarted at once under its
+	// transactional.id while partition leaders are killed: a leader killed
+	// just after a commit was decided holds its markers up until a new
+	// leader is elected, and the restarted producer's InitProducerId meets
+	// that commit still prepared. It must wait for it, never abort it.
+	restart := like("txn-restart", nemesis.Spec{{Kind: nemesis.KindKill, Mode: nemesis.TargetLeaders}})
+	restart.TxnRestartOneIn = 1
 	cases := []Case{
 		{Test: txn, Expect: checker.Valid, Why: "transactions (read_committed) while partition leaders and the controller are killed"},
 		{Test: coord, Expect: checker.Valid, Why: "transactions while the node coordinating one of them is killed or paused"},
-		{Test: cut, Expect: checker.Valid, Why: "transactions while the node coordinating one of them, cut off from all but two nodes, decides transactions whose markers cannot reach the leaders it is cut off from, and is killed: its successor finishes each as decided"},
+		{Test: cut, Expect: checker.Valid, Why: "transactions while the node coordinating one of them, cut off from all but two nodes, decides transactions whose markers cannot reach the leaders it is cut off from, and is killed: its successor finishes each as decided; the client held up longest is crashed every 3 s, and a successor under its transactional.id waits for its prepared commit, never aborts it"},
 		{Test: stop, Expect: checker.Valid, Why: "transactions while the node coordinating one of them and partition leaders are shut down (controlled, SIGTERM) and restarted, segments rolling every 5 s: leaderships move off live nodes mid-transaction and each node restarts from its producer-state snapshots"},
 		{Test: slow, Expect: checker.Valid, Why: "transactions over a slow network (every packet of the targets delayed 20-80 ms) while partition leaders are shut down and clients crashed every 3 s: markers that reach a leader after its leadership moved are sent again to the new one, and a crashed client's successor waits for a prepared commit to finish, never aborts it"},
+		{Test: restart, Expect: checker.Valid, Why: "transactions whose producers are all restarted under their transactional.id right after each commit while partition leaders are killed: an InitProducerId that meets a commit still prepared, its markers held up by a dead leader, waits for it and never aborts it"},
 		{Test: clients, Expect: checker.Valid, Why: "transactions while the clients cannot reach the node coordinating one of them, which its peers still reach"},
 		{Test: power, Expect: checker.Valid, Why: "transactions while the node coordinating one of them loses power (every message fsynced)"},
 		{Test: crash, Expect: checker.Valid, Why: "transactions while a client is crashed every 5 s, mid-transaction, and partition leaders are killed: every abandoned transaction is aborted, by its timeout or by the InitProducerId of a successor under its transactional.id"},

@@ -143,6 +143,14 @@ func (t Test) Validate(reg workloads.Registry) error {
 	if time.Duration(t.CrashClientsInterval) < 0 {
 		problems = append(problems, "--crash-clients-interval: must not be negative")
 	}
+	if t.TxnRestartOneIn != 0 && !t.Txn {
+		problems = append(problems, "--txn-restart-one-in: needs --txn")
+	}
+	switch t.CrashClientsTarget {
+	case "", testspec.CrashRandom, testspec.CrashStalled:
+	default:
+		problems = append(problems, fmt.Sprintf("--crash-clients-target: must be %s or %s, got %q", testspec.CrashRandom, testspec.CrashStalled, t.CrashClientsTarget))
+	}
 	if len(problems) > 0 {
 		return fmt.Errorf("%s", strings.Join(problems, "\n"))
 	}
@@ -178,8 +186,9 @@ func (t Test) WorkloadOptions(seeds []string) workloads.Options {
 	return workloads.Options{
 		Seeds: seeds, Seed: t.Seed, Acks: t.Acks, Idempotent: t.Idempotent,
 		ReplicationFactor: t.ReplicationFactor, PartitionsPerTopic: t.PartitionsPerTopic, Subscribe: t.Subscribe && !t.MixedConsumers,
-		MixedConsumers: t.MixedConsumers,
-		Txn:            t.Txn,
+		MixedConsumers:  t.MixedConsumers,
+		Txn:             t.Txn,
+		TxnRestartOneIn: t.TxnRestartOneIn,
 	}
 }
 

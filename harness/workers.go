@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/faultline/faultline/checker"
+	"github.com/faultline/faultline/harness/testspec"
 	"github.com/faultline/faultline/workloads"
 )
 
@@ -23,15 +24,47 @@ type workerSlot struct {
 	mu        sync.Mutex
 	process   int
 	cancel    context.CancelCauseFunc
-	crashed   bool // the operation in flight was crashed
-	retire    bool // the idle client was crashed
-	successor bool // with crashed or retire: the next client takes over the crashed one's identity
+	crashed   bool      // the operation in flight was crashed
+	retire    bool      // the idle client was crashed
+	successor bool      // with crashed or retire: the next client takes over the crashed one's identity
+	since     time.Time // when the operation in flight began (zero: none is)
+	// abandon is closed when a crash abandons the operation in flight
+	// (the stalled target): the worker stops waiting for it.
+	abandon chan struct{}
 }
 
-func (s *workerSlot) begin(process int, cancel context.CancelCauseFunc) {
+// begin notes the operation process starts; it returns the channel closed
+// if a crash abandons it.
+func (s *workerSlot) begin(process int, cancel context.CancelCauseFunc) <-chan struct{} {
 	s.mu.Lock()
-	s.process, s.cancel, s.crashed = process, cancel, false
-	s.mu.Unlock()
+	defer s.mu.Unlock()
+	s.process, s.cancel, s.crashed, s.since = process, cancel, false, time.Now()
+	s.abandon = make(chan struct{})
+	return s.abandon
+}
+
+// began returns when the operation in flight began (zero when none is, or
+// when it was crashed already: it is no target any more).
+func (s *workerSlot) began() time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.crashed {
+		return time.Time{}
+	}
+	return s.since
+}
+
+// oldestInFlight picks the operation in flight longest of began (each
+// worker's start, zero when idle): its index, or -1 when none is in flight.
+// Ties go to the lowest index.
+func oldestInFlight(began []time.Time) int {
+	pick := -1
+	for i, t := range began {
+		if !t.IsZero() && (pick < 0 || t.Before(began[pick])) {
+			pick = i
+		}
+	}
+	return pick
 }
 
 // end reports whether the operation that just ended was crashed and, if
@@ -39,7 +72,7 @@ func (s *workerSlot) begin(process int, cancel context.CancelCauseFunc) {
 func (s *workerSlot) end() (crashed, successor bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.cancel = nil
+	s.cancel, s.since = nil, time.Time{}
 	return s.takeLocked(&s.crashed)
 }
 
@@ -66,7 +99,7 @@ func (s *workerSlot) takeLocked(flag *bool) (taken, successor bool) {
 // successor the next client takes over its identity. A crash the worker
 // has not acted on yet stands as it is. It returns the process crashed
 // and whether its successor takes over its identity.
-func (s *workerSlot) crash(successor bool) (int, bool) {
+func (s *workerSlot) crash(successor, abandon bool) (int, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.crashed || s.retire {
@@ -76,6 +109,9 @@ func (s *workerSlot) crash(successor bool) (int, bool) {
 	if s.cancel != nil {
 		s.crashed = true
 		s.cancel(errCrashed)
+		if abandon {
+			close(s.abandon)
+		}
 	} else {
 		s.retire = true
 	}
@@ -93,10 +129,19 @@ func (s *workerSlot) crash(successor bool) (int, bool) {
 // workload found aborted stays fail), and a new client
 // with a new process number takes over; each crash is a harness event
 // (checker.FCrashClient). With restart not nil, a seeded half of those new
-// clients take over the crashed one's identity (restart.NewClientAs).
+// clients take over the crashed one's identity (restart.NewClientAs). With
+// Test.CrashClientsTarget stalled, the worker crashed is the one whose
+// operation has been in flight longest (the event says how long), a
+// seeded choice only when none is in flight, and the crash abandons the
+// operation at once (invoke): the worker records it info and goes on with
+// a new client while the old one finishes its call in the background.
 func (r *run) runWorkers(rootCtx, ctx context.Context, gen workloads.Generator, newClient func() (workloads.Client, error), restart workloads.Restartable, concurrency, processBase int, crashEvery time.Duration) {
 	var genMu sync.Mutex
 	var wg sync.WaitGroup
+	// zombies are the abandoned operations still running; their clients
+	// are closed as each ends, before runWorkers returns.
+	var zombies sync.WaitGroup
+	defer zombies.Wait()
 	interval := time.Duration(0)
 	if r.t.Rate > 0 {
 		interval = time.Duration(float64(concurrency) / r.t.Rate * float64(time.Second))
@@ -122,14 +167,18 @@ func (r *run) runWorkers(rootCtx, ctx context.Context, gen workloads.Generator, 
 			// client closed last, which a crash of the worker between its
 			// clients names.
 			identity, closed := "", ""
-			retire := func(successor bool) {
+			// retire closes the client (unless its abandoned operation's
+			// goroutine will) and moves to a new process.
+			retire := func(successor, abandoned bool) {
 				if restart != nil {
 					closed = restart.Identity(client)
 				}
 				if successor {
 					identity = closed
 				}
-				client.Close()
+				if !abandoned {
+					client.Close()
+				}
 				client = nil
 				process += concurrency
 			}
@@ -137,7 +186,7 @@ func (r *run) runWorkers(rootCtx, ctx context.Context, gen workloads.Generator, 
 				if idle, successor := slot.takeRetire(); idle {
 					switch {
 					case client != nil:
-						retire(successor)
+						retire(successor, false)
 					case successor:
 						identity = closed
 					}
@@ -170,8 +219,8 @@ func (r *run) runWorkers(rootCtx, ctx context.Context, gen workloads.Generator, 
 				r.rec.Record(op)
 				opCtx, cancel := context.WithTimeout(rootCtx, opTimeout)
 				opCtx, cancelCause := context.WithCancelCause(opCtx)
-				slot.begin(process, cancelCause)
-				done := client.Invoke(opCtx, op)
+				abandon := slot.begin(process, cancelCause)
+				done, abandoned := invoke(opCtx, client, op, abandon, &zombies)
 				crashed, successor := slot.end()
 				cancelCause(nil)
 				cancel()
@@ -190,7 +239,7 @@ func (r *run) runWorkers(rootCtx, ctx context.Context, gen workloads.Generator, 
 				gen.Update(done)
 				genMu.Unlock()
 				if done.Type == checker.Info || crashed {
-					retire(successor)
+					retire(successor, abandoned)
 				}
 				if interval > 0 {
 					select {
@@ -209,6 +258,29 @@ func (r *run) runWorkers(rootCtx, ctx context.Context, gen workloads.Generator, 
 		}()
 	}
 	wg.Wait()
+}
+
+// invoke runs op on client until it completes or abandon is closed (a
+// crash with the stalled target). An abandoned operation is returned as
+// invoked, info: it goes on in the background, its context cancelled, as a
+// crashed process's last requests may still reach the brokers, and the
+// client is closed when it ends (zombies tracks it).
+func invoke(ctx context.Context, client workloads.Client, op checker.Op, abandon <-chan struct{}, zombies *sync.WaitGroup) (checker.Op, bool) {
+	result := make(chan checker.Op, 1)
+	go func() { result <- client.Invoke(ctx, op) }()
+	select {
+	case done := <-result:
+		return done, false
+	case <-abandon:
+	}
+	zombies.Add(1)
+	go func() {
+		defer zombies.Done()
+		<-result
+		client.Close()
+	}()
+	op.Type, op.Error = checker.Info, errCrashed.Error()
+	return op, true
 }
 
 // restartable is wl as a workloads.Restartable when crashed clients of t
@@ -239,12 +311,26 @@ func (r *run) crashClients(ctx context.Context, slots []*workerSlot, every time.
 			return
 		case <-t.C:
 		}
+		// The seeded draws are made every time, whichever target, so
+		// that a run's coin flips do not depend on its timing.
 		w := rng.IntN(len(slots))
-		process, successor := slots[w].crash(restartable && coin.IntN(2) == 0)
+		flip := coin.IntN(2) == 0
+		var inFlight string
+		if r.t.CrashClientsTarget == testspec.CrashStalled {
+			began := make([]time.Time, len(slots))
+			for i, s := range slots {
+				began[i] = s.began()
+			}
+			if o := oldestInFlight(began); o >= 0 {
+				w, inFlight = o, time.Since(began[o]).Round(time.Millisecond).String()
+			}
+		}
+		process, successor := slots[w].crash(restartable && flip, r.t.CrashClientsTarget == testspec.CrashStalled)
 		raw, _ := json.Marshal(struct {
-			Process   int  `json:"process"`
-			Successor bool `json:"successor,omitempty"`
-		}{process, successor})
+			Process   int    `json:"process"`
+			Successor bool   `json:"successor,omitempty"`
+			InFlight  string `json:"in_flight,omitempty"`
+		}{process, successor, inFlight})
 		r.rec.Record(checker.Op{Process: checker.HarnessProcess, Type: checker.Info, F: checker.FCrashClient, Raw: raw})
 	}
 }

@@ -51,6 +51,10 @@ type Options struct {
 	// Txn makes operations transactions (workloads that have them; the
 	// queue workload's --txn).
 	Txn bool
+	// TxnRestartOneIn is the odds that a committed transaction's producer
+	// is restarted at once under its transactional.id (the queue
+	// workload's --txn-restart-one-in; 0: the workload's default).
+	TxnRestartOneIn int
 }
 
 // Workload is one run's instance of a workload: the generator of the main

@@ -105,12 +105,14 @@ type clientFlags struct {
 	failOn       string
 	consumerMode string
 	crashEvery   time.Duration
+	crashTarget  string
 }
 
 func (c *clientFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.failOn, "fail-on-client-error", "", "comma-separated client error codes that make the test invalid when a client gets one ("+strings.Join(checker.SuspectClientErrors, ", ")+"); each is counted in results.json's client-errors either way (default none)")
 	fs.StringVar(&c.consumerMode, "consumer-mode", "", "assign, subscribe (consumer groups) or mixed (odd-numbered processes subscribe, the others assign, in one run); default: --subscribe's choice")
 	fs.DurationVar(&c.crashEvery, "crash-clients-interval", 0, "crash a seeded choice of client every interval (Jepsen's crash-clients): its operation in flight ends info (a transaction that can only end aborted stays fail) and a new client with a new process number takes over, under --txn half of them (seeded) with the crashed client's transactional.id (default 0: never)")
+	fs.StringVar(&c.crashTarget, "crash-clients-target", "", "which client --crash-clients-interval crashes: random (a seeded choice, Jepsen's; the default) or stalled (the one whose operation has been in flight longest, as an operator restarts a stuck application: a client held up behind a prepared commit or an unavailable coordinator; a seeded choice when none is in flight)")
 }
 
 // apply sets the flags' choices on t; the error names the bad flag.
@@ -135,6 +137,9 @@ func (c *clientFlags) apply(t *harness.Test) error {
 		return fmt.Errorf("--consumer-mode: must be assign, subscribe or mixed, got %q", c.consumerMode)
 	}
 	t.CrashClientsInterval = harness.Duration(c.crashEvery)
+	if c.crashTarget != "" {
+		t.CrashClientsTarget = c.crashTarget
+	}
 	return nil
 }
 
@@ -198,6 +203,7 @@ func parseTest(args []string, stderr io.Writer) (harness.Test, int) {
 	fs.IntVar(&t.PartitionsPerTopic, "partitions-per-topic", t.PartitionsPerTopic, "partitions per topic; key k is partition k mod P of topic t<k div P>")
 	fs.BoolVar(&t.Subscribe, "subscribe", t.Subscribe, "consumers subscribe through consumer groups instead of assigning partitions (default false: assign)")
 	fs.BoolVar(&t.Txn, "txn", t.Txn, "queue workload: every operation is a transaction of up to 4 sends and polls over several partitions (transactional producers, read_committed consumers, offsets committed in the transaction, one in ten aborted on purpose); needs --acks -1, the idempotent producer and assign (default false)")
+	fs.IntVar(&t.TxnRestartOneIn, "txn-restart-one-in", t.TxnRestartOneIn, "with --txn: the odds that a committed transaction's producer is restarted at once under its transactional.id, its InitProducerId meeting the commit's markers perhaps still being written (1: after every commit; negative: never; default 0: one in ten)")
 	fs.DurationVar(&recovery, "recovery-timeout", recovery, "how long to wait for the cluster to recover after healing")
 	fs.DurationVar(&final, "final-timeout", final, "bound on the final reads (every key read from the beginning up to the highest offset known for it)")
 	fs.StringVar(&t.DB, "db", "", "the broker under test: a built-in profile ("+strings.Join(profile.Builtin(), ", ")+") or a profile file (YAML; see `faultline profiles`); default faultline, the reference broker")

@@ -200,11 +200,16 @@ func TestClientFlagsReachTheTest(t *testing.T) {
 	tt, code = parseTest([]string{"--consumer-mode", "subscribe"}, &errOut)
 	require.Equal(t, -1, code)
 	assert.True(t, tt.Subscribe)
+	tt, code = parseTest([]string{"--crash-clients-interval", "3s", "--crash-clients-target", "stalled"}, &errOut)
+	require.Equal(t, -1, code, errOut.String())
+	assert.Equal(t, "stalled", tt.CrashClientsTarget)
 
 	for args, want := range map[string]string{
 		"--fail-on-client-error NOT_LEADER_OR_FOLLOWER": `--fail-on-client-error: unknown client error "NOT_LEADER_OR_FOLLOWER"`,
 		"--consumer-mode both":                          `--consumer-mode: must be assign, subscribe or mixed, got "both"`,
 		"--crash-clients-interval -1s":                  "--crash-clients-interval: must not be negative",
+		"--crash-clients-target slowest":                `--crash-clients-target: must be random or stalled, got "slowest"`,
+		"--txn-restart-one-in 1":                        "--txn-restart-one-in: needs --txn",
 	} {
 		errOut.Reset()
 		_, code := parseTest(strings.Fields(args), &errOut)

@@ -30,6 +30,12 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
+// Crash-clients targets (Spec.CrashClientsTarget).
+const (
+	CrashRandom  = "random"
+	CrashStalled = "stalled"
+)
+
 // Spec is one whole test, Jepsen's test map as a plain value: what to run
 // against, which workload, which faults, for how long, with which seed. The
 // same Spec (same seed) replays the same schedule and workload choices.
@@ -80,12 +86,28 @@ type Spec struct {
 	// end aborted stays fail), its client is closed, and a new client with
 	// a new process number takes over.
 	CrashClientsInterval Duration `json:"crash-clients-interval,omitempty"`
+	// CrashClientsTarget is which client crash-clients crashes:
+	// CrashRandom ("" too), a seeded choice of worker, as Jepsen does; or
+	// CrashStalled, the worker whose operation has been in flight longest
+	// (a client stuck behind the broker: a commit whose markers are held
+	// up, an unavailable coordinator), as an operator restarts a stuck
+	// application; a seeded choice when none is in flight. A stalled
+	// crash abandons the operation at once (recorded info) and the
+	// successor starts at once, while the crashed client's call goes on,
+	// its context cancelled, until it returns and the client is closed:
+	// the zombie a successor's fencing exists for.
+	CrashClientsTarget string `json:"crash-clients-target,omitempty"`
 	// FailOnClientErrors are client error codes (checker's
 	// SuspectClientErrors) that make the test invalid when a client gets one.
 	FailOnClientErrors []string `json:"fail-on-client-errors,omitempty"`
 	// Txn makes the queue workload's operations transactions of up to 4
 	// sends and polls (transactional producers, read_committed consumers).
 	Txn bool `json:"txn,omitempty"`
+	// TxnRestartOneIn is the odds that a committed transaction's producer
+	// is restarted at once under its transactional.id (the queue
+	// workload's; 0: its default, one in ten; 1: after every commit;
+	// negative: never).
+	TxnRestartOneIn int `json:"txn-restart-one-in,omitempty"`
 	// Runtime is "docker" or "process".
 	Runtime string `json:"runtime"`
 	// DockerHosts places the nodes on Docker Engines (`--docker-host`):

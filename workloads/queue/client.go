@@ -55,6 +55,14 @@ type Options struct {
 	// completes its InitProducerId, the old one tries to commit (it must
 	// fail) and the new one takes over (default 25; negative: never).
 	TxnFenceOneIn int
+	// TxnRestartOneIn is the odds that a transaction's producer is
+	// restarted right after its commit answered, as an exactly-once
+	// application redeployed or rebalanced is: a new producer with the
+	// client's transactional.id completes its InitProducerId at once,
+	// while the commit's markers may still be being written (it must wait
+	// for them, never abort the commit), and takes over (default 10;
+	// negative: never).
+	TxnRestartOneIn int
 	// TxnIDPrefix starts every transactional.id (default "faultline").
 	TxnIDPrefix string
 	// Seed seeds each client's choice of the transactions it aborts.
@@ -83,6 +91,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.TxnFenceOneIn == 0 {
 		o.TxnFenceOneIn = 25
+	}
+	if o.TxnRestartOneIn == 0 {
+		o.TxnRestartOneIn = 10
 	}
 	if o.TxnIDPrefix == "" {
 		o.TxnIDPrefix = "faultline"

@@ -20,7 +20,11 @@
 // aborted transaction's offsets applied (aborted-offsets); one in 25 about
 // to commit is first fenced by a successor with its transactional.id
 // (when the successor's InitProducerId completes) and recorded Fenced, so
-// the checker can tell a zombie's commit (fenced-commit); see txn.go.
+// the checker can tell a zombie's commit (fenced-commit); and one in ten
+// that committed has its producer restarted at once (a new producer with
+// the same transactional.id, whose InitProducerId meets the commit with
+// its markers perhaps still being written: it must wait for them, never
+// abort the commit, or a committed op's sends are lost); see txn.go.
 // The final reads of a transactional run go up to the offsets in the
 // history only: a partition's end offset is a commit or abort marker no
 // read_committed poll returns; and not to the offsets of a transaction

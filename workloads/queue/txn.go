@@ -26,9 +26,12 @@ const errAbortedOnPurpose = "aborted on purpose"
 // read (what the transaction commits for the group, and where an aborted
 // transaction's polls rewind to).
 type txnState struct {
-	id   string
-	rng  *rand.Rand
-	next map[int]int64
+	id  string
+	rng *rand.Rand
+	// restarts draws the restarts after a commit, from a stream of its
+	// own so that the other choices stay as they were without them.
+	restarts *rand.Rand
+	next     map[int]int64
 	// committed is the producer id and epoch the current producer last
 	// sent a commit at (none yet: -1), or unknownEpoch. Below
 	// transaction.version 2 a transaction runs at its predecessor's
@@ -57,10 +60,14 @@ func newTxnState(opts Options, n int64, id string) *txnState {
 	return &txnState{
 		id:        id,
 		rng:       rand.New(rand.NewPCG(uint64(opts.Seed), uint64(n))),
+		restarts:  rand.New(rand.NewPCG(uint64(opts.Seed), uint64(n)^restartStream)),
 		next:      map[int]int64{},
 		committed: noEpoch,
 	}
 }
+
+// restartStream tells txnState.restarts' PCG stream from rng's.
+const restartStream = 0x7265737461727400
 
 // epoch is the producer id and epoch the open transaction runs at, or
 // unknownEpoch when the producer cannot say in a request timeout.
@@ -233,7 +240,22 @@ func (c *Client) transact(ctx context.Context, op checker.Op) checker.Op {
 		return op
 	}
 	op.Type = checker.OK
+	if c.opts.TxnRestartOneIn > 0 && c.txn.restarts.IntN(c.opts.TxnRestartOneIn) == 0 {
+		c.restartAfterCommit(ctx)
+	}
 	return op
+}
+
+// restartAfterCommit replaces the producer, right after its commit
+// answered, by a new one with the same transactional.id whose
+// InitProducerId has completed: the coordinator must let the commit's
+// markers finish first (CONCURRENT_TRANSACTIONS until then), never abort
+// it. When the InitProducerId does not complete, the producer stays; if
+// the new one fenced it all the same, its next transaction fails fenced.
+func (c *Client) restartAfterCommit(ctx context.Context) {
+	if successor := c.initSuccessor(ctx); successor != nil {
+		c.handOver(successor)
+	}
 }
 
 // initSuccessor starts a producer with this client's transactional.id and

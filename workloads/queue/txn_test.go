@@ -1,12 +1,14 @@
 package queue
 
 import (
+	"context"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/faultline/faultline/checker"
@@ -17,16 +19,7 @@ import (
 // Fenced, and none of its sends is read; the successor takes over and
 // commits the next one.
 func TestFencedTransactionFails(t *testing.T) {
-	opts, topics, ctx := onKfake(t, Options{PartitionsPerTopic: 1, ReplicationFactor: 1, RequestTimeout: 3 * time.Second,
-		Txn: true, TxnAbortOneIn: -1, TxnFenceOneIn: 1})
-	cl, err := NewClient(opts, topics)
-	require.NoError(t, err)
-	defer cl.Close()
-	invoke := func(op checker.Op) checker.Op {
-		t.Helper()
-		op.Type = checker.Invoke
-		return cl.Invoke(ctx, op)
-	}
+	cl, invoke, _ := txnTestClient(t, Options{TxnAbortOneIn: -1, TxnFenceOneIn: 1})
 	send := func(v int64) checker.MicroOp { return checker.MicroOp{F: "send", Key: 0, Value: v} }
 	require.Equal(t, checker.OK, invoke(checker.Op{F: "assign", Keys: []int{0}}).Type)
 
@@ -122,4 +115,56 @@ func TestSuccessorTakesOverTheTransactionalID(t *testing.T) {
 	require.Equal(t, checker.OK, got.Type, got.Error)
 	after := old.Invoke(ctx, send(3))
 	assert.NotEqual(t, checker.OK, after.Type, "the successor's InitProducerId fenced the client it took over from")
+}
+
+// TestRestartAfterCommitTakesOver: with every commit followed by a restart,
+// each transaction commits, the next runs on a new producer of the same
+// transactional.id (its epoch bumped by the InitProducerId), and
+// read_committed returns every committed send.
+func TestRestartAfterCommitTakesOver(t *testing.T) {
+	cl, invoke, ctx := txnTestClient(t, Options{TxnAbortOneIn: -1, TxnFenceOneIn: -1, TxnRestartOneIn: 1})
+	require.Equal(t, checker.OK, invoke(checker.Op{F: "assign", Keys: []int{0}}).Type)
+	w := &workload{opts: cl.opts, topics: cl.topics}
+	id := w.Identity(cl)
+	var producers []*kgo.Client
+	var epochs []int16
+	for v := int64(1); v <= 3; v++ {
+		got := invoke(checker.Op{F: "txn", Mops: []checker.MicroOp{{F: "send", Key: 0, Value: v}}})
+		require.Equal(t, checker.OK, got.Type, got.Error)
+		producers = append(producers, cl.producer)
+		_, e, err := cl.producer.ProducerID(ctx)
+		require.NoError(t, err)
+		epochs = append(epochs, e)
+	}
+	assert.Equal(t, id, w.Identity(cl), "the same transactional.id throughout")
+	assert.NotSame(t, producers[0], producers[1], "a new producer after each commit")
+	assert.NotSame(t, producers[1], producers[2])
+	assert.Less(t, epochs[0], epochs[1], "each InitProducerId bumps the epoch")
+	assert.Less(t, epochs[1], epochs[2])
+	var seen []int64
+	require.Eventually(t, func() bool {
+		poll := invoke(checker.Op{F: "poll", Mops: []checker.MicroOp{{F: "poll"}}})
+		for _, p := range poll.Mops[0].Polls[0] {
+			seen = append(seen, p.Value)
+		}
+		return len(seen) >= 3
+	}, 10*time.Second, 10*time.Millisecond)
+	assert.Equal(t, []int64{1, 2, 3}, seen, "every commit stays committed")
+}
+
+// txnTestClient is a transactional client on kfake (one partition per
+// topic, replication 1) with opts' odds, and invoke, which runs an op as
+// invoked on it.
+func txnTestClient(t *testing.T, opts Options) (*Client, func(checker.Op) checker.Op, context.Context) {
+	t.Helper()
+	opts.PartitionsPerTopic, opts.ReplicationFactor, opts.RequestTimeout, opts.Txn = 1, 1, 3*time.Second, true
+	opts, topics, ctx := onKfake(t, opts)
+	cl, err := NewClient(opts, topics)
+	require.NoError(t, err)
+	t.Cleanup(cl.Close)
+	return cl, func(op checker.Op) checker.Op {
+		t.Helper()
+		op.Type = checker.Invoke
+		return cl.Invoke(ctx, op)
+	}, ctx
 }

@@ -23,6 +23,7 @@ func New(o workloads.Options) (workloads.Workload, error) {
 		Acks:               o.Acks,
 		DisableIdempotence: !o.Idempotent,
 		Txn:                o.Txn,
+		TxnRestartOneIn:    o.TxnRestartOneIn,
 		Seed:               o.Seed,
 	}
 	topics, err := NewTopics(opts)

@@ -1,0 +1,95 @@
+package harness
+
+import (
+	"context"
+	"encoding/json"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/faultline/faultline/checker"
+	"github.com/faultline/faultline/harness/testspec"
+	"github.com/faultline/faultline/workloads"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestOldestInFlightPicksTheLongestRunningOperation(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	assert.Equal(t, -1, oldestInFlight(nil))
+	assert.Equal(t, -1, oldestInFlight([]time.Time{{}, {}}), "none in flight")
+	assert.Equal(t, 2, oldestInFlight([]time.Time{t0.Add(time.Second), {}, t0, t0.Add(time.Millisecond)}))
+	assert.Equal(t, 0, oldestInFlight([]time.Time{t0, t0}), "ties go to the lowest index")
+}
+
+// quickClient completes every operation at once.
+type quickClient struct{ closed *int }
+
+func (q quickClient) Invoke(_ context.Context, op checker.Op) checker.Op {
+	time.Sleep(time.Millisecond)
+	op.Type = checker.OK
+	return op
+}
+func (q quickClient) Close() { *q.closed++ }
+
+// TestCrashClientsStalledCrashesTheClientHeldUp: with the stalled target,
+// of two workers, one whose operations hang and one whose operations
+// complete at once, every crash hits the hanging one and says how long
+// its operation had been in flight; the quick worker keeps its process.
+func TestCrashClientsStalledCrashesTheClientHeldUp(t *testing.T) {
+	stuckClosed.Store(0)
+	// The worker whose first client was made first hangs, as does each
+	// client made after a crash (the crashed worker's); the other worker's
+	// first client is quick and never replaced.
+	h, made, _ := crashRunOf(t, &onlySends{}, 700*time.Millisecond, testspec.CrashStalled, func(made int, closed *int) workloads.Client {
+		if made == 2 {
+			return quickClient{closed: closed}
+		}
+		return &stuckClient{}
+	})
+	quick := map[int]int{}
+	crashed := map[int]bool{}
+	crashes := 0
+	for _, op := range h {
+		if op.Process == checker.HarnessProcess && op.F == checker.FCrashClient {
+			crashes++
+			var v struct {
+				Process  int    `json:"process"`
+				InFlight string `json:"in_flight"`
+			}
+			require.NoError(t, json.Unmarshal(op.Raw, &v))
+			crashed[v.Process] = true
+			d, err := time.ParseDuration(v.InFlight)
+			require.NoError(t, err, "the crash says how long the operation was in flight")
+			assert.Greater(t, d, time.Duration(0))
+			continue
+		}
+		if op.Type == checker.OK {
+			quick[op.Process]++
+		}
+	}
+	require.GreaterOrEqual(t, crashes, 3, "one crash every 100 ms")
+	require.Len(t, quick, 1, "one worker completes its operations")
+	for p := range quick {
+		assert.False(t, crashed[p], "the quick worker (process %d) is never the one crashed", p)
+	}
+	// Each stuck operation ignores its cancelled context for 2 s; the
+	// crash abandons it, so a successor client starts at once, each crash
+	// after the first hits the successor, and every abandoned client is
+	// closed once its operation ends, before runWorkers returns.
+	assert.GreaterOrEqual(t, made, crashes+1, "a new client after each crash, without waiting out the stuck one")
+	assert.Equal(t, int32(made-1), stuckClosed.Load(), "every stuck client closed")
+}
+
+var stuckClosed atomic.Int32
+
+// stuckClient's operations take 2 s whatever their context says, as a
+// client blocked in a call that ignores cancellation.
+type stuckClient struct{}
+
+func (s *stuckClient) Invoke(_ context.Context, op checker.Op) checker.Op {
+	time.Sleep(2 * time.Second)
+	op.Type = checker.Fail
+	return op
+}
+func (s *stuckClient) Close() { stuckClosed.Add(1) }
