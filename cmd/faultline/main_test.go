@@ -78,7 +78,7 @@ func TestTestHelpGivesEveryDefault(t *testing.T) {
 		name, _, _ := strings.Cut(entry, " ")
 		assert.Contains(t, entry, "default", "flag --%s does not state its default", strings.TrimSpace(name))
 	}
-	assert.Equal(t, 32, flags, "every flag is listed")
+	assert.Equal(t, 34, flags, "every flag is listed")
 }
 
 // producedAcks builds t's workload against a fake cluster, sends one
