@@ -170,7 +170,9 @@ func (n *Node) startReplication() error {
 }
 
 // register registers this broker with the active controller and
-// heartbeats; it returns once the controller unfenced the broker.
+// heartbeats; it returns once the controller says the broker's image
+// caught up with the metadata log (the lifecycle's RECOVERY), before any of
+// the broker's parts follows the image. unfence then asks to be unfenced.
 func (n *Node) register(ctx context.Context) error {
 	cfg := n.cfg
 	incarnation, err := ParseUUID(RandomUUID())
@@ -199,13 +201,21 @@ func (n *Node) register(ctx context.Context) error {
 	n.lifecycle = lc
 	lc.Start()
 	n.pushStop("broker lifecycle", func(context.Context) error { lc.Close(); return nil })
-	// The logs are loaded and the replica manager follows the image: the
-	// broker may be unfenced as soon as it caught up with the metadata log.
-	lc.SetReadyToUnfence()
 	go n.trackEpoch(lc)
 	if err := waitRegistered(ctx, lc, time.Duration(cfg.InitialBrokerRegistrationTimeoutMs)*time.Millisecond); err != nil {
 		return fmt.Errorf("initial.broker.registration.timeout.ms: no active controller of %s accepted the registration of broker %d: %w", votersString(cfg), cfg.NodeID, err)
 	}
+	if err := lc.WaitForState(ctx, lifecycle.StateRecovery); err != nil {
+		return fmt.Errorf("waiting to catch up with the metadata log: %w", err)
+	}
+	return nil
+}
+
+// unfence tells the controller the broker is ready (its logs loaded, its
+// parts following the caught-up image) and returns once it is unfenced.
+func (n *Node) unfence(ctx context.Context) error {
+	lc := n.lifecycle
+	lc.SetReadyToUnfence()
 	if err := lc.WaitForState(ctx, lifecycle.StateRunning); err != nil {
 		return fmt.Errorf("waiting to be unfenced by the controller quorum: %w", err)
 	}

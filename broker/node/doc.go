@@ -43,17 +43,23 @@
 //     expired brokers; on a broker-only node, a raftq.Observer fetching
 //     the metadata log from the quorum leader, caught up before the next
 //     phase. A controller-only node is ready here;
-//  4. the broker's parts following the image: client listener bound, the
-//     channel to the active controller (admin requests on the client
+//  4. registration: client listener bound (for the endpoint registered),
+//     the channel to the active controller (admin requests on the client
 //     listener go through a lifecycle.Forwarder, decided in process while
-//     this node's controller is active), the replica manager (stray logs
-//     deleted once the image caught up with the quorum), a replica.Fetcher
-//     and a replica.ISRLoop, the group coordinator, the transaction
-//     coordinator (broker/txn over __transaction_state; its markers go to
-//     this node's partitions directly and to other leaders with
-//     WriteTxnMarkers);
-//  5. registration ("Registered broker N with controller quorum") and
-//     heartbeats through a lifecycle.Manager, until unfenced;
+//     this node's controller is active), registration ("Registered broker
+//     N with controller quorum") and heartbeats through a
+//     lifecycle.Manager until the controller says the image caught up
+//     with the metadata log (RECOVERY). No part of the broker follows the
+//     image before that: a voter restarted on its own metadata log
+//     replays an image that can still make it the leader of partitions
+//     and __transaction_state partitions that moved while it was down;
+//  5. the broker's parts following the caught-up image: the replica
+//     manager (stray logs deleted once the image caught up with the
+//     quorum), a replica.Fetcher and a replica.ISRLoop, the group
+//     coordinator, the transaction coordinator (broker/txn over
+//     __transaction_state; its markers go to this node's partitions
+//     directly and to other leaders with WriteTxnMarkers); then ready to
+//     be unfenced, and heartbeats until unfenced;
 //  6. the network layer; "Kafka broker N is ready to serve requests".
 //
 // The BrokerState moves STARTING → RECOVERY → RUNNING, and at Shutdown

@@ -185,17 +185,26 @@ func (n *Node) startup(ctx context.Context) error {
 		n.log.Info(fmt.Sprintf("Kafka controller %d is ready to serve requests on %s", n.cfg.NodeID, n.ctrlListener.Addr()))
 		return nil
 	}
-	// Phase 4: the broker's parts following the image: its listener
-	// bound, the channel to the active controller, the replica manager
-	// (stray logs deleted once the image caught up with the quorum), the
-	// replica fetchers and ISR updates, the group and transaction
-	// coordinators.
-	// Phase 5: registration with the controller quorum, heartbeats until
-	// unfenced.
+	// Phase 4: registration with the controller quorum (the listener
+	// bound first, for the endpoint it registers, and the channel to the
+	// active controller), heartbeats until the controller says the image
+	// caught up with the metadata log. Only then do the broker's parts
+	// follow the image (seed 000: the broker learns its partitions from
+	// the metadata log after it registered): a node restarted on its own
+	// metadata log replays an image that can be far behind, in which it
+	// still leads partitions and __transaction_state partitions that moved
+	// while it was down, and acting on it writes on stale leaderships (a
+	// transaction's marker appended to a log about to be truncated, a
+	// prepared transaction the quorum never committed finished).
+	// Phase 5: the broker's parts following the caught-up image: the
+	// replica manager (stray logs deleted once the image caught up with
+	// the quorum), the replica fetchers and ISR updates, the group and
+	// transaction coordinators; then unfenced.
 	// Phase 6: the network layer; a Shutdown starts with the controlled
 	// shutdown.
-	err := runSteps(ctx, n.bindListener, n.startControllerChannel, n.startReplicaManager, n.startReplication,
-		n.startGroupCoordinator, n.startTxnCoordinator, func() error { return n.register(ctx) }, n.startNetwork, n.pushControlledShutdown)
+	err := runSteps(ctx, n.bindListener, n.startControllerChannel, func() error { return n.register(ctx) },
+		n.startReplicaManager, n.startReplication, n.startGroupCoordinator, n.startTxnCoordinator,
+		func() error { return n.unfence(ctx) }, n.startNetwork, n.pushControlledShutdown)
 	if err != nil {
 		return err
 	}
