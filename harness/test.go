@@ -143,6 +143,9 @@ func (t Test) Validate(reg workloads.Registry) error {
 	if time.Duration(t.CrashClientsInterval) < 0 {
 		problems = append(problems, "--crash-clients-interval: must not be negative")
 	}
+	if t.CrashClientsTarget != "" && t.CrashClientsInterval <= 0 {
+		problems = append(problems, "--crash-clients-target: needs --crash-clients-interval")
+	}
 	if t.TxnRestartOneIn != 0 && !t.Txn {
 		problems = append(problems, "--txn-restart-one-in: needs --txn")
 	}

@@ -267,7 +267,7 @@ func (r *run) runWorkers(rootCtx, ctx context.Context, gen workloads.Generator, 
 // client is closed when it ends (zombies tracks it).
 func invoke(ctx context.Context, client workloads.Client, op checker.Op, abandon <-chan struct{}, zombies *sync.WaitGroup) (checker.Op, bool) {
 	result := make(chan checker.Op, 1)
-	go func() { result <- client.Invoke(ctx, op) }()
+	go func(op checker.Op) { result <- client.Invoke(ctx, op) }(op)
 	select {
 	case done := <-result:
 		return done, false

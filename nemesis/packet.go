@@ -63,8 +63,9 @@ func PacketCommand(mode string, rng *rand.Rand) string {
 }
 
 // Packet delays, drops, duplicates or reorders every packet its targets
-// send (a netem qdisc in each target's namespace, by its agent), client
-// traffic included, until it stops.
+// send (a netem qdisc in each target's namespace, by its agent; on a
+// kernel without netem, the agent's netfilter fallbacks act on the packets
+// the targets receive instead), client traffic included, until it stops.
 type Packet struct {
 	Network Network
 	Cluster Cluster

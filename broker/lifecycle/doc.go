@@ -26,6 +26,8 @@
 //	tr, _ := lifecycle.NewKgoTransport(lifecycle.KgoTransportConfig{Voters: voters, Leader: q.Leader})
 //	m, _ := lifecycle.New(lifecycle.Config{BrokerID: 1, Transport: tr, HeartbeatInterval: 2 * time.Second, ...})
 //	m.Start()
+//	_ = m.WaitForState(ctx, lifecycle.StateRecovery) // registered, the image caught up
+//	// ... the broker's parts start following the image ...
 //	m.SetReadyToUnfence()
 //	_ = m.WaitForState(ctx, lifecycle.StateRunning)
 //	defer m.ControlledShutdown(ctx)

@@ -183,7 +183,8 @@ func (l *Manager) WaitForState(ctx context.Context, want BrokerState) error {
 	for {
 		ch := l.Changed()
 		s := l.State()
-		if s == want || want == StateRunning && (s == StatePendingControlledShutdown || s == StateShuttingDown) {
+		if s == want || want == StateRunning && (s == StatePendingControlledShutdown || s == StateShuttingDown) ||
+			want == StateRecovery && s != StateStarting && s != StateNotRunning {
 			return nil
 		}
 		select {

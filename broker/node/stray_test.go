@@ -98,7 +98,10 @@ func TestRestartedVoterNeverActsOnItsStaleImage(t *testing.T) {
 	require.True(t, ok)
 	assert.Equal(t, moved, p.Leader, "the restarted node's first served image has the new leader")
 	logs := victim.logs.String()
-	assert.Contains(t, logs, "caught up with the metadata log", "it waited for the controller's word")
+	caughtUp, first := strings.Index(logs, "caught up with the metadata log"), strings.Index(logs, "Partition moved-0:")
+	require.GreaterOrEqual(t, caughtUp, 0, "the controller said it caught up")
+	require.GreaterOrEqual(t, first, 0, "the replica manager took the partition up")
+	assert.Less(t, caughtUp, first, "nothing follows the image before the controller's word:\n%s", logs)
 	assert.NotContains(t, logs, "Partition moved-0: leader at epoch", "it never led the partition from its stale image:\n%s", logs)
 }
 

@@ -671,6 +671,9 @@ func cmdAgent(args []string, stdout, stderr io.Writer) int {
 		return cmdAgentNetem(args[1:], stdout, stderr)
 	case "delay-queue":
 		n, err := agent.ParseNetem(args[1:])
+		if err == nil && (n.Loss > 0 || n.Duplicate > 0) {
+			err = errors.New("only delay, jitter and reorder are held in the queue")
+		}
 		if err != nil {
 			fmt.Fprintf(stderr, "faultline agent delay-queue: %v\n", err)
 			return harness.ExitBadArgs

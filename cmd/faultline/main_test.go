@@ -210,6 +210,7 @@ func TestClientFlagsReachTheTest(t *testing.T) {
 		"--crash-clients-interval -1s":                  "--crash-clients-interval: must not be negative",
 		"--crash-clients-target slowest":                `--crash-clients-target: must be random or stalled, got "slowest"`,
 		"--txn-restart-one-in 1":                        "--txn-restart-one-in: needs --txn",
+		"--crash-clients-target stalled":                "--crash-clients-target: needs --crash-clients-interval",
 	} {
 		errOut.Reset()
 		_, code := parseTest(strings.Fields(args), &errOut)

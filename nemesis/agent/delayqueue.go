@@ -262,13 +262,16 @@ func serveDelayQueue(ctx context.Context, conn queueConn, queue uint16, plan del
 	var mu sync.Mutex
 	st := &delayState{plan: plan}
 	wake := make(chan struct{}, 1)
+	// accept lets ids go; a verdict that fails does not keep the others
+	// held (the kernel drops what it holds when the queue closes).
 	accept := func(ids []uint32) error {
+		var errs []error
 		for _, id := range ids {
 			if _, err := conn.Send(verdictMessage(queue, id)); err != nil {
-				return fmt.Errorf("delay queue: verdict on packet %d: %w", id, err)
+				errs = append(errs, fmt.Errorf("delay queue: verdict on packet %d: %w", id, err))
 			}
 		}
-		return nil
+		return errors.Join(errs...)
 	}
 	recvErr := make(chan error, 1)
 	go func() {

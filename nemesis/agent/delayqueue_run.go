@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -40,7 +41,7 @@ var DelayQueueCommand = []string{"agent", "delay-queue"}
 
 // delayReadyTimeout bounds the wait for a new delay queue to listen, and
 // for a healed one to end.
-const delayReadyTimeout = 10 * time.Second
+const delayReadyTimeout = 5 * time.Second
 
 // RunDelayQueue listens on the agent's netfilter queue and holds every
 // packet as n says until ctx ends, then lets the packets it still holds go.
@@ -189,7 +190,10 @@ func healDelay() error {
 		return err
 	}
 	pid, ok := delayPID()
-	if !ok {
+	if !ok || !isDelayQueue(pid) {
+		// None runs; the pid file may be left from before the node
+		// restarted, its number since reused by another process.
+		_ = os.Remove(DelayPIDFile)
 		return nil
 	}
 	p, err := os.FindProcess(pid)
@@ -219,6 +223,22 @@ func delayPID() (int, bool) {
 	}
 	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
 	return pid, err == nil && pid > 0
+}
+
+// isDelayQueue reports whether pid is a running delay queue process: its
+// command line names the delay-queue command, so that a pid file outliving
+// its process (a node restarted, its pids numbered afresh) never has
+// another process signalled.
+func isDelayQueue(pid int) bool {
+	if !processAlive(pid) {
+		return false
+	}
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
+	if err != nil {
+		return false
+	}
+	args := strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")
+	return len(args) > len(DelayQueueCommand) && slices.Equal(args[1:1+len(DelayQueueCommand)], DelayQueueCommand)
 }
 
 // processAlive reports whether pid runs (a zombie, ended and not yet

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"math/rand/v2"
 	"net"
+	"os"
 	"sync"
 	"testing"
 	"time"
@@ -263,3 +264,11 @@ func TestServeDelayQueueEndsWhenTheSocketCloses(t *testing.T) {
 
 // netErrClosed is what a closed socket's Receive wraps.
 var netErrClosed = net.ErrClosed
+
+// TestIsDelayQueueKnowsItsOwnProcess: a pid file naming a process that is
+// not the delay queue (this test, or a number no process has) is never
+// taken for it, so healing never signals a stranger.
+func TestIsDelayQueueKnowsItsOwnProcess(t *testing.T) {
+	assert.False(t, isDelayQueue(os.Getpid()), "the test binary is no delay queue")
+	assert.False(t, isDelayQueue(1<<22+7), "no process has this pid")
+}

@@ -97,6 +97,10 @@ func ParseNetem(fields []string) (Netem, error) {
 	return n, n.Validate()
 }
 
+// maxNetemDelay bounds a packet delay: a packet held longer is as good as
+// lost to every protocol on the node.
+const maxNetemDelay = time.Hour
+
 // Validate refuses a Netem the kernel would refuse or misread.
 func (n Netem) Validate() error {
 	if n.Reorder > 0 && n.Delay == 0 {
@@ -104,6 +108,9 @@ func (n Netem) Validate() error {
 	}
 	if n.Jitter > n.Delay {
 		return fmt.Errorf("netem: jitter %s is more than the delay %s", n.Jitter, n.Delay)
+	}
+	if n.Delay > maxNetemDelay {
+		return fmt.Errorf("netem: delay %s is more than %s", n.Delay, maxNetemDelay)
 	}
 	return nil
 }

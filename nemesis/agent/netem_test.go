@@ -23,7 +23,7 @@ func TestParseNetemRoundTrip(t *testing.T) {
 }
 
 func TestParseNetemRefuses(t *testing.T) {
-	for _, in := range []string{"delay", "delay=-1s", "loss=101", "loss=x", "reorder=10", "jitter=2s delay=1s", "speed=1", "loss=NaN"} {
+	for _, in := range []string{"delay", "delay=-1s", "loss=101", "loss=x", "reorder=10", "jitter=2s delay=1s", "speed=1", "loss=NaN", "delay=2h", "delay=2000000h jitter=2000000h"} {
 		_, err := ParseNetem(strings.Fields(in))
 		assert.Error(t, err, in)
 	}

@@ -47,13 +47,8 @@ func applyLoss(percent float64) error {
 	if err != nil {
 		return fmt.Errorf("open netlink: %w", err)
 	}
-	tables, err := conn.ListTablesOfFamily(nftables.TableFamilyIPv4)
-	if err == nil {
-		for _, t := range tables {
-			if t.Name == lossTableName {
-				conn.DelTable(t)
-			}
-		}
+	if t, err := findTable(conn, lossTableName); err == nil && t != nil {
+		conn.DelTable(t)
 	}
 	if percent > 0 {
 		table := conn.AddTable(&nftables.Table{Family: nftables.TableFamilyIPv4, Name: lossTableName})
@@ -67,9 +62,6 @@ func applyLoss(percent float64) error {
 	}
 	return nil
 }
-
-// lossInForce reports whether the fallback's table exists.
-func lossInForce() (bool, error) { return tableExists(lossTableName) }
 
 // isNoNetem reports whether a qdisc request failed because the kernel does
 // not know the kind (it answers ENOENT).
