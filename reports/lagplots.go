@@ -94,11 +94,15 @@ func realtimeLags(a *analysis) map[int][]lagPoint {
 				for _, p := range pairs {
 					hi = max(hi, p.Offset)
 				}
-				as := acks[k]
-				j := sort.Search(len(as), func(i int) bool { return as[i].offset > hi })
+				// A key no ok send acknowledged (its values read all came
+				// from info sends) has nothing a poll can lag behind.
 				lag := int64(0)
-				if first := suffixMin[k][j]; first < op.Time {
-					lag = op.Time - first
+				if sm, ok := suffixMin[k]; ok {
+					as := acks[k]
+					j := sort.Search(len(as), func(i int) bool { return as[i].offset > hi })
+					if first := sm[j]; first < op.Time {
+						lag = op.Time - first
+					}
 				}
 				out[k] = append(out[k], lagPoint{op.Time, lag})
 			}

@@ -1,6 +1,7 @@
 package reports
 
 import (
+	"io"
 	"strings"
 	"testing"
 
@@ -34,6 +35,20 @@ func TestRealtimeLagIsTheAgeOfTheOldestValueAPollHadNotReached(t *testing.T) {
 		"at 4 s the poll had reached offset 0; offset 1 was acknowledged at 2 s")
 }
 
+// TestRealtimeLagOfAKeyNoOkSendAcknowledged: a poll returning a key whose
+// sends all ended info (a power loss took every acknowledgement) has
+// nothing to lag behind: lag 0, never a panic (it crashed a gate run).
+func TestRealtimeLagOfAKeyNoOkSendAcknowledged(t *testing.T) {
+	h := historyOf(t, `{"index":0,"time":900000000,"process":0,"type":"invoke","f":"send","value":[["send",3,10]]}
+{"index":1,"time":1000000000,"process":0,"type":"info","f":"send","value":[["send",3,10]]}
+{"index":2,"time":3900000000,"process":1,"type":"invoke","f":"poll","value":[["poll"]]}
+{"index":3,"time":4000000000,"process":1,"type":"ok","f":"poll","value":[["poll",{"3":[[0,10]]}]]}
+`)
+	var lags map[int][]lagPoint
+	require.NotPanics(t, func() { lags = realtimeLags(analyze(h)) })
+	assert.Equal(t, []lagPoint{{4e9, 0}}, lags[3])
+}
+
 func TestUnseenAndLagPlotsAreDrawnWithAxesAndLegends(t *testing.T) {
 	page := render(t, leaderLossInput(t))
 	for _, title := range []string{"unseen: acknowledged values no poll had returned yet", "realtime lag: age of the oldest acknowledged value each poll had not reached"} {
@@ -55,4 +70,13 @@ func TestExamplesSpellOutTheirValuesAsSendsAndOffsets(t *testing.T) {
 	page := unescape(render(t, leaderLossInput(t)))
 	contains(t, page, "offset 1 of key 2 holds 2 different values [203 202] — send 203 → offset 1 (op 20); send 202 → offset 1 (op 15)")
 	contains(t, page, "was never read, though polls reached offset 1 (op 26 read offset 1) — send 202 → offset 1 (op 15)")
+}
+
+// TestGuardedTurnsAPanicIntoAnError: a page builder's panic is an error of
+// the write, never the end of the process.
+func TestGuardedTurnsAPanicIntoAnError(t *testing.T) {
+	err := guarded(func(io.Writer) error { panic("index out of range") })(io.Discard)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "index out of range")
+	assert.NoError(t, guarded(func(io.Writer) error { return nil })(io.Discard))
 }

@@ -63,14 +63,28 @@ func RenderDir(dir string) error {
 func WriteRun(dir string, in Input) error {
 	if len(in.History) > 0 {
 		in.Links.Timeline = FileTimeline
-		if err := writeFileAtomic(dir, FileTimeline, func(w io.Writer) error { return WriteTimeline(w, in) }); err != nil {
+		if err := writeFileAtomic(dir, FileTimeline, guarded(func(w io.Writer) error { return WriteTimeline(w, in) })); err != nil {
 			return err
 		}
 	}
-	if err := writeFileAtomic(dir, FileReport, func(w io.Writer) error { return WriteHTML(w, in) }); err != nil {
+	if err := writeFileAtomic(dir, FileReport, guarded(func(w io.Writer) error { return WriteHTML(w, in) })); err != nil {
 		return err
 	}
-	return writeFileAtomic(dir, FileJUnit, func(w io.Writer) error { return WriteJUnit(w, in) })
+	return writeFileAtomic(dir, FileJUnit, guarded(func(w io.Writer) error { return WriteJUnit(w, in) }))
+}
+
+// guarded turns a panic of a page builder on a history it did not foresee
+// into an error: the run's verdict and results.json stand, and a suite
+// goes on to its next test.
+func guarded(write func(io.Writer) error) func(io.Writer) error {
+	return func(w io.Writer) (err error) {
+		defer func() {
+			if p := recover(); p != nil {
+				err = fmt.Errorf("building the page failed on this history (a report bug): %v", p)
+			}
+		}()
+		return write(w)
+	}
 }
 
 // LoadDir reads a stored run directory into an Input, with links relative
