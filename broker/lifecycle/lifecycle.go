@@ -29,6 +29,13 @@ const (
 	StateUnknown                   BrokerState = 127
 )
 
+// reached reports whether a broker in state s is in want or past it: a
+// broker goes STARTING, RECOVERY, RUNNING, PENDING_CONTROLLED_SHUTDOWN,
+// SHUTTING_DOWN in that order, the order of their codes.
+func (s BrokerState) reached(want BrokerState) bool {
+	return s != StateUnknown && s >= want
+}
+
 func (s BrokerState) String() string {
 	switch s {
 	case StateNotRunning:
@@ -177,14 +184,12 @@ func (l *Manager) Changed() <-chan struct{} {
 	return l.changed
 }
 
-// WaitForState waits until the broker reaches want (or, for RUNNING, any
-// later state).
+// WaitForState waits until the broker reaches want or a later state.
 func (l *Manager) WaitForState(ctx context.Context, want BrokerState) error {
 	for {
 		ch := l.Changed()
 		s := l.State()
-		if s == want || want == StateRunning && (s == StatePendingControlledShutdown || s == StateShuttingDown) ||
-			want == StateRecovery && s != StateStarting && s != StateNotRunning {
+		if s.reached(want) {
 			return nil
 		}
 		select {

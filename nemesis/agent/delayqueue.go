@@ -273,6 +273,13 @@ func serveDelayQueue(ctx context.Context, conn queueConn, queue uint16, plan del
 		}
 		return errors.Join(errs...)
 	}
+	// acceptHeld lets every packet still held go, as the queue ends.
+	acceptHeld := func() error {
+		mu.Lock()
+		ids := st.drain()
+		mu.Unlock()
+		return accept(ids)
+	}
 	recvErr := make(chan error, 1)
 	go func() {
 		failed := 0
@@ -319,15 +326,9 @@ func serveDelayQueue(ctx context.Context, conn queueConn, queue uint16, plan del
 		timer.Reset(wait)
 		select {
 		case <-ctx.Done():
-			mu.Lock()
-			ids := st.drain()
-			mu.Unlock()
-			return accept(ids)
+			return acceptHeld()
 		case err := <-recvErr:
-			mu.Lock()
-			ids := st.drain()
-			mu.Unlock()
-			return errors.Join(fmt.Errorf("delay queue: receive: %w", err), accept(ids))
+			return errors.Join(fmt.Errorf("delay queue: receive: %w", err), acceptHeld())
 		case <-wake:
 		case <-timer.C:
 		}

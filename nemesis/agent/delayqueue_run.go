@@ -83,16 +83,9 @@ func RunDelayQueue(ctx context.Context, n Netem, pidFile string) error {
 		}
 	}()
 	plan := delayPlan{n: n, rng: rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), uint64(os.Getpid())))}
-	done := make(chan error, 1)
-	go func() { done <- serveDelayQueue(ctx, conn, delayQueueNum, plan, time.Now) }()
-	select {
-	case err := <-done:
-		return err
-	case <-ctx.Done():
-		// serveDelayQueue lets the held packets go and returns; its
-		// receiver ends when the connection closes.
-		return <-done
-	}
+	// serveDelayQueue lets the held packets go when ctx ends; its
+	// receiver ends when the deferred Close closes the connection.
+	return serveDelayQueue(ctx, conn, delayQueueNum, plan, time.Now)
 }
 
 // applyDelay starts the delay queue process with n's delay, jitter and
@@ -164,10 +157,7 @@ func delayRule(ifindex int) error {
 	if err != nil {
 		return fmt.Errorf("open netlink: %w", err)
 	}
-	table := conn.AddTable(&nftables.Table{Family: nftables.TableFamilyIPv4, Name: delayTableName})
-	policy := nftables.ChainPolicyAccept
-	chain := conn.AddChain(&nftables.Chain{Name: "input", Table: table, Type: nftables.ChainTypeFilter,
-		Hooknum: nftables.ChainHookInput, Priority: nftables.ChainPriorityFilter, Policy: &policy})
+	table, chain := inputChain(conn, delayTableName)
 	iif := make([]byte, 4)
 	binary.NativeEndian.PutUint32(iif, uint32(ifindex))
 	info := xt.Unknown(nfqueueInfo(delayQueueNum))
@@ -230,9 +220,7 @@ func delayPID() (int, bool) {
 // its process (a node restarted, its pids numbered afresh) never has
 // another process signalled.
 func isDelayQueue(pid int) bool {
-	if !processAlive(pid) {
-		return false
-	}
+	// A zombie's command line reads empty: it is no delay queue either.
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
 	if err != nil {
 		return false
@@ -252,47 +240,6 @@ func processAlive(pid int) bool {
 	s := string(b)
 	i := strings.LastIndexByte(s, ')')
 	return i < 0 || i+2 >= len(s) || (s[i+2] != 'Z' && s[i+2] != 'X')
-}
-
-// findTable returns the agent's IPv4 table name, or nil when there is none.
-func findTable(conn *nftables.Conn, name string) (*nftables.Table, error) {
-	tables, err := conn.ListTablesOfFamily(nftables.TableFamilyIPv4)
-	if err != nil {
-		return nil, fmt.Errorf("list tables: %w", err)
-	}
-	for _, t := range tables {
-		if t.Name == name {
-			return t, nil
-		}
-	}
-	return nil, nil
-}
-
-// dropTable deletes the agent's IPv4 table name if it exists.
-func dropTable(name string) error {
-	conn, err := nftables.New()
-	if err != nil {
-		return fmt.Errorf("open netlink: %w", err)
-	}
-	t, err := findTable(conn, name)
-	if err != nil || t == nil {
-		return err
-	}
-	conn.DelTable(t)
-	if err := conn.Flush(); err != nil {
-		return fmt.Errorf("remove table %s: %w", name, err)
-	}
-	return nil
-}
-
-// tableExists reports whether the agent's IPv4 table name exists.
-func tableExists(name string) (bool, error) {
-	conn, err := nftables.New()
-	if err != nil {
-		return false, fmt.Errorf("open netlink: %w", err)
-	}
-	t, err := findTable(conn, name)
-	return t != nil, err
 }
 
 // ServeDelayQueueUntilSignal is `faultline agent delay-queue`: it runs the

@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"math"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/google/nftables"
 	"github.com/mdlayher/netlink"
 )
 
@@ -317,13 +319,17 @@ func healFallback() error { return errors.Join(applyLoss(0), healDelay()) }
 // a packet fault is in force), or, on a kernel without netem, the
 // fallbacks in force: "netfilter-loss", "netfilter-delay" or both.
 func NetemKind(ifname string) (string, error) {
+	nft, err := nftables.New()
+	if err != nil {
+		return "", fmt.Errorf("open netlink: %w", err)
+	}
+	tables, err := nft.ListTablesOfFamily(nftables.TableFamilyIPv4)
+	if err != nil {
+		return "", fmt.Errorf("list tables: %w", err)
+	}
 	var fallbacks []string
 	for _, f := range []struct{ table, kind string }{{lossTableName, "netfilter-loss"}, {delayTableName, "netfilter-delay"}} {
-		on, err := tableExists(f.table)
-		if err != nil {
-			return "", err
-		}
-		if on {
+		if slices.ContainsFunc(tables, func(t *nftables.Table) bool { return t.Name == f.table }) {
 			fallbacks = append(fallbacks, f.kind)
 		}
 	}

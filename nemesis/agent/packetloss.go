@@ -47,14 +47,9 @@ func applyLoss(percent float64) error {
 	if err != nil {
 		return fmt.Errorf("open netlink: %w", err)
 	}
-	if t, err := findTable(conn, lossTableName); err == nil && t != nil {
-		conn.DelTable(t)
-	}
+	removeTable(conn, lossTableName)
 	if percent > 0 {
-		table := conn.AddTable(&nftables.Table{Family: nftables.TableFamilyIPv4, Name: lossTableName})
-		policy := nftables.ChainPolicyAccept
-		chain := conn.AddChain(&nftables.Chain{Name: "input", Table: table, Type: nftables.ChainTypeFilter,
-			Hooknum: nftables.ChainHookInput, Priority: nftables.ChainPriorityFilter, Policy: &policy})
+		table, chain := inputChain(conn, lossTableName)
 		conn.AddRule(&nftables.Rule{Table: table, Chain: chain, Exprs: lossRules(percent)})
 	}
 	if err := conn.Flush(); err != nil {
