@@ -73,6 +73,17 @@ func FuzzReadEDNHistory(f *testing.F) {
 // TestEDNRegressions replays faultline's own histories in Jepsen's notation
 // for cases where the checker once parted from kafka.clj: each must show
 // the anomalies in want and none of those in absent.
+// TestEDNInfoSendOffsetDoesNotBind: an info send's reported offset is no
+// proof it committed (Jepsen's "info conflicts" case), so another send's
+// record at that offset is neither inconsistent nor nonlinearizable.
+func TestEDNInfoSendOffsetDoesNotBind(t *testing.T) {
+	res, err := CheckFile(filepath.Join("testdata", "edn", "info-send-offset-conflicts.edn"), Options{})
+	require.NoError(t, err)
+	assert.Equal(t, Valid, res.Valid, "%v", res.Anomalies)
+	assert.NotContains(t, res.Anomalies, AnomalyNonlinearizable)
+	assert.NotContains(t, res.Anomalies, AnomalyInconsistentOffsets)
+}
+
 func TestEDNRegressions(t *testing.T) {
 	for file, c := range map[string]struct{ want, absent []string }{
 		// A duplicated value is judged at the offset an op met it.

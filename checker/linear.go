@@ -23,9 +23,10 @@ import (
 //     returned (in txn mode at that offset or later: commit markers take
 //     offsets too);
 //   - a send that ended info (or was never completed) may or may not have
-//     appended: its return time is open. If any send or poll observed its
-//     value, it must have appended at that offset; if nobody did, it either
-//     fills an offset nobody observed ("hole") or did nothing;
+//     appended, whatever offset it reported: its return time is open. If
+//     an acknowledged send or a poll observed its value, it must have
+//     appended at that offset; if nobody did, it either fills an offset
+//     nobody observed ("hole") or did nothing;
 //   - an ok poll returns, for this key, a slice of offsets that were all
 //     appended before it, contiguous (consecutive offsets; in txn mode
 //     merely increasing).
@@ -326,8 +327,13 @@ func partitions(h History, p *pairing, txn bool) map[int]*partition {
 		for _, m := range mops {
 			switch {
 			case m.F == FSend:
+				// Only an acknowledged send's offset binds it. An info
+				// send may report one (a transaction whose sends were
+				// answered and whose commit was not) and still never
+				// have been committed, as Jepsen's checker holds: it is
+				// placed where its value was read, if anywhere.
 				o := int64(-1)
-				if m.Offset != nil && done != nil {
+				if m.Offset != nil && definite {
 					o = *m.Offset
 					part(m.Key).ref.add(o, m.Value)
 				}
