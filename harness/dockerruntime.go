@@ -1,7 +1,9 @@
 package harness
 
 import (
+	"bytes"
 	"context"
+	"debug/elf"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -692,8 +694,46 @@ func imageContext(c Cluster) (map[string][]byte, error) {
 		fmt.Fprintf(&df, "COPY %s /%s\n", name, name)
 	}
 	df.WriteString("VOLUME [\"/data\"]\n")
+	// An image FROM scratch holds no dynamic loader but what the
+	// profile copies in: a dynamically linked executable without its
+	// loader fails in the node with "no such file or directory" (the
+	// agent's fault starts then all fail, and the run tests nothing).
+	sources := map[string]string{"faultline": c.AgentBinary}
+	for name, path := range paths {
+		sources[name] = path
+	}
+	for _, name := range slices.Sorted(maps.Keys(sources)) {
+		b, ok := files[name]
+		if !ok {
+			continue // a directory
+		}
+		if interp, dynamic := elfInterpreter(b); dynamic {
+			if _, shipped := files[strings.TrimPrefix(interp, "/")]; !shipped {
+				return nil, fmt.Errorf("node image: %s (%s) is dynamically linked (it needs %s) and the image, FROM scratch, has no such file: build it static, with CGO_ENABLED=0 (make build)", name, sources[name], interp)
+			}
+		}
+	}
 	files["Dockerfile"] = []byte(df.String())
 	return files, nil
+}
+
+// elfInterpreter is the program interpreter (the dynamic loader) an ELF
+// executable names, and whether it names one; a static executable, or a
+// file that is no ELF, names none.
+func elfInterpreter(b []byte) (string, bool) {
+	f, err := elf.NewFile(bytes.NewReader(b))
+	if err != nil {
+		return "", false
+	}
+	defer f.Close()
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_INTERP {
+			data := make([]byte, p.Filesz)
+			n, _ := p.ReadAt(data, 0)
+			return strings.TrimRight(string(data[:n]), "\x00"), true
+		}
+	}
+	return "", false
 }
 
 // addToContext adds the file at path as name, or the directory's files

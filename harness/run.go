@@ -40,6 +40,44 @@ type Outcome struct {
 	// (io.faultline.run=<RunID>) and names its containers.
 	RunID  string
 	Result checker.Result
+	// Faults tallies the fault starts of the history: a run whose every
+	// start failed tested nothing it was meant to.
+	Faults FaultTally
+}
+
+// FaultTally counts a history's fault starts (the nemesis's start-*
+// completions) and those that failed: refused by the runtime or the
+// kernel, or broken (an agent that cannot run in the node).
+type FaultTally struct {
+	Started, Failed int
+	// FirstError is the first failed start's error.
+	FirstError string
+}
+
+// NoneTookEffect reports whether faults were started and every start
+// failed.
+func (f FaultTally) NoneTookEffect() bool { return f.Started > 0 && f.Failed == f.Started }
+
+func (f FaultTally) String() string {
+	return fmt.Sprintf("%d of %d fault starts failed (first: %s)", f.Failed, f.Started, firstLine(f.FirstError))
+}
+
+// tallyFaults counts the fault starts of h.
+func tallyFaults(h checker.History) FaultTally {
+	var f FaultTally
+	for _, op := range h {
+		if op.Process != checker.NemesisProcess || op.Type == checker.Invoke || !strings.HasPrefix(op.F, "start-") {
+			continue
+		}
+		f.Started++
+		if op.Type != checker.OK {
+			f.Failed++
+			if f.FirstError == "" {
+				f.FirstError = op.F + ": " + op.Error
+			}
+		}
+	}
+	return f
 }
 
 // ErrInterrupted is returned (wrapped) when the run's context ended before
@@ -369,8 +407,12 @@ func (r *run) execute(ctx context.Context) (Outcome, error) {
 
 	r.setPhase("check")
 	history := rec.History()
+	faults := tallyFaults(history)
+	if faults.Failed > 0 {
+		fmt.Fprintf(r.out, "faults: %s\n", faults)
+	}
 	result := checker.Analyze(ctx, history, t.checkerOptions())
-	return Outcome{Dir: r.dir, Result: result}, r.writeResults(history, result)
+	return Outcome{Dir: r.dir, Result: result, Faults: faults}, r.writeResults(history, result)
 }
 
 // healAll resumes, reconnects and restarts every node.

@@ -254,6 +254,12 @@ func RunSuite(ctx context.Context, cases []Case, reg workloads.Registry, out io.
 			row.Found = "error: " + firstLine(err.Error())
 		} else {
 			row.Found, row.OK = c.Judge(o.Result)
+			if o.Faults.NoneTookEffect() {
+				// Faults meant to test something never happened: the
+				// verdict says nothing about them.
+				row.Found += " (no fault took effect: " + o.Faults.String() + ")"
+				row.OK = false
+			}
 			row.Anomalies = o.Result.BadAnomalies()
 			if o.Result.FirstAnomalyNs != nil {
 				row.FirstAnomaly = time.Duration(*o.Result.FirstAnomalyNs)
