@@ -127,7 +127,8 @@ type putRec struct {
 
 // runCompaction is the "compaction" checker: the final scan of a compacted
 // topic must show, last for every key, the key's latest acknowledged put
-// (or a put made later whose outcome is unknown). A log the cleaner has not
+// (or a put made later whose outcome is unknown), and no value of a put
+// that failed (G1a: under transactions, an aborted put's value). A log the cleaner has not
 // touched passes as well (the latest value is still last per key), and a
 // deleted key may be absent or still hold its tombstone. A history
 // without puts has nothing to check here.
@@ -224,12 +225,31 @@ func checkKey(k int, puts []putRec, scan []ScanEntry, scanIndex int64, report fu
 			latest = pr
 		}
 	}
-	if latest == nil {
-		return // nothing acknowledged with an offset: nothing promised
-	}
 	var last *ScanEntry
 	if n := len(scan); n > 0 {
 		last = &scan[n-1]
+	}
+	// A value whose put failed (under --txn: a transaction known aborted)
+	// was never committed; a scan of committed records that shows it read
+	// an aborted write.
+	failed := map[int64]*putRec{}
+	for i := range puts {
+		if pr := &puts[i]; pr.typ == Fail && pr.value != nil {
+			failed[*pr.value] = pr
+		}
+	}
+	for _, e := range scan {
+		if e.Value == nil {
+			continue
+		}
+		if pr, ok := failed[*e.Value]; ok {
+			report(AnomalyG1a, Example{Key: k, Value: ptr(*e.Value), Offset: ptr(e.Offset), Writer: ptr(pr.index), Reader: ptr(scanIndex),
+				Text: fmt.Sprintf("the final scan op %d shows value %d of key %d at offset %d, written by op %d, which failed (its transaction aborted)",
+					scanIndex, *e.Value, k, e.Offset, pr.index)})
+		}
+	}
+	if latest == nil {
+		return // nothing acknowledged with an offset: nothing promised
 	}
 	ex := Example{Key: k, Offset: ptr(*latest.offset), Writer: ptr(latest.index), Reader: ptr(scanIndex)}
 	if latest.value != nil {

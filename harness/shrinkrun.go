@@ -261,6 +261,9 @@ func CommandLine(t Test) []string {
 	if t.TxnRestartOneIn != 0 {
 		args = append(args, "--txn-restart-one-in", strconv.Itoa(t.TxnRestartOneIn))
 	}
+	if t.TxnTimeout != 0 {
+		args = append(args, "--txn-timeout", d(t.TxnTimeout))
+	}
 	if t.CrashClientsTarget != "" {
 		args = append(args, "--crash-clients-target", t.CrashClientsTarget)
 	}

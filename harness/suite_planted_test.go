@@ -243,7 +243,7 @@ func TestSequenceModesNeedTheirRuntime(t *testing.T) {
 // control, the same test without the switch.
 func TestTxnSuiteCases(t *testing.T) {
 	cases := Suites["txn"](DefaultTest())
-	require.Len(t, cases, 10+2*len(txnBugs))
+	require.Len(t, cases, 11+2*len(txnBugs))
 	byName := map[string]Case{}
 	for _, c := range cases {
 		require.NoError(t, c.Test.Validate(testWorkloads), c.Test.Name)
@@ -252,6 +252,9 @@ func TestTxnSuiteCases(t *testing.T) {
 	assert.True(t, byName["txn-kill"].Test.Txn)
 	assert.Equal(t, checker.Valid, byName["txn-kill"].Expect)
 	assert.Equal(t, "compact", byName["compact-kill"].Test.Workload)
+	assert.False(t, byName["compact-kill"].Test.Txn)
+	assert.Equal(t, "compact", byName["compact-txn-kill"].Test.Workload)
+	assert.True(t, byName["compact-txn-kill"].Test.Txn, "puts are transactions")
 	assert.Equal(t, "kill:coordinator,pause:coordinator", byName["txn-coordinator"].Test.Nemesis.String())
 	assert.Equal(t, "power:coordinator", byName["txn-power-coordinator"].Test.Nemesis.String())
 	assert.Equal(t, Duration(5*time.Second), byName["txn-crash-clients"].Test.CrashClientsInterval)
@@ -262,6 +265,11 @@ func TestTxnSuiteCases(t *testing.T) {
 	assert.True(t, slow.NemesisOverlap, "the delay overlaps the shutdowns")
 	assert.Equal(t, Duration(3*time.Second), slow.CrashClientsInterval)
 	assert.Equal(t, 1, byName["txn-restart"].Test.TxnRestartOneIn, "every commit is followed by a restart")
+	cc := byName["txn-clients-coordinator"].Test
+	assert.Equal(t, Duration(time.Second), cc.TxnTimeout, "shorter than most cuts: the coordinator's timeout races the held-up commit")
+	assert.Equal(t, Duration(2*time.Second), cc.NemesisInterval)
+	assert.Equal(t, "500", cc.BrokerConfig["transaction.abort.timed.out.transaction.cleanup.interval.ms"])
+	assert.Zero(t, byName["txn-kill"].Test.TxnTimeout, "the workload's default elsewhere")
 	assert.Zero(t, byName["txn-kill"].Test.TxnRestartOneIn, "the workload's default elsewhere")
 	for _, name := range []string{"txn-kill", "txn-coordinator", "txn-stop", "txn-coordinator-cut", "txn-crash-clients", "txn-power-coordinator", "txn-slow", "txn-restart"} {
 		assert.Equal(t, "5000", byName[name].Test.BrokerConfig["log.roll.ms"], "%s rolls its segments within the test", name)

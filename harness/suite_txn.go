@@ -73,6 +73,16 @@ func txnSuite(base Test) []Case {
 	compact.Name, compact.Workload, compact.NemesisInterval = "compact-kill", "compact", interval
 	compact.Nemesis = nemesis.Spec{{Kind: nemesis.KindKill}}
 	compact.BrokerConfig["log.cleaner.backoff.ms"] = fastCleaner["log.cleaner.backoff.ms"]
+	// The same under transactions: each put a transaction of its own, one
+	// in four aborted on purpose after being held open up to 3 s, so
+	// segments roll (every second) and the cleaner, looking for work
+	// every 250 ms, runs while transactions are open. It must stay below
+	// the last stable offset (an open transaction's record would
+	// supersede the key's committed value, which an abort then leaves
+	// lost) and drop aborted records without ever showing one.
+	compactTxn := compact
+	compactTxn.Name, compactTxn.Txn, compactTxn.BrokerConfig = "compact-txn-kill", true, maps.Clone(compact.BrokerConfig)
+	compactTxn.BrokerConfig["log.cleaner.backoff.ms"] = "250"
 	// like is txn under another name and faults, with a config map of its
 	// own, so that a change to one case never reaches the others.
 	like := func(name string, faults nemesis.Spec) Test {
@@ -91,8 +101,16 @@ func txnSuite(base Test) []Case {
 	coord := like("txn-coordinator", nemesis.Spec{{Kind: nemesis.KindKill, Mode: nemesis.TargetCoordinator}, {Kind: nemesis.KindPause, Mode: nemesis.TargetCoordinator}})
 	// The producers cut off from a coordinator that still leads its
 	// __transaction_state partition: its transactions can end only after
-	// the heal (or by timeout), never half-way.
+	// the heal (or by timeout), never half-way. Cuts are short and many
+	// (2 s between events on average) and the transaction timeout shorter
+	// still (1 s, checked every 500 ms), so the coordinator aborts by
+	// itself transactions whose EndTxn a cut holds up, and that EndTxn,
+	// resent by TCP once the cut heals, arrives while the client still
+	// waits for it: a delayed EndTxn (KAFKA-17754's shape), which must be
+	// refused, never taken as the retry of a commit that happened.
 	clients := like("txn-clients-coordinator", nemesis.Spec{{Kind: nemesis.KindPartition, Mode: nemesis.PartitionClientsCoordinator}})
+	clients.TxnTimeout, clients.NemesisInterval = Duration(time.Second), Duration(2*time.Second)
+	clients.BrokerConfig["transaction.abort.timed.out.transaction.cleanup.interval.ms"] = "500"
 	// A power loss of a coordinator's node mid-commit: with every message
 	// fsynced before it is acknowledged, nothing committed may be lost.
 	power := durable(base)
@@ -152,10 +170,11 @@ func txnSuite(base Test) []Case {
 		{Test: stop, Expect: checker.Valid, Why: "transactions while the node coordinating one of them and partition leaders are shut down (controlled, SIGTERM) and restarted, segments rolling every 5 s: leaderships move off live nodes mid-transaction and each node restarts from its producer-state snapshots"},
 		{Test: slow, Expect: checker.Valid, Why: "transactions over a slow network (every packet of the targets delayed 20-80 ms) while partition leaders are shut down and clients crashed every 3 s: markers that reach a leader after its leadership moved are sent again to the new one, and a crashed client's successor waits for a prepared commit to finish, never aborts it"},
 		{Test: restart, Expect: checker.Valid, Why: "transactions whose producers are all restarted under their transactional.id right after each commit while partition leaders are killed: an InitProducerId that meets a commit still prepared, its markers held up by a dead leader, waits for it and never aborts it"},
-		{Test: clients, Expect: checker.Valid, Why: "transactions while the clients cannot reach the node coordinating one of them, which its peers still reach"},
+		{Test: clients, Expect: checker.Valid, Why: "transactions while the clients cannot reach the node coordinating one of them, which its peers still reach, in short cuts longer than the transaction timeout (1 s): an EndTxn held up by a cut that reaches the coordinator after it aborted the transaction by its timeout is refused"},
 		{Test: power, Expect: checker.Valid, Why: "transactions while the node coordinating one of them loses power (every message fsynced)"},
 		{Test: crash, Expect: checker.Valid, Why: "transactions while a client is crashed every 5 s, mid-transaction, and partition leaders are killed: every abandoned transaction is aborted, by its timeout or by the InitProducerId of a successor under its transactional.id"},
 		{Test: compact, Expect: checker.Valid, Why: "keyed upserts and deletes on a compacted topic while nodes are killed: every key's latest value survives the cleaner"},
+		{Test: compactTxn, Expect: checker.Valid, Why: "keyed upserts and deletes on a compacted topic, each a transaction (a quarter aborted after being held open), while nodes are killed: the cleaner stays below the last stable offset, every key's latest committed value survives it and no aborted value is ever read"},
 	}
 	return append(cases, plantedCases(base, txnBugs)...)
 }

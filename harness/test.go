@@ -149,6 +149,12 @@ func (t Test) Validate(reg workloads.Registry) error {
 	if t.TxnRestartOneIn != 0 && !t.Txn {
 		problems = append(problems, "--txn-restart-one-in: needs --txn")
 	}
+	if t.TxnTimeout != 0 && !t.Txn {
+		problems = append(problems, "--txn-timeout: needs --txn")
+	}
+	if d := time.Duration(t.TxnTimeout); d < 0 || d != 0 && (d < time.Millisecond || d > 15*time.Minute) {
+		problems = append(problems, fmt.Sprintf("--txn-timeout: must be between 1ms and 15m (Kafka's transaction.max.timeout.ms), got %s", d))
+	}
 	switch t.CrashClientsTarget {
 	case "", testspec.CrashRandom, testspec.CrashStalled:
 	default:
@@ -192,6 +198,7 @@ func (t Test) WorkloadOptions(seeds []string) workloads.Options {
 		MixedConsumers:  t.MixedConsumers,
 		Txn:             t.Txn,
 		TxnRestartOneIn: t.TxnRestartOneIn,
+		TxnTimeout:      time.Duration(t.TxnTimeout),
 	}
 }
 

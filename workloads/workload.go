@@ -3,6 +3,7 @@ package workloads
 import (
 	"context"
 	"io"
+	"time"
 
 	"github.com/faultline/faultline/checker"
 )
@@ -55,6 +56,9 @@ type Options struct {
 	// is restarted at once under its transactional.id (the queue
 	// workload's --txn-restart-one-in; 0: the workload's default).
 	TxnRestartOneIn int
+	// TxnTimeout is the transactional producers' transaction.timeout.ms
+	// (the queue workload's --txn-timeout; 0: the workload's default).
+	TxnTimeout time.Duration
 }
 
 // Workload is one run's instance of a workload: the generator of the main

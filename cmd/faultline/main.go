@@ -177,6 +177,7 @@ func parseTest(args []string, stderr io.Writer) (harness.Test, int) {
 	limit := time.Duration(t.TimeLimit)
 	interval := time.Duration(t.NemesisInterval)
 	recovery := time.Duration(t.RecoveryTimeout)
+	txnTimeout := time.Duration(t.TxnTimeout)
 	final := time.Duration(t.FinalTimeout)
 	brokerConfig := kvFlags{}
 	var clients clientFlags
@@ -202,8 +203,9 @@ func parseTest(args []string, stderr io.Writer) (harness.Test, int) {
 	fs.IntVar(&t.ReplicationFactor, "replication-factor", t.ReplicationFactor, "replication factor of the workload's topics (capped at --nodes)")
 	fs.IntVar(&t.PartitionsPerTopic, "partitions-per-topic", t.PartitionsPerTopic, "partitions per topic; key k is partition k mod P of topic t<k div P>")
 	fs.BoolVar(&t.Subscribe, "subscribe", t.Subscribe, "consumers subscribe through consumer groups instead of assigning partitions (default false: assign)")
-	fs.BoolVar(&t.Txn, "txn", t.Txn, "queue workload: every operation is a transaction of up to 4 sends and polls over several partitions (transactional producers, read_committed consumers, offsets committed in the transaction, one in ten aborted on purpose); needs --acks -1, the idempotent producer and assign (default false)")
+	fs.BoolVar(&t.Txn, "txn", t.Txn, "queue workload: every operation is a transaction of up to 4 sends and polls over several partitions (transactional producers, read_committed consumers, offsets committed in the transaction, one in ten aborted on purpose); compact workload: every put is a transaction of its own (one in four aborted on purpose after being held open up to 3 s) and the final scan reads committed records; needs --acks -1, the idempotent producer and assign (default false)")
 	fs.IntVar(&t.TxnRestartOneIn, "txn-restart-one-in", t.TxnRestartOneIn, "with --txn: the odds that a committed transaction's producer is restarted at once under its transactional.id, its InitProducerId meeting the commit's markers perhaps still being written (1: after every commit; negative: never; default 0: one in ten)")
+	fs.DurationVar(&txnTimeout, "txn-timeout", txnTimeout, "with --txn: the producers' transaction.timeout.ms, after which a coordinator aborts an open transaction by itself; shorter than a partition between clients and coordinator, it races the coordinator's abort against the client's commit (default 0: four request timeouts, 20 s)")
 	fs.DurationVar(&recovery, "recovery-timeout", recovery, "how long to wait for the cluster to recover after healing")
 	fs.DurationVar(&final, "final-timeout", final, "bound on the final reads (every key read from the beginning up to the highest offset known for it)")
 	fs.StringVar(&t.DB, "db", "", "the broker under test: a built-in profile ("+strings.Join(profile.Builtin(), ", ")+") or a profile file (YAML; see `faultline profiles`); default faultline, the reference broker")
@@ -267,6 +269,7 @@ Flags:
 		}
 		t.TimeLimit, t.NemesisInterval = harness.Duration(limit), harness.Duration(interval)
 		t.RecoveryTimeout, t.FinalTimeout = harness.Duration(recovery), harness.Duration(final)
+		t.TxnTimeout = harness.Duration(txnTimeout)
 		if len(brokerConfig) > 0 {
 			t.BrokerConfig = brokerConfig
 		}

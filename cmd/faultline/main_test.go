@@ -78,7 +78,7 @@ func TestTestHelpGivesEveryDefault(t *testing.T) {
 		name, _, _ := strings.Cut(entry, " ")
 		assert.Contains(t, entry, "default", "flag --%s does not state its default", strings.TrimSpace(name))
 	}
-	assert.Equal(t, 34, flags, "every flag is listed")
+	assert.Equal(t, 35, flags, "every flag is listed")
 }
 
 // producedAcks builds t's workload against a fake cluster, sends one
@@ -203,6 +203,10 @@ func TestClientFlagsReachTheTest(t *testing.T) {
 	tt, code = parseTest([]string{"--crash-clients-interval", "3s", "--crash-clients-target", "stalled"}, &errOut)
 	require.Equal(t, -1, code, errOut.String())
 	assert.Equal(t, "stalled", tt.CrashClientsTarget)
+	tt, code = parseTest([]string{"--txn", "--txn-timeout", "3s"}, &errOut)
+	require.Equal(t, -1, code, errOut.String())
+	assert.Equal(t, harness.Duration(3*time.Second), tt.TxnTimeout)
+	assert.Equal(t, 3*time.Second, tt.WorkloadOptions(nil).TxnTimeout, "the workload gets it")
 
 	for args, want := range map[string]string{
 		"--fail-on-client-error NOT_LEADER_OR_FOLLOWER": `--fail-on-client-error: unknown client error "NOT_LEADER_OR_FOLLOWER"`,
@@ -210,6 +214,8 @@ func TestClientFlagsReachTheTest(t *testing.T) {
 		"--crash-clients-interval -1s":                  "--crash-clients-interval: must not be negative",
 		"--crash-clients-target slowest":                `--crash-clients-target: must be random or stalled, got "slowest"`,
 		"--txn-restart-one-in 1":                        "--txn-restart-one-in: needs --txn",
+		"--txn-timeout 3s":                              "--txn-timeout: needs --txn",
+		"--txn --txn-timeout 20m":                       "--txn-timeout: must be between 1ms and 15m",
 		"--crash-clients-target stalled":                "--crash-clients-target: needs --crash-clients-interval",
 	} {
 		errOut.Reset()

@@ -108,6 +108,11 @@ type Spec struct {
 	// workload's; 0: its default, one in ten; 1: after every commit;
 	// negative: never).
 	TxnRestartOneIn int `json:"txn-restart-one-in,omitempty"`
+	// TxnTimeout is the transactional producers' transaction.timeout.ms
+	// (the queue workload's; 0: its default, four request timeouts, 20 s):
+	// how long a coordinator lets a transaction stay open before it aborts
+	// it by itself.
+	TxnTimeout Duration `json:"txn-timeout,omitempty"`
 	// Runtime is "docker" or "process".
 	Runtime string `json:"runtime"`
 	// DockerHosts places the nodes on Docker Engines (`--docker-host`):

@@ -18,6 +18,13 @@
 // eager cleaning (min.cleanable.dirty.ratio 0.01, delete.retention.ms
 // 2 s), so a broker's cleaner runs during a short test; a broker that does
 // not compact (kfake) keeps the whole log, which checks valid as well.
+//
+// Under --txn (txn.go) every put is a transaction of its own from a
+// transactional producer per client: ok once committed, fail once aborted
+// (one in AbortOneIn on purpose, held open up to MaxHold first), info when
+// the outcome is unknown. The scan then reads committed records only
+// (read_committed, the markers kept to see each partition's end), and the
+// checker adds G1a: an aborted put's value in the scan.
 package compact
 
 import (
@@ -61,8 +68,8 @@ const requestTimeout = 5 * time.Second
 
 // New builds the workload against a serving cluster.
 func New(o workloads.Options) (workloads.Workload, error) {
-	if o.Txn || o.Subscribe {
-		return nil, errors.New("the compact workload has no --txn or --subscribe")
+	if o.Subscribe {
+		return nil, errors.New("the compact workload has no --subscribe")
 	}
 	parts := o.PartitionsPerTopic
 	if parts <= 0 {
@@ -86,8 +93,9 @@ type workload struct {
 	rf      int16
 	adm     *kadm.Client
 	gen     *Generator
-	mu      sync.Mutex // guards created: clients are made concurrently
+	mu      sync.Mutex // guards created and clients: clients are made concurrently
 	created bool
+	clients int // clients made so far: the next one's number
 }
 
 func (w *workload) Generator() workloads.Generator { return w.gen }
@@ -117,10 +125,30 @@ func (w *workload) NewClient() (workloads.Client, error) {
 	if err := w.ensure(context.Background()); err != nil {
 		return nil, err
 	}
-	return newClient(w.o, w.parts)
+	w.mu.Lock()
+	w.clients++
+	n := w.clients
+	w.mu.Unlock()
+	return newClient(w.o, w.parts, n)
 }
 
 func (w *workload) OwnsTopic(topic string) bool { return topic == Topic }
+
+// TransactionalIDs returns the transactional.ids of the last clients made
+// (at most 64; none without --txn), for faults aimed at their coordinators.
+func (w *workload) TransactionalIDs() []string {
+	if !w.o.Txn {
+		return nil
+	}
+	w.mu.Lock()
+	n := w.clients
+	w.mu.Unlock()
+	var ids []string
+	for i := max(1, n-63); i <= n; i++ {
+		ids = append(ids, txnPutID(i))
+	}
+	return ids
+}
 
 func (w *workload) Close() { w.adm.Close() }
 
@@ -196,9 +224,11 @@ type client struct {
 	parts    int
 	producer *kgo.Client
 	seeds    []string
+	// txn is set under --txn: each put is a transaction of its own.
+	txn *txnPut
 }
 
-func newClient(o workloads.Options, parts int) (*client, error) {
+func newClient(o workloads.Options, parts, n int) (*client, error) {
 	popts := []kgo.Opt{
 		kgo.SeedBrokers(o.Seeds...),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()),
@@ -218,11 +248,16 @@ func newClient(o workloads.Options, parts int) (*client, error) {
 			popts = append(popts, kgo.DisableIdempotentWrite())
 		}
 	}
+	var txn *txnPut
+	if o.Txn {
+		txn = newTxnPut(o, n)
+		popts = append(popts, kgo.TransactionalID(txn.id), kgo.TransactionTimeout(txnTimeout(o)))
+	}
 	p, err := kgo.NewClient(popts...)
 	if err != nil {
 		return nil, fmt.Errorf("producer: %w", err)
 	}
-	return &client{parts: parts, producer: p, seeds: o.Seeds}, nil
+	return &client{parts: parts, producer: p, seeds: o.Seeds, txn: txn}, nil
 }
 
 func (c *client) Close() { c.producer.Close() }
@@ -249,6 +284,9 @@ func (c *client) put(ctx context.Context, op checker.Op) checker.Op {
 	if pv.Value != nil {
 		v = strconv.FormatInt(*pv.Value, 10)
 		rec.Value = []byte(v)
+	}
+	if c.txn != nil {
+		return c.txn.put(ctx, c.producer, op, pv.Key, v, rec)
 	}
 	sctx, cancel := context.WithTimeout(ctx, 3*requestTimeout)
 	err = c.producer.ProduceSync(sctx, rec).FirstErr()
@@ -292,8 +330,14 @@ func (c *client) scan(ctx context.Context, op checker.Op) checker.Op {
 	for p := range c.parts {
 		starts[int32(p)] = kgo.NewOffset().AtStart()
 	}
-	consumer, err := kgo.NewClient(kgo.SeedBrokers(c.seeds...), kgo.FetchMaxWait(time.Second),
-		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{Topic: starts}), kgo.RetryTimeout(requestTimeout))
+	copts := []kgo.Opt{kgo.SeedBrokers(c.seeds...), kgo.FetchMaxWait(time.Second),
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{Topic: starts}), kgo.RetryTimeout(requestTimeout)}
+	if c.txn != nil {
+		// Committed records only; the markers are kept so that the scan
+		// sees a partition's last offset, a marker under transactions.
+		copts = append(copts, kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.KeepControlRecords())
+	}
+	consumer, err := kgo.NewClient(copts...)
 	if err != nil {
 		op.Type, op.Error = checker.Fail, err.Error()
 		return op
@@ -305,6 +349,12 @@ func (c *client) scan(ctx context.Context, op checker.Op) checker.Op {
 		fetches := consumer.PollFetches(pctx)
 		cancel()
 		fetches.EachRecord(func(r *kgo.Record) {
+			if end, ok := need[r.Partition]; ok && r.Offset >= end-1 {
+				delete(need, r.Partition)
+			}
+			if r.Attrs.IsControl() {
+				return
+			}
 			k, err := strconv.Atoi(string(r.Key[min(1, len(r.Key)):]))
 			if err != nil || len(r.Key) == 0 || r.Key[0] != 'k' {
 				return
@@ -319,9 +369,6 @@ func (c *client) scan(ctx context.Context, op checker.Op) checker.Op {
 			}
 			ks := strconv.Itoa(k)
 			out[ks] = append(out[ks], [2]any{r.Offset, v})
-			if end, ok := need[r.Partition]; ok && r.Offset >= end-1 {
-				delete(need, r.Partition)
-			}
 		})
 	}
 	if len(need) > 0 {

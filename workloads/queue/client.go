@@ -63,6 +63,10 @@ type Options struct {
 	// for them, never abort the commit), and takes over (default 10;
 	// negative: never).
 	TxnRestartOneIn int
+	// TxnTimeout is the producers' transaction.timeout.ms, how long the
+	// coordinator lets a transaction stay open before aborting it on its
+	// own (default four request timeouts).
+	TxnTimeout time.Duration
 	// TxnIDPrefix starts every transactional.id (default "faultline").
 	TxnIDPrefix string
 	// Seed seeds each client's choice of the transactions it aborts.
@@ -94,6 +98,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.TxnRestartOneIn == 0 {
 		o.TxnRestartOneIn = 10
+	}
+	if o.TxnTimeout <= 0 {
+		o.TxnTimeout = 4 * o.RequestTimeout
 	}
 	if o.TxnIDPrefix == "" {
 		o.TxnIDPrefix = "faultline"
@@ -366,7 +373,7 @@ func newClient(opts Options, topics *Topics, txnID string) (*Client, error) {
 	if opts.Txn {
 		n := topics.clients.Add(1)
 		txn = newTxnState(opts, n, txnID)
-		popts = append(popts, kgo.TransactionalID(txn.id), kgo.TransactionTimeout(4*opts.RequestTimeout))
+		popts = append(popts, kgo.TransactionalID(txn.id), kgo.TransactionTimeout(opts.TxnTimeout))
 	}
 	producer, err := kgo.NewClient(popts...)
 	if err != nil {

@@ -168,3 +168,12 @@ func txnTestClient(t *testing.T, opts Options) (*Client, func(checker.Op) checke
 		return cl.Invoke(ctx, op)
 	}, ctx
 }
+
+// TestTxnTimeoutDefaultsToFourRequestTimeouts: the producers'
+// transaction.timeout.ms is --txn-timeout when set, else four request
+// timeouts.
+func TestTxnTimeoutDefaultsToFourRequestTimeouts(t *testing.T) {
+	assert.Equal(t, 20*time.Second, Options{}.withDefaults().TxnTimeout)
+	assert.Equal(t, 8*time.Second, Options{RequestTimeout: 2 * time.Second}.withDefaults().TxnTimeout)
+	assert.Equal(t, 3*time.Second, Options{TxnTimeout: 3 * time.Second}.withDefaults().TxnTimeout)
+}

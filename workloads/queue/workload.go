@@ -24,6 +24,7 @@ func New(o workloads.Options) (workloads.Workload, error) {
 		DisableIdempotence: !o.Idempotent,
 		Txn:                o.Txn,
 		TxnRestartOneIn:    o.TxnRestartOneIn,
+		TxnTimeout:         o.TxnTimeout,
 		Seed:               o.Seed,
 	}
 	topics, err := NewTopics(opts)
