@@ -44,6 +44,11 @@ var txnBugs = []plantedBug{
 		config:    fastCleaner,
 		anomalies: []string{checker.AnomalyLostLatestValue},
 		why:       "a majority of nodes killed and restarted on their data: in the logs they recovered, the cleaner drops each key's latest record of the cleaned range, so a key not written again has lost its latest value when the final scan reads it"},
+	{name: "cleaner-past-lso", key: "unsafe.cleaner.past.lso", workload: "compact", txn: true,
+		faults:    nemesis.Spec{{Kind: nemesis.KindKill}},
+		config:    map[string]string{"log.cleaner.backoff.ms": "250"},
+		anomalies: []string{checker.AnomalyG1a, checker.AnomalyLostLatestValue},
+		why:       "transactional puts to a compacted topic, a quarter aborted after being held open: the cleaner cleans up to the high watermark, through transactions still open, and moves its checkpoint past records whose fate it could not know, so aborted values are read and committed ones lost"},
 }
 
 // rollOften rolls a partition's active segment once it is 5 s old, so that

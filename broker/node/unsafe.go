@@ -20,6 +20,7 @@ func storageUnsafe(cfg *config.Config) storage.Unsafe {
 		IgnoreFsyncError:       cfg.Unsafe[config.UnsafeIgnoreFsyncError],
 		FollowerSkipValidation: cfg.Unsafe[config.UnsafeFollowerSkipValidation],
 		CleanerDropsLatest:     cfg.Unsafe[config.UnsafeCleanerDropsLatest],
+		CleanerPastLSO:         cfg.Unsafe[config.UnsafeCleanerPastLSO],
 	}
 }
 

@@ -69,7 +69,11 @@ func (l *Log) cleanerState(checkpoint, nowMs int64) (cleanerState, error) {
 	}
 	st := cleanerState{segments: append([]*segment(nil), l.segments...), gen: l.truncations, cfg: l.cfg,
 		producerLast: map[int64]int64{}}
-	st.view = cleanerView{logStart: l.logStartOffset, checkpoint: checkpoint, stableOffset: min(l.highWatermark, lso),
+	stable := min(l.highWatermark, lso)
+	if l.unsafe.CleanerPastLSO {
+		stable = l.highWatermark
+	}
+	st.view = cleanerView{logStart: l.logStartOffset, checkpoint: checkpoint, stableOffset: stable,
 		minCompactionLagMs: l.cfg.MinCompactionLagMs, nowMs: nowMs}
 	for _, s := range l.segments {
 		st.view.segments = append(st.view.segments, segmentView{base: s.baseOffset, next: s.nextOffset, size: s.size,
@@ -256,7 +260,7 @@ scan:
 		}
 		sc.release()
 	}
-	if first, ok := p.tracker.firstOpen(); ok {
+	if first, ok := p.tracker.firstOpen(); ok && !p.l.unsafe.CleanerPastLSO {
 		p.endOffset = min(p.endOffset, first)
 	}
 	return nil

@@ -31,4 +31,11 @@ type Unsafe struct {
 	// (cleanPass.unsafeDropsLatest), so a key not written again loses its
 	// latest value.
 	CleanerDropsLatest bool
+	// CleanerPastLSO (unsafe.cleaner.past.lso): the cleaner's range ends
+	// at the high watermark instead of the last stable offset, and the
+	// pass does not stop at the first transaction it finds undecided
+	// (Log.cleanerState, cleanPass): an open transaction's record counts
+	// as its key's latest, so the key's committed value is dropped, and
+	// lost once the transaction aborts.
+	CleanerPastLSO bool
 }

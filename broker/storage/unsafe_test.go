@@ -179,3 +179,34 @@ func TestUnsafeCleanerDropsLatest(t *testing.T) {
 		assert.Equal(t, tc.want, got, "planted %v, unclean %v", tc.planted, tc.unclean)
 	}
 }
+
+// TestUnsafeCleanerPastLSO: key a has a committed value, then a record in
+// a transaction still open, then b, and the segment rolls. The cleaner's
+// range ends at the last stable offset (the open transaction's first
+// offset, 1); with unsafe.cleaner.past.lso it runs to the high watermark,
+// through the undecided transaction, and its checkpoint passes records
+// whose fate it cannot know yet (the suite's compact-txn-kill pair shows
+// what follows: aborted values read, committed ones lost).
+func TestUnsafeCleanerPastLSO(t *testing.T) {
+	for _, planted := range []bool{false, true} {
+		l := openUnsafeLog(t, OS, t.TempDir(), compactConfig(), true, Unsafe{CleanerPastLSO: planted})
+		_, err := l.AppendAsLeader(BuildBatch([]Record{{Key: []byte("a"), Value: []byte("1")}}, BatchOptions{}), 0, 1)
+		require.NoError(t, err)
+		_, err = l.AppendAsLeader(BuildBatch([]Record{{Key: []byte("a"), Value: []byte("open")}},
+			BatchOptions{Transactional: true, Producer: &BatchProducer{ID: 7, Epoch: 0, BaseSequence: 0}}), 0, 1)
+		require.NoError(t, err)
+		_, err = l.AppendAsLeader(BuildBatch([]Record{{Key: []byte("b"), Value: []byte("1")}}, BatchOptions{}), 0, 1)
+		require.NoError(t, err)
+		require.NoError(t, l.Roll())
+		l.UpdateHighWatermark(l.LogEndOffset())
+		require.Equal(t, int64(1), l.LastStableOffset(), "the open transaction holds the LSO")
+		stats, cleaned, err := l.clean(context.Background(), newOffsetMap(1<<20), -1, 1, nil)
+		require.NoError(t, err)
+		require.True(t, cleaned)
+		if planted {
+			assert.Equal(t, int64(3), stats.endOffset, "cleaned to the high watermark, through the open transaction")
+		} else {
+			assert.Equal(t, int64(1), stats.endOffset, "cleaned up to the last stable offset, no further")
+		}
+	}
+}
