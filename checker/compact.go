@@ -232,14 +232,25 @@ func checkKey(k int, puts []putRec, scan []ScanEntry, scanIndex int64, report fu
 	// A value whose put failed (under --txn: a transaction known aborted)
 	// was never committed; a scan of committed records that shows it read
 	// an aborted write.
+	// Values are unique; a failed delete is known by the offset it
+	// reported (under --txn, where its send was answered).
 	failed := map[int64]*putRec{}
+	failedDeletes := map[int64]*putRec{}
 	for i := range puts {
-		if pr := &puts[i]; pr.typ == Fail && pr.value != nil {
+		switch pr := &puts[i]; {
+		case pr.typ == Fail && pr.value != nil:
 			failed[*pr.value] = pr
+		case pr.typ == Fail && pr.offset != nil:
+			failedDeletes[*pr.offset] = pr
 		}
 	}
 	for _, e := range scan {
 		if e.Value == nil {
+			if pr, ok := failedDeletes[e.Offset]; ok {
+				report(AnomalyG1a, Example{Key: k, Offset: ptr(e.Offset), Writer: ptr(pr.index), Reader: ptr(scanIndex),
+					Text: fmt.Sprintf("the final scan op %d shows the tombstone of key %d at offset %d, written by op %d, which failed (its transaction aborted)",
+						scanIndex, k, e.Offset, pr.index)})
+			}
 			continue
 		}
 		if pr, ok := failed[*e.Value]; ok {

@@ -126,3 +126,20 @@ func TestCompactionAbortedValueIsAnAbortedRead(t *testing.T) {
 	assert.Equal(t, Invalid, res.Valid)
 	assert.Contains(t, res.Anomalies, AnomalyLostLatestValue, "a cleaner that let the open transaction's record supersede the committed one, then dropped both")
 }
+
+// TestCompactionAbortedDeleteIsAnAbortedRead: an aborted delete's
+// tombstone, known by the offset its answered send reported, must not show
+// either.
+func TestCompactionAbortedDeleteIsAnAbortedRead(t *testing.T) {
+	res := compaction(t, `{"index":0,"time":0,"process":0,"type":"invoke","f":"put","value":[1,10]}
+{"index":1,"time":1,"process":0,"type":"ok","f":"put","value":[1,10,0]}
+{"index":2,"time":2,"process":0,"type":"invoke","f":"put","value":[1,null]}
+{"index":3,"time":3,"process":0,"type":"fail","f":"put","value":[1,null,2],"error":"aborted on purpose"}
+{"index":4,"time":4,"process":1,"type":"invoke","f":"scan","value":null}
+{"index":5,"time":5,"process":1,"type":"ok","f":"scan","value":{"1":[[0,10],[2,null]]}}
+`)
+	assert.Equal(t, Invalid, res.Valid)
+	require.Contains(t, res.Anomalies, AnomalyG1a)
+	assert.Equal(t, "the final scan op 5 shows the tombstone of key 1 at offset 2, written by op 3, which failed (its transaction aborted)",
+		res.Anomalies[AnomalyG1a].Examples[0].Text)
+}

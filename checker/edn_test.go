@@ -70,9 +70,6 @@ func FuzzReadEDNHistory(f *testing.F) {
 	})
 }
 
-// TestEDNRegressions replays faultline's own histories in Jepsen's notation
-// for cases where the checker once parted from kafka.clj: each must show
-// the anomalies in want and none of those in absent.
 // TestEDNInfoSendOffsetDoesNotBind: an info send's reported offset is no
 // proof it committed (Jepsen's "info conflicts" case), so another send's
 // record at that offset is neither inconsistent nor nonlinearizable.
@@ -84,6 +81,9 @@ func TestEDNInfoSendOffsetDoesNotBind(t *testing.T) {
 	assert.NotContains(t, res.Anomalies, AnomalyInconsistentOffsets)
 }
 
+// TestEDNRegressions replays faultline's own histories in Jepsen's notation
+// for cases where the checker once parted from kafka.clj: each must show
+// the anomalies in want and none of those in absent.
 func TestEDNRegressions(t *testing.T) {
 	for file, c := range map[string]struct{ want, absent []string }{
 		// A duplicated value is judged at the offset an op met it.

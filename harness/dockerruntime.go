@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"io"
 	"maps"
 	"net/netip"
 	"os"
@@ -728,9 +729,9 @@ func elfInterpreter(b []byte) (string, bool) {
 	defer f.Close()
 	for _, p := range f.Progs {
 		if p.Type == elf.PT_INTERP {
-			data := make([]byte, p.Filesz)
-			n, _ := p.ReadAt(data, 0)
-			return strings.TrimRight(string(data[:n]), "\x00"), true
+			// A loader's path is short; a corrupt size is not trusted.
+			data, _ := io.ReadAll(io.LimitReader(p.Open(), 4096))
+			return strings.TrimRight(string(data), "\x00"), true
 		}
 	}
 	return "", false

@@ -106,10 +106,10 @@ func TestFaultTallyFindsRunsWhoseFaultsAllFailed(t *testing.T) {
 	}
 	f := tallyFaults(h)
 	assert.Equal(t, FaultTally{Started: 2, Failed: 2, FirstError: "start-partition: exec /faultline: no such file or directory"}, f)
-	assert.True(t, f.NoneTookEffect())
+	assert.True(t, f.AllFailed())
 	assert.Equal(t, "2 of 2 fault starts failed (first: start-partition: exec /faultline: no such file or directory)", f.String())
 
 	h = append(h, nem(checker.Invoke, "start-kill", ""), nem(checker.OK, "start-kill", ""))
-	assert.False(t, tallyFaults(h).NoneTookEffect(), "one fault took effect")
-	assert.False(t, tallyFaults(nil).NoneTookEffect(), "no faults at all")
+	assert.False(t, tallyFaults(h).AllFailed(), "one fault took effect")
+	assert.False(t, tallyFaults(nil).AllFailed(), "no faults at all")
 }

@@ -41,7 +41,7 @@ type Outcome struct {
 	RunID  string
 	Result checker.Result
 	// Faults tallies the fault starts of the history: a run whose every
-	// start failed tested nothing it was meant to.
+	// start failed may not have tested what it was meant to.
 	Faults FaultTally
 }
 
@@ -54,9 +54,8 @@ type FaultTally struct {
 	FirstError string
 }
 
-// NoneTookEffect reports whether faults were started and every start
-// failed.
-func (f FaultTally) NoneTookEffect() bool { return f.Started > 0 && f.Failed == f.Started }
+// AllFailed reports whether faults were started and every start failed.
+func (f FaultTally) AllFailed() bool { return f.Started > 0 && f.Failed == f.Started }
 
 func (f FaultTally) String() string {
 	return fmt.Sprintf("%d of %d fault starts failed (first: %s)", f.Failed, f.Started, firstLine(f.FirstError))

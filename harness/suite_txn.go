@@ -48,7 +48,7 @@ var txnBugs = []plantedBug{
 		faults:    nemesis.Spec{{Kind: nemesis.KindKill}},
 		config:    map[string]string{"log.cleaner.backoff.ms": "250"},
 		anomalies: []string{checker.AnomalyG1a, checker.AnomalyLostLatestValue},
-		why:       "transactional puts to a compacted topic, a quarter aborted after being held open: the cleaner cleans up to the high watermark, through transactions still open, and moves its checkpoint past records whose fate it could not know, so aborted values are read and committed ones lost"},
+		why:       "transactional puts to a compacted topic, a quarter aborted after being held open: the cleaner cleans up to the high watermark, through transactions still open, and moves its checkpoint past records whose fate it could not know; later passes never learn those transactions aborted, so aborted values are read and committed ones lost"},
 }
 
 // rollOften rolls a partition's active segment once it is 5 s old, so that
@@ -82,9 +82,9 @@ func txnSuite(base Test) []Case {
 	// in four aborted on purpose after being held open up to 3 s, so
 	// segments roll (every second) and the cleaner, looking for work
 	// every 250 ms, runs while transactions are open. It must stay below
-	// the last stable offset (an open transaction's record would
-	// supersede the key's committed value, which an abort then leaves
-	// lost) and drop aborted records without ever showing one.
+	// the last stable offset (past it, it would pass records whose
+	// transaction is undecided, and never learn which were aborted) and
+	// drop aborted records without ever showing one.
 	compactTxn := compact
 	compactTxn.Name, compactTxn.Txn, compactTxn.BrokerConfig = "compact-txn-kill", true, maps.Clone(compact.BrokerConfig)
 	compactTxn.BrokerConfig["log.cleaner.backoff.ms"] = "250"

@@ -57,7 +57,8 @@ type Options struct {
 	// workload's --txn-restart-one-in; 0: the workload's default).
 	TxnRestartOneIn int
 	// TxnTimeout is the transactional producers' transaction.timeout.ms
-	// (the queue workload's --txn-timeout; 0: the workload's default).
+	// (--txn-timeout, queue and compact workloads; 0: the workload's
+	// default).
 	TxnTimeout time.Duration
 }
 

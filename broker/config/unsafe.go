@@ -54,7 +54,7 @@ var unsafeBugs = map[string]string{
 	UnsafeTxnMarkersBeforeDurable:  "transactional batches are acknowledged on the leader's append, so transactions commit (markers written, EndTxn answered) while their data is on the leader alone",
 	UnsafeReadCommittedPastLSO:     "read_committed fetches stop at the high watermark instead of the last stable offset, returning open transactions' records",
 	UnsafeCleanerDropsLatest:       "after an unclean shutdown the log cleaner counts each key's latest record in the cleaned range as superseded and drops it",
-	UnsafeCleanerPastLSO:           "the log cleaner cleans up to the high watermark, past the last stable offset, counting open transactions' records as the latest of their keys",
+	UnsafeCleanerPastLSO:           "the log cleaner cleans up to the high watermark, through transactions still open, and moves its checkpoint past records whose transaction it could not decide",
 	UnsafeTxnOffsetsKeptOnAbort:    "the offsets a transaction sent to a consumer group (TxnOffsetCommit) become the group's committed offsets when it aborts, as when it commits",
 	UnsafeTxnTakeoverCommitsAborts: "a transaction coordinator that takes over a __transaction_state partition finishes the prepared aborts it loads with commit markers",
 	UnsafeTxnInitKeepsOpen:         "an InitProducerId for a transactional id with a transaction open hands out the open transaction's producer id and epoch, neither fencing its producer nor aborting it",

@@ -34,8 +34,10 @@ type Unsafe struct {
 	// CleanerPastLSO (unsafe.cleaner.past.lso): the cleaner's range ends
 	// at the high watermark instead of the last stable offset, and the
 	// pass does not stop at the first transaction it finds undecided
-	// (Log.cleanerState, cleanPass): an open transaction's record counts
-	// as its key's latest, so the key's committed value is dropped, and
-	// lost once the transaction aborts.
+	// (Log.cleanerState, cleanPass.buildOffsetMap): its checkpoint moves
+	// past records whose transaction it could not decide, and a later
+	// pass, which starts there, never learns that they were aborted
+	// (the suite sees aborted values read as committed, and a key's
+	// committed latest value lost).
 	CleanerPastLSO bool
 }

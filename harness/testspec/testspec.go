@@ -109,7 +109,7 @@ type Spec struct {
 	// negative: never).
 	TxnRestartOneIn int `json:"txn-restart-one-in,omitempty"`
 	// TxnTimeout is the transactional producers' transaction.timeout.ms
-	// (the queue workload's; 0: its default, four request timeouts, 20 s):
+	// (the queue and compact workloads'; 0: four request timeouts, 20 s):
 	// how long a coordinator lets a transaction stay open before it aborts
 	// it by itself.
 	TxnTimeout Duration `json:"txn-timeout,omitempty"`

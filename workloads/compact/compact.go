@@ -177,9 +177,24 @@ func (f *final) Update(c checker.Op) {
 	}
 }
 
-func (f *final) NewClient() (workloads.Client, error) { return f.w.NewClient() }
-func (f *final) Done() bool                           { return f.done }
-func (f *final) Missing() string                      { return "a scan of topic " + Topic + " to its end" }
+// NewClient makes the scan's client: no transactional producer (it only
+// scans), reading committed records under --txn.
+func (f *final) NewClient() (workloads.Client, error) {
+	if err := f.w.ensure(context.Background()); err != nil {
+		return nil, err
+	}
+	o := f.w.o
+	o.Txn = false
+	c, err := newClient(o, f.w.parts, 0)
+	if err != nil {
+		return nil, err
+	}
+	c.readCommitted = f.w.o.Txn
+	return c, nil
+}
+
+func (f *final) Done() bool      { return f.done }
+func (f *final) Missing() string { return "a scan of topic " + Topic + " to its end" }
 
 // Generator hands out puts: three in four upsert a fresh value, one in
 // four deletes, each to a random key of a sliding window of keys. Every
@@ -226,6 +241,8 @@ type client struct {
 	seeds    []string
 	// txn is set under --txn: each put is a transaction of its own.
 	txn *txnPut
+	// readCommitted makes the scan read committed records only (--txn).
+	readCommitted bool
 }
 
 func newClient(o workloads.Options, parts, n int) (*client, error) {
@@ -257,7 +274,7 @@ func newClient(o workloads.Options, parts, n int) (*client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("producer: %w", err)
 	}
-	return &client{parts: parts, producer: p, seeds: o.Seeds, txn: txn}, nil
+	return &client{parts: parts, producer: p, seeds: o.Seeds, txn: txn, readCommitted: o.Txn}, nil
 }
 
 func (c *client) Close() { c.producer.Close() }
@@ -332,7 +349,7 @@ func (c *client) scan(ctx context.Context, op checker.Op) checker.Op {
 	}
 	copts := []kgo.Opt{kgo.SeedBrokers(c.seeds...), kgo.FetchMaxWait(time.Second),
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{Topic: starts}), kgo.RetryTimeout(requestTimeout)}
-	if c.txn != nil {
+	if c.readCommitted {
 		// Committed records only; the markers are kept so that the scan
 		// sees a partition's last offset, a marker under transactions.
 		copts = append(copts, kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.KeepControlRecords())
