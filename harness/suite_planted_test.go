@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -107,7 +108,7 @@ func TestSuiteTableShowsExpectedAndFoundClasses(t *testing.T) {
 
 // blockingClient holds every operation until its context ends, and
 // counts the clients made.
-type blockingClient struct{ closed *int }
+type blockingClient struct{ closed *atomic.Int32 }
 
 func (b blockingClient) Invoke(ctx context.Context, op checker.Op) checker.Op {
 	select {
@@ -117,7 +118,7 @@ func (b blockingClient) Invoke(ctx context.Context, op checker.Op) checker.Op {
 	op.Type = checker.Fail
 	return op
 }
-func (b blockingClient) Close() { *b.closed++ }
+func (b blockingClient) Close() { b.closed.Add(1) }
 
 // newCrashRun is a run at seed 3 recording to a history in a temporary
 // directory.
@@ -135,18 +136,19 @@ func newCrashRun(t *testing.T) (*run, *Recorder) {
 // client crashed every 100 ms; it returns the history and how many
 // clients were made and closed.
 func crashRun(t *testing.T, gen workloads.Generator, d time.Duration) (checker.History, int, int) {
-	return crashRunOf(t, gen, d, "", func(_ int, closed *int) workloads.Client { return blockingClient{closed: closed} })
+	return crashRunOf(t, gen, d, "", func(_ int, closed *atomic.Int32) workloads.Client { return blockingClient{closed: closed} })
 }
 
 // crashRunOf is crashRun with the crash target given and the clients mk
 // makes (made counts the clients made so far, this one included; closed
 // is the count a client's Close adds to).
-func crashRunOf(t *testing.T, gen workloads.Generator, d time.Duration, target string, mk func(made int, closed *int) workloads.Client) (checker.History, int, int) {
+func crashRunOf(t *testing.T, gen workloads.Generator, d time.Duration, target string, mk func(made int, closed *atomic.Int32) workloads.Client) (checker.History, int, int) {
 	t.Helper()
 	r, rec := newCrashRun(t)
 	r.t.CrashClientsTarget = target
 	var mu sync.Mutex
-	closed, made := 0, 0
+	var closed atomic.Int32
+	made := 0
 	newClient := func() (workloads.Client, error) {
 		mu.Lock()
 		defer mu.Unlock()
@@ -158,7 +160,7 @@ func crashRunOf(t *testing.T, gen workloads.Generator, d time.Duration, target s
 	r.runWorkers(context.Background(), ctx, gen, newClient, nil, 2, 0, 100*time.Millisecond)
 	mu.Lock()
 	defer mu.Unlock()
-	return rec.History(), made, closed
+	return rec.History(), made, int(closed.Load())
 }
 
 // onlySends hands out sends forever.
@@ -322,7 +324,7 @@ func (c idClient) Invoke(ctx context.Context, op checker.Op) checker.Op {
 // new identities, successors the one handed on, each noted.
 type restarter struct {
 	mu        sync.Mutex
-	closed    int
+	closed    atomic.Int32
 	made      int
 	succeeded []string
 	used      map[int]string // process to the identity of its client
@@ -380,7 +382,7 @@ func TestCrashedClientIsSucceededUnderItsIdentity(t *testing.T) {
 		assert.Positive(t, handedOn[id], "successor under %s: no crash handed it on", id)
 		handedOn[id]--
 	}
-	assert.Equal(t, rs.made+len(rs.succeeded), rs.closed, "every client closed")
+	assert.Equal(t, rs.made+len(rs.succeeded), int(rs.closed.Load()), "every client closed")
 }
 
 // TestRestartableOnlyUnderTxn: crashed clients are succeeded under their

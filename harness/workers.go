@@ -18,6 +18,22 @@ import (
 // closed in the middle of it.
 var errCrashed = errors.New("crashed: the client was closed in the middle of the operation (crash-clients)")
 
+// errStuck is the error of an operation whose call did not return within
+// stuckGrace of its context's end: a client library call that ignores its
+// context (franz-go's BeginTransaction retries CONCURRENT_TRANSACTIONS for
+// as long as a broker answers it) is abandoned, its client closed, so that
+// no broker can hold a run forever.
+var errStuck = errors.New("stuck: the call did not return within its timeout and a grace period; the client was closed")
+
+// stuckGrace is how long an operation's call may outlive its context
+// before invoke abandons it, and how long an abandoned call is waited for
+// before its client is closed under it.
+var stuckGrace = 10 * time.Second
+
+// zombieWait bounds runWorkers' wait for abandoned calls to end once their
+// clients are closed.
+var zombieWait = 30 * time.Second
+
 // workerSlot lets crash-clients reach a worker: the cancel of the
 // operation in flight, or a note to retire the idle client.
 type workerSlot struct {
@@ -141,7 +157,15 @@ func (r *run) runWorkers(rootCtx, ctx context.Context, gen workloads.Generator, 
 	// zombies are the abandoned operations still running; their clients
 	// are closed as each ends, before runWorkers returns.
 	var zombies sync.WaitGroup
-	defer zombies.Wait()
+	defer func() {
+		ended := make(chan struct{})
+		go func() { zombies.Wait(); close(ended) }()
+		select {
+		case <-ended:
+		case <-time.After(zombieWait):
+			fmt.Fprintf(r.out, "abandoned client calls still running %s after their clients were closed; going on without them\n", zombieWait)
+		}
+	}()
 	interval := time.Duration(0)
 	if r.t.Rate > 0 {
 		interval = time.Duration(float64(concurrency) / r.t.Rate * float64(time.Second))
@@ -260,26 +284,42 @@ func (r *run) runWorkers(rootCtx, ctx context.Context, gen workloads.Generator, 
 	wg.Wait()
 }
 
-// invoke runs op on client until it completes or abandon is closed (a
-// crash with the stalled target). An abandoned operation is returned as
-// invoked, info: it goes on in the background, its context cancelled, as a
-// crashed process's last requests may still reach the brokers, and the
-// client is closed when it ends (zombies tracks it).
+// invoke runs op on client until it completes, abandon is closed (a crash
+// with the stalled target) or the call outlives ctx by stuckGrace. An
+// abandoned operation is returned as invoked, info: it goes on in the
+// background, its context cancelled, as a crashed process's last requests
+// may still reach the brokers, and the client is closed when it ends, or
+// after stuckGrace if it does not (zombies tracks it).
 func invoke(ctx context.Context, client workloads.Client, op checker.Op, abandon <-chan struct{}, zombies *sync.WaitGroup) (checker.Op, bool) {
 	result := make(chan checker.Op, 1)
 	go func(op checker.Op) { result <- client.Invoke(ctx, op) }(op)
-	select {
-	case done := <-result:
-		return done, false
-	case <-abandon:
+	why := errCrashed
+	ctxDone := ctx.Done()
+	var stuck <-chan time.Time
+wait:
+	for {
+		select {
+		case done := <-result:
+			return done, false
+		case <-abandon:
+			break wait
+		case <-ctxDone:
+			ctxDone, stuck = nil, time.After(stuckGrace)
+		case <-stuck:
+			why = errStuck
+			break wait
+		}
 	}
 	zombies.Add(1)
 	go func() {
 		defer zombies.Done()
-		<-result
+		select {
+		case <-result:
+		case <-time.After(stuckGrace):
+		}
 		client.Close()
 	}()
-	op.Type, op.Error = checker.Info, errCrashed.Error()
+	op.Type, op.Error = checker.Info, why.Error()
 	return op, true
 }
 

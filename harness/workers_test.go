@@ -3,6 +3,7 @@ package harness
 import (
 	"context"
 	"encoding/json"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -23,14 +24,14 @@ func TestOldestInFlightPicksTheLongestRunningOperation(t *testing.T) {
 }
 
 // quickClient completes every operation at once.
-type quickClient struct{ closed *int }
+type quickClient struct{ closed *atomic.Int32 }
 
 func (q quickClient) Invoke(_ context.Context, op checker.Op) checker.Op {
 	time.Sleep(time.Millisecond)
 	op.Type = checker.OK
 	return op
 }
-func (q quickClient) Close() { *q.closed++ }
+func (q quickClient) Close() { q.closed.Add(1) }
 
 // TestCrashClientsStalledCrashesTheClientHeldUp: with the stalled target,
 // of two workers, one whose operations hang and one whose operations
@@ -41,7 +42,7 @@ func TestCrashClientsStalledCrashesTheClientHeldUp(t *testing.T) {
 	// The worker whose first client was made first hangs, as does each
 	// client made after a crash (the crashed worker's); the other worker's
 	// first client is quick and never replaced.
-	h, made, _ := crashRunOf(t, &onlySends{}, 700*time.Millisecond, testspec.CrashStalled, func(made int, closed *int) workloads.Client {
+	h, made, _ := crashRunOf(t, &onlySends{}, 700*time.Millisecond, testspec.CrashStalled, func(made int, closed *atomic.Int32) workloads.Client {
 		if made == 2 {
 			return quickClient{closed: closed}
 		}
@@ -93,3 +94,39 @@ func (s *stuckClient) Invoke(_ context.Context, op checker.Op) checker.Op {
 	return op
 }
 func (s *stuckClient) Close() { stuckClosed.Add(1) }
+
+// foreverClient's operations return only once the client is closed, as a
+// client library call retrying CONCURRENT_TRANSACTIONS with no context.
+type foreverClient struct{ closed chan struct{} }
+
+func (f *foreverClient) Invoke(_ context.Context, op checker.Op) checker.Op {
+	<-f.closed
+	op.Type = checker.Fail
+	return op
+}
+func (f *foreverClient) Close() { close(f.closed) }
+
+// TestInvokeAbandonsACallThatOutlivesItsContext: a call that ignores its
+// context is abandoned stuckGrace after the context ends, recorded info
+// (stuck), and its client closed stuckGrace later, which ends the call:
+// no broker answer can hold a run forever.
+func TestInvokeAbandonsACallThatOutlivesItsContext(t *testing.T) {
+	defer func(g time.Duration) { stuckGrace = g }(stuckGrace)
+	stuckGrace = 50 * time.Millisecond
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	cl := &foreverClient{closed: make(chan struct{})}
+	var zombies sync.WaitGroup
+	start := time.Now()
+	done, abandoned := invoke(ctx, cl, checker.Op{Type: checker.Invoke, F: "send"}, nil, &zombies)
+	assert.True(t, abandoned)
+	assert.Equal(t, checker.Info, done.Type)
+	assert.Equal(t, errStuck.Error(), done.Error)
+	assert.GreaterOrEqual(t, time.Since(start), 70*time.Millisecond, "the context's 20 ms and the grace")
+	zombies.Wait()
+	select {
+	case <-cl.closed:
+	default:
+		t.Fatal("the stuck client was not closed")
+	}
+}
