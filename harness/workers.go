@@ -27,12 +27,15 @@ var errStuck = errors.New("stuck: the call did not return within its timeout and
 
 // stuckGrace is how long an operation's call may outlive its context
 // before invoke abandons it, and how long an abandoned call is waited for
-// before its client is closed under it.
-var stuckGrace = 10 * time.Second
+// before its client is closed under it. Workloads bound their own calls
+// past the context by less (the queue workload's send waits at most
+// 20 s from its start, the compact workload's end of a transaction 20 s).
+var stuckGrace = 30 * time.Second
 
-// zombieWait bounds runWorkers' wait for abandoned calls to end once their
-// clients are closed.
-var zombieWait = 30 * time.Second
+// zombieWait bounds runWorkers' wait for the abandoned operations' clients
+// to be closed (each when its call ends, or stuckGrace after it was
+// abandoned).
+var zombieWait = stuckGrace + 30*time.Second
 
 // workerSlot lets crash-clients reach a worker: the cancel of the
 // operation in flight, or a note to retire the idle client.
@@ -154,8 +157,9 @@ func (s *workerSlot) crash(successor, abandon bool) (int, bool) {
 func (r *run) runWorkers(rootCtx, ctx context.Context, gen workloads.Generator, newClient func() (workloads.Client, error), restart workloads.Restartable, concurrency, processBase int, crashEvery time.Duration) {
 	var genMu sync.Mutex
 	var wg sync.WaitGroup
-	// zombies are the abandoned operations still running; their clients
-	// are closed as each ends, before runWorkers returns.
+	// zombies are the abandoned operations whose clients are not closed
+	// yet: each is closed when its call ends or stuckGrace after it was
+	// abandoned, and runWorkers waits for that, at most zombieWait.
 	var zombies sync.WaitGroup
 	defer func() {
 		ended := make(chan struct{})
@@ -163,7 +167,7 @@ func (r *run) runWorkers(rootCtx, ctx context.Context, gen workloads.Generator, 
 		select {
 		case <-ended:
 		case <-time.After(zombieWait):
-			fmt.Fprintf(r.out, "abandoned client calls still running %s after their clients were closed; going on without them\n", zombieWait)
+			fmt.Fprintf(r.out, "abandoned operations' clients not closed within %s; going on without them\n", zombieWait)
 		}
 	}()
 	interval := time.Duration(0)

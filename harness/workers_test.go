@@ -118,7 +118,22 @@ func TestInvokeAbandonsACallThatOutlivesItsContext(t *testing.T) {
 	cl := &foreverClient{closed: make(chan struct{})}
 	var zombies sync.WaitGroup
 	start := time.Now()
-	done, abandoned := invoke(ctx, cl, checker.Op{Type: checker.Invoke, F: "send"}, nil, &zombies)
+	type outcome struct {
+		done      checker.Op
+		abandoned bool
+	}
+	returned := make(chan outcome, 1)
+	go func() {
+		done, abandoned := invoke(ctx, cl, checker.Op{Type: checker.Invoke, F: "send"}, nil, &zombies)
+		returned <- outcome{done, abandoned}
+	}()
+	var o outcome
+	select {
+	case o = <-returned:
+	case <-time.After(5 * time.Second):
+		t.Fatal("invoke waited for a call that never returns")
+	}
+	done, abandoned := o.done, o.abandoned
 	assert.True(t, abandoned)
 	assert.Equal(t, checker.Info, done.Type)
 	assert.Equal(t, errStuck.Error(), done.Error)

@@ -14,9 +14,13 @@ import (
 type Client interface {
 	// Invoke performs op (type invoke) and returns its completion: the same
 	// operation with type ok, fail or info and the observed values filled in.
-	// Invoke must return by ctx's deadline; a timed-out write is info.
+	// Invoke should return by ctx's deadline (a timed-out write is info);
+	// the harness abandons a call that outlives it by 30 s, records it
+	// info, and closes the client, perhaps while the call still runs.
 	Invoke(ctx context.Context, op checker.Op) checker.Op
-	// Close releases the client's connections.
+	// Close releases the client's connections. It may run while an
+	// abandoned Invoke is still running, and must leave nothing that call
+	// makes afterwards open.
 	Close()
 }
 

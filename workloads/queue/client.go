@@ -339,6 +339,12 @@ type Client struct {
 
 	// txn is the transactional state: nil unless Options.Txn.
 	txn *txnState
+
+	// mu guards producer and consumer being replaced against Close, which
+	// the harness may call while an abandoned Invoke still runs; closed
+	// says Close ran, so that a client made after it is closed at once.
+	mu     sync.Mutex
+	closed bool
 }
 
 // NewClient connects a client for one process.
@@ -399,9 +405,12 @@ const (
 // newConsumer replaces the consumer: an assigning one (group == false), or
 // a member of the test's consumer group subscribed to topics.
 func (c *Client) newConsumer(topics []string, group bool) error {
-	if c.consumer != nil {
-		c.consumer.Close()
-		c.consumer = nil
+	c.mu.Lock()
+	old := c.consumer
+	c.consumer = nil
+	c.mu.Unlock()
+	if old != nil {
+		old.Close()
 	}
 	copts := []kgo.Opt{
 		kgo.SeedBrokers(c.opts.Seeds...),
@@ -439,15 +448,29 @@ func (c *Client) newConsumer(topics []string, group bool) error {
 	if err != nil {
 		return fmt.Errorf("consumer: %w", err)
 	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		cl.Close()
+		return errClientClosed
+	}
 	c.consumer, c.group = cl, group
 	return nil
 }
 
+// errClientClosed is the error of an operation that went on after the
+// harness closed its client (an abandoned operation).
+var errClientClosed = errors.New("the client was closed")
+
 // Close closes both clients.
 func (c *Client) Close() {
-	c.producer.Close()
-	if c.consumer != nil {
-		c.consumer.Close()
+	c.mu.Lock()
+	c.closed = true
+	producer, consumer := c.producer, c.consumer
+	c.mu.Unlock()
+	producer.Close()
+	if consumer != nil {
+		consumer.Close()
 	}
 }
 
@@ -520,10 +543,19 @@ func (c *Client) replaceProducer() {
 // fences the old one, so no commit the old one sent decides anything
 // after it.
 func (c *Client) handOver(next *kgo.Client) {
-	old := c.producer
-	go old.Close()
-	if next != nil {
+	c.mu.Lock()
+	old, closed := c.producer, c.closed
+	if next != nil && !closed {
 		c.producer = next
+	}
+	c.mu.Unlock()
+	switch {
+	case closed && next != nil:
+		// Closed under an abandoned operation (Close closed old): nothing
+		// made after it may outlive it.
+		go next.Close()
+	case !closed:
+		go old.Close()
 	}
 	if c.txn != nil {
 		c.txn.committed = noEpoch
