@@ -699,18 +699,18 @@ func imageContext(c Cluster) (map[string][]byte, error) {
 	// profile copies in: a dynamically linked executable without its
 	// loader fails in the node with "no such file or directory" (the
 	// agent's fault starts then all fail, and the run tests nothing).
-	sources := map[string]string{"faultline": c.AgentBinary}
-	for name, path := range paths {
-		sources[name] = path
-	}
-	for _, name := range slices.Sorted(maps.Keys(sources)) {
+	for _, name := range append([]string{"faultline"}, names...) {
 		b, ok := files[name]
 		if !ok {
 			continue // a directory
 		}
 		if interp, dynamic := elfInterpreter(b); dynamic {
 			if _, shipped := files[strings.TrimPrefix(interp, "/")]; !shipped {
-				return nil, fmt.Errorf("node image: %s (%s) is dynamically linked (it needs %s) and the image, FROM scratch, has no such file: build it static, with CGO_ENABLED=0 (make build)", name, sources[name], interp)
+				path := c.AgentBinary
+				if name != "faultline" {
+					path = paths[name]
+				}
+				return nil, fmt.Errorf("node image: %s (%s) is dynamically linked (it needs %s) and the image, FROM scratch, has no such file: build it static, with CGO_ENABLED=0 (make build)", name, path, interp)
 			}
 		}
 	}

@@ -24,6 +24,27 @@ type Client interface {
 	Close()
 }
 
+// TxnTimeoutOr is the transaction timeout a workload's producers ask for:
+// set (--txn-timeout) when positive, else four request timeouts.
+func TxnTimeoutOr(set, requestTimeout time.Duration) time.Duration {
+	if set > 0 {
+		return set
+	}
+	return 4 * requestTimeout
+}
+
+// RecentIDs are the ids of the last clients made, at most 64, when n
+// clients were made so far and id names client i (from 1): what a
+// workload's TransactionalIDs returns, for faults aimed at the
+// coordinators of the ids in use.
+func RecentIDs(n int64, id func(i int64) string) []string {
+	var ids []string
+	for i := max(1, n-63); i <= n; i++ {
+		ids = append(ids, id(i))
+	}
+	return ids
+}
+
 // Generator produces the operations of a test, Jepsen-style: Next hands
 // out the next operation for a process (or false when it has none now), and
 // Update tells the generator how each operation completed. Generators are

@@ -143,11 +143,7 @@ func (w *workload) TransactionalIDs() []string {
 	w.mu.Lock()
 	n := w.clients
 	w.mu.Unlock()
-	var ids []string
-	for i := max(1, n-63); i <= n; i++ {
-		ids = append(ids, txnPutID(i))
-	}
-	return ids
+	return workloads.RecentIDs(int64(n), func(i int64) string { return txnPutID(int(i)) })
 }
 
 func (w *workload) Close() { w.adm.Close() }
@@ -268,7 +264,7 @@ func newClient(o workloads.Options, parts, n int) (*client, error) {
 	var txn *txnPut
 	if o.Txn {
 		txn = newTxnPut(o, n)
-		popts = append(popts, kgo.TransactionalID(txn.id), kgo.TransactionTimeout(txnTimeout(o)))
+		popts = append(popts, kgo.TransactionalID(txn.id), kgo.TransactionTimeout(txn.timeout))
 	}
 	p, err := kgo.NewClient(popts...)
 	if err != nil {

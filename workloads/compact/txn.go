@@ -46,13 +46,9 @@ func newTxnPut(o workloads.Options, n int) *txnPut {
 // txnPutID is the transactional.id of client n.
 func txnPutID(n int) string { return fmt.Sprintf("faultline-compact-%d", n) }
 
-// txnTimeout is the producers' transaction.timeout.ms: --txn-timeout, or
-// four request timeouts.
+// txnTimeout is the producers' transaction.timeout.ms.
 func txnTimeout(o workloads.Options) time.Duration {
-	if o.TxnTimeout > 0 {
-		return o.TxnTimeout
-	}
-	return 4 * requestTimeout
+	return workloads.TxnTimeoutOr(o.TxnTimeout, requestTimeout)
 }
 
 // put writes rec (key k, value v as the history spells it) in a

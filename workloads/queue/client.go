@@ -99,9 +99,7 @@ func (o Options) withDefaults() Options {
 	if o.TxnRestartOneIn == 0 {
 		o.TxnRestartOneIn = 10
 	}
-	if o.TxnTimeout <= 0 {
-		o.TxnTimeout = 4 * o.RequestTimeout
-	}
+	o.TxnTimeout = workloads.TxnTimeoutOr(o.TxnTimeout, o.RequestTimeout)
 	if o.TxnIDPrefix == "" {
 		o.TxnIDPrefix = "faultline"
 	}

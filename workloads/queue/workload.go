@@ -91,12 +91,7 @@ func (w *workload) TransactionalIDs() []string {
 	if !w.opts.Txn {
 		return nil
 	}
-	n := w.topics.clients.Load()
-	var ids []string
-	for i := max(1, n-63); i <= n; i++ {
-		ids = append(ids, txnID(w.topics.opts, i))
-	}
-	return ids
+	return workloads.RecentIDs(w.topics.clients.Load(), func(i int64) string { return txnID(w.topics.opts, i) })
 }
 
 // Final reads every key from the beginning up to the highest offset known
