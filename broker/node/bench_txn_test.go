@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -20,6 +21,10 @@ import (
 //
 //	go test -run '^$' -bench Transactions -count 6 ./broker/node/ | tee txn.txt
 //	go run golang.org/x/perf/cmd/benchstat@latest -col /mode -row /broker txn.txt
+//
+// cpu-µs/op is the process's CPU time (user and system, client and
+// broker together) per op, from getrusage: steadier than wall time on
+// shared cores, and the bound once several producers run.
 //
 // broker=faultline runs at the default transaction.version 2 (KIP-890 part
 // 2: the leaders add the partitions, every EndTxn bumps the epoch);
@@ -72,11 +77,13 @@ func BenchmarkTransactions(b *testing.B) {
 				}
 				op() // warm up: producer id, coordinator, topic metadata
 				sending, ending = 0, 0
+				cpu0 := cpuTime()
 				b.ResetTimer()
 				for b.Loop() {
 					op()
 				}
 				b.ReportMetric(float64(4*b.N)/b.Elapsed().Seconds(), "records/s")
+				b.ReportMetric(float64((cpuTime()-cpu0).Microseconds())/float64(b.N), "cpu-µs/op")
 				// Where an op's time goes: begin, the sends and their flush
 				// (under transaction.version 2 the leaders add the partitions
 				// meanwhile), and EndTxn.
@@ -209,4 +216,10 @@ func BenchmarkTransactionsConcurrent(b *testing.B) {
 			})
 		}
 	}
+}
+
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

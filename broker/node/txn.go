@@ -8,6 +8,7 @@ import (
 	"net"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -93,8 +94,8 @@ func (l *txnStateLog) EnsureTopic(ctx context.Context) error {
 }
 
 // Append implements txn.StateLog.
-func (l *txnStateLog) Append(ctx context.Context, partition int32, key, value []byte) error {
-	_, err := l.replicas.AppendInternal(ctx, txn.StateTopic, partition, []storage.Record{{TimestampMs: timeNowMs(), Key: key, Value: value}})
+func (l *txnStateLog) Append(ctx context.Context, timeout time.Duration, partition int32, key, value []byte) error {
+	_, err := l.replicas.AppendInternal(replica.WaitBound(ctx, timeout), txn.StateTopic, partition, []storage.Record{{TimestampMs: timeNowMs(), Key: key, Value: value}})
 	if err != nil && notLeader(err) {
 		return fmt.Errorf("%w: %w", txn.ErrNotLeader, err)
 	}
@@ -156,7 +157,7 @@ type markerWriter struct {
 }
 
 // WriteMarkers implements txn.MarkerWriter.
-func (w *markerWriter) WriteMarkers(ctx context.Context, m txn.Marker) []txn.TopicPartition {
+func (w *markerWriter) WriteMarkers(ctx context.Context, timeout time.Duration, m txn.Marker) []txn.TopicPartition {
 	im := w.md.Image()
 	byLeader := map[int32][]txn.TopicPartition{}
 	var pending []txn.TopicPartition
@@ -173,7 +174,7 @@ func (w *markerWriter) WriteMarkers(ctx context.Context, m txn.Marker) []txn.Top
 	}
 	if len(byLeader) == 1 {
 		for leader, tps := range byLeader {
-			return append(pending, w.writeTo(ctx, im, leader, m, tps)...)
+			return append(pending, w.writeTo(ctx, timeout, im, leader, m, tps)...)
 		}
 	}
 	var mu sync.Mutex
@@ -183,7 +184,7 @@ func (w *markerWriter) WriteMarkers(ctx context.Context, m txn.Marker) []txn.Top
 		go func() {
 			gostack.Reserve()
 			defer wg.Done()
-			left := w.writeTo(ctx, im, leader, m, tps)
+			left := w.writeTo(ctx, timeout, im, leader, m, tps)
 			mu.Lock()
 			pending = append(pending, left...)
 			mu.Unlock()
@@ -200,14 +201,17 @@ func markerDone(code int16) bool {
 	return code == 0 || code == kerr.UnknownTopicOrPartition.Code || code == kerr.InvalidProducerEpoch.Code
 }
 
-func (w *markerWriter) writeTo(ctx context.Context, im *metadata.Image, leader int32, m txn.Marker, tps []txn.TopicPartition) []txn.TopicPartition {
+// writeTo writes m's markers for tps to their leader: in process when it
+// is this node (a timer only if an append has to wait), with
+// WriteTxnMarkers otherwise, within timeout either way.
+func (w *markerWriter) writeTo(ctx context.Context, timeout time.Duration, im *metadata.Image, leader int32, m txn.Marker, tps []txn.TopicPartition) []txn.TopicPartition {
 	if leader == w.nodeID {
 		markers := make([]replica.TxnMarker, len(tps))
 		for i, tp := range tps {
 			markers[i] = replica.TxnMarker{Topic: tp.Topic, Partition: tp.Partition, ProducerID: m.ProducerID,
 				ProducerEpoch: m.ProducerEpoch, Commit: m.Commit, CoordinatorEpoch: m.CoordinatorEpoch}
 		}
-		codes := w.local.WriteTxnMarkers(ctx, markers)
+		codes := w.local.WriteTxnMarkers(replica.WaitBound(ctx, timeout), markers)
 		var left []txn.TopicPartition
 		for i, tp := range tps {
 			if !markerDone(codes[i]) {
@@ -216,6 +220,8 @@ func (w *markerWriter) writeTo(ctx context.Context, im *metadata.Image, leader i
 		}
 		return left
 	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
 	addr, ok := brokerAddr(im, leader, w.listener)
 	if !ok {
 		return tps

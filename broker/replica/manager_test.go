@@ -324,6 +324,12 @@ func TestManagerFollowerAdvancesHW(t *testing.T) {
 	cancel()
 	assert.Equal(t, kerr.RequestTimedOut.Code, res.ErrorCode)
 	assert.Empty(t, b.m.Fetch(ctx, "rf2", 0, consumer(0)).Records)
+	// WaitBound bounds the wait as a deadline would, armed only here,
+	// where the append has to wait.
+	start := time.Now()
+	res = b.m.Produce(WaitBound(ctx, 20*time.Millisecond), "rf2", 0, batch("bounded"), -1)
+	assert.Equal(t, kerr.RequestTimedOut.Code, res.ErrorCode)
+	assert.Less(t, time.Since(start), 10*time.Second, "the bound ends the wait")
 
 	// A produce waits; the follower's fetch at the end moves the HW.
 	done := make(chan ProduceResult)
@@ -336,16 +342,16 @@ func TestManagerFollowerAdvancesHW(t *testing.T) {
 			return false
 		}
 		follower.FetchOffset += int64(len(readValues(t, f.Records)))
-		return follower.FetchOffset >= 2 && b.m.HighWatermark("rf2", 0) == 2
+		return follower.FetchOffset >= 3 && b.m.HighWatermark("rf2", 0) == 3
 	}, 5*time.Second, time.Millisecond)
 	select {
 	case r := <-done:
 		assert.Equal(t, int16(0), r.ErrorCode)
-		assert.Equal(t, int64(1), r.BaseOffset)
+		assert.Equal(t, int64(2), r.BaseOffset)
 	case <-time.After(5 * time.Second):
 		t.Fatal("acks=all produce not released by the follower's fetch")
 	}
-	assert.Len(t, readValues(t, b.m.Fetch(ctx, "rf2", 0, consumer(0)).Records), 2)
+	assert.Len(t, readValues(t, b.m.Fetch(ctx, "rf2", 0, consumer(0)).Records), 3)
 
 	// The follower is caught up: no ISR change. Once the leader is ahead
 	// and the follower silent for longer than replica.lag.time.max.ms, the

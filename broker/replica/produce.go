@@ -3,6 +3,7 @@ package replica
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
@@ -119,9 +120,22 @@ func transactional(records []byte) bool {
 	return err == nil && h.IsTransactional()
 }
 
+// WaitBound returns ctx carrying d as the longest an append made with it
+// (AppendInternal, WriteTxnMarkers, Produce with acks=-1) waits for the
+// high watermark. Unlike context.WithTimeout it arms no timer and
+// registers nothing with ctx: the deadline is set only when an append
+// has to wait, which a partition whose ISR is the leader alone never does.
+// A deadline ctx already has still applies.
+func WaitBound(ctx context.Context, d time.Duration) context.Context {
+	return context.WithValue(ctx, waitBoundKey{}, d)
+}
+
+type waitBoundKey struct{}
+
 // awaitHW waits until the high watermark of p passes lastOffset while st is
 // still p's leader state.
 func (m *Manager) awaitHW(ctx context.Context, p *partition, st *State, lastOffset int64) (int16, string) {
+	bounded := false
 	for {
 		p.stMu.Lock()
 		current, hw, under, ch := p.st, st.HW, st.UnderMinISR(), p.hwMoved
@@ -136,6 +150,12 @@ func (m *Manager) awaitHW(ctx context.Context, p *partition, st *State, lastOffs
 		}
 		if hw > lastOffset {
 			return 0, ""
+		}
+		if d, ok := ctx.Value(waitBoundKey{}).(time.Duration); ok && !bounded {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, d)
+			defer cancel()
+			bounded = true
 		}
 		select {
 		case <-ch:

@@ -17,9 +17,11 @@ type StateLog interface {
 	// be idempotent; it need not wait for the topic to reach the image.
 	EnsureTopic(ctx context.Context) error
 	// Append writes one record to partition p with acks=all and returns
-	// once it is committed; an error wrapping ErrNotLeader when this
-	// broker does not lead p (any more).
-	Append(ctx context.Context, partition int32, key, value []byte) error
+	// once it is committed, waiting at most timeout for that (a timeout
+	// rather than a ctx deadline, so that an append that need not wait
+	// arms no timer); an error wrapping ErrNotLeader when this broker does
+	// not lead p (any more).
+	Append(ctx context.Context, timeout time.Duration, partition int32, key, value []byte) error
 	// Replay calls fn for every record of partition p from the log
 	// start, in order. fn may not keep key or value.
 	Replay(ctx context.Context, partition int32, fn func(key, value []byte) error) error
@@ -43,9 +45,10 @@ type Marker struct {
 // (WriteTxnMarkers). It returns the partitions whose marker is not
 // written yet (their leader is unknown, unreachable or answered a
 // retriable error); the coordinator retries those. A partition that no
-// longer exists counts as written.
+// longer exists counts as written. One round takes at most timeout (a
+// local append arms a timer only if it has to wait for followers).
 type MarkerWriter interface {
-	WriteMarkers(ctx context.Context, m Marker) (pending []TopicPartition)
+	WriteMarkers(ctx context.Context, timeout time.Duration, m Marker) (pending []TopicPartition)
 }
 
 // Config configures a Coordinator; zero fields take Kafka's defaults.

@@ -71,6 +71,9 @@ type finishing struct {
 	// a request on the id reads it as complete before the record is
 	// written (view).
 	complete *Metadata
+	// timer writes the Complete record once CompleteDelayMs passed after
+	// the markers; set (under the coordinator's mu) with complete.
+	timer *time.Timer
 }
 
 // view returns what e's requests decide on: its metadata, or the
@@ -185,6 +188,7 @@ func (c *Coordinator) unloadLocked(p int32) {
 	n := 0
 	for id, e := range c.txns {
 		if e.partition == p {
+			c.stopCompleteLocked(e)
 			delete(c.txns, id)
 			n++
 		}
@@ -367,9 +371,7 @@ func (c *Coordinator) write(o op, id string, value []byte, what string, m *Metad
 	if !c.current(o.p, o.token) {
 		return kerr.NotCoordinator.Code
 	}
-	ctx, cancel := context.WithTimeout(c.ctx, ms(c.cfg.AppendTimeoutMs))
-	defer cancel()
-	if err := c.log.Append(ctx, o.p, EncodeKey(id), value); err != nil {
+	if err := c.log.Append(c.ctx, ms(c.cfg.AppendTimeoutMs), o.p, EncodeKey(id), value); err != nil {
 		c.logger.Warn(fmt.Sprintf("Failed to write transaction %s (%s) to %s-%d: %v", id, what, StateTopic, o.p, err))
 		if errors.Is(err, ErrNotLeader) {
 			return kerr.NotCoordinator.Code
@@ -383,6 +385,11 @@ func (c *Coordinator) write(o op, id string, value []byte, what string, m *Metad
 	}
 	o.e.meta = m
 	o.e.gen++
+	if f := o.e.finishing; f != nil && f.timer != nil {
+		// The finished transaction's next state is written (or this is
+		// its Complete record): the record is no longer needed.
+		c.stopCompleteLocked(o.e)
+	}
 	return 0
 }
 
@@ -414,11 +421,13 @@ func (c *Coordinator) apply(o op, d Decision) (int16, <-chan struct{}) {
 // coordinating the partition; the caller holds e.mu, and m is e's
 // metadata. Once the markers are written the next request on the id may
 // go ahead (awaitFinish), deciding on the Complete state (view); the
-// Complete record waits CompleteDelayMs for it, and when that request
-// writes first (a producer's next AddPartitionsToTxn), the record is not
-// needed: the transaction's next state is durable, and it was written
-// after the markers. The returned channel is closed once the markers are
-// written, or when the transaction is no longer this node's to finish.
+// Complete record waits CompleteDelayMs for it, on a timer rather than a
+// sleeping goroutine, and when that request writes first (a producer's
+// next AddPartitionsToTxn), the record is not needed and the timer is
+// stopped (write): the transaction's next state is durable, and it was
+// written after the markers. The returned channel is closed once the
+// markers are written, or when the transaction is no longer this node's
+// to finish.
 func (c *Coordinator) finishAsync(e *entry, p int32, token uint64, coordEpoch int32, m Metadata) <-chan struct{} {
 	c.mu.Lock()
 	f := &finishing{gen: e.gen, marked: make(chan struct{})}
@@ -429,12 +438,11 @@ func (c *Coordinator) finishAsync(e *entry, p int32, token uint64, coordEpoch in
 		gostack.Reserve()
 		defer c.wg.Done()
 		marked := sync.OnceFunc(func() { close(f.marked) })
+		handedOff := false
 		defer func() { // complete, superseded, or no longer this node's to finish
-			c.mu.Lock()
-			if e.finishing == f {
-				e.finishing = nil
+			if !handedOff {
+				c.doneFinishing(e, f)
 			}
-			c.mu.Unlock()
 			marked()
 		}()
 		marker := Marker{ProducerID: m.ProducerID, ProducerEpoch: m.ProducerEpoch, CoordinatorEpoch: coordEpoch,
@@ -446,9 +454,7 @@ func (c *Coordinator) finishAsync(e *entry, p int32, token uint64, coordEpoch in
 			if !c.current(p, token) {
 				return
 			}
-			ctx, cancel := context.WithTimeout(c.ctx, ms(c.cfg.AppendTimeoutMs))
-			marker.Partitions = c.markers.WriteMarkers(ctx, marker)
-			cancel()
+			marker.Partitions = c.markers.WriteMarkers(c.ctx, ms(c.cfg.AppendTimeoutMs), marker)
 			if len(marker.Partitions) > 0 && attempt%50 == 0 {
 				c.logger.Warn(fmt.Sprintf("Markers of transaction %s not yet written to %d partitions; retrying", m.TransactionalID, len(marker.Partitions)))
 			}
@@ -459,24 +465,61 @@ func (c *Coordinator) finishAsync(e *entry, p int32, token uint64, coordEpoch in
 		}
 		c.mu.Lock()
 		f.complete = &next
+		if c.cfg.CompleteDelayMs > 0 && !c.closed && e.gen == f.gen {
+			c.wg.Add(1)
+			handedOff = true
+			f.timer = time.AfterFunc(ms(c.cfg.CompleteDelayMs), func() {
+				defer c.wg.Done()
+				defer c.doneFinishing(e, f)
+				c.completeLoop(e, p, token, f)
+			})
+		}
 		c.mu.Unlock()
 		marked()
-		if c.cfg.CompleteDelayMs > 0 && !c.sleep(c.cfg.CompleteDelayMs) {
-			return
-		}
-		for attempt := 0; ; attempt++ {
-			if attempt > 0 && !c.sleep(c.cfg.RetryBackoffMs) {
-				return
-			}
-			if !c.current(p, token) {
-				return
-			}
-			if c.complete(e, p, token, f) {
-				return
-			}
+		if !handedOff {
+			c.completeLoop(e, p, token, f)
 		}
 	}()
 	return f.marked
+}
+
+// doneFinishing forgets f as e's transaction being finished.
+func (c *Coordinator) doneFinishing(e *entry, f *finishing) {
+	c.mu.Lock()
+	if e.finishing == f {
+		e.finishing = nil
+	}
+	c.mu.Unlock()
+}
+
+// stopCompleteLocked stops the Complete record timer of e's finished
+// transaction, if one is pending, and forgets the transaction: its next
+// state was written (write), or e is unloaded. The caller holds c.mu.
+func (c *Coordinator) stopCompleteLocked(e *entry) {
+	f := e.finishing
+	if f == nil || f.timer == nil {
+		return
+	}
+	if f.timer.Stop() {
+		c.wg.Done()
+	}
+	e.finishing = nil
+}
+
+// completeLoop writes f's Complete record, retrying until it is written,
+// superseded, or no longer this node's to write.
+func (c *Coordinator) completeLoop(e *entry, p int32, token uint64, f *finishing) {
+	for attempt := 0; ; attempt++ {
+		if attempt > 0 && !c.sleep(c.cfg.RetryBackoffMs) {
+			return
+		}
+		if !c.current(p, token) {
+			return
+		}
+		if c.complete(e, p, token, f) {
+			return
+		}
+	}
 }
 
 // complete persists the Complete state of f, true when done (or when the

@@ -50,7 +50,7 @@ type memStateLog struct {
 
 func (l *memStateLog) EnsureTopic(context.Context) error { return nil }
 
-func (l *memStateLog) Append(_ context.Context, p int32, k, v []byte) error {
+func (l *memStateLog) Append(_ context.Context, _ time.Duration, p int32, k, v []byte) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.parts == nil {
@@ -92,7 +92,7 @@ type fakeMarkers struct {
 	block   atomic.Bool // while set, every partition stays pending
 }
 
-func (f *fakeMarkers) WriteMarkers(_ context.Context, m Marker) []TopicPartition {
+func (f *fakeMarkers) WriteMarkers(_ context.Context, _ time.Duration, m Marker) []TopicPartition {
 	if f.block.Load() {
 		return m.Partitions
 	}
@@ -277,6 +277,39 @@ func TestCompleteFollowsTheMarkersWhenNothingElseComes(t *testing.T) {
 		return s[len(s)-1] == CompleteAbort
 	}, 5*time.Second, time.Millisecond, "the record follows")
 	assert.Equal(t, []State{Empty, Ongoing, PrepareAbort, CompleteAbort}, h.log.states(t))
+}
+
+// TestPendingCompleteRecordIsDroppedNotWaitedFor: the Complete record
+// waits on a timer, not a goroutine. The next transaction's first write
+// stops it (no Complete record, nothing left running), and so does
+// closing the coordinator: Close does not wait out the delay.
+func TestPendingCompleteRecordIsDroppedNotWaitedFor(t *testing.T) {
+	h := newHarness(t, &memStateLog{}, 1)
+	h.c.cfg.MarkerWaitMs = 0
+	h.c.cfg.CompleteDelayMs = 60000
+	pid, epoch := h.init(t, "tx")
+	require.Zero(t, h.add("tx", pid, epoch, "t", 0))
+	require.Zero(t, h.end("tx", pid, epoch, true))
+	pending := func() bool {
+		h.c.mu.Lock()
+		defer h.c.mu.Unlock()
+		f := h.c.txns["tx"].finishing
+		return f != nil && f.timer != nil
+	}
+	require.Eventually(t, pending, 5*time.Second, time.Millisecond, "markers written, Complete record waiting")
+	require.Zero(t, h.add("tx", pid, epoch, "t", 1))
+	assert.False(t, pending(), "the next transaction's record stopped it")
+
+	require.Zero(t, h.end("tx", pid, epoch, false))
+	require.Eventually(t, pending, 5*time.Second, time.Millisecond)
+	closed := make(chan struct{})
+	go func() { h.c.Close(); close(closed) }()
+	select {
+	case <-closed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Close waited for a pending Complete record")
+	}
+	assert.Equal(t, []State{Empty, Ongoing, PrepareCommit, Ongoing, PrepareAbort}, h.log.states(t))
 }
 
 // abortLeftPrepared aborts a transaction on a coordinator of epoch 1

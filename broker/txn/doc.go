@@ -37,7 +37,8 @@
 //     wait for them), and the next request on the transactional id waits
 //     up to Config.BusyWaitMs for them before CONCURRENT_TRANSACTIONS.
 //     From the markers on the transaction reads as complete (entry.view);
-//     its Complete record waits Config.CompleteDelayMs, and is not written
+//     its Complete record waits Config.CompleteDelayMs on a timer (no
+//     goroutine sleeps for it), and is not written, the timer stopped,
 //     when the next transaction's first record came first.
 //   - EndTxn v5 (KIP-890 part 2) bumps the epoch at every end, so a
 //     delayed EndTxn of an earlier transaction is fenced. Clients that
