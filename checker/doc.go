@@ -150,7 +150,9 @@
 // crashed a client process (value {"process": N}, with "successor": true
 // when the process's successor takes over its transactional.id, and
 // "in_flight": how long its operation had been in flight, when the
-// harness crashed the most stalled client); that
+// harness crashed the most stalled client, and "zombie": true when the
+// client was paused rather than closed and resumed after its successor
+// took over, a zombie whose requests must be fenced); that
 // process's open operation is recorded info (or fail, for a transaction
 // that can only end aborted). One f "stalled-reads" (FStalledReads, a
 // list of Stall), in transactional runs only, records for the keys the

@@ -245,7 +245,7 @@ func TestSequenceModesNeedTheirRuntime(t *testing.T) {
 // control, the same test without the switch.
 func TestTxnSuiteCases(t *testing.T) {
 	cases := Suites["txn"](DefaultTest())
-	require.Len(t, cases, 11+2*len(txnBugs))
+	require.Len(t, cases, 12+2*len(txnBugs))
 	byName := map[string]Case{}
 	for _, c := range cases {
 		require.NoError(t, c.Test.Validate(testWorkloads), c.Test.Name)
@@ -280,6 +280,8 @@ func TestTxnSuiteCases(t *testing.T) {
 	assert.Equal(t, Duration(3*time.Second), byName["txn-coordinator-cut"].Test.CrashClientsInterval)
 	assert.Equal(t, testspec.CrashStalled, byName["txn-coordinator-cut"].Test.CrashClientsTarget, "the client held up behind a prepared commit is the one crashed")
 	assert.Empty(t, byName["txn-crash-clients"].Test.CrashClientsTarget, "random, as Jepsen's")
+	assert.Equal(t, testspec.CrashZombie, byName["txn-zombies"].Test.CrashClientsTarget)
+
 	assert.NotContains(t, byName["txn-kill"].Test.BrokerConfig, "replica.lag.time.max.ms", "the cut case's lag setting stays its own")
 	assertPlantedPairs(t, byName, txnBugs)
 	assert.True(t, byName["planted-read-committed-past-lso"].Test.Txn)

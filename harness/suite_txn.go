@@ -166,6 +166,17 @@ func txnSuite(base Test) []Case {
 	// just after a commit was decided holds its markers up until a new
 	// leader is elected, and the restarted producer's InitProducerId meets
 	// that commit still prepared. It must wait for it, never abort it.
+	// Zombies: every 3 s a client mid-transaction is paused instead of
+	// crashed, what it sends held in flight, while a successor takes over
+	// its transactional.id (its InitProducerId aborts what the paused one
+	// had open, with a bumped epoch); once the successor's first
+	// transaction ended, the zombie resumes and its held requests (a
+	// send, an EndTxn) reach the brokers with the old epoch. Each must be
+	// refused: the coordinator fences its requests and, at
+	// transaction.version 2, refuses to add a partition for it, so no
+	// partition takes its batch.
+	zombies := crashing(like("txn-zombies", nemesis.Spec{{Kind: nemesis.KindKill, Mode: nemesis.TargetLeaders}}), 3*time.Second)
+	zombies.CrashClientsTarget = testspec.CrashZombie
 	restart := like("txn-restart", nemesis.Spec{{Kind: nemesis.KindKill, Mode: nemesis.TargetLeaders}})
 	restart.TxnRestartOneIn = 1
 	cases := []Case{
@@ -177,6 +188,7 @@ func txnSuite(base Test) []Case {
 		{Test: restart, Expect: checker.Valid, Why: "transactions whose producers are all restarted under their transactional.id right after each commit while partition leaders are killed: an InitProducerId that meets a commit still prepared, its markers held up by a dead leader, waits for it and never aborts it"},
 		{Test: clients, Expect: checker.Valid, Why: "transactions while the clients cannot reach the node coordinating one of them, which its peers still reach, in short cuts longer than the transaction timeout (1 s): an EndTxn held up by a cut that reaches the coordinator after it aborted the transaction by its timeout is refused"},
 		{Test: power, Expect: checker.Valid, Why: "transactions while the node coordinating one of them loses power (every message fsynced)"},
+		{Test: zombies, Expect: checker.Valid, Why: "transactions while every 3 s a client mid-transaction is paused, what it sends held in flight, and resumed once a successor under its transactional.id finished a transaction, and partition leaders are killed: everything the zombie sends after its successor's InitProducerId is fenced, and its transaction ends aborted"},
 		{Test: crash, Expect: checker.Valid, Why: "transactions while a client is crashed every 5 s, mid-transaction, and partition leaders are killed: every abandoned transaction is aborted, by its timeout or by the InitProducerId of a successor under its transactional.id"},
 		{Test: compact, Expect: checker.Valid, Why: "keyed upserts and deletes on a compacted topic while nodes are killed: every key's latest value survives the cleaner"},
 		{Test: compactTxn, Expect: checker.Valid, Why: "keyed upserts and deletes on a compacted topic, each a transaction (a quarter aborted after being held open), while nodes are killed: the cleaner stays below the last stable offset, every key's latest committed value survives it and no aborted value is ever read"},

@@ -157,8 +157,12 @@ func (t Test) Validate(reg workloads.Registry) error {
 	}
 	switch t.CrashClientsTarget {
 	case "", testspec.CrashRandom, testspec.CrashStalled:
+	case testspec.CrashZombie:
+		if !t.Txn {
+			problems = append(problems, "--crash-clients-target zombie: needs --txn (a zombie is fenced by its successor's transactional.id)")
+		}
 	default:
-		problems = append(problems, fmt.Sprintf("--crash-clients-target: must be %s or %s, got %q", testspec.CrashRandom, testspec.CrashStalled, t.CrashClientsTarget))
+		problems = append(problems, fmt.Sprintf("--crash-clients-target: must be %s, %s or %s, got %q", testspec.CrashRandom, testspec.CrashStalled, testspec.CrashZombie, t.CrashClientsTarget))
 	}
 	if len(problems) > 0 {
 		return fmt.Errorf("%s", strings.Join(problems, "\n"))

@@ -23,6 +23,11 @@ var errCrashed = errors.New("crashed: the client was closed in the middle of the
 // context (franz-go's BeginTransaction retries CONCURRENT_TRANSACTIONS for
 // as long as a broker answers it) is abandoned, its client closed, so that
 // no broker can hold a run forever.
+// errZombie is the error of an operation whose client crash-clients paused
+// (the zombie target): it is abandoned, not cancelled, and resumes once a
+// successor took over the client's transactional.id.
+var errZombie = errors.New("zombie: the client was paused in the middle of the operation and resumed after a successor took over its transactional.id (crash-clients, zombie target)")
+
 var errStuck = errors.New("stuck: the call did not return within its timeout and a grace period; the client was closed")
 
 // stuckGrace is how long an operation's call may outlive its context
@@ -50,6 +55,47 @@ type workerSlot struct {
 	// abandon is closed when a crash abandons the operation in flight
 	// (the stalled target): the worker stops waiting for it.
 	abandon chan struct{}
+	// client is the worker's client; zombie, with crashed, is that
+	// client paused by a crash with the zombie target, for the worker to
+	// resume once its successor's first operation ended.
+	client workloads.Client
+	zombie workloads.Pausable
+}
+
+// setClient notes the worker's client, for a crash with the zombie
+// target to pause.
+func (s *workerSlot) setClient(c workloads.Client) {
+	s.mu.Lock()
+	s.client = c
+	s.mu.Unlock()
+}
+
+// pause makes the worker's client a zombie (the zombie target): its
+// operation in flight is abandoned without being cancelled, the client
+// paused (workloads.Pausable), and its successor takes over its identity.
+// false, with nothing done, when no operation is in flight, a crash is
+// pending, or the client cannot pause.
+func (s *workerSlot) pause() (int, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p, ok := s.client.(workloads.Pausable)
+	if !ok || s.crashed || s.retire || s.cancel == nil {
+		return s.process, false
+	}
+	p.Pause()
+	s.crashed, s.successor, s.zombie = true, true, p
+	close(s.abandon)
+	return s.process, true
+}
+
+// takeZombie returns the client a zombie crash paused, if any, and forgets
+// it.
+func (s *workerSlot) takeZombie() workloads.Pausable {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	z := s.zombie
+	s.zombie = nil
+	return z
 }
 
 // begin notes the operation process starts; it returns the channel closed
@@ -185,7 +231,13 @@ func (r *run) runWorkers(rootCtx, ctx context.Context, gen workloads.Generator, 
 			slot := slots[w]
 			process := processBase + w
 			var client workloads.Client
+			// paused is a zombie of this worker's, to resume once its
+			// successor's first operation ended (or the worker stops).
+			var paused workloads.Pausable
 			defer func() {
+				if paused != nil {
+					paused.Resume()
+				}
 				if client != nil {
 					client.Close()
 				}
@@ -236,6 +288,7 @@ func (r *run) runWorkers(rootCtx, ctx context.Context, gen workloads.Generator, 
 						return
 					}
 					client = c
+					slot.setClient(c)
 				}
 				genMu.Lock()
 				op, ok := gen.Next(process)
@@ -248,8 +301,41 @@ func (r *run) runWorkers(rootCtx, ctx context.Context, gen workloads.Generator, 
 				opCtx, cancel := context.WithTimeout(rootCtx, opTimeout)
 				opCtx, cancelCause := context.WithCancelCause(opCtx)
 				abandon := slot.begin(process, cancelCause)
-				done, abandoned := invoke(opCtx, client, op, abandon, &zombies)
+				done, abandoned, late := invoke(opCtx, client, op, abandon, &zombies)
 				crashed, successor := slot.end()
+				if paused != nil {
+					// The successor's first operation has ended: it
+					// holds the identity now, and the zombie comes back.
+					paused.Resume()
+					paused = nil
+				}
+				if zombie := slot.takeZombie(); zombie != nil && abandoned {
+					// A paused client's operation is not cut short: its
+					// outcome is what its requests make of it once it
+					// resumes (a commit its successor fenced fails), and
+					// it is recorded when its call ends, under its own
+					// process, while the worker goes on as a successor.
+					paused = zombie
+					zombies.Add(1)
+					go func(process int) {
+						defer zombies.Done()
+						late, ok := <-late
+						cancelCause(nil)
+						cancel()
+						if !ok {
+							late = op
+							late.Type, late.Error = checker.Info, errZombie.Error()
+						}
+						late.Process = process
+						r.rec.Record(late)
+						r.noteWrites(late)
+						genMu.Lock()
+						gen.Update(late)
+						genMu.Unlock()
+					}(process)
+					retire(successor, abandoned)
+					continue
+				}
 				cancelCause(nil)
 				cancel()
 				done.Process = process
@@ -289,12 +375,14 @@ func (r *run) runWorkers(rootCtx, ctx context.Context, gen workloads.Generator, 
 }
 
 // invoke runs op on client until it completes, abandon is closed (a crash
-// with the stalled target) or the call outlives ctx by stuckGrace. An
-// abandoned operation is returned as invoked, info: it goes on in the
-// background, its context cancelled, as a crashed process's last requests
-// may still reach the brokers, and the client is closed when it ends, or
-// after stuckGrace if it does not (zombies tracks it).
-func invoke(ctx context.Context, client workloads.Client, op checker.Op, abandon <-chan struct{}, zombies *sync.WaitGroup) (checker.Op, bool) {
+// with the stalled or zombie target) or the call outlives ctx by
+// stuckGrace. An abandoned operation is returned as invoked, info: it goes
+// on in the background, as a crashed process's last requests may still
+// reach the brokers, and the client is closed when it ends, or after
+// stuckGrace if it does not (zombies tracks it). late then yields the
+// call's own result if it ends before that close, and is closed either
+// way.
+func invoke(ctx context.Context, client workloads.Client, op checker.Op, abandon <-chan struct{}, zombies *sync.WaitGroup) (done checker.Op, abandoned bool, late <-chan checker.Op) {
 	result := make(chan checker.Op, 1)
 	go func(op checker.Op) { result <- client.Invoke(ctx, op) }(op)
 	why := errCrashed
@@ -304,7 +392,7 @@ wait:
 	for {
 		select {
 		case done := <-result:
-			return done, false
+			return done, false, nil
 		case <-abandon:
 			break wait
 		case <-ctxDone:
@@ -314,17 +402,20 @@ wait:
 			break wait
 		}
 	}
+	out := make(chan checker.Op, 1)
 	zombies.Add(1)
 	go func() {
 		defer zombies.Done()
+		defer close(out)
 		select {
-		case <-result:
+		case r := <-result:
+			out <- r
 		case <-time.After(stuckGrace):
 		}
 		client.Close()
 	}()
 	op.Type, op.Error = checker.Info, why.Error()
-	return op, true
+	return op, true, out
 }
 
 // restartable is wl as a workloads.Restartable when crashed clients of t
@@ -360,7 +451,8 @@ func (r *run) crashClients(ctx context.Context, slots []*workerSlot, every time.
 		w := rng.IntN(len(slots))
 		flip := coin.IntN(2) == 0
 		var inFlight string
-		if r.t.CrashClientsTarget == testspec.CrashStalled {
+		target := r.t.CrashClientsTarget
+		if target == testspec.CrashStalled || target == testspec.CrashZombie && slots[w].began().IsZero() {
 			began := make([]time.Time, len(slots))
 			for i, s := range slots {
 				began[i] = s.began()
@@ -369,12 +461,21 @@ func (r *run) crashClients(ctx context.Context, slots []*workerSlot, every time.
 				w, inFlight = o, time.Since(began[o]).Round(time.Millisecond).String()
 			}
 		}
-		process, successor := slots[w].crash(restartable && flip, r.t.CrashClientsTarget == testspec.CrashStalled)
+		var process int
+		successor, zombie := false, false
+		if target == testspec.CrashZombie && restartable {
+			process, zombie = slots[w].pause()
+			successor = zombie
+		}
+		if !zombie {
+			process, successor = slots[w].crash(restartable && flip, target == testspec.CrashStalled)
+		}
 		raw, _ := json.Marshal(struct {
 			Process   int    `json:"process"`
 			Successor bool   `json:"successor,omitempty"`
 			InFlight  string `json:"in_flight,omitempty"`
-		}{process, successor, inFlight})
+			Zombie    bool   `json:"zombie,omitempty"`
+		}{process, successor, inFlight, zombie})
 		r.rec.Record(checker.Op{Process: checker.HarnessProcess, Type: checker.Info, F: checker.FCrashClient, Raw: raw})
 	}
 }

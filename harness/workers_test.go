@@ -3,6 +3,8 @@ package harness
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -124,7 +126,7 @@ func TestInvokeAbandonsACallThatOutlivesItsContext(t *testing.T) {
 	}
 	returned := make(chan outcome, 1)
 	go func() {
-		done, abandoned := invoke(ctx, cl, checker.Op{Type: checker.Invoke, F: "send"}, nil, &zombies)
+		done, abandoned, _ := invoke(ctx, cl, checker.Op{Type: checker.Invoke, F: "send"}, nil, &zombies)
 		returned <- outcome{done, abandoned}
 	}()
 	var o outcome
@@ -144,4 +146,141 @@ func TestInvokeAbandonsACallThatOutlivesItsContext(t *testing.T) {
 	default:
 		t.Fatal("the stuck client was not closed")
 	}
+}
+
+// zombieWorld is a fake restartable workload whose clients pause: an
+// operation takes 150 ms and does not end while its client is paused.
+// events logs pauses, resumes and operation ends by client name.
+type zombieWorld struct {
+	mu     sync.Mutex
+	events []string
+	made   int
+	closed atomic.Int32
+}
+
+func (w *zombieWorld) log(e string) {
+	w.mu.Lock()
+	w.events = append(w.events, e)
+	w.mu.Unlock()
+}
+
+func (w *zombieWorld) client(id string) *pausingClient {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.made++
+	return &pausingClient{w: w, id: id, name: fmt.Sprintf("%s#%d", id, w.made)}
+}
+
+func (w *zombieWorld) Identity(c workloads.Client) string { return c.(*pausingClient).id }
+func (w *zombieWorld) NewClientAs(id string) (workloads.Client, error) {
+	return w.client(id), nil
+}
+
+type pausingClient struct {
+	w        *zombieWorld
+	id, name string
+	paused   atomic.Bool
+}
+
+func (c *pausingClient) Invoke(_ context.Context, op checker.Op) checker.Op {
+	time.Sleep(150 * time.Millisecond)
+	for c.paused.Load() {
+		time.Sleep(time.Millisecond)
+	}
+	c.w.log("end " + c.name)
+	op.Type = checker.OK
+	return op
+}
+func (c *pausingClient) Close()  { c.w.closed.Add(1) }
+func (c *pausingClient) Pause()  { c.paused.Store(true); c.w.log("pause " + c.name) }
+func (c *pausingClient) Resume() { c.paused.Store(false); c.w.log("resume " + c.name) }
+
+// TestCrashClientsZombiePausesAndResumesAfterTheSuccessor: with the zombie
+// target a crash pauses a client mid-operation instead of closing it; the
+// operation is recorded info (zombie), a successor takes over the
+// client's identity, and the zombie resumes only once that successor's
+// first operation ended, then finishes its own and is closed.
+func TestCrashClientsZombiePausesAndResumesAfterTheSuccessor(t *testing.T) {
+	r, rec := newCrashRun(t)
+	r.t.CrashClientsTarget = testspec.CrashZombie
+	w := &zombieWorld{}
+	n := 0
+	var mu sync.Mutex
+	newClient := func() (workloads.Client, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		n++
+		return w.client(fmt.Sprintf("tx%d", n)), nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
+	defer cancel()
+	r.runWorkers(context.Background(), ctx, &onlySends{}, newClient, w, 2, 0, 300*time.Millisecond)
+
+	h := rec.History()
+	zombieAt := map[int]int{} // zombie process -> index of its crash event
+	for i, op := range h {
+		if op.Process == checker.HarnessProcess && op.F == checker.FCrashClient {
+			var v struct {
+				Process   int  `json:"process"`
+				Successor bool `json:"successor"`
+				Zombie    bool `json:"zombie"`
+			}
+			require.NoError(t, json.Unmarshal(op.Raw, &v))
+			if v.Zombie {
+				zombieAt[v.Process] = i
+				assert.True(t, v.Successor, "a zombie's successor takes over its identity")
+			}
+		}
+	}
+	require.GreaterOrEqual(t, len(zombieAt), 2, "a crash every 300 ms, each with an operation in flight")
+	for p, at := range zombieAt {
+		var last checker.Op
+		for _, op := range h[at:] {
+			if op.Process == p && op.Type != checker.Invoke {
+				last = op
+			}
+		}
+		assert.Equal(t, checker.OK, last.Type, "zombie %d's operation is recorded with its own outcome once it ends, after the crash", p)
+	}
+
+	w.mu.Lock()
+	events := append([]string(nil), w.events...)
+	made := w.made
+	w.mu.Unlock()
+	at := func(e string, from int) int {
+		for i := from; i < len(events); i++ {
+			if events[i] == e {
+				return i
+			}
+		}
+		return -1
+	}
+	for i, e := range events {
+		name, ok := strings.CutPrefix(e, "pause ")
+		if !ok {
+			continue
+		}
+		resumed := at("resume "+name, i)
+		require.Greater(t, resumed, i, "%s is resumed", name)
+		id, _, _ := strings.Cut(name, "#")
+		successorEnded := false
+		for _, x := range events[i:resumed] {
+			if other, ok := strings.CutPrefix(x, "end "); ok && other != name && strings.HasPrefix(other, id+"#") {
+				successorEnded = true
+			}
+		}
+		successorRan := successorEnded
+		for _, x := range events[resumed:] {
+			if other, ok := strings.CutPrefix(x, "end "); ok && other != name && strings.HasPrefix(other, id+"#") {
+				successorRan = true
+			}
+		}
+		// A zombie paused as the run ends is resumed by its worker's
+		// end, with no successor operation.
+		if successorRan {
+			assert.True(t, successorEnded, "%s resumes only after a successor under %s ended an operation: %v", name, id, events)
+		}
+		assert.Greater(t, at("end "+name, resumed), resumed, "%s finishes its operation once resumed", name)
+	}
+	assert.Equal(t, int32(made), w.closed.Load(), "every client closed, the zombies too")
 }

@@ -34,6 +34,7 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 const (
 	CrashRandom  = "random"
 	CrashStalled = "stalled"
+	CrashZombie  = "zombie"
 )
 
 // Spec is one whole test, Jepsen's test map as a plain value: what to run
@@ -95,7 +96,18 @@ type Spec struct {
 	// crash abandons the operation at once (recorded info) and the
 	// successor starts at once, while the crashed client's call goes on,
 	// its context cancelled, until it returns and the client is closed:
-	// the zombie a successor's fencing exists for.
+	// the zombie a successor's fencing exists for. CrashZombie (under
+	// --txn) makes that zombie certain: a worker with an operation in
+	// flight (the seeded one if it has, else the one in flight longest)
+	// is paused, not closed, as a process frozen by a long GC pause is,
+	// just as its next Produce request leaves it: from there what it
+	// sends is held in flight (workloads.Pausable); its operation
+	// is abandoned (recorded info) without being cancelled; a successor
+	// takes over its transactional.id (InitProducerId bumps the epoch);
+	// and once the successor's first operation has ended the zombie
+	// resumes, its held requests reach the brokers with the old epoch,
+	// and it goes on with its operation until it ends or is refused.
+	// Every request it makes from then on must be fenced.
 	CrashClientsTarget string `json:"crash-clients-target,omitempty"`
 	// FailOnClientErrors are client error codes (checker's
 	// SuspectClientErrors) that make the test invalid when a client gets one.

@@ -338,6 +338,10 @@ type Client struct {
 	// txn is the transactional state: nil unless Options.Txn.
 	txn *txnState
 
+	// gate is the dialer of every connection of the client, which holds
+	// what it sends while it is paused (workloads.Pausable).
+	gate *workloads.Gate
+
 	// mu guards producer and consumer being replaced against Close, which
 	// the harness may call while an abandoned Invoke still runs; closed
 	// says Close ran, so that a client made after it is closed at once.
@@ -354,8 +358,10 @@ func NewClient(opts Options, topics *Topics) (*Client, error) {
 // producer takes over that transactional.id instead of a new one.
 func newClient(opts Options, topics *Topics, txnID string) (*Client, error) {
 	opts = opts.withDefaults()
+	gate := &workloads.Gate{}
 	popts := []kgo.Opt{
 		kgo.SeedBrokers(opts.Seeds...),
+		kgo.Dialer(gate.Dial),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()),
 		kgo.ProducerLinger(0),
 		kgo.ProduceRequestTimeout(opts.RequestTimeout),
@@ -383,7 +389,7 @@ func newClient(opts Options, topics *Topics, txnID string) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("producer: %w", err)
 	}
-	c := &Client{opts: opts, topics: topics, producer: producer, producerOpts: popts, assigned: map[int]bool{}, txn: txn}
+	c := &Client{opts: opts, topics: topics, producer: producer, producerOpts: popts, assigned: map[int]bool{}, txn: txn, gate: gate}
 	if err := c.newConsumer(nil, false); err != nil {
 		producer.Close()
 		return nil, err
@@ -412,6 +418,7 @@ func (c *Client) newConsumer(topics []string, group bool) error {
 	}
 	copts := []kgo.Opt{
 		kgo.SeedBrokers(c.opts.Seeds...),
+		kgo.Dialer(c.gate.Dial),
 		kgo.FetchMaxWait(c.opts.PollTimeout),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.RetryTimeout(c.opts.RequestTimeout),
@@ -471,6 +478,16 @@ func (c *Client) Close() {
 		consumer.Close()
 	}
 }
+
+// Pause pauses the client just as its next Produce request leaves it
+// (workloads.Pausable): that request and everything the client sends
+// after it are held in flight, as a process frozen at that moment would
+// leave them. A transaction's partitions added, its records not yet sent,
+// is the moment a zombie's late send is most dangerous.
+func (c *Client) Pause() { c.gate.PauseAtProduce() }
+
+// Resume delivers what Pause held and lets the client's requests through.
+func (c *Client) Resume() { c.gate.Resume() }
 
 // Invoke performs one operation.
 func (c *Client) Invoke(ctx context.Context, op checker.Op) checker.Op {

@@ -177,3 +177,57 @@ func TestTxnTimeoutDefaultsToFourRequestTimeouts(t *testing.T) {
 	assert.Equal(t, 8*time.Second, Options{RequestTimeout: 2 * time.Second}.withDefaults().TxnTimeout)
 	assert.Equal(t, 3*time.Second, Options{TxnTimeout: 3 * time.Second}.withDefaults().TxnTimeout)
 }
+
+// TestPausedClientIsAZombieItsSuccessorFences: a client paused as its
+// transaction's send leaves it (workloads.Pausable) holds that Produce;
+// a successor under its transactional.id commits meanwhile; resumed, the
+// zombie's send and commit reach the broker with the old epoch and are
+// refused, so its transaction fails and read_committed returns only the
+// successor's send.
+func TestPausedClientIsAZombieItsSuccessorFences(t *testing.T) {
+	opts, topics, ctx := onKfake(t, Options{PartitionsPerTopic: 1, ReplicationFactor: 1, RequestTimeout: 3 * time.Second,
+		Txn: true, TxnAbortOneIn: -1, TxnFenceOneIn: -1})
+	w := &workload{opts: opts, topics: topics}
+	zombie, err := NewClient(opts, topics)
+	require.NoError(t, err)
+	defer zombie.Close()
+	send := func(v int64) checker.Op {
+		return checker.Op{Type: checker.Invoke, F: "txn", Mops: []checker.MicroOp{{F: "send", Key: 0, Value: v}}}
+	}
+	require.Equal(t, checker.OK, zombie.Invoke(ctx, send(1)).Type)
+
+	zombie.Pause()
+	held := make(chan checker.Op, 1)
+	go func() { held <- zombie.Invoke(ctx, send(2)) }()
+	select {
+	case op := <-held:
+		t.Fatalf("the paused client's transaction ended: %+v", op)
+	case <-time.After(300 * time.Millisecond):
+	}
+
+	succ, err := w.NewClientAs(w.Identity(zombie))
+	require.NoError(t, err)
+	defer succ.Close()
+	got := succ.Invoke(ctx, send(3))
+	require.Equal(t, checker.OK, got.Type, got.Error)
+
+	zombie.Resume()
+	var op checker.Op
+	select {
+	case op = <-held:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the zombie's transaction did not end once resumed")
+	}
+	assert.NotEqual(t, checker.OK, op.Type, "the zombie's late send and commit are fenced: %s", op.Error)
+
+	require.Equal(t, checker.OK, succ.Invoke(ctx, checker.Op{Type: checker.Invoke, F: "assign", Keys: []int{0}}).Type)
+	var seen []int64
+	require.Eventually(t, func() bool {
+		poll := succ.Invoke(ctx, checker.Op{Type: checker.Invoke, F: "poll", Mops: []checker.MicroOp{{F: "poll"}}})
+		for _, p := range poll.Mops[0].Polls[0] {
+			seen = append(seen, p.Value)
+		}
+		return len(seen) >= 2
+	}, 10*time.Second, 10*time.Millisecond)
+	assert.Equal(t, []int64{1, 3}, seen, "read_committed returns the committed sends, never the zombie's")
+}
