@@ -154,7 +154,8 @@
 // client was paused rather than closed and resumed after its successor
 // took over, a zombie whose requests must be fenced); that
 // process's open operation is recorded info (or fail, for a transaction
-// that can only end aborted). One f "stalled-reads" (FStalledReads, a
+// that can only end aborted), a zombie's with its own outcome when its
+// call ends. One f "stalled-reads" (FStalledReads, a
 // list of Stall), in transactional runs only, records for the keys the
 // final reads did not finish the partition's high watermark, last stable
 // offset and open transactions; the unseen example of such a key cites it

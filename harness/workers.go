@@ -24,8 +24,9 @@ var errCrashed = errors.New("crashed: the client was closed in the middle of the
 // as long as a broker answers it) is abandoned, its client closed, so that
 // no broker can hold a run forever.
 // errZombie is the error of an operation whose client crash-clients paused
-// (the zombie target): it is abandoned, not cancelled, and resumes once a
-// successor took over the client's transactional.id.
+// (the zombie target) when its call did not end within stuckGrace of the
+// pause: it is abandoned, not cancelled, and resumes once a successor's
+// first transaction took over the client's transactional.id.
 var errZombie = errors.New("zombie: the client was paused in the middle of the operation and resumed after a successor took over its transactional.id (crash-clients, zombie target)")
 
 var errStuck = errors.New("stuck: the call did not return within its timeout and a grace period; the client was closed")
@@ -72,7 +73,8 @@ func (s *workerSlot) setClient(c workloads.Client) {
 
 // pause makes the worker's client a zombie (the zombie target): its
 // operation in flight is abandoned without being cancelled, the client
-// paused (workloads.Pausable), and its successor takes over its identity.
+// paused (workloads.Pausable), and its successor takes over its identity;
+// the worker resumes it once the successor's first transaction ended.
 // false, with nothing done, when no operation is in flight, a crash is
 // pending, or the client cannot pause.
 func (s *workerSlot) pause() (int, bool) {
@@ -303,13 +305,23 @@ func (r *run) runWorkers(rootCtx, ctx context.Context, gen workloads.Generator, 
 				abandon := slot.begin(process, cancelCause)
 				done, abandoned, late := invoke(opCtx, client, op, abandon, &zombies)
 				crashed, successor := slot.end()
-				if paused != nil {
-					// The successor's first operation has ended: it
-					// holds the identity now, and the zombie comes back.
+				if paused != nil && done.F == checker.FTxn {
+					// The successor's first transaction has ended: its
+					// InitProducerId (at the transaction's start) holds
+					// the identity now, and the zombie comes back. (A
+					// new process's first operation is an assign, which
+					// leaves the producer alone.)
 					paused.Resume()
 					paused = nil
 				}
-				if zombie := slot.takeZombie(); zombie != nil && abandoned {
+				zombie := slot.takeZombie()
+				if zombie != nil && !abandoned {
+					// The operation ended before the pause took hold: no
+					// zombie, the client retires as crashed.
+					zombie.Resume()
+					zombie = nil
+				}
+				if zombie != nil {
 					// A paused client's operation is not cut short: its
 					// outcome is what its requests make of it once it
 					// resumes (a commit its successor fenced fails), and

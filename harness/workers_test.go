@@ -187,7 +187,9 @@ func (c *pausingClient) Invoke(_ context.Context, op checker.Op) checker.Op {
 	for c.paused.Load() {
 		time.Sleep(time.Millisecond)
 	}
-	c.w.log("end " + c.name)
+	if op.F == checker.FTxn {
+		c.w.log("end " + c.name)
+	}
 	op.Type = checker.OK
 	return op
 }
@@ -195,11 +197,32 @@ func (c *pausingClient) Close()  { c.w.closed.Add(1) }
 func (c *pausingClient) Pause()  { c.paused.Store(true); c.w.log("pause " + c.name) }
 func (c *pausingClient) Resume() { c.paused.Store(false); c.w.log("resume " + c.name) }
 
+// assignThenTxns gives each new process an assign first, then
+// transactions, as the queue workload's generator does.
+type assignThenTxns struct {
+	mu   sync.Mutex
+	seen map[int]bool
+	n    int64
+}
+
+func (g *assignThenTxns) Next(process int) (checker.Op, bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if !g.seen[process] {
+		g.seen[process] = true
+		return checker.Op{Type: checker.Invoke, F: checker.FAssign, Keys: []int{0}}, true
+	}
+	g.n++
+	return checker.Op{Type: checker.Invoke, F: checker.FTxn, Mops: []checker.MicroOp{{F: "send", Key: 0, Value: g.n}}}, true
+}
+func (g *assignThenTxns) Update(checker.Op) {}
+
 // TestCrashClientsZombiePausesAndResumesAfterTheSuccessor: with the zombie
 // target a crash pauses a client mid-operation instead of closing it; the
 // operation is recorded info (zombie), a successor takes over the
 // client's identity, and the zombie resumes only once that successor's
-// first operation ended, then finishes its own and is closed.
+// first transaction ended (not its first operation, an assign), then
+// finishes its own and is closed.
 func TestCrashClientsZombiePausesAndResumesAfterTheSuccessor(t *testing.T) {
 	r, rec := newCrashRun(t)
 	r.t.CrashClientsTarget = testspec.CrashZombie
@@ -214,7 +237,7 @@ func TestCrashClientsZombiePausesAndResumesAfterTheSuccessor(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
 	defer cancel()
-	r.runWorkers(context.Background(), ctx, &onlySends{}, newClient, w, 2, 0, 300*time.Millisecond)
+	r.runWorkers(context.Background(), ctx, &assignThenTxns{seen: map[int]bool{}}, newClient, w, 2, 0, 300*time.Millisecond)
 
 	h := rec.History()
 	zombieAt := map[int]int{} // zombie process -> index of its crash event
@@ -265,7 +288,10 @@ func TestCrashClientsZombiePausesAndResumesAfterTheSuccessor(t *testing.T) {
 		id, _, _ := strings.Cut(name, "#")
 		successorEnded := false
 		for _, x := range events[i:resumed] {
-			if other, ok := strings.CutPrefix(x, "end "); ok && other != name && strings.HasPrefix(other, id+"#") {
+			// The successor's transaction ended, or was itself paused
+			// at its Produce (past its InitProducerId) by a later crash.
+			_, other, _ := strings.Cut(x, " ")
+			if other != name && strings.HasPrefix(other, id+"#") {
 				successorEnded = true
 			}
 		}
@@ -278,7 +304,7 @@ func TestCrashClientsZombiePausesAndResumesAfterTheSuccessor(t *testing.T) {
 		// A zombie paused as the run ends is resumed by its worker's
 		// end, with no successor operation.
 		if successorRan {
-			assert.True(t, successorEnded, "%s resumes only after a successor under %s ended an operation: %v", name, id, events)
+			assert.True(t, successorEnded, "%s resumes only after a successor under %s ended (or paused in) a transaction: %v", name, id, events)
 		}
 		assert.Greater(t, at("end "+name, resumed), resumed, "%s finishes its operation once resumed", name)
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -94,7 +95,7 @@ func (g *Gate) forget(c *gatedConn) {
 
 // Dial dials a TCP connection whose writes pass through g.
 func (g *Gate) Dial(ctx context.Context, network, host string) (net.Conn, error) {
-	var d net.Dialer
+	d := net.Dialer{Timeout: dialTimeout}
 	nc, err := d.DialContext(ctx, network, host)
 	if err != nil {
 		return nil, err
@@ -118,6 +119,10 @@ type gatedConn struct {
 	held    []byte
 	closing bool // closed while holding bytes: close once they are out
 	closed  bool
+	// deadline is the write deadline the client set last (SetDeadline,
+	// SetWriteDeadline), restored after held bytes are delivered under
+	// their own.
+	deadline atomic.Pointer[time.Time]
 	// frameLeft is how much of the request frame being written is still
 	// to come after its size and API key, and header what was written of
 	// those six bytes, so that a write can be told to start a Produce
@@ -153,6 +158,13 @@ func (c *gatedConn) startsProduce(b []byte) bool {
 	return produce
 }
 
+// dialTimeout is franz-go's default dialer's timeout, which a client
+// given Dial as its dialer would otherwise lose.
+const dialTimeout = 10 * time.Second
+
+// flushTimeout bounds the delivery of held bytes.
+const flushTimeout = 10 * time.Second
+
 // maxHeld bounds what one connection holds (a paused client sends a few
 // requests at most); past it writes fail, as a full socket buffer's would
 // time out.
@@ -178,15 +190,31 @@ func (c *gatedConn) Write(b []byte) (int, error) {
 }
 
 // flushLocked writes the held bytes. They were accepted long ago, so the
-// write deadline the client set since does not apply to them.
+// write deadline the client set since does not apply to them: they get
+// flushTimeout of their own, and the client's deadline is put back.
 func (c *gatedConn) flushLocked() error {
 	if len(c.held) == 0 {
 		return nil
 	}
-	_ = c.Conn.SetWriteDeadline(time.Time{})
+	_ = c.Conn.SetWriteDeadline(time.Now().Add(flushTimeout))
 	_, err := c.Conn.Write(c.held)
 	c.held = nil
+	var restore time.Time
+	if d := c.deadline.Load(); d != nil {
+		restore = *d
+	}
+	_ = c.Conn.SetWriteDeadline(restore)
 	return err
+}
+
+func (c *gatedConn) SetDeadline(t time.Time) error {
+	c.deadline.Store(&t)
+	return c.Conn.SetDeadline(t)
+}
+
+func (c *gatedConn) SetWriteDeadline(t time.Time) error {
+	c.deadline.Store(&t)
+	return c.Conn.SetWriteDeadline(t)
 }
 
 // release delivers the held bytes after a Resume, and completes a close

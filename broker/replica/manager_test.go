@@ -300,12 +300,12 @@ func TestManagerNotEnoughReplicas(t *testing.T) {
 	assert.Equal(t, int16(0), res.ErrorCode, "acks=1 does not need the ISR")
 }
 
-// TestManagerFollowerAdvancesHW exercises the multi-replica path of the
-// leader with a second, simulated broker that fetches as a follower.
-func TestManagerFollowerAdvancesHW(t *testing.T) {
+// leadRF2 registers a second broker, which never fetches, and has b lead
+// topic rf2 of partitions partitions, each replicated to both; it returns
+// the second broker's epoch.
+func leadRF2(t *testing.T, b *broker, partitions int32) int64 {
+	t.Helper()
 	ctx := context.Background()
-	b := startBroker(t, t.TempDir(), 1)
-	defer b.stop(t)
 	epoch2, err := b.c.RegisterBroker(ctx, controller.BrokerRegistration{BrokerID: 2, IncarnationID: metadata.Uuid{9}})
 	require.NoError(t, err)
 	_, err = b.c.Heartbeat(ctx, controller.Heartbeat{BrokerID: 2, BrokerEpoch: epoch2, MetadataOffset: b.pub.Image().Offset})
@@ -313,10 +313,24 @@ func TestManagerFollowerAdvancesHW(t *testing.T) {
 	req := kmsg.NewPtrCreateTopicsRequest()
 	rt := kmsg.NewCreateTopicsRequestTopic()
 	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = "rf2", -1, -1
-	rt.ReplicaAssignment = []kmsg.CreateTopicsRequestTopicReplicaAssignment{{Partition: 0, Replicas: []int32{1, 2}}}
+	for p := range partitions {
+		rt.ReplicaAssignment = append(rt.ReplicaAssignment, kmsg.CreateTopicsRequestTopicReplicaAssignment{Partition: p, Replicas: []int32{1, 2}})
+	}
 	req.Topics = append(req.Topics, rt)
 	require.Equal(t, int16(0), b.c.CreateTopics(ctx, req).Topics[0].ErrorCode)
-	require.Equal(t, OnlineReplica, b.m.State("rf2", 0))
+	for p := range partitions {
+		require.Equal(t, OnlineReplica, b.m.State("rf2", p))
+	}
+	return epoch2
+}
+
+// TestManagerFollowerAdvancesHW exercises the multi-replica path of the
+// leader with a second, simulated broker that fetches as a follower.
+func TestManagerFollowerAdvancesHW(t *testing.T) {
+	ctx := context.Background()
+	b := startBroker(t, t.TempDir(), 1)
+	defer b.stop(t)
+	epoch2 := leadRF2(t, b, 1)
 
 	// Nobody fetches: acks=all times out, the record stays invisible.
 	short, cancel := context.WithTimeout(ctx, 20*time.Millisecond)
@@ -365,13 +379,36 @@ func TestManagerFollowerAdvancesHW(t *testing.T) {
 
 	// Fencing the follower shrinks the ISR to the leader, which releases
 	// the next write at once.
-	_, err = b.c.Heartbeat(ctx, controller.Heartbeat{BrokerID: 2, BrokerEpoch: epoch2, MetadataOffset: b.pub.Image().Offset, WantFence: true})
+	_, err := b.c.Heartbeat(ctx, controller.Heartbeat{BrokerID: 2, BrokerEpoch: epoch2, MetadataOffset: b.pub.Image().Offset, WantFence: true})
 	require.NoError(t, err)
 	assert.Equal(t, []int32{1}, b.pub.Image().Partition("rf2", 0).ISR)
 	res = b.m.Produce(ctx, "rf2", 0, batch("c"), -1)
 	assert.Equal(t, int16(0), res.ErrorCode)
 	assert.Equal(t, 1.0, gauge(t, b.reg, "kafka_server_replica_manager_under_replicated_partitions"))
 	assert.Equal(t, 1.0, counter(t, b.reg, "kafka_server_replica_manager_isr_shrinks_total"))
+}
+
+// TestWaitBoundIsOneBoundForTheCall: the markers of one WriteTxnMarkers
+// call share the WaitBound of its context: with no follower fetching,
+// three markers time out together at the bound, not one after another.
+func TestWaitBoundIsOneBoundForTheCall(t *testing.T) {
+	ctx := context.Background()
+	b := startBroker(t, t.TempDir(), 1)
+	defer b.stop(t)
+	leadRF2(t, b, 3)
+	var markers []TxnMarker
+	for p := range int32(3) {
+		markers = append(markers, TxnMarker{Topic: "rf2", Partition: p, ProducerID: 9, Commit: true})
+	}
+	const bound = 300 * time.Millisecond
+	start := time.Now()
+	codes := b.m.WriteTxnMarkers(WaitBound(ctx, bound), markers)
+	took := time.Since(start)
+	for _, code := range codes {
+		assert.Equal(t, kerr.RequestTimedOut.Code, code)
+	}
+	assert.GreaterOrEqual(t, took, bound)
+	assert.Less(t, took, 2*bound, "one bound for the call's waits, not one per marker")
 }
 
 func TestManagerDeleteStrayLogs(t *testing.T) {

@@ -3,6 +3,7 @@ package replica
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -126,11 +127,27 @@ func transactional(records []byte) bool {
 // registers nothing with ctx: the deadline is set only when an append
 // has to wait, which a partition whose ISR is the leader alone never does.
 // A deadline ctx already has still applies.
+//
+// The bound is one for every wait made with ctx: the first that has to
+// wait fixes the deadline, and later ones (the markers of one
+// WriteTxnMarkers call) share it.
 func WaitBound(ctx context.Context, d time.Duration) context.Context {
-	return context.WithValue(ctx, waitBoundKey{}, d)
+	return context.WithValue(ctx, waitBoundKey{}, &waitBound{d: d})
 }
 
 type waitBoundKey struct{}
+
+// waitBound is a WaitBound: d, and once armed the deadline it fixed.
+type waitBound struct {
+	d        time.Duration
+	once     sync.Once
+	deadline time.Time
+}
+
+func (b *waitBound) arm() time.Time {
+	b.once.Do(func() { b.deadline = time.Now().Add(b.d) })
+	return b.deadline
+}
 
 // awaitHW waits until the high watermark of p passes lastOffset while st is
 // still p's leader state.
@@ -151,9 +168,9 @@ func (m *Manager) awaitHW(ctx context.Context, p *partition, st *State, lastOffs
 		if hw > lastOffset {
 			return 0, ""
 		}
-		if d, ok := ctx.Value(waitBoundKey{}).(time.Duration); ok && !bounded {
+		if b, ok := ctx.Value(waitBoundKey{}).(*waitBound); ok && !bounded {
 			var cancel context.CancelFunc
-			ctx, cancel = context.WithTimeout(ctx, d)
+			ctx, cancel = context.WithDeadline(ctx, b.arm())
 			defer cancel()
 			bounded = true
 		}

@@ -465,7 +465,7 @@ func (c *Coordinator) finishAsync(e *entry, p int32, token uint64, coordEpoch in
 		}
 		c.mu.Lock()
 		f.complete = &next
-		if c.cfg.CompleteDelayMs > 0 && !c.closed && e.gen == f.gen {
+		if st := c.parts[p]; c.cfg.CompleteDelayMs > 0 && !c.closed && e.gen == f.gen && st != nil && st.token == token {
 			c.wg.Add(1)
 			handedOff = true
 			f.timer = time.AfterFunc(ms(c.cfg.CompleteDelayMs), func() {

@@ -101,13 +101,16 @@ type Spec struct {
 	// flight (the seeded one if it has, else the one in flight longest)
 	// is paused, not closed, as a process frozen by a long GC pause is,
 	// just as its next Produce request leaves it: from there what it
-	// sends is held in flight (workloads.Pausable); its operation
-	// is abandoned (recorded info) without being cancelled; a successor
-	// takes over its transactional.id (InitProducerId bumps the epoch);
-	// and once the successor's first operation has ended the zombie
-	// resumes, its held requests reach the brokers with the old epoch,
-	// and it goes on with its operation until it ends or is refused.
-	// Every request it makes from then on must be fenced.
+	// sends is held in flight (workloads.Pausable); the worker stops
+	// waiting for its operation, which is not cancelled; a successor
+	// takes over its transactional.id; and once the successor's first
+	// transaction has ended (its InitProducerId bumped the epoch and
+	// aborted what the paused one had open) the zombie resumes, its held
+	// requests reach the brokers with the old epoch, and it goes on with
+	// its operation, recorded with its own outcome when it ends (info if
+	// it has not within 30 s). Every request it makes from then on must
+	// be fenced. With no operation in flight, or a client that cannot
+	// pause, the crash is a random one.
 	CrashClientsTarget string `json:"crash-clients-target,omitempty"`
 	// FailOnClientErrors are client error codes (checker's
 	// SuspectClientErrors) that make the test invalid when a client gets one.
