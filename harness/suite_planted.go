@@ -40,6 +40,9 @@ type plantedBug struct {
 	// both cases (Jepsen's crash-clients): the replacement is a new group
 	// member that starts from the group's committed offsets.
 	crashClients time.Duration
+	// crashTarget is which client those crashes hit
+	// (Test.CrashClientsTarget; "" random).
+	crashTarget string
 	// workload names the workload both cases run ("" is the base's).
 	workload string
 	// anomalies are the checker's anomaly classes the bug should produce:
@@ -169,6 +172,7 @@ func plantedCases(base Test, bugs []plantedBug) []Case {
 		}
 		control.FailOnClientErrors = b.failOnClient
 		control.CrashClientsInterval = Duration(b.crashClients)
+		control.CrashClientsTarget = b.crashTarget
 		if b.singleCopy {
 			control.ReplicationFactor = 1
 			control.BrokerConfig["min.insync.replicas"] = "1"

@@ -281,6 +281,11 @@ func TestTxnSuiteCases(t *testing.T) {
 	assert.Equal(t, testspec.CrashStalled, byName["txn-coordinator-cut"].Test.CrashClientsTarget, "the client held up behind a prepared commit is the one crashed")
 	assert.Empty(t, byName["txn-crash-clients"].Test.CrashClientsTarget, "random, as Jepsen's")
 	assert.Equal(t, testspec.CrashZombie, byName["txn-zombies"].Test.CrashClientsTarget)
+	for _, name := range []string{"planted-produce-no-epoch-fence", "control-produce-no-epoch-fence"} {
+		z := byName[name].Test
+		assert.Equal(t, testspec.CrashZombie, z.CrashClientsTarget, name)
+		assert.Equal(t, "false", z.BrokerConfig["transaction.partition.verification.enable"], "%s: the partition's epoch check is the only fence", name)
+	}
 
 	assert.NotContains(t, byName["txn-kill"].Test.BrokerConfig, "replica.lag.time.max.ms", "the cut case's lag setting stays its own")
 	assertPlantedPairs(t, byName, txnBugs)

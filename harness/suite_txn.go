@@ -39,6 +39,18 @@ var txnBugs = []plantedBug{
 		config:    fastLag,
 		anomalies: []string{checker.AnomalyG1a, checker.AnomalyAbortedOffsets},
 		why:       "a coordinator that takes over finishes the prepared aborts it loads with commit markers: the transactions its predecessor had aborted (EndTxn answered) before it was cut off from their partitions' leaders and killed become visible (aborted reads), and their consumer offsets the group's"},
+	{name: "produce-no-epoch-fence", key: "unsafe.produce.no.epoch.fence", txn: true,
+		// Kafka 3.x's protocol (the client adds partitions itself) with
+		// the partition verification of KIP-890 part 1 off, as before
+		// Kafka 3.6: the partition's epoch check is then the only fence
+		// against a zombie's late send (at transaction.version 2 the
+		// leader asks the coordinator, which refuses the old epoch).
+		faults:       nemesis.Spec{{Kind: nemesis.KindKill, Mode: nemesis.TargetLeaders}},
+		config:       map[string]string{"faultline.transaction.version": "0", "transaction.partition.verification.enable": "false"},
+		crashClients: 3 * time.Second,
+		crashTarget:  testspec.CrashZombie,
+		anomalies:    []string{checker.AnomalyUnseen, checker.AnomalyLostWrite, checker.AnomalyG1a},
+		why:          "a partition takes a batch from an older epoch of its producer: a client paused just as its send left it, while a successor took over its transactional.id and aborted what it had open, resumes, and its late send lands after the abort marker, opening a transaction no coordinator will end, so the last stable offset stays below it and later committed writes are never read (or the successor's next marker there ends it, committing the zombie's write)"},
 	{name: "cleaner-drops-latest", key: "unsafe.cleaner.drops.latest", workload: "compact",
 		faults:    nemesis.Spec{{Kind: nemesis.KindKill, Mode: nemesis.TargetMajority}},
 		config:    fastCleaner,

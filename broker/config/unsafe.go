@@ -35,6 +35,7 @@ const (
 	UnsafeTxnOffsetsKeptOnAbort    = "unsafe.txn.offsets.kept.on.abort"
 	UnsafeTxnInitKeepsOpen         = "unsafe.txn.init.keeps.open"
 	UnsafeTxnTakeoverCommitsAborts = "unsafe.txn.takeover.commits.aborts"
+	UnsafeProduceNoEpochFence      = "unsafe.produce.no.epoch.fence"
 )
 
 // unsafeBugs says, per switch, the bug it plants (for the startup WARN).
@@ -57,6 +58,7 @@ var unsafeBugs = map[string]string{
 	UnsafeCleanerPastLSO:           "the log cleaner cleans up to the high watermark, through transactions still open, and moves its checkpoint past records whose transaction it could not decide",
 	UnsafeTxnOffsetsKeptOnAbort:    "the offsets a transaction sent to a consumer group (TxnOffsetCommit) become the group's committed offsets when it aborts, as when it commits",
 	UnsafeTxnTakeoverCommitsAborts: "a transaction coordinator that takes over a __transaction_state partition finishes the prepared aborts it loads with commit markers",
+	UnsafeProduceNoEpochFence:      "a batch from an older epoch of a producer than the partition has seen is appended instead of refused with INVALID_PRODUCER_EPOCH, so a fenced zombie's late send still lands",
 	UnsafeTxnInitKeepsOpen:         "an InitProducerId for a transactional id with a transaction open hands out the open transaction's producer id and epoch, neither fencing its producer nor aborting it",
 }
 

@@ -21,6 +21,7 @@ func storageUnsafe(cfg *config.Config) storage.Unsafe {
 		FollowerSkipValidation: cfg.Unsafe[config.UnsafeFollowerSkipValidation],
 		CleanerDropsLatest:     cfg.Unsafe[config.UnsafeCleanerDropsLatest],
 		CleanerPastLSO:         cfg.Unsafe[config.UnsafeCleanerPastLSO],
+		ProduceNoEpochFence:    cfg.Unsafe[config.UnsafeProduceNoEpochFence],
 	}
 }
 

@@ -483,6 +483,7 @@ func (l *Log) appendAsLeader(records []byte, leaderEpoch int32, nowMs int64, coo
 		}
 	}
 	pa := l.producers.begin()
+	pa.olderEpochsPass = l.unsafe.ProduceNoEpochFence
 	for _, h := range headers {
 		if !h.HasProducerID() {
 			continue

@@ -112,6 +112,8 @@ func newProducerState() *producerState {
 type producerAppend struct {
 	state   *producerState
 	pending map[int64]*producerEntry
+	// olderEpochsPass is Unsafe.ProduceNoEpochFence.
+	olderEpochsPass bool
 }
 
 func (ps *producerState) begin() *producerAppend {
@@ -137,6 +139,9 @@ func (pa *producerAppend) check(h BatchHeader) (batchMeta, bool, error) {
 		return dup, true, nil
 	}
 	if h.ProducerEpoch < e.epoch {
+		if pa.olderEpochsPass {
+			return batchMeta{}, false, nil
+		}
 		return batchMeta{}, false, fmt.Errorf("%w: producer %d epoch %d is older than %d", ErrInvalidProducerEpoch, h.ProducerID, h.ProducerEpoch, e.epoch)
 	}
 	if h.ProducerEpoch > e.epoch {

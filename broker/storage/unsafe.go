@@ -40,4 +40,13 @@ type Unsafe struct {
 	// (the suite sees aborted values read as committed, and a key's
 	// committed latest value lost).
 	CleanerPastLSO bool
+	// ProduceNoEpochFence (unsafe.produce.no.epoch.fence): a batch from an
+	// older epoch of a producer than the partition has seen is appended
+	// as a new one (no sequence or duplicate check) instead of refused
+	// with INVALID_PRODUCER_EPOCH (producerAppend.check), so a zombie
+	// producer's late send, after its successor's InitProducerId fenced
+	// it, opens a transaction in the partition that no coordinator will
+	// end (the last stable offset stays below it) or that its
+	// successor's next marker there ends.
+	ProduceNoEpochFence bool
 }

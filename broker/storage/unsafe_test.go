@@ -210,3 +210,32 @@ func TestUnsafeCleanerPastLSO(t *testing.T) {
 		}
 	}
 }
+
+// TestUnsafeProduceNoEpochFence: a transactional batch from an epoch older
+// than the partition has seen (a zombie's, after its successor's epoch
+// ended its transaction with a marker) is refused; with the switch it is
+// appended, and opens a transaction the older epoch holds the LSO at.
+func TestUnsafeProduceNoEpochFence(t *testing.T) {
+	for _, planted := range []bool{false, true} {
+		l := openUnsafeLog(t, OS, t.TempDir(), DefaultLogConfig(), true, Unsafe{ProduceNoEpochFence: planted})
+		txnBatch := func(epoch int16, seq int32) []byte {
+			return BuildBatch([]Record{{Value: []byte("v")}}, BatchOptions{Producer: &BatchProducer{ID: 7, Epoch: epoch, BaseSequence: seq}, Transactional: true})
+		}
+		_, err := l.AppendAsLeader(txnBatch(3, 0), 0, 1)
+		require.NoError(t, err)
+		// The successor's InitProducerId aborts the transaction at epoch 4.
+		_, err = l.AppendMarker(7, 4, false, 0, 0, 1)
+		require.NoError(t, err)
+		end := l.LogEndOffset()
+		l.UpdateHighWatermark(end)
+		_, err = l.AppendAsLeader(txnBatch(3, 1), 0, 1) // the zombie's late send
+		if !planted {
+			assert.ErrorIs(t, err, ErrInvalidProducerEpoch)
+			assert.Equal(t, end, l.LogEndOffset(), "nothing appended")
+			continue
+		}
+		require.NoError(t, err)
+		l.UpdateHighWatermark(l.LogEndOffset())
+		assert.Equal(t, end, l.LastStableOffset(), "the fenced epoch's batch opens a transaction nobody ends")
+	}
+}
