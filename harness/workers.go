@@ -233,13 +233,19 @@ func (r *run) runWorkers(rootCtx, ctx context.Context, gen workloads.Generator, 
 			slot := slots[w]
 			process := processBase + w
 			var client workloads.Client
-			// paused is a zombie of this worker's, to resume once its
-			// successor's first operation ended (or the worker stops).
-			var paused workloads.Pausable
-			defer func() {
-				if paused != nil {
-					paused.Resume()
+			// paused are this worker's zombies, to resume once a
+			// successor's transaction has ended (or the worker stops).
+			// Each successor takes over the same transactional.id, so
+			// the first transaction one completes fences them all.
+			var paused []workloads.Pausable
+			resumeAll := func() {
+				for _, z := range paused {
+					z.Resume()
 				}
+				paused = nil
+			}
+			defer func() {
+				resumeAll()
 				if client != nil {
 					client.Close()
 				}
@@ -305,14 +311,15 @@ func (r *run) runWorkers(rootCtx, ctx context.Context, gen workloads.Generator, 
 				abandon := slot.begin(process, cancelCause)
 				done, abandoned, late := invoke(opCtx, client, op, abandon, &zombies)
 				crashed, successor := slot.end()
-				if paused != nil && done.F == checker.FTxn {
-					// The successor's first transaction has ended: its
-					// InitProducerId (at the transaction's start) holds
-					// the identity now, and the zombie comes back. (A
-					// new process's first operation is an assign, which
-					// leaves the producer alone.)
-					paused.Resume()
-					paused = nil
+				if len(paused) > 0 && done.F == checker.FTxn && !abandoned && !crashed {
+					// A successor's transaction has ended as its own call
+					// returned: its InitProducerId (at the transaction's
+					// start) holds the identity now, and the zombies come
+					// back. (A new process's first operation is an
+					// assign, which leaves the producer alone; a
+					// transaction crashed or abandoned may have ended
+					// before its InitProducerId.)
+					resumeAll()
 				}
 				zombie := slot.takeZombie()
 				if zombie != nil && !abandoned {
@@ -327,7 +334,7 @@ func (r *run) runWorkers(rootCtx, ctx context.Context, gen workloads.Generator, 
 					// resumes (a commit its successor fenced fails), and
 					// it is recorded when its call ends, under its own
 					// process, while the worker goes on as a successor.
-					paused = zombie
+					paused = append(paused, zombie)
 					zombies.Add(1)
 					go func(process int) {
 						defer zombies.Done()
@@ -480,7 +487,10 @@ func (r *run) crashClients(ctx context.Context, slots []*workerSlot, every time.
 			successor = zombie
 		}
 		if !zombie {
-			process, successor = slots[w].crash(restartable && flip, target == testspec.CrashStalled)
+			// Under the zombie target every crash has a successor under
+			// the crashed client's identity: a zombie of the worker's
+			// still paused waits for one to fence it.
+			process, successor = slots[w].crash(restartable && (flip || target == testspec.CrashZombie), target == testspec.CrashStalled)
 		}
 		raw, _ := json.Marshal(struct {
 			Process   int    `json:"process"`

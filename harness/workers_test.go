@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -183,12 +185,19 @@ type pausingClient struct {
 }
 
 func (c *pausingClient) Invoke(_ context.Context, op checker.Op) checker.Op {
+	// Assigns are slow (a group's offsets read under faults), so that
+	// crashes pause successors in their first operation too, and a
+	// worker holds several zombies at once.
+	if op.F == checker.FAssign {
+		time.Sleep(400 * time.Millisecond)
+	}
 	time.Sleep(150 * time.Millisecond)
 	for c.paused.Load() {
 		time.Sleep(time.Millisecond)
 	}
+	c.w.log("end " + c.name)
 	if op.F == checker.FTxn {
-		c.w.log("end " + c.name)
+		c.w.log("txn " + c.name)
 	}
 	op.Type = checker.OK
 	return op
@@ -222,7 +231,8 @@ func (g *assignThenTxns) Update(checker.Op) {}
 // operation is recorded info (zombie), a successor takes over the
 // client's identity, and the zombie resumes only once that successor's
 // first transaction ended (not its first operation, an assign), then
-// finishes its own and is closed.
+// finishes its own and is closed; a worker whose successors are paused
+// in turn holds several zombies, and resumes every one.
 func TestCrashClientsZombiePausesAndResumesAfterTheSuccessor(t *testing.T) {
 	r, rec := newCrashRun(t)
 	r.t.CrashClientsTarget = testspec.CrashZombie
@@ -285,26 +295,21 @@ func TestCrashClientsZombiePausesAndResumesAfterTheSuccessor(t *testing.T) {
 		}
 		resumed := at("resume "+name, i)
 		require.Greater(t, resumed, i, "%s is resumed", name)
-		id, _, _ := strings.Cut(name, "#")
-		successorEnded := false
-		for _, x := range events[i:resumed] {
-			// The successor's transaction ended, or was itself paused
-			// at its Produce (past its InitProducerId) by a later crash.
-			_, other, _ := strings.Cut(x, " ")
-			if other != name && strings.HasPrefix(other, id+"#") {
-				successorEnded = true
-			}
+		id, n, _ := strings.Cut(name, "#")
+		// successorTxn: a transaction of a client made after this one
+		// under its identity ended.
+		successorTxn := func(x string) bool {
+			other, ok := strings.CutPrefix(x, "txn ")
+			oid, on, _ := strings.Cut(other, "#")
+			a, _ := strconv.Atoi(n)
+			b, _ := strconv.Atoi(on)
+			return ok && oid == id && b > a
 		}
-		successorRan := successorEnded
-		for _, x := range events[resumed:] {
-			if other, ok := strings.CutPrefix(x, "end "); ok && other != name && strings.HasPrefix(other, id+"#") {
-				successorRan = true
-			}
-		}
+		successorEnded := slices.ContainsFunc(events[i:resumed], successorTxn)
 		// A zombie paused as the run ends is resumed by its worker's
-		// end, with no successor operation.
-		if successorRan {
-			assert.True(t, successorEnded, "%s resumes only after a successor under %s ended (or paused in) a transaction: %v", name, id, events)
+		// end, with no successor transaction after it.
+		if slices.ContainsFunc(events[resumed:], successorTxn) || successorEnded {
+			assert.True(t, successorEnded, "%s resumes only after a successor under %s ended a transaction: %v", name, id, events)
 		}
 		assert.Greater(t, at("end "+name, resumed), resumed, "%s finishes its operation once resumed", name)
 	}

@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"net"
 	"sync"
-	"sync/atomic"
 	"time"
 )
 
@@ -122,7 +121,10 @@ type gatedConn struct {
 	// deadline is the write deadline the client set last (SetDeadline,
 	// SetWriteDeadline), restored after held bytes are delivered under
 	// their own.
-	deadline atomic.Pointer[time.Time]
+	// dmu makes setting a deadline and noting it one step, so that a
+	// restore never puts back an older one over a newer.
+	dmu      sync.Mutex
+	deadline time.Time
 	// frameLeft is how much of the request frame being written is still
 	// to come after its size and API key, and header what was written of
 	// those six bytes, so that a write can be told to start a Produce
@@ -199,21 +201,23 @@ func (c *gatedConn) flushLocked() error {
 	_ = c.Conn.SetWriteDeadline(time.Now().Add(flushTimeout))
 	_, err := c.Conn.Write(c.held)
 	c.held = nil
-	var restore time.Time
-	if d := c.deadline.Load(); d != nil {
-		restore = *d
-	}
-	_ = c.Conn.SetWriteDeadline(restore)
+	c.dmu.Lock()
+	_ = c.Conn.SetWriteDeadline(c.deadline)
+	c.dmu.Unlock()
 	return err
 }
 
 func (c *gatedConn) SetDeadline(t time.Time) error {
-	c.deadline.Store(&t)
+	c.dmu.Lock()
+	defer c.dmu.Unlock()
+	c.deadline = t
 	return c.Conn.SetDeadline(t)
 }
 
 func (c *gatedConn) SetWriteDeadline(t time.Time) error {
-	c.deadline.Store(&t)
+	c.dmu.Lock()
+	defer c.dmu.Unlock()
+	c.deadline = t
 	return c.Conn.SetWriteDeadline(t)
 }
 

@@ -177,6 +177,15 @@ func (pa *producerAppend) record(h BatchHeader) {
 		}
 		pa.pending[h.ProducerID] = e
 	}
+	if pa.olderEpochsPass && h.ProducerEpoch < e.epoch {
+		// The planted bug takes the batch and nothing else: the
+		// producer's epoch and batches stay its successor's; the batch
+		// only opens a transaction when none is open.
+		if h.IsTransactional() && e.currentTxnFirstOffset < 0 {
+			e.currentTxnFirstOffset = h.BaseOffset
+		}
+		return
+	}
 	e.add(h)
 }
 

@@ -47,6 +47,9 @@ type Unsafe struct {
 	// producer's late send, after its successor's InitProducerId fenced
 	// it, opens a transaction in the partition that no coordinator will
 	// end (the last stable offset stays below it) or that its
-	// successor's next marker there ends.
+	// successor's next marker there ends. Nothing else changes: the
+	// producer's epoch and remembered batches stay its successor's
+	// (producerAppend.record). A restart rebuilds the state from the
+	// log, where the batch is.
 	ProduceNoEpochFence bool
 }

@@ -237,5 +237,15 @@ func TestUnsafeProduceNoEpochFence(t *testing.T) {
 		require.NoError(t, err)
 		l.UpdateHighWatermark(l.LogEndOffset())
 		assert.Equal(t, end, l.LastStableOffset(), "the fenced epoch's batch opens a transaction nobody ends")
+		// Nothing else: the successor's sequence goes on, its retry is
+		// still a duplicate.
+		first, err := l.AppendAsLeader(txnBatch(4, 0), 0, 1)
+		require.NoError(t, err)
+		_, err = l.AppendAsLeader(txnBatch(4, 1), 0, 1)
+		require.NoError(t, err, "the successor's next sequence")
+		dup, err := l.AppendAsLeader(txnBatch(4, 0), 0, 1)
+		require.NoError(t, err)
+		assert.True(t, dup.Duplicate, "the successor's retry is still recognised")
+		assert.Equal(t, first.FirstOffset, dup.FirstOffset)
 	}
 }

@@ -110,7 +110,8 @@ type Spec struct {
 	// its operation, recorded with its own outcome when it ends (info if
 	// it has not within 30 s). Every request it makes from then on must
 	// be fenced. With no operation in flight, or a client that cannot
-	// pause, the crash is a random one.
+	// pause, the crash is a plain one whose successor takes over the
+	// identity (a zombie of the worker's still paused waits for it).
 	CrashClientsTarget string `json:"crash-clients-target,omitempty"`
 	// FailOnClientErrors are client error codes (checker's
 	// SuspectClientErrors) that make the test invalid when a client gets one.
