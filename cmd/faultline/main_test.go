@@ -203,20 +203,24 @@ func TestClientFlagsReachTheTest(t *testing.T) {
 	tt, code = parseTest([]string{"--crash-clients-interval", "3s", "--crash-clients-target", "stalled"}, &errOut)
 	require.Equal(t, -1, code, errOut.String())
 	assert.Equal(t, "stalled", tt.CrashClientsTarget)
+	tt, code = parseTest([]string{"--txn", "--crash-clients-interval", "3s", "--crash-clients-target", "zombie"}, &errOut)
+	require.Equal(t, -1, code, errOut.String())
+	assert.Equal(t, "zombie", tt.CrashClientsTarget)
 	tt, code = parseTest([]string{"--txn", "--txn-timeout", "3s"}, &errOut)
 	require.Equal(t, -1, code, errOut.String())
 	assert.Equal(t, harness.Duration(3*time.Second), tt.TxnTimeout)
 	assert.Equal(t, 3*time.Second, tt.WorkloadOptions(nil).TxnTimeout, "the workload gets it")
 
 	for args, want := range map[string]string{
-		"--fail-on-client-error NOT_LEADER_OR_FOLLOWER": `--fail-on-client-error: unknown client error "NOT_LEADER_OR_FOLLOWER"`,
-		"--consumer-mode both":                          `--consumer-mode: must be assign, subscribe or mixed, got "both"`,
-		"--crash-clients-interval -1s":                  "--crash-clients-interval: must not be negative",
-		"--crash-clients-target slowest":                `--crash-clients-target: must be random or stalled, got "slowest"`,
-		"--txn-restart-one-in 1":                        "--txn-restart-one-in: needs --txn",
-		"--txn-timeout 3s":                              "--txn-timeout: needs --txn",
-		"--txn --txn-timeout 20m":                       "--txn-timeout: must be between 1ms and 15m",
-		"--crash-clients-target stalled":                "--crash-clients-target: needs --crash-clients-interval",
+		"--fail-on-client-error NOT_LEADER_OR_FOLLOWER":             `--fail-on-client-error: unknown client error "NOT_LEADER_OR_FOLLOWER"`,
+		"--consumer-mode both":                                      `--consumer-mode: must be assign, subscribe or mixed, got "both"`,
+		"--crash-clients-interval -1s":                              "--crash-clients-interval: must not be negative",
+		"--crash-clients-target slowest":                            `--crash-clients-target: must be random, stalled or zombie, got "slowest"`,
+		"--crash-clients-interval 1s --crash-clients-target zombie": "--crash-clients-target zombie: needs --txn",
+		"--txn-restart-one-in 1":                                    "--txn-restart-one-in: needs --txn",
+		"--txn-timeout 3s":                                          "--txn-timeout: needs --txn",
+		"--txn --txn-timeout 20m":                                   "--txn-timeout: must be between 1ms and 15m",
+		"--crash-clients-target stalled":                            "--crash-clients-target: needs --crash-clients-interval",
 	} {
 		errOut.Reset()
 		_, code := parseTest(strings.Fields(args), &errOut)
