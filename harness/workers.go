@@ -18,17 +18,17 @@ import (
 // closed in the middle of it.
 var errCrashed = errors.New("crashed: the client was closed in the middle of the operation (crash-clients)")
 
+// errZombie is the error of an operation whose client crash-clients paused
+// (the zombie target) when its call did not end within stuckGrace of the
+// pause: it is abandoned, not cancelled, and resumes once a successor's
+// transaction took over the client's transactional.id.
+var errZombie = errors.New("zombie: the client was paused in the middle of the operation and resumed after a successor took over its transactional.id (crash-clients, zombie target)")
+
 // errStuck is the error of an operation whose call did not return within
 // stuckGrace of its context's end: a client library call that ignores its
 // context (franz-go's BeginTransaction retries CONCURRENT_TRANSACTIONS for
 // as long as a broker answers it) is abandoned, its client closed, so that
 // no broker can hold a run forever.
-// errZombie is the error of an operation whose client crash-clients paused
-// (the zombie target) when its call did not end within stuckGrace of the
-// pause: it is abandoned, not cancelled, and resumes once a successor's
-// first transaction took over the client's transactional.id.
-var errZombie = errors.New("zombie: the client was paused in the middle of the operation and resumed after a successor took over its transactional.id (crash-clients, zombie target)")
-
 var errStuck = errors.New("stuck: the call did not return within its timeout and a grace period; the client was closed")
 
 // stuckGrace is how long an operation's call may outlive its context
@@ -58,7 +58,7 @@ type workerSlot struct {
 	abandon chan struct{}
 	// client is the worker's client; zombie, with crashed, is that
 	// client paused by a crash with the zombie target, for the worker to
-	// resume once its successor's first operation ended.
+	// resume once a successor's transaction ended.
 	client workloads.Client
 	zombie workloads.Pausable
 }
@@ -74,7 +74,7 @@ func (s *workerSlot) setClient(c workloads.Client) {
 // pause makes the worker's client a zombie (the zombie target): its
 // operation in flight is abandoned without being cancelled, the client
 // paused (workloads.Pausable), and its successor takes over its identity;
-// the worker resumes it once the successor's first transaction ended.
+// the worker resumes it once a successor's transaction ended.
 // false, with nothing done, when no operation is in flight, a crash is
 // pending, or the client cannot pause.
 func (s *workerSlot) pause() (int, bool) {
@@ -204,6 +204,16 @@ func (s *workerSlot) crash(successor, abandon bool) (int, bool) {
 // a new client while the old one finishes its call in the background.
 func (r *run) runWorkers(rootCtx, ctx context.Context, gen workloads.Generator, newClient func() (workloads.Client, error), restart workloads.Restartable, concurrency, processBase int, crashEvery time.Duration) {
 	var genMu sync.Mutex
+	// complete records an operation's completion and tells the
+	// generator, from the worker or, for a zombie's operation, when its
+	// call ends.
+	complete := func(done checker.Op) {
+		r.rec.Record(done)
+		r.noteWrites(done)
+		genMu.Lock()
+		gen.Update(done)
+		genMu.Unlock()
+	}
 	var wg sync.WaitGroup
 	// zombies are the abandoned operations whose clients are not closed
 	// yet: each is closed when its call ends or stuckGrace after it was
@@ -346,11 +356,7 @@ func (r *run) runWorkers(rootCtx, ctx context.Context, gen workloads.Generator, 
 							late.Type, late.Error = checker.Info, errZombie.Error()
 						}
 						late.Process = process
-						r.rec.Record(late)
-						r.noteWrites(late)
-						genMu.Lock()
-						gen.Update(late)
-						genMu.Unlock()
+						complete(late)
 					}(process)
 					retire(successor, abandoned)
 					continue
@@ -366,11 +372,7 @@ func (r *run) runWorkers(rootCtx, ctx context.Context, gen workloads.Generator, 
 				if crashed && done.Type != checker.OK && (done.F != checker.FTxn || done.Type != checker.Fail) {
 					done.Type, done.Error = checker.Info, errCrashed.Error()
 				}
-				r.rec.Record(done)
-				r.noteWrites(done)
-				genMu.Lock()
-				gen.Update(done)
-				genMu.Unlock()
+				complete(done)
 				if done.Type == checker.Info || crashed {
 					retire(successor, abandoned)
 				}

@@ -120,9 +120,8 @@ type gatedConn struct {
 	closed  bool
 	// deadline is the write deadline the client set last (SetDeadline,
 	// SetWriteDeadline), restored after held bytes are delivered under
-	// their own.
-	// dmu makes setting a deadline and noting it one step, so that a
-	// restore never puts back an older one over a newer.
+	// their own; dmu makes setting a deadline and noting it one step, so
+	// that a restore never puts back an older one over a newer.
 	dmu      sync.Mutex
 	deadline time.Time
 	// frameLeft is how much of the request frame being written is still

@@ -385,11 +385,9 @@ func (c *Coordinator) write(o op, id string, value []byte, what string, m *Metad
 	}
 	o.e.meta = m
 	o.e.gen++
-	if f := o.e.finishing; f != nil && f.timer != nil {
-		// The finished transaction's next state is written (or this is
-		// its Complete record): the record is no longer needed.
-		c.stopCompleteLocked(o.e)
-	}
+	// The finished transaction's next state is written (or this is its
+	// Complete record): a pending Complete record is no longer needed.
+	c.stopCompleteLocked(o.e)
 	return 0
 }
 

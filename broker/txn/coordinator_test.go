@@ -254,16 +254,26 @@ func TestEndTxnAnswersOnceTheDecisionIsDurable(t *testing.T) {
 		"the next transaction follows the markers; no Complete record between")
 }
 
+// endedTxn is a coordinator whose EndTxn answers once the decision is
+// durable (MarkerWaitMs 0) and whose Complete records wait
+// completeDelayMs, with transactional id "tx" initialized, one partition
+// added and the transaction ended (commit or abort).
+func endedTxn(t *testing.T, completeDelayMs int64, commit bool) (*harness, int64, int16) {
+	t.Helper()
+	h := newHarness(t, &memStateLog{}, 1)
+	h.c.cfg.MarkerWaitMs = 0
+	h.c.cfg.CompleteDelayMs = completeDelayMs
+	pid, epoch := h.init(t, "tx")
+	require.Zero(t, h.add("tx", pid, epoch, "t", 0))
+	require.Zero(t, h.end("tx", pid, epoch, commit))
+	return h, pid, epoch
+}
+
 // TestCompleteFollowsTheMarkersWhenNothingElseComes: with no next request
 // the Complete record is written CompleteDelayMs after the markers, and
 // from the markers on the id already reads as complete.
 func TestCompleteFollowsTheMarkersWhenNothingElseComes(t *testing.T) {
-	h := newHarness(t, &memStateLog{}, 1)
-	h.c.cfg.MarkerWaitMs = 0
-	h.c.cfg.CompleteDelayMs = 200
-	pid, epoch := h.init(t, "tx")
-	require.Zero(t, h.add("tx", pid, epoch, "t", 0))
-	require.Zero(t, h.end("tx", pid, epoch, false))
+	h, _, _ := endedTxn(t, 200, false)
 	describe := func() string {
 		req := kmsg.NewPtrDescribeTransactionsRequest()
 		req.TransactionalIDs = []string{"tx"}
@@ -284,12 +294,7 @@ func TestCompleteFollowsTheMarkersWhenNothingElseComes(t *testing.T) {
 // stops it (no Complete record, nothing left running), and so does
 // closing the coordinator: Close does not wait out the delay.
 func TestPendingCompleteRecordIsDroppedNotWaitedFor(t *testing.T) {
-	h := newHarness(t, &memStateLog{}, 1)
-	h.c.cfg.MarkerWaitMs = 0
-	h.c.cfg.CompleteDelayMs = 60000
-	pid, epoch := h.init(t, "tx")
-	require.Zero(t, h.add("tx", pid, epoch, "t", 0))
-	require.Zero(t, h.end("tx", pid, epoch, true))
+	h, pid, epoch := endedTxn(t, 60000, true)
 	pending := func() bool {
 		h.c.mu.Lock()
 		defer h.c.mu.Unlock()

@@ -40,16 +40,11 @@ type txnPut struct {
 }
 
 func newTxnPut(o workloads.Options, n int) *txnPut {
-	return &txnPut{id: txnPutID(n), rng: rand.New(rand.NewPCG(uint64(o.Seed), uint64(n))), maxHold: MaxHold, timeout: txnTimeout(o)}
+	return &txnPut{id: txnPutID(n), rng: rand.New(rand.NewPCG(uint64(o.Seed), uint64(n))), maxHold: MaxHold, timeout: workloads.TxnTimeoutOr(o.TxnTimeout, requestTimeout)}
 }
 
 // txnPutID is the transactional.id of client n.
 func txnPutID(n int) string { return fmt.Sprintf("faultline-compact-%d", n) }
-
-// txnTimeout is the producers' transaction.timeout.ms.
-func txnTimeout(o workloads.Options) time.Duration {
-	return workloads.TxnTimeoutOr(o.TxnTimeout, requestTimeout)
-}
 
 // put writes rec (key k, value v as the history spells it) in a
 // transaction of its own and commits it, or aborts it on purpose. It is

@@ -84,21 +84,31 @@ func TestOnlyAbortedNeedsAnotherEpoch(t *testing.T) {
 	assert.False(t, c.onlyAborted(producerEpoch{7, 1}), "a commit at an epoch unknown")
 }
 
+// sendTxn is a txn operation of one send of v to key 0.
+func sendTxn(v int64) checker.Op {
+	return checker.Op{Type: checker.Invoke, F: "txn", Mops: []checker.MicroOp{{F: "send", Key: 0, Value: v}}}
+}
+
+// committedOnce is a transactional workload on kfake (one key, no
+// transaction aborted or fenced on purpose) and a client of it that has
+// committed one transaction, sending 1 to key 0.
+func committedOnce(t *testing.T) (*workload, *Client, context.Context) {
+	t.Helper()
+	opts, topics, ctx := onKfake(t, Options{PartitionsPerTopic: 1, ReplicationFactor: 1, RequestTimeout: 3 * time.Second,
+		Txn: true, TxnAbortOneIn: -1, TxnFenceOneIn: -1})
+	cl, err := NewClient(opts, topics)
+	require.NoError(t, err)
+	t.Cleanup(cl.Close)
+	require.Equal(t, checker.OK, cl.Invoke(ctx, sendTxn(1)).Type)
+	return &workload{opts: opts, topics: topics}, cl, ctx
+}
+
 // TestSuccessorTakesOverTheTransactionalID: a crashed client's successor
 // (workloads.Restartable) runs under the crashed one's transactional.id,
 // so its InitProducerId fences it: the successor commits, and the old
 // client, were it still alive, no longer can.
 func TestSuccessorTakesOverTheTransactionalID(t *testing.T) {
-	opts, topics, ctx := onKfake(t, Options{PartitionsPerTopic: 1, ReplicationFactor: 1, RequestTimeout: 3 * time.Second,
-		Txn: true, TxnAbortOneIn: -1, TxnFenceOneIn: -1})
-	w := &workload{opts: opts, topics: topics}
-	old, err := NewClient(opts, topics)
-	require.NoError(t, err)
-	defer old.Close()
-	send := func(v int64) checker.Op {
-		return checker.Op{Type: checker.Invoke, F: "txn", Mops: []checker.MicroOp{{F: "send", Key: 0, Value: v}}}
-	}
-	require.Equal(t, checker.OK, old.Invoke(ctx, send(1)).Type)
+	w, old, ctx := committedOnce(t)
 
 	id := w.Identity(old)
 	require.NotEmpty(t, id)
@@ -111,9 +121,9 @@ func TestSuccessorTakesOverTheTransactionalID(t *testing.T) {
 	require.NoError(t, err)
 	defer succ.Close()
 	assert.Equal(t, id, w.Identity(succ))
-	got := succ.Invoke(ctx, send(2))
+	got := succ.Invoke(ctx, sendTxn(2))
 	require.Equal(t, checker.OK, got.Type, got.Error)
-	after := old.Invoke(ctx, send(3))
+	after := old.Invoke(ctx, sendTxn(3))
 	assert.NotEqual(t, checker.OK, after.Type, "the successor's InitProducerId fenced the client it took over from")
 }
 
@@ -185,20 +195,11 @@ func TestTxnTimeoutDefaultsToFourRequestTimeouts(t *testing.T) {
 // refused, so its transaction fails and read_committed returns only the
 // successor's send.
 func TestPausedClientIsAZombieItsSuccessorFences(t *testing.T) {
-	opts, topics, ctx := onKfake(t, Options{PartitionsPerTopic: 1, ReplicationFactor: 1, RequestTimeout: 3 * time.Second,
-		Txn: true, TxnAbortOneIn: -1, TxnFenceOneIn: -1})
-	w := &workload{opts: opts, topics: topics}
-	zombie, err := NewClient(opts, topics)
-	require.NoError(t, err)
-	defer zombie.Close()
-	send := func(v int64) checker.Op {
-		return checker.Op{Type: checker.Invoke, F: "txn", Mops: []checker.MicroOp{{F: "send", Key: 0, Value: v}}}
-	}
-	require.Equal(t, checker.OK, zombie.Invoke(ctx, send(1)).Type)
+	w, zombie, ctx := committedOnce(t)
 
 	zombie.Pause()
 	held := make(chan checker.Op, 1)
-	go func() { held <- zombie.Invoke(ctx, send(2)) }()
+	go func() { held <- zombie.Invoke(ctx, sendTxn(2)) }()
 	select {
 	case op := <-held:
 		t.Fatalf("the paused client's transaction ended: %+v", op)
@@ -208,7 +209,7 @@ func TestPausedClientIsAZombieItsSuccessorFences(t *testing.T) {
 	succ, err := w.NewClientAs(w.Identity(zombie))
 	require.NoError(t, err)
 	defer succ.Close()
-	got := succ.Invoke(ctx, send(3))
+	got := succ.Invoke(ctx, sendTxn(3))
 	require.Equal(t, checker.OK, got.Type, got.Error)
 
 	zombie.Resume()
