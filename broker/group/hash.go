@@ -3,6 +3,7 @@ package group
 import (
 	"sync"
 	"unicode/utf16"
+	"unicode/utf8"
 )
 
 // javaStringHashCode is Java's String.hashCode: s[0]*31^(n-1) + ... + s[n-1]
@@ -11,8 +12,12 @@ import (
 // replaces malformed input.
 func javaStringHashCode(s string) int32 {
 	var h int32
-	for _, u := range utf16.Encode([]rune(s)) {
-		h = 31*h + int32(u)
+	for _, r := range s {
+		if r1, r2 := utf16.EncodeRune(r); r1 != utf8.RuneError {
+			h = 31*(31*h+int32(r1)) + int32(r2) // a surrogate pair
+			continue
+		}
+		h = 31*h + int32(r)
 	}
 	return h
 }

@@ -49,7 +49,7 @@ func benchPeers() []benchPeer {
 	}
 }
 
-func benchCreateTopic(b *testing.B, seeds []string) {
+func benchCreateTopic(b testing.TB, seeds []string) {
 	b.Helper()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
 	if err != nil {

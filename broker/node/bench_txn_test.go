@@ -17,7 +17,8 @@ import (
 // and in mode=txn the transaction around them (BeginTransaction, 4 sends,
 // Flush, EndTransaction commit); mode=plain is the same 4 sends from an
 // idempotent producer. The target is txn at no less than
-// half the plain throughput. Compare with
+// half the plain throughput; BenchmarkTransactionsRatio measures it with
+// the two modes interleaved. Compare with
 //
 //	go test -run '^$' -bench Transactions -count 6 ./broker/node/ | tee txn.txt
 //	go run golang.org/x/perf/cmd/benchstat@latest -col /mode -row /broker txn.txt
@@ -50,30 +51,11 @@ func BenchmarkTransactions(b *testing.B) {
 				value := make([]byte, benchValueBytes)
 				var sending, ending time.Duration
 				op := func() {
-					start := time.Now()
-					if mode == "txn" {
-						if err := cl.BeginTransaction(); err != nil {
-							b.Fatal(err)
-						}
-					}
-					for range 4 {
-						cl.Produce(ctx, &kgo.Record{Value: value}, func(_ *kgo.Record, err error) {
-							if err != nil {
-								b.Error(err)
-							}
-						})
-					}
-					if err := cl.Flush(ctx); err != nil {
+					s, e, err := txnBenchOp(ctx, cl, mode == "txn", value)
+					if err != nil {
 						b.Fatal(err)
 					}
-					flushed := time.Now()
-					sending += flushed.Sub(start)
-					if mode == "txn" {
-						if err := cl.EndTransaction(ctx, kgo.TryCommit); err != nil {
-							b.Fatal(err)
-						}
-						ending += time.Since(flushed)
-					}
+					sending, ending = sending+s, ending+e
 				}
 				op() // warm up: producer id, coordinator, topic metadata
 				sending, ending = 0, 0
@@ -97,6 +79,90 @@ func BenchmarkTransactions(b *testing.B) {
 				}
 			})
 		}
+	}
+}
+
+// txnBenchOp is the transaction benchmarks' op: 4 sends of value,
+// flushed, and with txn the transaction around them (BeginTransaction, the
+// sends, Flush, EndTransaction commit). It returns how long the sends and
+// their flush took, and then the EndTxn.
+func txnBenchOp(ctx context.Context, cl *kgo.Client, txn bool, value []byte) (sending, ending time.Duration, err error) {
+	start := time.Now()
+	if txn {
+		if err := cl.BeginTransaction(); err != nil {
+			return 0, 0, err
+		}
+	}
+	var failed atomic.Pointer[error]
+	for range 4 {
+		cl.Produce(ctx, &kgo.Record{Value: value}, func(_ *kgo.Record, err error) {
+			if err != nil {
+				failed.CompareAndSwap(nil, &err)
+			}
+		})
+	}
+	if err := cl.Flush(ctx); err != nil {
+		return 0, 0, err
+	}
+	if err := failed.Load(); err != nil {
+		return 0, 0, *err
+	}
+	flushed := time.Now()
+	if txn {
+		if err := cl.EndTransaction(ctx, kgo.TryCommit); err != nil {
+			return 0, 0, err
+		}
+	}
+	return flushed.Sub(start), time.Since(flushed), nil
+}
+
+// BenchmarkTransactionsRatio measures the target directly: one
+// broker, an idempotent and a transactional producer, and the op of
+// BenchmarkTransactions run by each in turn, in alternating runs of
+// ratioChunk ops, so that both modes see the same machine. A shared
+// machine drifts by more than the target's margin between two
+// sub-benchmarks run a minute apart; alternating cancels that drift. It
+// reports records/s in transactions over plain records/s (txn/plain, the
+// target is at least 0.5), the same from CPU time (cpu-txn/plain: the
+// process's CPU per plain op over per transaction), and each mode's
+// µs/op. The chunks keep the work a transaction leaves behind (its
+// markers) in its own mode, but at a chunk's first op.
+func BenchmarkTransactionsRatio(b *testing.B) {
+	const ratioChunk = 64
+	for _, peer := range benchPeers() {
+		b.Run("broker="+peer.name, func(b *testing.B) {
+			seeds := peer.start(b)
+			benchCreateTopic(b, seeds)
+			clients := [2]*kgo.Client{newTxnBenchProducer(b, seeds, ""), newTxnBenchProducer(b, seeds, "bench-ratio-"+peer.name)}
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+			defer cancel()
+			value := make([]byte, benchValueBytes)
+			for mode, cl := range clients { // warm up
+				if _, _, err := txnBenchOp(ctx, cl, mode == 1, value); err != nil {
+					b.Fatal(err)
+				}
+			}
+			var wall, cpu [2]time.Duration
+			var ops [2]int
+			for i := 0; b.Loop(); i++ {
+				mode := (i / ratioChunk) % 2
+				start, cpu0 := time.Now(), cpuTime()
+				if _, _, err := txnBenchOp(ctx, clients[mode], mode == 1, value); err != nil {
+					b.Fatal(err)
+				}
+				wall[mode] += time.Since(start)
+				cpu[mode] += cpuTime() - cpu0
+				ops[mode]++
+			}
+			if ops[0] == 0 || ops[1] == 0 {
+				return // too short a run to compare
+			}
+			per := func(d time.Duration, n int) float64 { return float64(d.Microseconds()) / float64(n) }
+			b.ReportMetric(per(wall[0], ops[0])/per(wall[1], ops[1]), "txn/plain")
+			b.ReportMetric(per(cpu[0], ops[0])/per(cpu[1], ops[1]), "cpu-txn/plain")
+			b.ReportMetric(per(wall[0], ops[0]), "plain-µs/op")
+			b.ReportMetric(per(wall[1], ops[1]), "txn-µs/op")
+		})
 	}
 }
 
@@ -161,29 +227,8 @@ func BenchmarkTransactionsConcurrent(b *testing.B) {
 					clients[i] = newTxnBenchProducer(b, seeds, txnID)
 				}
 				op := func(cl *kgo.Client) error {
-					if mode == "txn" {
-						if err := cl.BeginTransaction(); err != nil {
-							return err
-						}
-					}
-					var failed atomic.Pointer[error]
-					for range 4 {
-						cl.Produce(ctx, &kgo.Record{Value: value}, func(_ *kgo.Record, err error) {
-							if err != nil {
-								failed.CompareAndSwap(nil, &err)
-							}
-						})
-					}
-					if err := cl.Flush(ctx); err != nil {
-						return err
-					}
-					if err := failed.Load(); err != nil {
-						return *err
-					}
-					if mode == "txn" {
-						return cl.EndTransaction(ctx, kgo.TryCommit)
-					}
-					return nil
+					_, _, err := txnBenchOp(ctx, cl, mode == "txn", value)
+					return err
 				}
 				for _, cl := range clients { // warm up
 					if err := op(cl); err != nil {

@@ -367,6 +367,14 @@ func (n *Node) txnAdder() server.TxnAdder {
 // both ends serve, so the request is built in that form): one request, and
 // at the coordinator one __transaction_state write, for all of them.
 func (a txnAdder) AddTxnPartitions(ctx context.Context, id string, producerID int64, epoch int16, partitions []storage.TopicPartition, verifyOnly bool) []int16 {
+	if _, local, _ := a.coordinator(id); local {
+		// The coordinator is this node: no request to build and read back.
+		tps := make([]txn.TopicPartition, len(partitions))
+		for i, tp := range partitions {
+			tps[i] = txn.TopicPartition(tp)
+		}
+		return a.txns.AddForLeader(id, producerID, epoch, tps, verifyOnly)
+	}
 	req := kmsg.NewPtrAddPartitionsToTxnRequest()
 	req.Version = 4
 	tx := kmsg.NewAddPartitionsToTxnRequestTransaction()
@@ -431,6 +439,18 @@ func (a txnAdder) AddTxnOffsets(ctx context.Context, id string, producerID int64
 	return resp.ErrorCode
 }
 
+// coordinator finds the coordinator of transactional id id in the current
+// image: whether it is this node, or NOT_COORDINATOR when its
+// __transaction_state partition has no leader.
+func (a txnAdder) coordinator(id string) (*metadata.Image, bool, int16) {
+	im := a.md.Image()
+	p := im.Partition(txn.StateTopic, a.txns.PartitionFor(id))
+	if p == nil || p.Leader < 0 {
+		return im, false, kerr.NotCoordinator.Code
+	}
+	return im, p.Leader == a.nodeID, 0
+}
+
 // askCoordinator sends req to the coordinator of transactional id id:
 // in process (local) when the leader of its __transaction_state partition
 // is this node, over the inter-broker listener otherwise. A nonzero code
@@ -440,19 +460,19 @@ func (a txnAdder) AddTxnOffsets(ctx context.Context, id string, producerID int64
 func askCoordinator[Req kmsg.Request, Resp kmsg.Response](ctx context.Context, a txnAdder, id string, req Req,
 	local func(*txn.Coordinator, context.Context, Req) Resp) (Resp, int16) {
 	var none Resp
-	im := a.md.Image()
-	p := im.Partition(txn.StateTopic, a.txns.PartitionFor(id))
-	if p == nil || p.Leader < 0 {
-		return none, kerr.NotCoordinator.Code
-	}
-	if p.Leader == a.nodeID {
+	im, isLocal, code := a.coordinator(id)
+	switch {
+	case code != 0:
+		return none, code
+	case isLocal:
 		return local(a.txns, ctx, req), 0
 	}
-	addr, ok := brokerAddr(im, p.Leader, a.peers.listener)
+	leader := im.Partition(txn.StateTopic, a.txns.PartitionFor(id)).Leader
+	addr, ok := brokerAddr(im, leader, a.peers.listener)
 	if !ok {
 		return none, kerr.NotCoordinator.Code
 	}
-	cl, err := a.peers.client(ctx, p.Leader, addr)
+	cl, err := a.peers.client(ctx, leader, addr)
 	if err != nil {
 		return none, kerr.CoordinatorNotAvailable.Code
 	}

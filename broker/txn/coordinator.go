@@ -345,6 +345,11 @@ func (c *Coordinator) awaitFinish(e *entry) {
 	if f == nil {
 		return
 	}
+	select {
+	case <-f.marked:
+		return // the common case: no timer to arm
+	default:
+	}
 	t := time.NewTimer(ms(c.cfg.BusyWaitMs))
 	defer t.Stop()
 	select {

@@ -414,3 +414,43 @@ func TestCoordinatorExpiresIdleTransactionalIDs(t *testing.T) {
 	h2.init(t, "idle")
 	assert.Zero(t, describe(h2, "idle").ErrorCode, "the id starts over")
 }
+
+// The leaders' add, in process (AddForLeader) and as AddPartitionsToTxn v4
+// (addPartitionsBatched), answers per partition in the request's order: an
+// unknown partition fails the add of all, a verification fails only the
+// partition that is not in the transaction.
+func TestAddForLeaderAnswersInRequestOrder(t *testing.T) {
+	h := newHarness(t, &memStateLog{}, 0)
+	pid, epoch := h.init(t, "tx")
+	nope, notAttempted := kerr.UnknownTopicOrPartition.Code, kerr.OperationNotAttempted.Code
+	assert.Equal(t, []int16{notAttempted, nope, notAttempted},
+		h.c.AddForLeader("tx", pid, epoch, []TopicPartition{{"t", 1}, {"nope", 0}, {"t", 0}}, false))
+	assert.Equal(t, []int16{0, 0, 0}, h.c.AddForLeader("tx", pid, epoch, []TopicPartition{{"t", 1}, {"t", 0}, {"t", 1}}, false))
+	assert.Equal(t, []int16{kerr.InvalidTxnState.Code, 0},
+		h.c.AddForLeader("tx", pid, epoch, []TopicPartition{{"t", 2}, {"t", 1}}, true), "verification changes nothing")
+	assert.Equal(t, []int16{kerr.ProducerFenced.Code}, h.c.AddForLeader("tx", pid, epoch-1, []TopicPartition{{"t", 0}}, false))
+
+	req := kmsg.NewPtrAddPartitionsToTxnRequest()
+	req.Version = 4
+	for _, tx := range []struct {
+		id     string
+		verify bool
+		parts  []int32
+	}{{"tx", true, []int32{2, 0}}, {"tx", false, []int32{1}}, {"other", false, []int32{0}}} {
+		rt := kmsg.NewAddPartitionsToTxnRequestTransaction()
+		rt.TransactionalID, rt.ProducerID, rt.ProducerEpoch, rt.VerifyOnly = tx.id, pid, epoch, tx.verify
+		tt := kmsg.NewAddPartitionsToTxnRequestTransactionTopic()
+		tt.Topic, tt.Partitions = "t", tx.parts
+		rt.Topics = append(rt.Topics, tt)
+		req.Transactions = append(req.Transactions, rt)
+	}
+	var got [][]int16
+	for _, r := range h.c.AddPartitionsToTxn(context.Background(), req).Transactions {
+		var codes []int16
+		for _, p := range r.Topics[0].Partitions {
+			codes = append(codes, p.ErrorCode)
+		}
+		got = append(got, codes)
+	}
+	assert.Equal(t, [][]int16{{kerr.InvalidTxnState.Code, 0}, {0}, {kerr.InvalidProducerIDMapping.Code}}, got)
+}

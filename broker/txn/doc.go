@@ -52,7 +52,9 @@
 //     add partitions for a transactional Produce v12 (KIP-890 part 2, the
 //     client adds none itself) and, with VerifyOnly, check that a client
 //     of the older protocol added the partition before its first batch
-//     (KIP-890 part 1, VerifyPartitions), which changes nothing.
+//     (KIP-890 part 1, VerifyPartitions), which changes nothing. A
+//     leader on the coordinator's node calls AddForLeader, the same
+//     work without the request.
 //
 // # What it must never do
 //

@@ -3,7 +3,6 @@ package txn
 import (
 	"encoding/binary"
 	"fmt"
-	"sort"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -43,19 +42,16 @@ func EncodeValue(m Metadata) []byte {
 	if m.TV2 {
 		v.ClientTransactionVersion = 2
 	}
-	byTopic := map[string][]int32{}
+	// m.Partitions is sorted (Metadata.add), so a topic's partitions are
+	// consecutive.
 	for _, tp := range m.Partitions {
-		byTopic[tp.Topic] = append(byTopic[tp.Topic], tp.Partition)
-	}
-	topics := make([]string, 0, len(byTopic))
-	for t := range byTopic {
-		topics = append(topics, t)
-	}
-	sort.Strings(topics)
-	for _, t := range topics {
+		if n := len(v.Topics); n > 0 && v.Topics[n-1].Topic == tp.Topic {
+			v.Topics[n-1].Partitions = append(v.Topics[n-1].Partitions, tp.Partition)
+			continue
+		}
 		vt := kmsg.NewTxnMetadataValueTopic()
-		vt.Topic = t
-		vt.Partitions = byTopic[t]
+		vt.Topic = tp.Topic
+		vt.Partitions = []int32{tp.Partition}
 		v.Topics = append(v.Topics, vt)
 	}
 	return v.AppendTo(nil)

@@ -62,12 +62,14 @@ func (c *Coordinator) AddPartitionsToTxn(_ context.Context, req *kmsg.AddPartiti
 	}
 	codes := c.addPartitions(req.TransactionalID, req.ProducerID, req.ProducerEpoch, tps, req.Version)
 	resp := kmsg.NewPtrAddPartitionsToTxnResponse()
+	i := 0
 	for _, t := range req.Topics {
 		rt := kmsg.NewAddPartitionsToTxnResponseTopic()
 		rt.Topic = t.Topic
 		for _, p := range t.Partitions {
 			rp := kmsg.NewAddPartitionsToTxnResponseTopicPartition()
-			rp.Partition, rp.ErrorCode = p, codes[TopicPartition{Topic: t.Topic, Partition: p}]
+			rp.Partition, rp.ErrorCode = p, codes[i]
+			i++
 			rt.Partitions = append(rt.Partitions, rp)
 		}
 		resp.Topics = append(resp.Topics, rt)
@@ -76,16 +78,16 @@ func (c *Coordinator) AddPartitionsToTxn(_ context.Context, req *kmsg.AddPartiti
 }
 
 // addPartitions adds tps to the transaction of id and answers per
-// partition: UNKNOWN_TOPIC_OR_PARTITION for one missing from the image
-// (and OPERATION_NOT_ATTEMPTED for the others then), else the decision's
-// code, as the request version words it.
-func (c *Coordinator) addPartitions(id string, producerID int64, epoch int16, tps []TopicPartition, version int16) map[TopicPartition]int16 {
+// partition, in tps' order: UNKNOWN_TOPIC_OR_PARTITION for one missing
+// from the image (and OPERATION_NOT_ATTEMPTED for the others then), else
+// the decision's code, as the request version words it.
+func (c *Coordinator) addPartitions(id string, producerID int64, epoch int16, tps []TopicPartition, version int16) []int16 {
 	img := c.md.Image()
-	codes := map[TopicPartition]int16{}
+	codes := make([]int16, len(tps))
 	unknown := false
-	for _, tp := range tps {
+	for i, tp := range tps {
 		if img.Partition(tp.Topic, tp.Partition) == nil {
-			codes[tp], unknown = kerr.UnknownTopicOrPartition.Code, true
+			codes[i], unknown = kerr.UnknownTopicOrPartition.Code, true
 		}
 	}
 	code := kerr.OperationNotAttempted.Code
@@ -101,19 +103,38 @@ func (c *Coordinator) addPartitions(id string, producerID int64, epoch int16, tp
 			code = kerr.InvalidProducerEpoch.Code
 		}
 	}
-	for _, tp := range tps {
-		if _, ok := codes[tp]; !ok {
-			codes[tp] = code
+	for i := range codes {
+		if codes[i] == 0 {
+			codes[i] = code
+		}
+	}
+	return codes
+}
+
+// AddForLeader is AddPartitionsToTxn v4's work for one transaction, in
+// process: the leader of tps, on this node, adds them to the transaction
+// of id (KIP-890 part 2) or, with verifyOnly, checks that each is in it
+// (part 1; one missing fails only itself). Codes come in tps' order.
+// Leaders on other nodes send the request (addPartitionsBatched).
+func (c *Coordinator) AddForLeader(id string, producerID int64, epoch int16, tps []TopicPartition, verifyOnly bool) []int16 {
+	if !verifyOnly {
+		return c.addPartitions(id, producerID, epoch, tps, 4)
+	}
+	codes := make([]int16, len(tps))
+	for i := range tps {
+		codes[i] = c.with(id, false, func(_ op, cur *Metadata) int16 {
+			return VerifyPartitions(cur, producerID, epoch, tps[i:i+1])
+		})
+		if codes[i] == kerr.TransactionalIDNotFound.Code {
+			codes[i] = kerr.InvalidProducerIDMapping.Code
 		}
 	}
 	return codes
 }
 
 // addPartitionsBatched answers AddPartitionsToTxn v4+, the brokers' form
-// (KIP-890): several transactions in one request, each either added to
-// (addPartitions) or, with VerifyOnly, only checked (VerifyPartitions, one
-// partition at a time: one missing from the transaction fails only
-// itself). Results come per transaction.
+// (KIP-890): several transactions in one request, each answered by
+// AddForLeader. Results come per transaction.
 func (c *Coordinator) addPartitionsBatched(req *kmsg.AddPartitionsToTxnRequest) *kmsg.AddPartitionsToTxnResponse {
 	resp := kmsg.NewPtrAddPartitionsToTxnResponse()
 	resp.Version = req.Version
@@ -124,28 +145,17 @@ func (c *Coordinator) addPartitionsBatched(req *kmsg.AddPartitionsToTxnRequest) 
 				tps = append(tps, TopicPartition{Topic: tt.Topic, Partition: p})
 			}
 		}
-		var codes map[TopicPartition]int16
-		if t.VerifyOnly {
-			codes = map[TopicPartition]int16{}
-			for _, tp := range tps {
-				codes[tp] = c.with(t.TransactionalID, false, func(_ op, cur *Metadata) int16 {
-					return VerifyPartitions(cur, t.ProducerID, t.ProducerEpoch, []TopicPartition{tp})
-				})
-				if codes[tp] == kerr.TransactionalIDNotFound.Code {
-					codes[tp] = kerr.InvalidProducerIDMapping.Code
-				}
-			}
-		} else {
-			codes = c.addPartitions(t.TransactionalID, t.ProducerID, t.ProducerEpoch, tps, req.Version)
-		}
+		codes := c.AddForLeader(t.TransactionalID, t.ProducerID, t.ProducerEpoch, tps, t.VerifyOnly)
 		r := kmsg.NewAddPartitionsToTxnResponseTransaction()
 		r.TransactionalID = t.TransactionalID
+		i := 0
 		for _, tt := range t.Topics {
 			rt := kmsg.NewAddPartitionsToTxnResponseTransactionTopic()
 			rt.Topic = tt.Topic
 			for _, p := range tt.Partitions {
 				rp := kmsg.NewAddPartitionsToTxnResponseTransactionTopicPartition()
-				rp.Partition, rp.ErrorCode = p, codes[TopicPartition{Topic: tt.Topic, Partition: p}]
+				rp.Partition, rp.ErrorCode = p, codes[i]
+				i++
 				rt.Partitions = append(rt.Partitions, rp)
 			}
 			r.Topics = append(r.Topics, rt)

@@ -1,8 +1,10 @@
 package txn
 
 import (
+	"cmp"
 	"math"
-	"sort"
+	"slices"
+	"strings"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 )
@@ -76,27 +78,31 @@ func (m Metadata) clone() Metadata {
 
 // Has reports whether tp is part of the current transaction.
 func (m Metadata) Has(tp TopicPartition) bool {
-	i := sort.Search(len(m.Partitions), func(i int) bool { return !lessTP(m.Partitions[i], tp) })
-	return i < len(m.Partitions) && m.Partitions[i] == tp
+	_, found := slices.BinarySearchFunc(m.Partitions, tp, compareTP)
+	return found
 }
 
-func lessTP(a, b TopicPartition) bool {
-	if a.Topic != b.Topic {
-		return a.Topic < b.Topic
+func compareTP(a, b TopicPartition) int {
+	if c := strings.Compare(a.Topic, b.Topic); c != 0 {
+		return c
 	}
-	return a.Partition < b.Partition
+	return cmp.Compare(a.Partition, b.Partition)
 }
 
+// add puts the partitions of tps that m lacks into m.Partitions, which it
+// keeps sorted and free of duplicates, and reports whether any was new.
 func (m *Metadata) add(tps []TopicPartition) bool {
-	changed := false
+	n := len(m.Partitions)
 	for _, tp := range tps {
-		if !m.Has(tp) {
+		if !m.Has(tp) && !slices.Contains(m.Partitions[n:], tp) {
 			m.Partitions = append(m.Partitions, tp)
-			sort.Slice(m.Partitions, func(i, j int) bool { return lessTP(m.Partitions[i], m.Partitions[j]) })
-			changed = true
 		}
 	}
-	return changed
+	if len(m.Partitions) == n {
+		return false
+	}
+	slices.SortFunc(m.Partitions, compareTP)
+	return true
 }
 
 // Decision is what a transition decided: an error code for the client
