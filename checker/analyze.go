@@ -138,6 +138,11 @@ func Analyze(ctx context.Context, h History, opts Options) Result {
 			return runCompaction(ctx, h, p, opts)
 		}})
 	}
+	if hasTxnIDProbe(h) {
+		checkers = append(checkers, Func{CheckerName: "transactional-ids", Fn: func(context.Context, History) CheckerResult {
+			return checkTxnIDs(h, opts.ExamplesMax)
+		}})
+	}
 	if len(opts.FailOnClientErrors) > 0 {
 		checkers = append(checkers, Func{CheckerName: "client-errors", Fn: func(context.Context, History) CheckerResult {
 			return checkClientErrors(ce, opts.FailOnClientErrors, opts.ExamplesMax)

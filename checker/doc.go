@@ -73,6 +73,12 @@
 //     for each key, its latest acknowledged put, or a later put whose
 //     outcome is unknown (lost-latest-value, resurrected-delete); a
 //     deleted key may be absent or keep its tombstone.
+//   - "transactional-ids" (only when the history has a harness
+//     "txn-id-probe" event): a transactional.id under which no new producer
+//     could start after the faults healed (TxnIDProbe.Stuck) is a
+//     stuck-transactional-id: a liveness failure, the one anomaly that is
+//     not about data; an id the probe could not settle for want of any
+//     answer makes the check unknown.
 //   - "linearizable": porcupine on each key, with the log model described
 //     in linear.go; a partition that times out or exceeds
 //     Options.LinearOpsMax is unknown, a failing one yields
@@ -158,8 +164,11 @@
 // call ends. One f "stalled-reads" (FStalledReads, a
 // list of Stall), in transactional runs only, records for the keys the
 // final reads did not finish the partition's high watermark, last stable
-// offset and open transactions; the unseen example of such a key cites it
-// (the one harness event an analysis reads).
+// offset and open transactions; the unseen example of such a key cites it.
+// One f "txn-id-probe" (FTxnIDProbe, a list of TxnIDProbe), recorded after
+// the final reads of a run that used transactions, says for each
+// transactional.id whether a new producer could start under it; the
+// "transactional-ids" checker reads it.
 //
 // # Client errors as evidence
 //

@@ -60,6 +60,31 @@ type OpenTxn struct {
 	FirstOffset int64 `json:"first-offset"`
 }
 
+// FTxnIDProbe is the f of a harness event recording, after the final
+// reads of a run that used transactions, whether a new producer could
+// start under each transactional.id the workload used: its value is a list
+// of TxnIDProbe.
+const FTxnIDProbe = "txn-id-probe"
+
+// TxnIDProbe is one transactional.id probed after the final reads: a new
+// producer's InitProducerId for it, retried while the coordinator asked to
+// (CONCURRENT_TRANSACTIONS, a coordinator moving or loading) until it
+// succeeded or the probe's time ran out. Error is the last refusal;
+// Stuck marks an id refused with such answers for all of the probe's
+// time: a transaction of it never finished.
+type TxnIDProbe struct {
+	ID        string `json:"id"`
+	OK        bool   `json:"ok"`
+	Stuck     bool   `json:"stuck,omitempty"`
+	Attempts  int    `json:"attempts"`
+	ElapsedMs int64  `json:"elapsed-ms"`
+	Error     string `json:"error,omitempty"`
+}
+
+// TxnIDProbes decodes the value of a harness FTxnIDProbe event; any other
+// op has none.
+func (o Op) TxnIDProbes() []TxnIDProbe { return harnessList[TxnIDProbe](o, FTxnIDProbe) }
+
 // Stalls decodes the value of a harness FStalledReads event; any other op
 // has none.
 func (o Op) Stalls() []Stall { return harnessList[Stall](o, FStalledReads) }

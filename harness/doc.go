@@ -28,7 +28,10 @@
 // ends info, except a transaction its client found could only end
 // aborted, which stays fail); heal; wait for recovery; the
 // workload's final reads, in rounds of fresh clients until everything
-// written was read (finalreads.go); check; write the results and the
+// written was read (finalreads.go); when the workload used transactions,
+// probe that a new producer can start under each of its transactional.ids
+// (txnprobe.go: a stuck id is a liveness failure no read shows); check;
+// write the results and the
 // report (results.go). The history is streamed to history.jsonl and each
 // node's log to nodes/<node>/broker.log while the run goes on, so a
 // crashed harness leaves both behind. Cancelling Run's context (Ctrl-C)

@@ -6,11 +6,14 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/faultline/faultline/checker"
 	"github.com/faultline/faultline/workloads"
@@ -50,6 +53,13 @@ func runOnKfake(t *testing.T, name string, opts workloads.Options, d time.Durati
 		base++
 	}
 	require.True(t, final.Done(), "final reads did not finish: %s", final.Missing())
+	// The probe of transactional ids, as a run makes it after the final
+	// reads (none without --txn).
+	r.workload = wl
+	r.adm, err = kgo.NewClient(kgo.SeedBrokers(cluster.ListenAddrs()...), kgo.RetryTimeout(5*time.Second))
+	require.NoError(t, err)
+	defer r.adm.Close()
+	r.probeTxnIDs(fctx)
 	return rec.History()
 }
 
@@ -85,6 +95,17 @@ func TestTxnQueueOnKfakeIsValid(t *testing.T) {
 	require.Positive(t, reads, "committed transactions read records")
 	res := checker.Analyze(context.Background(), h, checker.Options{Txn: true})
 	require.Equal(t, checker.Valid, res.Valid, "bad anomalies %v", res.BadAnomalies())
+	var probes []checker.TxnIDProbe
+	for _, op := range h {
+		probes = append(probes, op.TxnIDProbes()...)
+	}
+	require.NotEmpty(t, probes, "the transactional ids were probed")
+	for _, p := range probes {
+		assert.True(t, p.OK, "a new producer started under %s: %+v", p.ID, p)
+	}
+	assert.True(t, slices.ContainsFunc(res.Checkers, func(c checker.CheckerResult) bool {
+		return c.Name == "transactional-ids" && c.Valid == checker.Valid
+	}), "the transactional-ids check ran")
 	t.Logf("txn ok %d fail %d info %d; anomalies: %v", counts[checker.OK], counts[checker.Fail], counts[checker.Info], anomalyCounts(res))
 }
 

@@ -124,7 +124,8 @@ func newClusterID() string {
 }
 
 // Run performs a whole test: set up the cluster, run the workload under
-// the fault schedule, heal, wait for recovery, final reads, check, report.
+// the fault schedule, heal, wait for recovery, final reads, the probe of
+// transactional ids, check, report.
 // Test.Workload is looked up in reg. Progress goes to out. Errors before
 // the check are *SetupError.
 func Run(ctx context.Context, t Test, reg workloads.Registry, out io.Writer) (Outcome, error) {
@@ -399,6 +400,11 @@ func (r *run) execute(ctx context.Context) (Outcome, error) {
 	stopLeaders()
 	if ctx.Err() != nil {
 		return Outcome{}, r.interrupted(ctx, "the final reads")
+	}
+	r.setPhase("transactional ids")
+	r.probeTxnIDs(ctx)
+	if ctx.Err() != nil {
+		return Outcome{}, r.interrupted(ctx, "the probe of transactional ids")
 	}
 	if err := rec.Close(); err != nil {
 		return Outcome{Dir: r.dir}, &SetupError{err}

@@ -39,6 +39,18 @@ var txnBugs = []plantedBug{
 		config:    fastLag,
 		anomalies: []string{checker.AnomalyG1a, checker.AnomalyAbortedOffsets},
 		why:       "a coordinator that takes over finishes the prepared aborts it loads with commit markers: the transactions its predecessor had aborted (EndTxn answered) before it was cut off from their partitions' leaders and killed become visible (aborted reads), and their consumer offsets the group's"},
+	{name: "txn-takeover-leaves-prepared", key: "unsafe.txn.takeover.leaves.prepared", txn: true,
+		// Kafka 3.x's protocol, where the client adds its partitions at
+		// the coordinator itself: a coordinator cut off from a partition's
+		// leader then still takes it into a transaction, whose markers
+		// cannot reach it, so the kill leaves the transaction prepared.
+		// At transaction.version 2 the leader adds the partition, and a
+		// leader cut off from the coordinator adds nothing (seed 1 loaded
+		// no prepared transaction at any takeover).
+		faults:    nemesis.Spec{{Kind: nemesis.KindPartition, Mode: nemesis.PartitionCoordinatorCutThenKilled}},
+		config:    map[string]string{"replica.lag.time.max.ms": "3000", "faultline.transaction.version": "0"},
+		anomalies: []string{checker.AnomalyStuckTxnID, checker.AnomalyUnseen},
+		why:       "a coordinator that takes over never finishes the prepared transactions it loads: their transactional ids are refused CONCURRENT_TRANSACTIONS for ever (the probe after the final reads finds them stuck), and where the markers had not been written the last stable offset stays below the transaction"},
 	{name: "produce-no-epoch-fence", key: "unsafe.produce.no.epoch.fence", txn: true,
 		// Kafka 3.x's protocol (the client adds partitions itself) with
 		// the partition verification of KIP-890 part 1 off, as before

@@ -84,6 +84,8 @@ var anomalyCatalog = []anomalyKind{
 		one: "1 key lost its latest acknowledged value", many: "%d keys lost their latest acknowledged values"},
 	{Name: checker.AnomalyResurrectedDelete, loss: true, Definition: "Compaction: a key whose latest acknowledged write was a delete (tombstone) came back in the final scan with an older value.",
 		one: "1 deleted key came back", many: "%d deleted keys came back"},
+	{Name: checker.AnomalyStuckTxnID, Definition: "Liveness: after the faults were healed and the final reads done, a new producer could not start under a transactional.id the test had used: InitProducerId was refused (CONCURRENT_TRANSACTIONS, or a coordinator that never loads) for the whole probe. A transaction of that id was left unfinished at its coordinator, prepared but never completed or never aborted, so an application using the id can never produce again, and read_committed consumers may stop at its partitions.",
+		one: "1 transactional.id was left stuck", many: "%d transactional.ids were left stuck"},
 	{Name: checker.AnomalyClientError, Definition: "Clients received an error the test was told a correct broker never returns to a well-behaved client (--fail-on-client-error, e.g. CORRUPT_MESSAGE or DATA_LOSS): the broker served damaged or missing data it had acknowledged. The client-errors section lists each code with the operations that got it and the faults in force.",
 		one: "clients received an error a correct broker never returns", many: "clients received %d errors a correct broker never returns"},
 	{Name: checker.AnomalyEmptyTransactionGraph,

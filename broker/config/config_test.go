@@ -308,7 +308,7 @@ func TestUnsafeSwitchesNeedUnsafeEnable(t *testing.T) {
 		assert.Empty(t, c.EnabledUnsafe(), "%s=false needs no unsafe.enable", k)
 		assert.NotEmpty(t, UnsafeBug(k))
 	}
-	assert.Len(t, UnsafeSwitches(), 20)
+	assert.Len(t, UnsafeSwitches(), 21)
 	c, _ := mustFromMap(t, combined())
 	assert.False(t, c.UnsafeEnable)
 	assert.Empty(t, c.EnabledUnsafe(), "no switch is on by default")

@@ -45,8 +45,9 @@ func groupUnsafe(cfg *config.Config) group.Unsafe {
 
 func txnUnsafe(cfg *config.Config) txn.Unsafe {
 	return txn.Unsafe{
-		InitKeepsOpen:         cfg.Unsafe[config.UnsafeTxnInitKeepsOpen],
-		TakeoverCommitsAborts: cfg.Unsafe[config.UnsafeTxnTakeoverCommitsAborts],
+		InitKeepsOpen:          cfg.Unsafe[config.UnsafeTxnInitKeepsOpen],
+		TakeoverCommitsAborts:  cfg.Unsafe[config.UnsafeTxnTakeoverCommitsAborts],
+		TakeoverLeavesPrepared: cfg.Unsafe[config.UnsafeTxnTakeoverLeavesPrepared],
 	}
 }
 

@@ -125,6 +125,11 @@ type Unsafe struct {
 	// finishes every prepared transaction it loads with commit markers,
 	// the prepared aborts too.
 	TakeoverCommitsAborts bool
+	// TakeoverLeavesPrepared (unsafe.txn.takeover.leaves.prepared): a
+	// coordinator that takes over a __transaction_state partition never
+	// finishes the prepared transactions it loads, so every later request
+	// of their transactional ids is answered CONCURRENT_TRANSACTIONS.
+	TakeoverLeavesPrepared bool
 }
 
 func (c *Config) fillDefaults() {

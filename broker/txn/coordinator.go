@@ -268,6 +268,9 @@ func (c *Coordinator) loadOnce(ctx context.Context, p int32, st *partState) erro
 	c.logger.Info(fmt.Sprintf("Finished loading %d transactional ids from %s-%d in %d milliseconds (%d to complete, %d unreadable records skipped)",
 		len(loaded), StateTopic, p, c.cfg.Now().Sub(start).Milliseconds(), len(prepared), skipped))
 	for _, e := range prepared {
+		if c.cfg.Unsafe.TakeoverLeavesPrepared {
+			continue
+		}
 		m := *e.meta
 		if c.cfg.Unsafe.TakeoverCommitsAborts && m.State == PrepareAbort {
 			m.State = PrepareCommit

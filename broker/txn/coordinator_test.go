@@ -357,6 +357,26 @@ func TestUnsafeTakeoverCommitsAborts(t *testing.T) {
 	assert.True(t, h2.markers.all()[0].Commit, "the aborted transaction is committed")
 }
 
+// TestUnsafeTakeoverLeavesPrepared: with the planted bug the coordinator
+// that takes over writes nothing for the prepared abort it loads, and a
+// new producer of its transactional id is refused for as long as it asks.
+func TestUnsafeTakeoverLeavesPrepared(t *testing.T) {
+	log := &memStateLog{}
+	abortLeftPrepared(t, log)
+
+	h2 := newHarness(t, log, 2, Unsafe{TakeoverLeavesPrepared: true})
+	req := kmsg.NewPtrInitProducerIDRequest()
+	id := "tx"
+	req.TransactionalID, req.TransactionTimeoutMillis, req.Version = &id, 60000, 4
+	req.ProducerID, req.ProducerEpoch = -1, -1
+	for range 3 {
+		assert.Equal(t, kerr.ConcurrentTransactions.Code, h2.c.InitProducerID(context.Background(), req).ErrorCode)
+		time.Sleep(20 * time.Millisecond)
+	}
+	assert.Empty(t, h2.markers.all(), "no markers")
+	assert.Equal(t, PrepareAbort, log.states(t)[len(log.states(t))-1], "no Complete record")
+}
+
 func TestCoordinatorAbortsTimedOutTransactions(t *testing.T) {
 	h := newHarness(t, &memStateLog{}, 0)
 	pid, epoch := h.init(t, "tx")

@@ -1,0 +1,55 @@
+package checker
+
+import (
+	"fmt"
+	"strings"
+)
+
+// AnomalyStuckTxnID is a transactional.id under which no new producer
+// could start once the faults were healed (FTxnIDProbe): a liveness
+// failure, not a safety one, but an application using that id can never
+// produce again.
+const AnomalyStuckTxnID = "stuck-transactional-id"
+
+// hasTxnIDProbe reports whether h records a probe of transactional ids.
+func hasTxnIDProbe(h History) bool {
+	for i := range h {
+		if h[i].Process == HarnessProcess && h[i].F == FTxnIDProbe {
+			return true
+		}
+	}
+	return false
+}
+
+// checkTxnIDs is the "transactional-ids" checker: every id the probe found
+// stuck is an AnomalyStuckTxnID, with an example naming the id and what
+// the coordinator answered. An id the probe could not settle for another
+// reason (an error that is no request to retry) makes the check unknown,
+// not invalid: the probe, not the broker, may be at fault.
+func checkTxnIDs(h History, examplesMax int) CheckerResult {
+	var stuck []Example
+	var unsettled []string
+	for i := range h {
+		for _, p := range h[i].TxnIDProbes() {
+			switch {
+			case p.Stuck:
+				stuck = append(stuck, Example{Key: -1, Ops: []int64{h[i].Index}, Text: fmt.Sprintf(
+					"after the faults were healed and the final reads done, a new producer could not start under transactional.id %q: "+
+						"%d InitProducerId attempts over %.1f s were all refused (last: %s), so a transaction of that id was left "+
+						"unfinished (prepared but never completed, or its markers never written) and the id can never produce again",
+					p.ID, p.Attempts, float64(p.ElapsedMs)/1000, p.Error)})
+			case !p.OK:
+				unsettled = append(unsettled, fmt.Sprintf("%s (%s)", p.ID, p.Error))
+			}
+		}
+	}
+	if len(stuck) > 0 {
+		n := len(stuck)
+		return CheckerResult{Valid: Invalid, Anomalies: map[string]AnomalyReport{AnomalyStuckTxnID: {
+			Count: n, Examples: stuck[:min(n, max(1, examplesMax))]}}}
+	}
+	if len(unsettled) > 0 {
+		return CheckerResult{Valid: Unknown, Error: "the probe of transactional ids could not settle " + strings.Join(unsettled, ", ")}
+	}
+	return CheckerResult{Valid: Valid}
+}
