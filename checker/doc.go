@@ -77,8 +77,8 @@
 //     "txn-id-probe" event): a transactional.id under which no new producer
 //     could start after the faults healed (TxnIDProbe.Stuck) is a
 //     stuck-transactional-id: a liveness failure, the one anomaly that is
-//     not about data; an id the probe could not settle for want of any
-//     answer makes the check unknown.
+//     not about data; an id the probe could not settle otherwise (a
+//     coordinator still moving or unreachable) makes the check unknown.
 //   - "linearizable": porcupine on each key, with the log model described
 //     in linear.go; a partition that times out or exceeds
 //     Options.LinearOpsMax is unknown, a failing one yields
@@ -167,7 +167,8 @@
 // offset and open transactions; the unseen example of such a key cites it.
 // One f "txn-id-probe" (FTxnIDProbe, a list of TxnIDProbe), recorded after
 // the final reads of a run that used transactions, says for each
-// transactional.id whether a new producer could start under it; the
+// transactional.id a transaction began under whether a new producer could
+// start under it; the
 // "transactional-ids" checker reads it.
 //
 // # Client errors as evidence

@@ -62,16 +62,18 @@ type OpenTxn struct {
 
 // FTxnIDProbe is the f of a harness event recording, after the final
 // reads of a run that used transactions, whether a new producer could
-// start under each transactional.id the workload used: its value is a list
-// of TxnIDProbe.
+// start under each transactional.id a transaction began under: its value
+// is a list of TxnIDProbe.
 const FTxnIDProbe = "txn-id-probe"
 
 // TxnIDProbe is one transactional.id probed after the final reads: a new
 // producer's InitProducerId for it, retried while the coordinator asked to
 // (CONCURRENT_TRANSACTIONS, a coordinator moving or loading) until it
-// succeeded or the probe's time ran out. Error is the last refusal;
-// Stuck marks an id refused with such answers for all of the probe's
-// time: a transaction of it never finished.
+// succeeded or the probe's time ran out. Error is the last refusal or
+// failure; Stuck marks an id whose every attempt over the probe's last
+// 20 s was answered CONCURRENT_TRANSACTIONS: a transaction of it never
+// finished. An id neither OK nor Stuck was not settled (a coordinator
+// still moving or unreachable, or another refusal).
 type TxnIDProbe struct {
 	ID        string `json:"id"`
 	OK        bool   `json:"ok"`

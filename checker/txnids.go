@@ -22,10 +22,10 @@ func hasTxnIDProbe(h History) bool {
 }
 
 // checkTxnIDs is the "transactional-ids" checker: every id the probe found
-// stuck is an AnomalyStuckTxnID, with an example naming the id and what
-// the coordinator answered. An id the probe could not settle for another
-// reason (an error that is no request to retry) makes the check unknown,
-// not invalid: the probe, not the broker, may be at fault.
+// stuck is an AnomalyStuckTxnID, with an example naming the id and the
+// probe's attempts. An id the probe could not settle (a coordinator still
+// moving or unreachable at the end, or another refusal) makes the check
+// unknown, not invalid: no held transaction was seen.
 func checkTxnIDs(h History, examplesMax int) CheckerResult {
 	var stuck []Example
 	var unsettled []string
@@ -35,9 +35,9 @@ func checkTxnIDs(h History, examplesMax int) CheckerResult {
 			case p.Stuck:
 				stuck = append(stuck, Example{Key: -1, Ops: []int64{h[i].Index}, Text: fmt.Sprintf(
 					"after the faults were healed and the final reads done, a new producer could not start under transactional.id %q: "+
-						"%d InitProducerId attempts over %.1f s were all refused (last: %s), so a transaction of that id was left "+
-						"unfinished (prepared but never completed, or its markers never written) and the id can never produce again",
-					p.ID, p.Attempts, float64(p.ElapsedMs)/1000, p.Error)})
+						"its coordinator answered InitProducerId with CONCURRENT_TRANSACTIONS until the probe gave up (%d attempts over %.1f s), "+
+						"so a transaction of that id was left unfinished (prepared but never completed, or never aborted) and the id can never produce again",
+					p.ID, p.Attempts, float64(p.ElapsedMs)/1000)})
 			case !p.OK:
 				unsettled = append(unsettled, fmt.Sprintf("%s (%s)", p.ID, p.Error))
 			}

@@ -42,7 +42,7 @@ func TestStuckTransactionalID(t *testing.T) {
 	r := res.Anomalies[AnomalyStuckTxnID]
 	assert.Equal(t, 1, r.Count)
 	assert.Equal(t, []int64{4}, r.Examples[0].Ops, "the example points at the probe's event")
-	assert.Contains(t, r.Examples[0].Text, `transactional.id "faultline-2": 61 InitProducerId attempts over 30.0 s were all refused (last: CONCURRENT_TRANSACTIONS)`)
+	assert.Contains(t, r.Examples[0].Text, `transactional.id "faultline-2": its coordinator answered InitProducerId with CONCURRENT_TRANSACTIONS until the probe gave up (61 attempts over 30.0 s)`)
 
 	res = analyze(`[{"id":"faultline-1","ok":true,"attempts":3,"elapsed-ms":520}]`)
 	assert.Equal(t, Valid, res.Valid)

@@ -94,7 +94,8 @@ func compareTP(a, b TopicPartition) int {
 func (m *Metadata) add(tps []TopicPartition) bool {
 	n := len(m.Partitions)
 	for _, tp := range tps {
-		if !m.Has(tp) && !slices.Contains(m.Partitions[n:], tp) {
+		// Only the first n are sorted until the sort below.
+		if _, found := slices.BinarySearchFunc(m.Partitions[:n], tp, compareTP); !found && !slices.Contains(m.Partitions[n:], tp) {
 			m.Partitions = append(m.Partitions, tp)
 		}
 	}

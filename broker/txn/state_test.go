@@ -331,3 +331,15 @@ func TestVerifyPartitions(t *testing.T) {
 		"a produce delayed past its transaction's end would open a transaction nobody ends")
 	assert.Equal(t, open.Partitions, []TopicPartition{tpA}, "nothing changed")
 }
+
+// A transaction's partitions stay sorted and each is listed once, however
+// a request mixes new partitions, ones already added and repeats.
+func TestMetadataAddKeepsPartitionsSortedAndUnique(t *testing.T) {
+	var m Metadata
+	assert.True(t, m.add([]TopicPartition{{"t", 5}}))
+	assert.True(t, m.add([]TopicPartition{{"a", 0}, {"t", 5}, {"a", 0}, {"t", 1}}))
+	assert.Equal(t, []TopicPartition{{"a", 0}, {"t", 1}, {"t", 5}}, m.Partitions)
+	assert.False(t, m.add([]TopicPartition{{"t", 1}, {"a", 0}}), "nothing new")
+	assert.True(t, m.add([]TopicPartition{{"t", 0}, {"t", 1}, {"b", 2}}))
+	assert.Equal(t, []TopicPartition{{"a", 0}, {"b", 2}, {"t", 0}, {"t", 1}, {"t", 5}}, m.Partitions)
+}

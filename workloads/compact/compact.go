@@ -96,6 +96,8 @@ type workload struct {
 	mu      sync.Mutex // guards created and clients: clients are made concurrently
 	created bool
 	clients int // clients made so far: the next one's number
+	// began are the transactional.ids a transaction began under.
+	began workloads.TxnIDs
 }
 
 func (w *workload) Generator() workloads.Generator { return w.gen }
@@ -129,8 +131,13 @@ func (w *workload) NewClient() (workloads.Client, error) {
 	w.clients++
 	n := w.clients
 	w.mu.Unlock()
-	return newClient(w.o, w.parts, n)
+	return newClient(w.o, w.parts, n, &w.began)
 }
+
+// UsedTransactionalIDs returns the transactional.ids a transaction began
+// under (at most workloads.TxnIDsMax), for the harness's probe after the
+// final reads.
+func (w *workload) UsedTransactionalIDs() []string { return w.began.List() }
 
 func (w *workload) OwnsTopic(topic string) bool { return topic == Topic }
 
@@ -181,7 +188,7 @@ func (f *final) NewClient() (workloads.Client, error) {
 	}
 	o := f.w.o
 	o.Txn = false
-	c, err := newClient(o, f.w.parts, 0)
+	c, err := newClient(o, f.w.parts, 0, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -241,7 +248,7 @@ type client struct {
 	readCommitted bool
 }
 
-func newClient(o workloads.Options, parts, n int) (*client, error) {
+func newClient(o workloads.Options, parts, n int, began *workloads.TxnIDs) (*client, error) {
 	popts := []kgo.Opt{
 		kgo.SeedBrokers(o.Seeds...),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()),
@@ -263,7 +270,7 @@ func newClient(o workloads.Options, parts, n int) (*client, error) {
 	}
 	var txn *txnPut
 	if o.Txn {
-		txn = newTxnPut(o, n)
+		txn = newTxnPut(o, n, began)
 		popts = append(popts, kgo.TransactionalID(txn.id), kgo.TransactionTimeout(txn.timeout))
 	}
 	p, err := kgo.NewClient(popts...)

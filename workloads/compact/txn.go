@@ -32,15 +32,17 @@ const errAbortedOnPurpose = "aborted on purpose"
 // txnPut is one client's transactional state: its transactional.id and
 // its seeded choice of the puts it aborts and how long it holds them.
 type txnPut struct {
-	id  string
-	rng *rand.Rand
+	id string
+	// began is the workload's set of ids a transaction began under.
+	began *workloads.TxnIDs
+	rng   *rand.Rand
 	// maxHold bounds how long an abort on purpose is held open (MaxHold),
 	// and timeout is the transaction timeout.
 	maxHold, timeout time.Duration
 }
 
-func newTxnPut(o workloads.Options, n int) *txnPut {
-	return &txnPut{id: txnPutID(n), rng: rand.New(rand.NewPCG(uint64(o.Seed), uint64(n))), maxHold: MaxHold, timeout: workloads.TxnTimeoutOr(o.TxnTimeout, requestTimeout)}
+func newTxnPut(o workloads.Options, n int, began *workloads.TxnIDs) *txnPut {
+	return &txnPut{id: txnPutID(n), began: began, rng: rand.New(rand.NewPCG(uint64(o.Seed), uint64(n))), maxHold: MaxHold, timeout: workloads.TxnTimeoutOr(o.TxnTimeout, requestTimeout)}
 }
 
 // txnPutID is the transactional.id of client n.
@@ -67,6 +69,7 @@ func (t *txnPut) put(ctx context.Context, cl *kgo.Client, op checker.Op, k int, 
 		// recover: info retires the client, as the queue workload does.
 		return end(checker.Info, "begin: "+err.Error())
 	}
+	t.began.Add(t.id)
 	sctx, cancel := context.WithTimeout(ctx, 3*requestTimeout)
 	err := cl.ProduceSync(sctx, rec).FirstErr()
 	cancel()

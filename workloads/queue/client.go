@@ -146,6 +146,8 @@ type Topics struct {
 	created map[string]bool
 	// clients numbers the clients made, for their transactional.ids.
 	clients atomic.Int64
+	// began are the transactional.ids a transaction began under.
+	began workloads.TxnIDs
 	// ids caches topic IDs (TxnOffsetCommit v6+ names topics by ID).
 	ids map[string][16]byte
 }

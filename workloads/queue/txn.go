@@ -132,6 +132,7 @@ func (c *Client) transact(ctx context.Context, op checker.Op) checker.Op {
 		op.Type, op.Error = checker.Info, "begin transaction: "+err.Error()
 		return op
 	}
+	c.topics.began.Add(c.txn.id)
 	mops := make([]checker.MicroOp, len(op.Mops))
 	copy(mops, op.Mops)
 	op.Mops = mops

@@ -94,6 +94,11 @@ func (w *workload) TransactionalIDs() []string {
 	return workloads.RecentIDs(w.topics.clients.Load(), func(i int64) string { return txnID(w.topics.opts, i) })
 }
 
+// UsedTransactionalIDs returns the transactional.ids a transaction began
+// under (at most workloads.TxnIDsMax), for the harness's probe after the
+// final reads.
+func (w *workload) UsedTransactionalIDs() []string { return w.topics.began.List() }
+
 // Final reads every key from the beginning up to the highest offset known
 // for it: the highest offset any send or poll returned (Jepsen's target;
 // not a send of an info transaction) or, outside transactions and if
