@@ -70,16 +70,21 @@ const FTxnIDProbe = "txn-id-probe"
 // producer's InitProducerId for it, retried while the coordinator asked to
 // (CONCURRENT_TRANSACTIONS, a coordinator moving or loading) until it
 // succeeded or the probe's time ran out. Error is the last refusal or
-// failure; Stuck marks an id whose every attempt over the probe's last
-// 20 s was answered CONCURRENT_TRANSACTIONS: a transaction of it never
-// finished. An id neither OK nor Stuck was not settled (a coordinator
-// still moving or unreachable, or another refusal).
+// failure; Stuck marks an id whose attempts were answered
+// CONCURRENT_TRANSACTIONS without a break for 20 s: a transaction of it
+// never finished. An id neither OK nor Stuck was not settled (a
+// coordinator still moving or unreachable, another refusal, or a cluster
+// that did not recover, whose probe is recorded but not judged).
 type TxnIDProbe struct {
 	ID        string `json:"id"`
 	OK        bool   `json:"ok"`
 	Stuck     bool   `json:"stuck,omitempty"`
 	Attempts  int    `json:"attempts"`
 	ElapsedMs int64  `json:"elapsed-ms"`
+	// Refused and RefusedMs are the last run of attempts answered
+	// CONCURRENT_TRANSACTIONS: how many, and from the first to the last.
+	Refused   int    `json:"refused,omitempty"`
+	RefusedMs int64  `json:"refused-ms,omitempty"`
 	Error     string `json:"error,omitempty"`
 }
 

@@ -35,9 +35,9 @@ func checkTxnIDs(h History, examplesMax int) CheckerResult {
 			case p.Stuck:
 				stuck = append(stuck, Example{Key: -1, Ops: []int64{h[i].Index}, Text: fmt.Sprintf(
 					"after the faults were healed and the final reads done, a new producer could not start under transactional.id %q: "+
-						"its coordinator answered InitProducerId with CONCURRENT_TRANSACTIONS until the probe gave up (%d attempts over %.1f s), "+
+						"its coordinator answered %d InitProducerId attempts over %.1f s with CONCURRENT_TRANSACTIONS, without a break, "+
 						"so a transaction of that id was left unfinished (prepared but never completed, or never aborted) and the id can never produce again",
-					p.ID, p.Attempts, float64(p.ElapsedMs)/1000)})
+					p.ID, p.Refused, float64(p.RefusedMs)/1000)})
 			case !p.OK:
 				unsettled = append(unsettled, fmt.Sprintf("%s (%s)", p.ID, p.Error))
 			}
@@ -48,8 +48,13 @@ func checkTxnIDs(h History, examplesMax int) CheckerResult {
 		return CheckerResult{Valid: Invalid, Anomalies: map[string]AnomalyReport{AnomalyStuckTxnID: {
 			Count: n, Examples: stuck[:min(n, max(1, examplesMax))]}}}
 	}
-	if len(unsettled) > 0 {
-		return CheckerResult{Valid: Unknown, Error: "the probe of transactional ids could not settle " + strings.Join(unsettled, ", ")}
+	if n := len(unsettled); n > 0 {
+		shown := unsettled[:min(n, 5)]
+		more := ""
+		if n > len(shown) {
+			more = fmt.Sprintf(" and %d more", n-len(shown))
+		}
+		return CheckerResult{Valid: Unknown, Error: "the probe of transactional ids could not settle " + strings.Join(shown, ", ") + more}
 	}
 	return CheckerResult{Valid: Valid}
 }

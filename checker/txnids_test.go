@@ -36,13 +36,13 @@ func TestStuckTransactionalID(t *testing.T) {
 		return Analyze(context.Background(), txnIDHistory(t, probe), Options{Txn: true, SkipLinear: true})
 	}
 	res := analyze(`[{"id":"faultline-1","ok":true,"attempts":1,"elapsed-ms":3},` +
-		`{"id":"faultline-2","stuck":true,"attempts":61,"elapsed-ms":30012,"error":"CONCURRENT_TRANSACTIONS"}]`)
+		`{"id":"faultline-2","stuck":true,"attempts":90,"elapsed-ms":24012,"refused":81,"refused-ms":20011,"error":"CONCURRENT_TRANSACTIONS"}]`)
 	assert.Equal(t, Invalid, res.Valid)
 	require.Contains(t, res.Anomalies, AnomalyStuckTxnID)
 	r := res.Anomalies[AnomalyStuckTxnID]
 	assert.Equal(t, 1, r.Count)
 	assert.Equal(t, []int64{4}, r.Examples[0].Ops, "the example points at the probe's event")
-	assert.Contains(t, r.Examples[0].Text, `transactional.id "faultline-2": its coordinator answered InitProducerId with CONCURRENT_TRANSACTIONS until the probe gave up (61 attempts over 30.0 s)`)
+	assert.Contains(t, r.Examples[0].Text, `transactional.id "faultline-2": its coordinator answered 81 InitProducerId attempts over 20.0 s with CONCURRENT_TRANSACTIONS, without a break`)
 
 	res = analyze(`[{"id":"faultline-1","ok":true,"attempts":3,"elapsed-ms":520}]`)
 	assert.Equal(t, Valid, res.Valid)

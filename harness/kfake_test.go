@@ -59,7 +59,7 @@ func runOnKfake(t *testing.T, name string, opts workloads.Options, d time.Durati
 	r.adm, err = kgo.NewClient(kgo.SeedBrokers(cluster.ListenAddrs()...), kgo.RetryTimeout(5*time.Second))
 	require.NoError(t, err)
 	defer r.adm.Close()
-	r.probeTxnIDs(fctx)
+	r.probeTxnIDs(fctx, true)
 	return rec.History()
 }
 

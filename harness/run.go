@@ -388,7 +388,9 @@ func (r *run) execute(ctx context.Context) (Outcome, error) {
 	r.setPhase("heal")
 	r.healAll(ctx)
 	r.setPhase("recovery")
+	recovered := true
 	if err := r.waitServing(ctx, time.Duration(t.RecoveryTimeout)); err != nil {
+		recovered = false
 		if ctx.Err() != nil {
 			return Outcome{}, r.interrupted(ctx, "recovery")
 		}
@@ -402,7 +404,7 @@ func (r *run) execute(ctx context.Context) (Outcome, error) {
 		return Outcome{}, r.interrupted(ctx, "the final reads")
 	}
 	r.setPhase("transactional ids")
-	r.probeTxnIDs(ctx)
+	r.probeTxnIDs(ctx, recovered)
 	if ctx.Err() != nil {
 		return Outcome{}, r.interrupted(ctx, "the probe of transactional ids")
 	}

@@ -15,72 +15,105 @@ import (
 	"github.com/faultline/faultline/workloads"
 )
 
-// Bounds of the probe of transactional ids: how long an id is probed at
-// most, the pause between attempts, and one attempt's bound (above the
-// harness client's own retry time, 5 s, so that the client's verdict on a
-// retriable answer comes first). An id is stuck when every attempt of the
-// last txnProbeStuck of the probe was answered CONCURRENT_TRANSACTIONS: a
-// correct coordinator finishes what an id left open in well under a
-// second once the cluster serves (it writes the markers and the Complete
-// record, or aborts). Every id is probed at once, so the whole probe takes
-// at most about txnProbeTimeout and one attempt.
+// Bounds of the probe of transactional ids. An id is stuck once its
+// attempts have been answered CONCURRENT_TRANSACTIONS without a break for
+// txnProbeStuck: a correct coordinator finishes what an id left open in
+// well under a second once the cluster serves (it writes the markers and
+// the Complete record, or aborts). Other answers that ask to come back (a
+// coordinator moving or loading) and unanswered attempts break the run;
+// an id is given up unsettled once txnProbeTimeout has passed outside such
+// a run, or txnProbeTimeout+txnProbeStuck in all. Attempts are
+// txnProbeBackoff apart, each bounded by txnProbeAttempt (above the
+// harness client's own 5 s of retries, mostly: a retry that must find the
+// coordinator again can take longer, and ends the attempt unanswered).
+// txnProbeParallel ids are probed at once (a broker answers a connection's
+// requests in order, a few dozen at a time), and the whole probe stops at
+// txnProbeTotal: ids it did not reach are unsettled.
 const (
-	txnProbeTimeout = 30 * time.Second
-	txnProbeStuck   = 20 * time.Second
-	txnProbeBackoff = 250 * time.Millisecond
-	txnProbeAttempt = 6 * time.Second
+	txnProbeTimeout  = 30 * time.Second
+	txnProbeStuck    = 20 * time.Second
+	txnProbeBackoff  = 250 * time.Millisecond
+	txnProbeAttempt  = 6 * time.Second
+	txnProbeParallel = 32
+	txnProbeTotal    = 3 * time.Minute
 )
 
 // txnIDUser is a workload that names the transactional.ids its clients
-// began a transaction under (the queue and compact workloads under --txn).
-type txnIDUser interface{ UsedTransactionalIDs() []string }
+// began a transaction under (the queue and compact workloads under
+// --txn), and how many more it did not keep.
+type txnIDUser interface {
+	UsedTransactionalIDs() (ids []string, dropped int)
+}
 
 // probeTxnIDs checks, once the final reads are done, that a new producer
 // can start under every transactional.id the workload began a
 // transaction under (txnIDUser): an InitProducerId for each, retried
-// while the coordinator asks to, for up to txnProbeTimeout. It is what an
-// application restarting after the faults would do first. A coordinator
-// that leaves a transaction prepared and never completes it, or never
-// aborts it, answers CONCURRENT_TRANSACTIONS for ever: that id is stuck,
-// and no read of the data shows it when the markers were written. The
-// answers go into the history as a harness event (checker.FTxnIDProbe),
-// which the checker's "transactional-ids" check reads. It runs after the
-// final reads because its InitProducerId aborts what an id left open,
-// which would unblock reads that stalled on it.
-func (r *run) probeTxnIDs(ctx context.Context) {
+// while the coordinator asks to. It is what an application restarting
+// after the faults would do first. A coordinator that leaves a
+// transaction prepared and never completes it, or never aborts it,
+// answers CONCURRENT_TRANSACTIONS for ever: that id is stuck, and no read
+// of the data shows it when the markers were written. The answers go into
+// the history as a harness event (checker.FTxnIDProbe), which the
+// checker's "transactional-ids" check reads. It runs after the final
+// reads because its InitProducerId aborts what an id left open, which
+// would unblock reads that stalled on it. When the cluster did not
+// recover (recovered false), a correct coordinator may still be waiting
+// for a partition's leader: the answers are recorded but no id is called
+// stuck.
+func (r *run) probeTxnIDs(ctx context.Context, recovered bool) {
 	user, ok := r.workload.(txnIDUser)
 	if !ok || r.adm == nil {
 		return
 	}
-	ids := user.UsedTransactionalIDs()
+	ids, dropped := user.UsedTransactionalIDs()
+	if dropped > 0 {
+		fmt.Fprintf(r.out, "transactional ids: probing the first %d; %d more were not kept\n", len(ids), dropped)
+	}
 	if len(ids) == 0 {
 		return
 	}
 	// The timeout the workload's producers used (the broker accepted it).
-	timeout := workloads.TxnTimeoutOr(time.Duration(r.t.TxnTimeout), 5*time.Second)
+	timeout := workloads.TxnTimeoutOr(time.Duration(r.t.TxnTimeout), workloads.DefaultRequestTimeout)
+	pctx, cancel := context.WithTimeout(ctx, txnProbeTotal)
+	defer cancel()
 	probes := make([]checker.TxnIDProbe, len(ids))
+	sem := make(chan struct{}, txnProbeParallel)
 	var wg sync.WaitGroup
 	for i, id := range ids {
-		wg.Go(func() { probes[i] = probeTxnID(ctx, r.adm, id, timeout, txnProbeTimeout, txnProbeStuck) })
+		wg.Go(func() {
+			probes[i] = checker.TxnIDProbe{ID: id, Error: "not probed: the probe's time ran out"}
+			select {
+			case sem <- struct{}{}:
+			case <-pctx.Done():
+				return
+			}
+			defer func() { <-sem }()
+			probes[i] = probeTxnID(pctx, r.adm, id, timeout, txnProbeTimeout, txnProbeStuck)
+		})
 	}
 	wg.Wait()
 	if ctx.Err() != nil {
 		return // an interrupted probe settles nothing
 	}
-	settled := 0
-	for _, p := range probes {
+	started := 0
+	for i := range probes {
+		p := &probes[i]
+		if p.Stuck && !recovered {
+			p.Stuck = false
+			p.Error = "not judged, the cluster did not recover: " + p.Error
+		}
 		switch {
 		case p.Stuck:
 			fmt.Fprintf(r.out, "transactional.id %s is stuck: %d InitProducerId attempts answered CONCURRENT_TRANSACTIONS over %s\n",
-				p.ID, p.Attempts, time.Duration(p.ElapsedMs)*time.Millisecond)
-		case !p.OK:
-			fmt.Fprintf(r.out, "transactional.id %s: the probe could not settle it (last: %s)\n", p.ID, p.Error)
-		default:
-			settled++
+				p.ID, p.Refused, time.Duration(p.RefusedMs)*time.Millisecond)
+		case p.OK:
+			started++
 		}
 	}
-	if settled == len(probes) {
+	if started == len(probes) {
 		fmt.Fprintf(r.out, "[%6.1fs] transactional ids: a new producer started under each of %d\n", r.elapsed().Seconds(), len(ids))
+	} else {
+		fmt.Fprintf(r.out, "[%6.1fs] transactional ids: a new producer started under %d of %d\n", r.elapsed().Seconds(), started, len(ids))
 	}
 	raw, err := json.Marshal(probes)
 	if err != nil {
@@ -91,14 +124,13 @@ func (r *run) probeTxnIDs(ctx context.Context) {
 }
 
 // probeTxnID sends InitProducerId for id (asking for txnTimeout) until it
-// succeeds, the broker gives an answer that is no request to retry, or
-// limit passes. It is stuck when every attempt of at least the last
-// stuck of it was answered CONCURRENT_TRANSACTIONS; a coordinator that
-// is moving, loading or unreachable at the end leaves it only not ok.
+// succeeds, the broker gives an answer that is no request to retry, the
+// answers have been CONCURRENT_TRANSACTIONS without a break for stuck (it
+// is stuck), or limit has passed outside such a run (limit+stuck in all).
 func probeTxnID(ctx context.Context, cl kmsg.Requestor, id string, txnTimeout, limit, stuck time.Duration) (p checker.TxnIDProbe) {
 	p.ID = id
 	start := time.Now()
-	deadline := start.Add(limit)
+	deadline, last := start.Add(limit), start.Add(limit+stuck)
 	defer func() { p.ElapsedMs = time.Since(start).Milliseconds() }()
 	var refusedSince time.Time // the first of the current run of CONCURRENT_TRANSACTIONS
 	for {
@@ -109,25 +141,32 @@ func probeTxnID(ctx context.Context, cl kmsg.Requestor, id string, txnTimeout, l
 			p.OK, p.Error = true, ""
 			return p
 		case err == nil && code == kerr.ConcurrentTransactions.Code:
+			now := time.Now()
 			if refusedSince.IsZero() {
-				refusedSince = time.Now()
+				refusedSince, p.Refused = now, 0
+			}
+			p.Refused++
+			p.RefusedMs = now.Sub(refusedSince).Milliseconds()
+			p.Error = kerr.ErrorForCode(code).Error()
+			if now.Sub(refusedSince) >= stuck {
+				p.Stuck = true
+				return p
 			}
 		case err == nil && !retryInit(code):
 			p.Error = kerr.ErrorForCode(code).Error()
 			return p
 		default:
-			refusedSince = time.Time{}
-		}
-		if err != nil {
-			p.Error = err.Error()
-		} else {
-			p.Error = kerr.ErrorForCode(code).Error()
+			refusedSince, p.Refused, p.RefusedMs = time.Time{}, 0, 0
+			if err != nil {
+				p.Error = err.Error()
+			} else {
+				p.Error = kerr.ErrorForCode(code).Error()
+			}
 		}
 		if ctx.Err() != nil {
 			return p
 		}
-		if !time.Now().Add(txnProbeBackoff).Before(deadline) {
-			p.Stuck = !refusedSince.IsZero() && time.Since(refusedSince) >= stuck
+		if now := time.Now(); now.After(last) || now.After(deadline) && refusedSince.IsZero() {
 			return p
 		}
 		select {

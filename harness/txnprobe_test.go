@@ -2,6 +2,7 @@ package harness
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -17,10 +18,10 @@ import (
 
 // The probe of a transactional id: a coordinator that lets a new producer
 // start passes at once; one that answers CONCURRENT_TRANSACTIONS to every
-// InitProducerId (a transaction it never finishes) leaves the id stuck
-// once the limit passes; a coordinator that cannot be found, or no broker
-// at all, leaves the id not ok but not stuck, since no transaction was
-// seen held.
+// InitProducerId for the stuck window (a transaction it never finishes)
+// leaves the id stuck, even after a slow start; refusals broken by other
+// answers, a coordinator that cannot be found, or no broker at all leave
+// the id not ok but not stuck, since no transaction was seen held.
 func TestProbeTxnID(t *testing.T) {
 	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.Ports(0))
 	require.NoError(t, err)
@@ -38,19 +39,72 @@ func TestProbeTxnID(t *testing.T) {
 	assert.False(t, p.Stuck)
 	assert.Equal(t, 1, p.Attempts)
 
+	// The coordinator answers InitProducerId with answer(time since the
+	// case began); 0 lets the cluster handle it.
+	var answer atomic.Pointer[func(time.Duration) int16]
+	var began time.Time
 	c.ControlKey(int16(kmsg.InitProducerID), func(req kmsg.Request) (kmsg.Response, error, bool) {
 		c.KeepControl()
+		code := (*answer.Load())(time.Since(began))
+		if code == 0 {
+			return nil, nil, false
+		}
 		resp := req.ResponseKind().(*kmsg.InitProducerIDResponse)
-		resp.ErrorCode = kerr.ConcurrentTransactions.Code
-		resp.ProducerID, resp.ProducerEpoch = -1, -1
+		resp.ErrorCode, resp.ProducerID, resp.ProducerEpoch = code, -1, -1
 		return resp, nil, true
 	})
-	p = probe(cl, "held")
+	answering := func(cl *kgo.Client, id string, fn func(time.Duration) int16) checker.TxnIDProbe {
+		answer.Store(&fn)
+		began = time.Now()
+		return probe(cl, id)
+	}
+	concurrent, loading := kerr.ConcurrentTransactions.Code, kerr.CoordinatorLoadInProgress.Code
+
+	// Held for ever: stuck once refused for the stuck window (1 s).
+	p = answering(cl, "held", func(time.Duration) int16 { return concurrent })
 	assert.False(t, p.OK)
 	assert.True(t, p.Stuck)
-	assert.Greater(t, p.Attempts, 1)
+	assert.Greater(t, p.Refused, 1)
+	assert.GreaterOrEqual(t, p.RefusedMs, int64(1000))
+	assert.Less(t, p.ElapsedMs, int64(2000), "stuck is known once the window passes")
 	assert.Contains(t, p.Error, "CONCURRENT_TRANSACTIONS")
-	assert.GreaterOrEqual(t, p.ElapsedMs, int64(1500))
+
+	// A coordinator that loads for 1.5 s and then refuses: the refusals
+	// still get their whole window, past the 2 s limit.
+	p = answering(cl, "slow", func(d time.Duration) int16 {
+		if d < 1500*time.Millisecond {
+			return loading
+		}
+		return concurrent
+	})
+	assert.True(t, p.Stuck, "%+v", p)
+	assert.GreaterOrEqual(t, p.ElapsedMs, int64(2500))
+
+	// Refusals broken by a coordinator that loads again: never a whole
+	// window of them, so not stuck. (The client retries a loading
+	// coordinator for its retry time before it answers, so the breaks
+	// show only past that time: a client of 100 ms here.)
+	quick, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...), kgo.RetryTimeout(100*time.Millisecond))
+	require.NoError(t, err)
+	defer quick.Close()
+	p = answering(quick, "broken", func(d time.Duration) int16 {
+		if d%(800*time.Millisecond) < 500*time.Millisecond {
+			return concurrent
+		}
+		return loading
+	})
+	assert.False(t, p.OK)
+	assert.False(t, p.Stuck, "%+v", p)
+
+	// Refused, then let through: a transaction that ended late.
+	p = answering(cl, "late", func(d time.Duration) int16 {
+		if d < 500*time.Millisecond {
+			return concurrent
+		}
+		return 0
+	})
+	assert.True(t, p.OK, "%+v", p)
+	assert.False(t, p.Stuck)
 
 	c.ControlKey(int16(kmsg.FindCoordinator), func(req kmsg.Request) (kmsg.Response, error, bool) {
 		c.KeepControl()

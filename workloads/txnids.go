@@ -10,11 +10,12 @@ const TxnIDsMax = 1024
 
 // TxnIDs is the set of transactional.ids a workload's clients began a
 // transaction under: what the harness probes after the final reads (a
-// workload's UsedTransactionalIDs). It keeps the first TxnIDsMax. Safe
-// for concurrent use; the zero value is empty.
+// workload's UsedTransactionalIDs). It keeps the first TxnIDsMax and
+// counts the others. Safe for concurrent use; the zero value is empty.
 type TxnIDs struct {
-	mu  sync.Mutex
-	ids map[string]bool
+	mu      sync.Mutex
+	ids     map[string]bool
+	dropped map[string]bool
 }
 
 // Add notes that a transaction began under id; on a nil set it does
@@ -28,9 +29,23 @@ func (s *TxnIDs) Add(id string) {
 	if s.ids == nil {
 		s.ids = map[string]bool{}
 	}
-	if len(s.ids) < TxnIDsMax {
+	switch {
+	case s.ids[id]:
+	case len(s.ids) < TxnIDsMax:
 		s.ids[id] = true
+	default:
+		if s.dropped == nil {
+			s.dropped = map[string]bool{}
+		}
+		s.dropped[id] = true
 	}
+}
+
+// Dropped returns how many ids were not kept, past TxnIDsMax.
+func (s *TxnIDs) Dropped() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.dropped)
 }
 
 // List returns the ids, sorted.

@@ -21,6 +21,9 @@ func TestTxnIDs(t *testing.T) {
 	}
 	assert.Len(t, s.List(), TxnIDsMax)
 	assert.Contains(t, s.List(), "a", "the first ones are kept")
+	s.Add("id-0000")
+	s.Add(fmt.Sprintf("id-%04d", TxnIDsMax+9))
+	assert.Equal(t, 12, s.Dropped(), "the ids past the bound are counted, each once")
 	var none *TxnIDs
 	none.Add("x")
 }

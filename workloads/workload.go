@@ -24,6 +24,10 @@ type Client interface {
 	Close()
 }
 
+// DefaultRequestTimeout bounds a workload client's request when the
+// workload sets none: the queue and compact workloads' default.
+const DefaultRequestTimeout = 5 * time.Second
+
 // TxnTimeoutOr is the transaction timeout a workload's producers ask for:
 // set (--txn-timeout) when positive, else four request timeouts.
 func TxnTimeoutOr(set, requestTimeout time.Duration) time.Duration {

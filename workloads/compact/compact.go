@@ -64,7 +64,7 @@ func TopicConfigs() map[string]*string {
 	}
 }
 
-const requestTimeout = 5 * time.Second
+const requestTimeout = workloads.DefaultRequestTimeout
 
 // New builds the workload against a serving cluster.
 func New(o workloads.Options) (workloads.Workload, error) {
@@ -135,9 +135,9 @@ func (w *workload) NewClient() (workloads.Client, error) {
 }
 
 // UsedTransactionalIDs returns the transactional.ids a transaction began
-// under (at most workloads.TxnIDsMax), for the harness's probe after the
-// final reads.
-func (w *workload) UsedTransactionalIDs() []string { return w.began.List() }
+// under (at most workloads.TxnIDsMax) and how many more there were, for
+// the harness's probe after the final reads.
+func (w *workload) UsedTransactionalIDs() ([]string, int) { return w.began.List(), w.began.Dropped() }
 
 func (w *workload) OwnsTopic(topic string) bool { return topic == Topic }
 

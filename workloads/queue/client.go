@@ -82,7 +82,7 @@ func (o Options) withDefaults() Options {
 	}
 	o.Acks = o.Acks.OrDefault()
 	if o.RequestTimeout <= 0 {
-		o.RequestTimeout = 5 * time.Second
+		o.RequestTimeout = workloads.DefaultRequestTimeout
 	}
 	if o.PollTimeout <= 0 {
 		o.PollTimeout = 100 * time.Millisecond

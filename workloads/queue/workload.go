@@ -95,9 +95,11 @@ func (w *workload) TransactionalIDs() []string {
 }
 
 // UsedTransactionalIDs returns the transactional.ids a transaction began
-// under (at most workloads.TxnIDsMax), for the harness's probe after the
-// final reads.
-func (w *workload) UsedTransactionalIDs() []string { return w.topics.began.List() }
+// under (at most workloads.TxnIDsMax) and how many more there were, for
+// the harness's probe after the final reads.
+func (w *workload) UsedTransactionalIDs() ([]string, int) {
+	return w.topics.began.List(), w.topics.began.Dropped()
+}
 
 // Final reads every key from the beginning up to the highest offset known
 // for it: the highest offset any send or poll returned (Jepsen's target;
