@@ -362,12 +362,14 @@ func (n *Node) txnAdder() server.TxnAdder {
 	return txnAdder{nodeID: n.cfg.NodeID, txns: n.txns, md: n.publisher, peers: n.txnPeers}
 }
 
-// AddTxnPartitions implements server.TxnAdder with AddPartitionsToTxn v4,
-// the brokers' batched form (a broker connection sends the highest version
-// both ends serve, so the request is built in that form): one request, and
-// at the coordinator one __transaction_state write, for all of them.
+// AddTxnPartitions implements server.TxnAdder: in process
+// (txn.Coordinator.AddForLeader) when the coordinator is this node, else
+// with AddPartitionsToTxn v4, the brokers' batched form (a broker
+// connection sends the highest version both ends serve, so the request is
+// built in that form). Either way one __transaction_state write at the
+// coordinator for all of them.
 func (a txnAdder) AddTxnPartitions(ctx context.Context, id string, producerID int64, epoch int16, partitions []storage.TopicPartition, verifyOnly bool) []int16 {
-	if _, local, _ := a.coordinator(id); local {
+	if _, leader, code := a.coordinator(id); code == 0 && leader == a.nodeID {
 		// The coordinator is this node: no request to build and read back.
 		tps := make([]txn.TopicPartition, len(partitions))
 		for i, tp := range partitions {
@@ -440,15 +442,15 @@ func (a txnAdder) AddTxnOffsets(ctx context.Context, id string, producerID int64
 }
 
 // coordinator finds the coordinator of transactional id id in the current
-// image: whether it is this node, or NOT_COORDINATOR when its
-// __transaction_state partition has no leader.
-func (a txnAdder) coordinator(id string) (*metadata.Image, bool, int16) {
+// image: the leader of its __transaction_state partition, or
+// NOT_COORDINATOR when that has none.
+func (a txnAdder) coordinator(id string) (*metadata.Image, int32, int16) {
 	im := a.md.Image()
 	p := im.Partition(txn.StateTopic, a.txns.PartitionFor(id))
 	if p == nil || p.Leader < 0 {
-		return im, false, kerr.NotCoordinator.Code
+		return im, -1, kerr.NotCoordinator.Code
 	}
-	return im, p.Leader == a.nodeID, 0
+	return im, p.Leader, 0
 }
 
 // askCoordinator sends req to the coordinator of transactional id id:
@@ -460,14 +462,13 @@ func (a txnAdder) coordinator(id string) (*metadata.Image, bool, int16) {
 func askCoordinator[Req kmsg.Request, Resp kmsg.Response](ctx context.Context, a txnAdder, id string, req Req,
 	local func(*txn.Coordinator, context.Context, Req) Resp) (Resp, int16) {
 	var none Resp
-	im, isLocal, code := a.coordinator(id)
+	im, leader, code := a.coordinator(id)
 	switch {
 	case code != 0:
 		return none, code
-	case isLocal:
+	case leader == a.nodeID:
 		return local(a.txns, ctx, req), 0
 	}
-	leader := im.Partition(txn.StateTopic, a.txns.PartitionFor(id)).Leader
 	addr, ok := brokerAddr(im, leader, a.peers.listener)
 	if !ok {
 		return none, kerr.NotCoordinator.Code
