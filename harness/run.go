@@ -403,7 +403,6 @@ func (r *run) execute(ctx context.Context) (Outcome, error) {
 	if ctx.Err() != nil {
 		return Outcome{}, r.interrupted(ctx, "the final reads")
 	}
-	r.setPhase("transactional ids")
 	r.probeTxnIDs(ctx, recovered)
 	if ctx.Err() != nil {
 		return Outcome{}, r.interrupted(ctx, "the probe of transactional ids")

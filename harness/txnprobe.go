@@ -72,6 +72,7 @@ func (r *run) probeTxnIDs(ctx context.Context, recovered bool) {
 	if len(ids) == 0 {
 		return
 	}
+	r.setPhase("transactional ids")
 	// The timeout the workload's producers used (the broker accepted it).
 	timeout := workloads.TxnTimeoutOr(time.Duration(r.t.TxnTimeout), workloads.DefaultRequestTimeout)
 	pctx, cancel := context.WithTimeout(ctx, txnProbeTotal)
