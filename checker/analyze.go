@@ -138,9 +138,9 @@ func Analyze(ctx context.Context, h History, opts Options) Result {
 			return runCompaction(ctx, h, p, opts)
 		}})
 	}
-	if hasTxnIDProbe(h) {
+	if probes := txnIDProbeOps(h); len(probes) > 0 {
 		checkers = append(checkers, Func{CheckerName: "transactional-ids", Fn: func(context.Context, History) CheckerResult {
-			return checkTxnIDs(h, opts.ExamplesMax)
+			return checkTxnIDs(h, probes, opts.ExamplesMax)
 		}})
 	}
 	if len(opts.FailOnClientErrors) > 0 {

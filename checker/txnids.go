@@ -11,14 +11,16 @@ import (
 // produce again.
 const AnomalyStuckTxnID = "stuck-transactional-id"
 
-// hasTxnIDProbe reports whether h records a probe of transactional ids.
-func hasTxnIDProbe(h History) bool {
+// txnIDProbeOps returns the positions in h of the probe of transactional
+// ids (harness FTxnIDProbe events), found in one pass.
+func txnIDProbeOps(h History) []int {
+	var at []int
 	for i := range h {
 		if h[i].Process == HarnessProcess && h[i].F == FTxnIDProbe {
-			return true
+			at = append(at, i)
 		}
 	}
-	return false
+	return at
 }
 
 // checkTxnIDs is the "transactional-ids" checker: every id the probe found
@@ -26,10 +28,11 @@ func hasTxnIDProbe(h History) bool {
 // probe's attempts. An id the probe could not settle (a coordinator still
 // moving or unreachable at the end, or another refusal) makes the check
 // unknown, not invalid: no held transaction was seen.
-func checkTxnIDs(h History, examplesMax int) CheckerResult {
+// at are the probe events' positions (txnIDProbeOps).
+func checkTxnIDs(h History, at []int, examplesMax int) CheckerResult {
 	var stuck []Example
 	var unsettled []string
-	for i := range h {
+	for _, i := range at {
 		for _, p := range h[i].TxnIDProbes() {
 			switch {
 			case p.Stuck:

@@ -137,32 +137,31 @@ func probeTxnID(ctx context.Context, cl kmsg.Requestor, id string, txnTimeout, l
 	for {
 		p.Attempts++
 		code, err := initProducerID(ctx, cl, id, txnTimeout)
-		switch {
-		case err == nil && code == 0:
+		if err == nil && code == 0 {
 			p.OK, p.Error = true, ""
 			return p
+		}
+		if err != nil {
+			p.Error = err.Error()
+		} else {
+			p.Error = kerr.ErrorForCode(code).Error()
+		}
+		switch {
 		case err == nil && code == kerr.ConcurrentTransactions.Code:
 			now := time.Now()
 			if refusedSince.IsZero() {
-				refusedSince, p.Refused = now, 0
+				refusedSince = now
 			}
 			p.Refused++
 			p.RefusedMs = now.Sub(refusedSince).Milliseconds()
-			p.Error = kerr.ErrorForCode(code).Error()
 			if now.Sub(refusedSince) >= stuck {
 				p.Stuck = true
 				return p
 			}
 		case err == nil && !retryInit(code):
-			p.Error = kerr.ErrorForCode(code).Error()
 			return p
 		default:
 			refusedSince, p.Refused, p.RefusedMs = time.Time{}, 0, 0
-			if err != nil {
-				p.Error = err.Error()
-			} else {
-				p.Error = kerr.ErrorForCode(code).Error()
-			}
 		}
 		if ctx.Err() != nil {
 			return p
