@@ -41,8 +41,8 @@
 //     no part of its op's transaction, so what it returned was returned);
 //     and in txn mode a record whose send definitely failed is no skipped
 //     value for poll-skip and int-poll-skip (read_committed must pass
-//     over it), nor part of the log porcupine judges. Three analyses are
-//     faultline's own (commits.go): lost-commit, a subscribed consumer
+//     over it), nor part of the log porcupine judges. Four analyses are
+//     faultline's own. Three are in commits.go: lost-commit, a subscribed consumer
 //     newly assigned a key that first polls it below an offset whose
 //     commit was acknowledged (Op.Committed, "committed" in the history)
 //     before that poll began; Jepsen cannot tell this rewind from a
@@ -53,7 +53,15 @@
 //     txn ops sent to the group (their Committed), no committed or
 //     indeterminate one. And fenced-commit, a txn op that committed though
 //     a successor with its transactional.id had been initialized first
-//     (Op.Fenced, "fenced" in the history).
+//     (Op.Fenced, "fenced" in the history). The fourth is lost-after-read (queue.go),
+//     a value polls read, every offset of which is at or above the high
+//     watermark the harness listed once the final reads stopped short on
+//     its key (the stalled-reads event): consumers read only below the
+//     high watermark, so the record was committed, and the healed
+//     partition no longer holds it. Jepsen's lost-write and unseen count
+//     only values no poll read, so a committed tail lost after it was read
+//     and never written over (a power loss of every replica near the end
+//     of a run, say) shows in neither.
 //   - "cycles": Elle's cycle search, as kafka.clj runs it. Every send,
 //     poll and txn completion is a transaction in a dependency graph with
 //     ww edges (the writers of consecutive values of a key's version
@@ -162,9 +170,10 @@
 // process's open operation is recorded info (or fail, for a transaction
 // that can only end aborted), a zombie's with its own outcome when its
 // call ends. One f "stalled-reads" (FStalledReads, a
-// list of Stall), in transactional runs only, records for the keys the
-// final reads did not finish the partition's high watermark, last stable
-// offset and open transactions; the unseen example of such a key cites it.
+// list of Stall) records for the keys the final reads did not finish the
+// partition's high watermark, last stable offset and, in transactional
+// runs, open transactions; the unseen example of such a key cites it, and
+// values polls read at or above that high watermark are lost-after-read.
 // One f "txn-id-probe" (FTxnIDProbe, a list of TxnIDProbe), recorded after
 // the final reads of a run that used transactions, says for each
 // transactional.id a transaction began under whether a new producer could

@@ -34,15 +34,19 @@ const FLeaders = "leaders"
 const FCrashClient = "crash-client"
 
 // FStalledReads is the f of a harness event recording why the final reads
-// of transactional (read_committed) consumers did not reach a key's end:
-// its value is a list of Stall, one per key they stopped short on.
+// did not reach a key's end: its value is a list of Stall, one per key
+// they stopped short on. The checker cites it where it reports values
+// those reads never saw (unseen) and finds by its high watermark the
+// values polls read that the healed partition no longer holds
+// (lost-after-read).
 const FStalledReads = "stalled-reads"
 
 // Stall is one key the final reads did not finish, with what the healed
-// cluster answered for its partition: the high watermark, the last stable
-// offset (ListOffsets read_committed) and the transactions open there
-// (DescribeProducers), which hold the LSO. An offset that could not be
-// read is -1, and Error says why.
+// cluster answered for its partition once they stopped: the high
+// watermark, the last stable offset (ListOffsets read_committed) and, in a
+// transactional run, the transactions open there (DescribeProducers),
+// which hold the LSO. An offset that could not be read is -1, and Error
+// says why.
 type Stall struct {
 	Key           int       `json:"key"`
 	Topic         string    `json:"topic"`
@@ -51,6 +55,10 @@ type Stall struct {
 	LastStable    int64     `json:"last-stable-offset"`
 	OpenTxns      []OpenTxn `json:"open-transactions,omitempty"`
 	Error         string    `json:"error,omitempty"`
+	// Unrecovered marks a run whose cluster did not serve again after the
+	// heal: a node still cut off may have answered for a partition it no
+	// longer leads, so its high watermark proves no loss.
+	Unrecovered bool `json:"unrecovered,omitempty"`
 }
 
 // OpenTxn is a producer's transaction open on a partition.

@@ -8,7 +8,8 @@ import (
 	"strings"
 )
 
-// Anomaly names, as Jepsen's Kafka checker spells them.
+// Anomaly names, as Jepsen's Kafka checker spells them (the last,
+// lost-after-read, is faultline's own).
 const (
 	AnomalyLostWrite           = "lost-write"
 	AnomalyUnseen              = "unseen"
@@ -29,6 +30,15 @@ const (
 	// poll (Jepsen's kafka checker reports elle's empty-transaction-graph
 	// for it, and counts it against validity).
 	AnomalyEmptyTransactionGraph = "empty-transaction-graph"
+	// AnomalyLostAfterRead is faultline's, not Jepsen's: a value polls
+	// read (so it lay below the high watermark: committed) that the
+	// healed cluster no longer holds. The final reads stopped short of
+	// it, and its partition's high watermark, listed after them, is at or
+	// below every offset it was seen at. Jepsen's lost-write and unseen
+	// count only values no poll ever read, so a committed tail lost after
+	// consumers had read it, with nothing written at its offsets again,
+	// shows in neither.
+	AnomalyLostAfterRead = "lost-after-read"
 )
 
 // AllowedAnomalies returns the anomalies a test tolerates, after Jepsen's
@@ -392,6 +402,7 @@ func runQueue(ctx context.Context, h History, p *pairing, opts Options) CheckerR
 
 	for _, k := range keys {
 		q.perKey(k)
+		q.lostAfterRead(k)
 	}
 	q.perOp()
 	if ctx.Err() != nil {
@@ -486,20 +497,28 @@ func (q *queue) perKey(k int) {
 		}
 	}
 	if len(unseen) > 0 {
-		a := q.found[AnomalyUnseen]
-		if a == nil {
-			a = &AnomalyReport{Examples: []Example{}, ByKey: map[int]int{}}
-			q.found[AnomalyUnseen] = a
-		}
-		a.Count += len(unseen)
-		a.ByKey[k] += len(unseen)
-		if len(a.Examples) < q.opts.ExamplesMax {
-			shown := unseen[:min(len(unseen), q.opts.ExamplesMax)]
-			a.Examples = append(a.Examples, Example{
+		q.reportValues(AnomalyUnseen, k, unseen, func(shown []int64) Example {
+			return Example{
 				Key: k, Count: len(unseen), Values: shown, Ops: unseenOps,
 				Text: fmt.Sprintf("%d acknowledged value(s) of key %d never read by any poll: %v%s", len(unseen), k, shown, q.stallText(k, unseen)),
-			})
-		}
+			}
+		})
+	}
+}
+
+// reportValues counts vals, values of key k, as anomaly name, with one
+// example per key (made from the first ExamplesMax of them) while the
+// report has room for it.
+func (q *queue) reportValues(name string, k int, vals []int64, example func(shown []int64) Example) {
+	a := q.found[name]
+	if a == nil {
+		a = &AnomalyReport{Examples: []Example{}, ByKey: map[int]int{}}
+		q.found[name] = a
+	}
+	a.Count += len(vals)
+	a.ByKey[k] += len(vals)
+	if len(a.Examples) < q.opts.ExamplesMax {
+		a.Examples = append(a.Examples, example(vals[:min(len(vals), q.opts.ExamplesMax)]))
 	}
 }
 
@@ -508,29 +527,26 @@ func (q *queue) perKey(k int) {
 // values it explains: an open transaction holds back only what lies at or
 // above the last stable offset.
 func (q *queue) stallText(k int, unseen []int64) string {
-	if q.stalls == nil {
-		q.stalls = map[int]Stall{}
-		for i := range q.h {
-			for _, s := range q.h[i].Stalls() {
-				q.stalls[s.Key] = s
-			}
-		}
-	}
-	s, ok := q.stalls[k]
+	s, ok := q.stallOf(k)
 	if !ok {
 		return ""
 	}
+	kd := q.keys[k]
 	lowest := int64(-1)
 	for _, v := range unseen {
-		for _, o := range q.keys[k].offsetsOf(v) {
-			if lowest < 0 || o < lowest {
+		if vi := kd.lookup(v); vi != nil && vi.firstIdx >= 0 {
+			if o := kd.offsets[vi.firstIdx]; lowest < 0 || o < lowest {
 				lowest = o
 			}
 		}
 	}
 	switch {
-	case s.LastStable < 0 || s.HighWatermark < 0:
+	case s.HighWatermark >= 0 && lowest >= s.HighWatermark && !s.Unrecovered:
+		return fmt.Sprintf("; the final reads stopped short on %s-%d, whose high watermark %d, listed after them, is at or below the offsets these were acknowledged at: the healed cluster no longer holds them", s.Topic, s.Partition, s.HighWatermark)
+	case s.HighWatermark < 0 || q.opts.txn && s.LastStable < 0:
 		return fmt.Sprintf("; the final reads stopped short on %s-%d, whose offsets the harness could not read (%s)", s.Topic, s.Partition, s.Error)
+	case !q.opts.txn:
+		return fmt.Sprintf("; the final reads stopped short on %s-%d, whose high watermark is %d", s.Topic, s.Partition, s.HighWatermark)
 	case s.LastStable >= s.HighWatermark:
 		return fmt.Sprintf("; the final reads stopped short on %s-%d, whose last stable offset is its high watermark %d: no open transaction held them", s.Topic, s.Partition, s.HighWatermark)
 	case lowest >= 0 && lowest < s.LastStable:
@@ -549,6 +565,77 @@ func (q *queue) stallText(k int, unseen []int64) string {
 	}
 	return fmt.Sprintf("; read_committed reads of %s-%d stop at its last stable offset %d, below its high watermark %d: %s (a transaction never ended blocks every later record)",
 		s.Topic, s.Partition, s.LastStable, s.HighWatermark, held)
+}
+
+// stallOf returns the harness's stalled-reads entry for key k, if the
+// final reads stopped short on it.
+func (q *queue) stallOf(k int) (Stall, bool) {
+	if q.stalls == nil {
+		q.stalls = map[int]Stall{}
+		for i := range q.h {
+			for _, s := range q.h[i].Stalls() {
+				q.stalls[s.Key] = s
+			}
+		}
+	}
+	s, ok := q.stalls[k]
+	return s, ok
+}
+
+// lostAfterRead finds the values of key k that polls read and the healed
+// cluster no longer holds: the final reads stopped short on k (a
+// stalled-reads event) and every offset a value was seen at is at or above
+// the partition's high watermark listed after them. A consumer only ever
+// reads below the high watermark, which a correct broker never moves back
+// over a record it exposed, so such a value was committed and then lost.
+// Values no poll read are unseen's, and a definitely aborted send read
+// back is G1a's. A key without a stalled-reads event, whose high watermark
+// could not be listed, or whose cluster did not recover after the heal (a
+// node still cut off may answer for a partition it no longer leads) is not
+// judged. The example's ops are the sends of the values it shows.
+func (q *queue) lostAfterRead(k int) {
+	s, ok := q.stallOf(k)
+	if !ok || s.HighWatermark < 0 || s.Unrecovered {
+		return
+	}
+	kd := q.keys[k]
+	start, _ := slices.BinarySearch(kd.offsets, s.HighWatermark)
+	var lost, ops []int64
+	var first, last int64 = -1, -1
+	seen := map[int64]bool{}
+	check := func(v int64, o int64) {
+		vi := kd.lookup(v)
+		if vi == nil || !vi.readOK || vi.firstIdx < int32(start) || seen[v] || vi.writer >= 0 && vi.writerType == Fail {
+			return
+		}
+		seen[v] = true
+		lost = append(lost, v)
+		if first < 0 {
+			first = o
+		}
+		last = o
+		if vi.writer >= 0 && len(lost) <= q.opts.ExamplesMax {
+			if w := q.index(vi.writer); !slices.Contains(ops, w) {
+				ops = append(ops, w)
+			}
+		}
+	}
+	for _, o := range kd.offsets[start:] {
+		check(kd.log[o].value, o)
+		for _, c := range kd.conflict[o] {
+			check(c.value, o)
+		}
+	}
+	if len(lost) == 0 {
+		return
+	}
+	q.reportValues(AnomalyLostAfterRead, k, lost, func(shown []int64) Example {
+		return Example{
+			Key: k, Count: len(lost), Values: shown, Ops: ops, Offset: ptr(first),
+			Text: fmt.Sprintf("%d value(s) of key %d that polls had read, at offsets %d to %d, are gone: %v; after the faults healed the final reads stopped short on %s-%d, whose high watermark was then %d, so the partition no longer holds records a consumer had read as committed",
+				len(lost), k, first, last, shown, s.Topic, s.Partition, s.HighWatermark),
+		}
+	})
 }
 
 // opsOf lists the writer and first ok reader of a value.

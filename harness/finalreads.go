@@ -20,7 +20,7 @@ const (
 // finalReads runs the workload's final phase (every key read from the
 // beginning up to the highest offset known for it) in rounds, each with
 // a fresh client and process, until it is done or FinalTimeout passes.
-func (r *run) finalReads(ctx context.Context) {
+func (r *run) finalReads(ctx context.Context, recovered bool) {
 	deadline := time.Now().Add(time.Duration(r.t.FinalTimeout))
 	ectx, cancel := context.WithDeadline(ctx, deadline)
 	final := r.workload.Final(ectx, r.out)
@@ -36,15 +36,17 @@ func (r *run) finalReads(ctx context.Context) {
 	}
 	if !final.Done() {
 		fmt.Fprintf(r.out, "final reads did not reach the end of %s within %s\n", final.Missing(), time.Duration(r.t.FinalTimeout))
-		r.recordStalls(ctx, final)
+		r.recordStalls(ctx, final, recovered)
 	}
 }
 
 // recordStalls asks a final phase that can say why its reads stopped
 // short (workloads.StallExplainer) and records the answer in the history
 // as a harness event, which the checker cites where it reports the
-// values those reads never saw.
-func (r *run) recordStalls(ctx context.Context, final workloads.Final) {
+// values those reads never saw. Without recovered (the cluster did not
+// serve again after the heal) each entry is marked Unrecovered: a node
+// still cut off may answer for a partition it no longer leads.
+func (r *run) recordStalls(ctx context.Context, final workloads.Final, recovered bool) {
 	e, ok := final.(workloads.StallExplainer)
 	if !ok || ctx.Err() != nil {
 		return
@@ -53,13 +55,19 @@ func (r *run) recordStalls(ctx context.Context, final workloads.Final) {
 	if len(stalls) == 0 || ctx.Err() != nil {
 		return // an interrupted lookup answers nothing worth keeping
 	}
+	for i := range stalls {
+		stalls[i].Unrecovered = !recovered
+	}
 	for _, s := range stalls {
 		note := ""
-		if s.Error != "" {
-			note = " (" + s.Error + ")"
+		if len(s.OpenTxns) > 0 {
+			note = fmt.Sprintf(", %d open transaction(s)", len(s.OpenTxns))
 		}
-		fmt.Fprintf(r.out, "  %s-%d: high watermark %d, last stable offset %d, %d open transaction(s)%s\n",
-			s.Topic, s.Partition, s.HighWatermark, s.LastStable, len(s.OpenTxns), note)
+		if s.Error != "" {
+			note += " (" + s.Error + ")"
+		}
+		fmt.Fprintf(r.out, "  %s-%d: high watermark %d, last stable offset %d%s\n",
+			s.Topic, s.Partition, s.HighWatermark, s.LastStable, note)
 	}
 	raw, err := json.Marshal(stalls)
 	if err != nil {

@@ -398,7 +398,7 @@ func (r *run) execute(ctx context.Context) (Outcome, error) {
 	}
 
 	r.setPhase("final reads")
-	r.finalReads(ctx)
+	r.finalReads(ctx, recovered)
 	stopLeaders()
 	if ctx.Err() != nil {
 		return Outcome{}, r.interrupted(ctx, "the final reads")

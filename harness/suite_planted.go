@@ -62,10 +62,10 @@ var flushPerMessage = map[string]string{"log.flush.interval.messages": "1"}
 // Anomaly classes the planted cases expect.
 var (
 	// lossClasses: an acknowledged write lost shows as lost-write or
-	// unseen, or as inconsistent-offsets once a later write reuses its
-	// offset.
-	lossClasses       = []string{checker.AnomalyLostWrite, checker.AnomalyUnseen, checker.AnomalyInconsistentOffsets}
-	corruptionClasses = []string{checker.AnomalyClientError, checker.AnomalyUnseen, checker.AnomalyLostWrite, checker.AnomalyInconsistentOffsets}
+	// unseen, as inconsistent-offsets once a later write reuses its
+	// offset, or as lost-after-read when polls had read it before.
+	lossClasses       = []string{checker.AnomalyLostWrite, checker.AnomalyUnseen, checker.AnomalyInconsistentOffsets, checker.AnomalyLostAfterRead}
+	corruptionClasses = []string{checker.AnomalyClientError, checker.AnomalyUnseen, checker.AnomalyLostWrite, checker.AnomalyInconsistentOffsets, checker.AnomalyLostAfterRead}
 	// corruptionEvidence: a client that got a batch failing its CRC, or saw
 	// a log end before what it had read, was served corruption.
 	corruptionEvidence = []string{checker.CodeCorruptMessage, checker.CodeDataLoss}

@@ -175,6 +175,7 @@ type ackedSend struct {
 type keyFacts struct {
 	sends   map[int64]ackedSend   // value -> its ok send with an offset
 	byOff   map[int64][]ackedSend // offset -> ok sends acknowledged there
+	read    map[int64]ackedSend   // value -> the first ok poll before the final reads that returned it
 	final   *checker.Op           // the last final read that returned this key
 	finalAt map[int64]int64       // offset -> value, in the final reads
 	lastOff int64
@@ -182,7 +183,7 @@ type keyFacts struct {
 
 // factsOfKey scans the history once for one key.
 func factsOfKey(a *analysis, key int) keyFacts {
-	kf := keyFacts{sends: map[int64]ackedSend{}, byOff: map[int64][]ackedSend{}, finalAt: map[int64]int64{}, lastOff: -1}
+	kf := keyFacts{sends: map[int64]ackedSend{}, byOff: map[int64][]ackedSend{}, read: map[int64]ackedSend{}, finalAt: map[int64]int64{}, lastOff: -1}
 	final := map[int]bool{} // processes whose reads are final reads
 	for i := range a.h {
 		op := &a.h[i]
@@ -209,6 +210,12 @@ func factsOfKey(a *analysis, key int) keyFacts {
 					kf.finalAt[p.Offset] = p.Value
 					kf.lastOff = max(kf.lastOff, p.Offset)
 				}
+			case m.F == checker.FPoll:
+				for _, p := range m.Polls[key] {
+					if _, ok := kf.read[p.Value]; !ok {
+						kf.read[p.Value] = ackedSend{op.Time, op.Index, p.Offset, p.Value}
+					}
+				}
 			}
 		}
 	}
@@ -219,7 +226,7 @@ func factsOfKey(a *analysis, key int) keyFacts {
 // write it starts from: one cause on one partition shows as several of
 // them.
 var storyKinds = []string{
-	checker.AnomalyLostWrite, checker.AnomalyInconsistentOffsets, checker.AnomalyNonmonotonicSend,
+	checker.AnomalyLostWrite, checker.AnomalyLostAfterRead, checker.AnomalyInconsistentOffsets, checker.AnomalyNonmonotonicSend,
 	checker.AnomalyUnseen, checker.AnomalyDuplicate, checker.AnomalyG1a,
 }
 
@@ -378,7 +385,13 @@ func keyStory(in Input, a *analysis, key int, counts map[string]int, spans []fau
 				break
 			}
 		}
+		r, wasRead := kf.read[victim.value]
+		if wasRead {
+			add(r.t, fmt.Sprintf("a poll read %d at offset %d (op %d)", r.value, r.offset, r.index))
+		}
 		switch {
+		case kf.final == nil && wasRead:
+			add(a.endNs, fmt.Sprintf("no final read returned %s; %d, read before, is gone", where, victim.value))
 		case kf.final == nil:
 			add(a.endNs, fmt.Sprintf("no final read returned %s; send %d was never read back", where, victim.value))
 		case kf.finalAt[victim.offset] == victim.value:

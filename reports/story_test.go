@@ -2,6 +2,7 @@ package reports
 
 import (
 	"context"
+	"encoding/json"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -143,4 +144,30 @@ func TestAnomalyIsNotBlamedOnALaterFault(t *testing.T) {
 	// Examples without a key (a fenced commit) follow the same rule.
 	st = anomalySentence(in, a, checker.AnomalyFencedCommit, checker.AnomalyReport{Count: 2, Examples: []checker.Example{{Key: -1, Ops: []int64{w0}}, {Key: -1, Ops: []int64{w2}}}})
 	assert.Equal(t, "2 transactions of fenced producers committed before any fault", st.sentence, "the first was seen at 5 s, before the kill at 30 s")
+}
+
+// TestStoryOfALossAfterRead: values polls read and the healed partition no
+// longer holds (lost-after-read) tell a story that says they were read,
+// then that they are gone, never that they were not read back.
+func TestStoryOfALossAfterRead(t *testing.T) {
+	var b historyBuilder
+	b.send(0, 1, 100, 0, 1000, 4, checker.OK)
+	b.send(0, 1, 101, 1, 1100, 4, checker.OK)
+	b.poll(1, 1, 2000, 4, checker.Pair{Offset: 0, Value: 100}, checker.Pair{Offset: 1, Value: 101})
+	b.nemesis("start-power", map[string]any{"mode": "all", "nodes": []string{"n1", "n2", "n3"}}, 5000)
+	b.nemesis("stop-power", map[string]any{"nodes": []string{"n1", "n2", "n3"}}, 9000)
+	raw, err := json.Marshal([]checker.Stall{{Key: 1, Topic: "t0", Partition: 1, HighWatermark: 0, LastStable: 0}})
+	require.NoError(t, err)
+	b.add(checker.Op{Time: ms(30000), Process: checker.HarnessProcess, Type: checker.Info, F: checker.FStalledReads, Raw: raw})
+	res := checker.Analyze(context.Background(), b.h, checker.Options{})
+	require.Contains(t, res.Anomalies, checker.AnomalyLostAfterRead)
+	in := Input{Spec: testSpec("power"), Result: res, History: b.h}
+	page := render(t, in)
+	parseLoose(t, page)
+	steps := strings.Join(storySteps(t, page, "story-1"), "\n")
+	assert.Contains(t, steps, "send 100 → offset 0 acknowledged")
+	assert.Contains(t, steps, "a poll read 100 at offset 0")
+	assert.Contains(t, steps, "100, read before, is gone")
+	assert.NotContains(t, steps, "never read back")
+	contains(t, page, "2 values consumers had read were lost")
 }

@@ -1,6 +1,7 @@
 package synth
 
 import (
+	"encoding/json"
 	"fmt"
 	"maps"
 	"math/rand/v2"
@@ -29,6 +30,7 @@ func Injections() []Injection {
 		{Anomaly: checker.AnomalyInconsistentOffsets, Also: []string{checker.AnomalyNonlinearizable}, Apply: injectInconsistent},
 		{Anomaly: checker.AnomalyG1a, Also: []string{checker.AnomalyNonlinearizable}, Apply: injectG1a},
 		{Anomaly: checker.AnomalyPollSkip, Also: []string{checker.AnomalyNonlinearizable}, Apply: injectPollSkip},
+		{Anomaly: checker.AnomalyLostAfterRead, Apply: injectLostAfterRead},
 	}
 }
 
@@ -316,4 +318,40 @@ func injectPollSkip(h checker.History, rng *rand.Rand) (checker.History, error) 
 	m := &out[c.pos].Mops[0]
 	m.Polls[c.k] = m.Polls[c.k][:len(m.Polls[c.k])-1]
 	return out, nil
+}
+
+// injectLostAfterRead has the final reads of a key stop short (a
+// stalled-reads event at the end) with its partition's high watermark at
+// the highest offset any poll read of it: the value read there was
+// committed and the healed partition no longer holds it.
+func injectLostAfterRead(h checker.History, rng *rand.Rand) (checker.History, error) {
+	top := map[int]int64{}
+	for _, op := range h {
+		if op.Type != checker.OK {
+			continue
+		}
+		for _, m := range op.Mops {
+			for k, pairs := range m.Polls {
+				for _, p := range pairs {
+					if o, ok := top[k]; !ok || p.Offset > o {
+						top[k] = p.Offset
+					}
+				}
+			}
+		}
+	}
+	if len(top) == 0 {
+		return nil, fmt.Errorf("no key was read")
+	}
+	k := pick(rng, slices.Sorted(maps.Keys(top)))
+	raw, err := json.Marshal([]checker.Stall{{Key: k, Topic: fmt.Sprintf("t%d", k), Partition: 0, HighWatermark: top[k], LastStable: top[k]}})
+	if err != nil {
+		return nil, err
+	}
+	out := clone(h)
+	var at int64
+	if n := len(out); n > 0 {
+		at = out[n-1].Time + 1
+	}
+	return append(out, checker.Op{Index: int64(len(out)), Time: at, Process: checker.HarnessProcess, Type: checker.Info, F: checker.FStalledReads, Raw: raw}), nil
 }

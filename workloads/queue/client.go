@@ -225,9 +225,9 @@ func (t *Topics) Ensure(ctx context.Context, keys []int) error {
 }
 
 // Stalls reads, for each key, its partition's high watermark, last stable
-// offset (ListOffsets read_committed) and the transactions open there
-// (DescribeProducers); what could not be read is the Stall's Error.
-func (t *Topics) Stalls(ctx context.Context, keys []int) []checker.Stall {
+// offset (ListOffsets read_committed) and, with txn, the transactions open
+// there (DescribeProducers); what could not be read is the Stall's Error.
+func (t *Topics) Stalls(ctx context.Context, keys []int, txn bool) []checker.Stall {
 	if len(keys) == 0 {
 		return nil
 	}
@@ -245,9 +245,13 @@ func (t *Topics) Stalls(ctx context.Context, keys []int) []checker.Stall {
 	cctx, cancel = call()
 	lso, lsoErr := t.adm.ListCommittedOffsets(cctx, names...)
 	cancel()
-	cctx, cancel = call()
-	producers, prodErr := t.adm.DescribeProducers(cctx, set)
-	cancel()
+	var producers kadm.DescribedProducersTopics
+	var prodErr error
+	if txn {
+		cctx, cancel = call()
+		producers, prodErr = t.adm.DescribeProducers(cctx, set)
+		cancel()
+	}
 	var out []checker.Stall
 	for _, k := range keys {
 		topic, part := t.opts.TopicPartition(k)
@@ -270,6 +274,7 @@ func (t *Topics) Stalls(ctx context.Context, keys []int) []checker.Stall {
 		lookup("last stable offset", lso, lsoErr, &s.LastStable)
 		dp, ok := producers[topic].Partitions[part]
 		switch {
+		case !txn:
 		case ok && dp.Err != nil:
 			errs = append(errs, fmt.Errorf("producers: %w", dp.Err))
 		case !ok && prodErr != nil:

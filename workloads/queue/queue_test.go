@@ -362,7 +362,7 @@ func TestStallsShowAnOpenTransaction(t *testing.T) {
 	require.NoError(t, cl.BeginTransaction())
 	require.NoError(t, cl.ProduceSync(ctx, &kgo.Record{Partition: part, Value: []byte("open")}).FirstErr())
 
-	stalls := topics.Stalls(ctx, []int{0})
+	stalls := topics.Stalls(ctx, []int{0}, true)
 	require.Len(t, stalls, 1)
 	s := stalls[0]
 	assert.Equal(t, topic, s.Topic)
@@ -371,6 +371,13 @@ func TestStallsShowAnOpenTransaction(t *testing.T) {
 	require.Empty(t, s.Error)
 	require.Len(t, s.OpenTxns, 1)
 	assert.Equal(t, int64(0), s.OpenTxns[0].FirstOffset)
+
+	// Outside transactions only the offsets are listed.
+	plain := topics.Stalls(ctx, []int{0}, false)
+	require.Len(t, plain, 1)
+	assert.Equal(t, int64(1), plain[0].HighWatermark)
+	assert.Empty(t, plain[0].OpenTxns)
+	assert.Empty(t, plain[0].Error)
 }
 
 // TestInfoTransactionsAreNoFinalReadTarget: the offset of a send in a

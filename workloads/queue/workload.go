@@ -143,13 +143,12 @@ func (f *finalPhase) NewClient() (workloads.Client, error) { return NewClient(f.
 
 func (f *finalPhase) Missing() string { return fmt.Sprintf("keys %v", f.FinalGenerator.Missing()) }
 
-// Stalls implements workloads.StallExplainer for transactional runs: for
-// each key not read to its end, the partition's high watermark, last
-// stable offset and open transactions, which is what stops read_committed
-// reads. Nil without Options.Txn (plain reads stop at the high watermark).
+// Stalls implements workloads.StallExplainer: for each key not read to
+// its end, the partition's high watermark and last stable offset and,
+// with Options.Txn, its open transactions, which is what stops
+// read_committed reads. The high watermark also says whether the healed
+// partition still holds what polls read before (the checker's
+// lost-after-read).
 func (f *finalPhase) Stalls(ctx context.Context) []checker.Stall {
-	if !f.opts.Txn {
-		return nil
-	}
-	return f.topics.Stalls(ctx, f.FinalGenerator.Missing())
+	return f.topics.Stalls(ctx, f.FinalGenerator.Missing(), f.opts.Txn)
 }
