@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"sort"
+	"strconv"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -40,6 +42,7 @@ func (r *run) waitServing(ctx context.Context, limit time.Duration) error {
 		case md.ControllerID < 0:
 			last = errors.New("no active controller")
 		default:
+			r.learnIDs(md)
 			return nil
 		}
 		select {
@@ -75,11 +78,59 @@ func (c *clusterView) Nodes() []string {
 
 func (c *clusterView) name(id int32) string {
 	for _, n := range c.r.nodes {
-		if n.ID == id {
+		if c.r.brokerID(n) == id {
 			return n.Name
 		}
 	}
 	return ""
+}
+
+// brokerID returns the id the cluster reports for node n's broker: its
+// node.id unless learnIDs found that the cluster numbers it otherwise.
+func (r *run) brokerID(n Node) int32 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if id, ok := r.ids[n.Name]; ok {
+		return id
+	}
+	return n.ID
+}
+
+// learnIDs maps the run's broker nodes to the ids a Metadata answer lists
+// when those are not their node.ids, as with a broker whose ids are its
+// own (kfake numbers its one broker 0): by advertised address, or, when
+// the run has one broker node and the answer one broker, that broker.
+// Nodes whose node.id the answer lists keep it.
+func (r *run) learnIDs(md *kmsg.MetadataResponse) {
+	listed := map[int32]bool{}
+	byAddr := map[string]int32{}
+	for _, b := range md.Brokers {
+		listed[b.NodeID] = true
+		byAddr[net.JoinHostPort(b.Host, strconv.Itoa(int(b.Port)))] = b.NodeID
+	}
+	var brokers []Node
+	for _, n := range r.nodes {
+		if n.Broker {
+			brokers = append(brokers, n)
+		}
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, n := range brokers {
+		id, ok := byAddr[n.Addr]
+		switch {
+		case listed[n.ID]:
+			continue
+		case !ok && len(brokers) == 1 && len(md.Brokers) == 1:
+			id, ok = md.Brokers[0].NodeID, true
+		}
+		if ok {
+			if r.ids == nil {
+				r.ids = map[string]int32{}
+			}
+			r.ids[n.Name] = id
+		}
+	}
 }
 
 func (c *clusterView) Leaders(ctx context.Context) ([]string, error) {

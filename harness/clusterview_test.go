@@ -147,3 +147,41 @@ func TestActivePartitionsPassOverKeysAboutToRetire(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, map[string]bool{"t1-2": true}, got)
 }
+
+// TestLearnIDsMapsNodesToTheBrokerIDsTheClusterReports: a broker that
+// numbers itself (kfake's one broker is 0) is found by its advertised
+// address, or as the one broker of a one-node run; nodes whose node.id the
+// cluster lists keep it.
+func TestLearnIDsMapsNodesToTheBrokerIDsTheClusterReports(t *testing.T) {
+	broker := func(id int32, host string, port int32) kmsg.MetadataResponseBroker {
+		b := kmsg.NewMetadataResponseBroker()
+		b.NodeID, b.Host, b.Port = id, host, port
+		return b
+	}
+	md := func(brokers ...kmsg.MetadataResponseBroker) *kmsg.MetadataResponse {
+		m := kmsg.NewPtrMetadataResponse()
+		m.Brokers = brokers
+		return m
+	}
+
+	one := &run{nodes: []Node{{Name: "n1", ID: 1, Addr: "10.0.0.1:9092", Broker: true}}}
+	one.learnIDs(md(broker(0, "kfake.local", 9092)))
+	assert.Equal(t, int32(0), one.brokerID(one.nodes[0]), "the one broker of a one-node run")
+	assert.Equal(t, "n1", (&clusterView{r: one}).name(0))
+	assert.Empty(t, (&clusterView{r: one}).name(1))
+
+	three := &run{nodes: []Node{
+		{Name: "n1", ID: 1, Addr: "10.0.0.1:9092", Broker: true},
+		{Name: "n2", ID: 2, Addr: "10.0.0.2:9092", Broker: true},
+		{Name: "n3", ID: 3, Addr: "10.0.0.3:9092", Broker: true},
+	}}
+	three.learnIDs(md(broker(7, "10.0.0.2", 9092), broker(3, "10.0.0.3", 9092), broker(5, "10.0.0.1", 9092)))
+	assert.Equal(t, int32(5), three.brokerID(three.nodes[0]), "by advertised address")
+	assert.Equal(t, int32(7), three.brokerID(three.nodes[1]))
+	assert.Equal(t, int32(3), three.brokerID(three.nodes[2]), "its node.id is listed")
+
+	same := &run{nodes: []Node{{Name: "n1", ID: 1, Addr: "10.0.0.1:9092", Broker: true}}}
+	same.learnIDs(md(broker(1, "elsewhere", 1)))
+	assert.Equal(t, int32(1), same.brokerID(same.nodes[0]))
+	assert.Nil(t, same.ids)
+}

@@ -38,14 +38,15 @@ func (r *run) freshMetadata(ctx context.Context, withTopics bool) (*kmsg.Metadat
 			}
 			nctx, cancel := context.WithTimeout(ctx, nodeMetadataTimeout)
 			defer cancel()
-			resp, err := req.RequestWith(nctx, r.adm.Broker(int(n.ID)))
+			id := r.brokerID(n)
+			resp, err := req.RequestWith(nctx, r.adm.Broker(int(id)))
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
 				errs = append(errs, err)
 				return
 			}
-			answers = append(answers, nodeMetadata{n.ID, resp})
+			answers = append(answers, nodeMetadata{id, resp})
 		})
 	}
 	wg.Wait()

@@ -202,7 +202,11 @@ type run struct {
 	// recorded steps it drove (nemesis.ReplayNotes); the report shows them.
 	replayNotes []string
 
-	mu     sync.Mutex
+	mu sync.Mutex
+	// ids maps a node's name to the broker id the cluster reports for it
+	// where that is not its node.id (learnIDs): kfake numbers its one
+	// broker 0.
+	ids    map[string]int32
 	faults []string // faults in force, for the progress line
 	// written is when each key last had a send acknowledged (noteWrites),
 	// for the faults that aim at the partitions being written now, and
