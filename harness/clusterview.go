@@ -77,8 +77,15 @@ func (c *clusterView) Nodes() []string {
 }
 
 func (c *clusterView) name(id int32) string {
+	c.r.mu.Lock()
+	ids := c.r.ids // replaced whole by learnIDs, never changed in place
+	c.r.mu.Unlock()
 	for _, n := range c.r.nodes {
-		if c.r.brokerID(n) == id {
+		b := n.ID
+		if v, ok := ids[n.Name]; ok {
+			b = v
+		}
+		if b == id {
 			return n.Name
 		}
 	}
@@ -98,9 +105,11 @@ func (r *run) brokerID(n Node) int32 {
 
 // learnIDs maps the run's broker nodes to the ids a Metadata answer lists
 // when those are not their node.ids, as with a broker whose ids are its
-// own (kfake numbers its one broker 0): by advertised address, or, when
-// the run has one broker node and the answer one broker, that broker.
-// Nodes whose node.id the answer lists keep it.
+// own (kfake numbers its one broker 0): first by advertised address, then
+// a node.id the answer lists and no node claimed, then, when the run has
+// one broker node and the answer one broker, that broker. No two nodes
+// get one id: a node the answer does not place keeps what an earlier
+// answer taught unless the answer gave that id to another node.
 func (r *run) learnIDs(md *kmsg.MetadataResponse) {
 	listed := map[int32]bool{}
 	byAddr := map[string]int32{}
@@ -114,23 +123,39 @@ func (r *run) learnIDs(md *kmsg.MetadataResponse) {
 			brokers = append(brokers, n)
 		}
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for _, n := range brokers {
-		id, ok := byAddr[n.Addr]
-		switch {
-		case listed[n.ID]:
-			continue
-		case !ok && len(brokers) == 1 && len(md.Brokers) == 1:
-			id, ok = md.Brokers[0].NodeID, true
-		}
-		if ok {
-			if r.ids == nil {
-				r.ids = map[string]int32{}
-			}
-			r.ids[n.Name] = id
+	placed := map[string]bool{}
+	claimed := map[int32]bool{}
+	ids := map[string]int32{}
+	place := func(n Node, id int32) {
+		placed[n.Name], claimed[id] = true, true
+		if id != n.ID {
+			ids[n.Name] = id
 		}
 	}
+	for _, n := range brokers {
+		if id, ok := byAddr[n.Addr]; ok && !claimed[id] {
+			place(n, id)
+		}
+	}
+	for _, n := range brokers {
+		if !placed[n.Name] && listed[n.ID] && !claimed[n.ID] {
+			place(n, n.ID)
+		}
+	}
+	if len(brokers) == 1 && len(md.Brokers) == 1 && !placed[brokers[0].Name] {
+		place(brokers[0], md.Brokers[0].NodeID)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for name, id := range r.ids {
+		if !placed[name] && !claimed[id] {
+			ids[name] = id
+		}
+	}
+	if len(ids) == 0 {
+		ids = nil
+	}
+	r.ids = ids
 }
 
 func (c *clusterView) Leaders(ctx context.Context) ([]string, error) {

@@ -180,6 +180,30 @@ func TestLearnIDsMapsNodesToTheBrokerIDsTheClusterReports(t *testing.T) {
 	assert.Equal(t, int32(7), three.brokerID(three.nodes[1]))
 	assert.Equal(t, int32(3), three.brokerID(three.nodes[2]), "its node.id is listed")
 
+	// Ids that overlap the node.ids in another order: the address decides,
+	// and no two nodes share an id.
+	swapped := &run{nodes: []Node{
+		{Name: "n1", ID: 1, Addr: "10.0.0.1:9092", Broker: true},
+		{Name: "n2", ID: 2, Addr: "10.0.0.2:9092", Broker: true},
+	}}
+	swapped.learnIDs(md(broker(2, "10.0.0.1", 9092), broker(5, "10.0.0.2", 9092)))
+	assert.Equal(t, int32(2), swapped.brokerID(swapped.nodes[0]))
+	assert.Equal(t, int32(5), swapped.brokerID(swapped.nodes[1]))
+	assert.Equal(t, "n1", (&clusterView{r: swapped}).name(2))
+	assert.Equal(t, "n2", (&clusterView{r: swapped}).name(5))
+	// A later answer that lists n2's node.id at its address undoes what
+	// the earlier one taught, and n1, which it does not place, loses the
+	// id it had learnt, now n2's.
+	swapped.learnIDs(md(broker(2, "10.0.0.2", 9092), broker(7, "10.0.0.9", 9092)))
+	assert.Equal(t, int32(2), swapped.brokerID(swapped.nodes[1]))
+	assert.Equal(t, int32(1), swapped.brokerID(swapped.nodes[0]))
+	assert.Equal(t, "n2", (&clusterView{r: swapped}).name(2))
+	// One that does not list n1 at all leaves what n1 learnt alone.
+	kept := &run{nodes: swapped.nodes}
+	kept.learnIDs(md(broker(4, "10.0.0.1", 9092), broker(2, "10.0.0.2", 9092)))
+	kept.learnIDs(md(broker(2, "10.0.0.2", 9092)))
+	assert.Equal(t, int32(4), kept.brokerID(kept.nodes[0]))
+
 	same := &run{nodes: []Node{{Name: "n1", ID: 1, Addr: "10.0.0.1:9092", Broker: true}}}
 	same.learnIDs(md(broker(1, "elsewhere", 1)))
 	assert.Equal(t, int32(1), same.brokerID(same.nodes[0]))
