@@ -602,13 +602,14 @@ func (q *queue) lostAfterRead(k int) {
 	start, _ := slices.BinarySearch(kd.offsets, s.HighWatermark)
 	var lost, ops []int64
 	var first, last int64 = -1, -1
-	seen := map[int64]bool{}
-	check := func(v int64, o int64) {
+	// A value counts at its first log position, so once, and only when
+	// that position (hence every one) is at or above the high watermark.
+	check := func(v int64, idx int) {
 		vi := kd.lookup(v)
-		if vi == nil || !vi.readOK || vi.firstIdx < int32(start) || seen[v] || vi.writer >= 0 && vi.writerType == Fail {
+		if vi == nil || !vi.readOK || vi.firstIdx != int32(idx) || vi.writer >= 0 && vi.writerType == Fail {
 			return
 		}
-		seen[v] = true
+		o := kd.offsets[idx]
 		lost = append(lost, v)
 		if first < 0 {
 			first = o
@@ -620,10 +621,11 @@ func (q *queue) lostAfterRead(k int) {
 			}
 		}
 	}
-	for _, o := range kd.offsets[start:] {
-		check(kd.log[o].value, o)
+	for idx := start; idx < len(kd.offsets); idx++ {
+		o := kd.offsets[idx]
+		check(kd.log[o].value, idx)
 		for _, c := range kd.conflict[o] {
-			check(c.value, o)
+			check(c.value, idx)
 		}
 	}
 	if len(lost) == 0 {

@@ -77,15 +77,9 @@ func (c *clusterView) Nodes() []string {
 }
 
 func (c *clusterView) name(id int32) string {
-	c.r.mu.Lock()
-	ids := c.r.ids // replaced whole by learnIDs, never changed in place
-	c.r.mu.Unlock()
+	ids := c.r.learntIDs()
 	for _, n := range c.r.nodes {
-		b := n.ID
-		if v, ok := ids[n.Name]; ok {
-			b = v
-		}
-		if b == id {
+		if brokerIDIn(ids, n) == id {
 			return n.Name
 		}
 	}
@@ -94,10 +88,19 @@ func (c *clusterView) name(id int32) string {
 
 // brokerID returns the id the cluster reports for node n's broker: its
 // node.id unless learnIDs found that the cluster numbers it otherwise.
-func (r *run) brokerID(n Node) int32 {
+func (r *run) brokerID(n Node) int32 { return brokerIDIn(r.learntIDs(), n) }
+
+// learntIDs returns what learnIDs learnt, which it replaces whole and
+// never changes in place.
+func (r *run) learntIDs() map[string]int32 {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if id, ok := r.ids[n.Name]; ok {
+	return r.ids
+}
+
+// brokerIDIn is node n's broker id given ids (learntIDs).
+func brokerIDIn(ids map[string]int32, n Node) int32 {
+	if id, ok := ids[n.Name]; ok {
 		return id
 	}
 	return n.ID

@@ -56,9 +56,8 @@ func (r *run) recordStalls(ctx context.Context, final workloads.Final, recovered
 		return // an interrupted lookup answers nothing worth keeping
 	}
 	for i := range stalls {
-		stalls[i].Unrecovered = !recovered
-	}
-	for _, s := range stalls {
+		s := &stalls[i]
+		s.Unrecovered = !recovered
 		note := ""
 		if len(s.OpenTxns) > 0 {
 			note = fmt.Sprintf(", %d open transaction(s)", len(s.OpenTxns))

@@ -272,19 +272,11 @@ func (t *Topics) Stalls(ctx context.Context, keys []int, txn bool) []checker.Sta
 		}
 		lookup("high watermark", hw, hwErr, &s.HighWatermark)
 		lookup("last stable offset", lso, lsoErr, &s.LastStable)
-		dp, ok := producers[topic].Partitions[part]
-		switch {
-		case !txn:
-		case ok && dp.Err != nil:
-			errs = append(errs, fmt.Errorf("producers: %w", dp.Err))
-		case !ok && prodErr != nil:
-			errs = append(errs, fmt.Errorf("producers: %w", prodErr))
-		case !ok:
-			errs = append(errs, errors.New("producers: not listed"))
-		}
-		for _, p := range dp.ActiveProducers.Sorted() {
-			if p.CurrentTxnStartOffset >= 0 {
-				s.OpenTxns = append(s.OpenTxns, checker.OpenTxn{ProducerID: p.ProducerID, Epoch: p.ProducerEpoch, FirstOffset: p.CurrentTxnStartOffset})
+		if txn {
+			open, err := openTxns(producers, prodErr, topic, part)
+			s.OpenTxns = open
+			if err != nil {
+				errs = append(errs, err)
 			}
 		}
 		if err := errors.Join(errs...); err != nil {
@@ -293,6 +285,28 @@ func (t *Topics) Stalls(ctx context.Context, keys []int, txn bool) []checker.Sta
 		out = append(out, s)
 	}
 	return out
+}
+
+// openTxns lists the transactions open on a partition from a
+// DescribeProducers answer (err: the request's error), and why they could
+// not be listed.
+func openTxns(producers kadm.DescribedProducersTopics, err error, topic string, part int32) ([]checker.OpenTxn, error) {
+	dp, ok := producers[topic].Partitions[part]
+	switch {
+	case ok && dp.Err != nil:
+		return nil, fmt.Errorf("producers: %w", dp.Err)
+	case !ok && err != nil:
+		return nil, fmt.Errorf("producers: %w", err)
+	case !ok:
+		return nil, errors.New("producers: not listed")
+	}
+	var out []checker.OpenTxn
+	for _, p := range dp.ActiveProducers.Sorted() {
+		if p.CurrentTxnStartOffset >= 0 {
+			out = append(out, checker.OpenTxn{ProducerID: p.ProducerID, Epoch: p.ProducerEpoch, FirstOffset: p.CurrentTxnStartOffset})
+		}
+	}
+	return out, nil
 }
 
 // EndOffsets returns each key's end offset (the offset the next write
