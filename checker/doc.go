@@ -172,7 +172,9 @@
 // call ends. One f "stalled-reads" (FStalledReads, a
 // list of Stall) records for the keys the final reads did not finish the
 // partition's high watermark, last stable offset and, in transactional
-// runs, open transactions; the unseen example of such a key cites it, and
+// runs, open transactions, or that the healed cluster no longer lists the
+// partition at all (Stall.Missing, after several looks at every broker,
+// an empty log then); the unseen example of such a key cites it, and
 // values polls read at or above that high watermark are lost-after-read.
 // One f "txn-id-probe" (FTxnIDProbe, a list of TxnIDProbe), recorded after
 // the final reads of a run that used transactions, says for each

@@ -59,6 +59,21 @@ type Stall struct {
 	// heal: a node still cut off may have answered for a partition it no
 	// longer leads, so its high watermark proves no loss.
 	Unrecovered bool `json:"unrecovered,omitempty"`
+	// Missing marks a partition the healed cluster no longer lists: every
+	// broker that answered a Metadata request, at each of several looks
+	// seconds apart, said its topic does not exist or listed the topic
+	// without it. Its log counts as empty (LogEnd).
+	Missing bool `json:"missing,omitempty"`
+}
+
+// LogEnd is the offset below which the healed partition still holds
+// records: its high watermark, 0 for a partition the cluster no longer
+// lists (Missing), -1 when neither is known.
+func (s Stall) LogEnd() int64 {
+	if s.Missing {
+		return 0
+	}
+	return s.HighWatermark
 }
 
 // OpenTxn is a producer's transaction open on a partition.

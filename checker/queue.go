@@ -541,6 +541,8 @@ func (q *queue) stallText(k int, unseen []int64) string {
 		}
 	}
 	switch {
+	case s.Missing && !s.Unrecovered:
+		return fmt.Sprintf("; the final reads stopped short on %s-%d, which the healed cluster no longer lists: the topic or partition is gone, and these with it", s.Topic, s.Partition)
 	case s.HighWatermark >= 0 && lowest >= s.HighWatermark && !s.Unrecovered:
 		return fmt.Sprintf("; the final reads stopped short on %s-%d, whose high watermark %d, listed after them, is at or below the offsets these were acknowledged at: the healed cluster no longer holds them", s.Topic, s.Partition, s.HighWatermark)
 	case s.HighWatermark < 0 || q.opts.txn && s.LastStable < 0:
@@ -585,21 +587,23 @@ func (q *queue) stallOf(k int) (Stall, bool) {
 // lostAfterRead finds the values of key k that polls read and the healed
 // cluster no longer holds: the final reads stopped short on k (a
 // stalled-reads event) and every offset a value was seen at is at or above
-// the partition's high watermark listed after them. A consumer only ever
+// the partition's high watermark listed after them (0 when the cluster no
+// longer lists the partition at all: Stall.Missing). A consumer only ever
 // reads below the high watermark, which a correct broker never moves back
 // over a record it exposed, so such a value was committed and then lost.
 // Values no poll read are unseen's, and a definitely aborted send read
 // back is G1a's. A key without a stalled-reads event, whose high watermark
-// could not be listed, or whose cluster did not recover after the heal (a
+// could not be listed (for a partition still listed), or whose cluster did not recover after the heal (a
 // node still cut off may answer for a partition it no longer leads) is not
 // judged. The example's ops are the sends of the values it shows.
 func (q *queue) lostAfterRead(k int) {
 	s, ok := q.stallOf(k)
-	if !ok || s.HighWatermark < 0 || s.Unrecovered {
+	end := s.LogEnd()
+	if !ok || end < 0 || s.Unrecovered {
 		return
 	}
 	kd := q.keys[k]
-	start, _ := slices.BinarySearch(kd.offsets, s.HighWatermark)
+	start, _ := slices.BinarySearch(kd.offsets, end)
 	var lost, ops []int64
 	var first, last int64 = -1, -1
 	// A value counts at its first log position, so once, and only when
@@ -631,11 +635,15 @@ func (q *queue) lostAfterRead(k int) {
 	if len(lost) == 0 {
 		return
 	}
+	why := fmt.Sprintf("whose high watermark was then %d, so the partition no longer holds records a consumer had read as committed", s.HighWatermark)
+	if s.Missing {
+		why = "which the healed cluster no longer lists: every broker asked said the topic or partition does not exist, so records a consumer had read as committed went with it"
+	}
 	q.reportValues(AnomalyLostAfterRead, k, lost, func(shown []int64) Example {
 		return Example{
 			Key: k, Count: len(lost), Values: shown, Ops: ops, Offset: ptr(first),
-			Text: fmt.Sprintf("%d value(s) of key %d that polls had read, at offsets %d to %d, are gone: %v; after the faults healed the final reads stopped short on %s-%d, whose high watermark was then %d, so the partition no longer holds records a consumer had read as committed",
-				len(lost), k, first, last, shown, s.Topic, s.Partition, s.HighWatermark),
+			Text: fmt.Sprintf("%d value(s) of key %d that polls had read, at offsets %d to %d, are gone: %v; after the faults healed the final reads stopped short on %s-%d, %s",
+				len(lost), k, first, last, shown, s.Topic, s.Partition, why),
 		}
 	})
 }

@@ -140,10 +140,23 @@ func TestLostAfterRead(t *testing.T) {
 	res = analyze(plain, `"high-watermark":0,"last-stable-offset":0`)
 	assert.Equal(t, 3, res.Anomalies[AnomalyLostAfterRead].Count)
 
+	// A partition the healed cluster no longer lists holds nothing.
+	res = analyze(plain, `"high-watermark":-1,"last-stable-offset":-1,"missing":true,"error":"high watermark: not listed"`)
+	require.Contains(t, res.Anomalies, AnomalyLostAfterRead)
+	assert.Equal(t, 3, res.Anomalies[AnomalyLostAfterRead].Count)
+	assert.Contains(t, res.Anomalies[AnomalyLostAfterRead].Examples[0].Text, "no longer lists")
+	res = analyze(run{lines: append(slices.Clone(plain.lines),
+		`"process":0,"type":"invoke","f":"send","value":[["send",0,13]]`,
+		`"process":0,"type":"ok","f":"send","value":[["send",0,[3,13]]]`,
+	)}, `"high-watermark":-1,"last-stable-offset":-1,"missing":true`)
+	require.Contains(t, res.Anomalies, AnomalyUnseen)
+	assert.Contains(t, res.Anomalies[AnomalyUnseen].Examples[0].Text, "no longer lists", "unseen says where its values went")
+
 	for name, stall := range map[string]string{
 		"high watermark above the reads": `"high-watermark":3,"last-stable-offset":3`,
 		"high watermark unknown":         `"high-watermark":-1,"last-stable-offset":-1,"error":"high watermark: context deadline exceeded"`,
 		"cluster not recovered":          `"high-watermark":1,"last-stable-offset":1,"unrecovered":true`,
+		"missing, not recovered":         `"high-watermark":-1,"last-stable-offset":-1,"missing":true,"unrecovered":true`,
 		"no stalled-reads event":         "",
 	} {
 		res := analyze(plain, stall)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/faultline/faultline/checker"
@@ -62,8 +63,12 @@ func (r *run) recordStalls(ctx context.Context, final workloads.Final, recovered
 		if len(s.OpenTxns) > 0 {
 			note = fmt.Sprintf(", %d open transaction(s)", len(s.OpenTxns))
 		}
+		if s.Missing {
+			fmt.Fprintf(r.out, "  %s-%d: no longer listed by the cluster\n", s.Topic, s.Partition)
+			continue
+		}
 		if s.Error != "" {
-			note += " (" + s.Error + ")"
+			note += " (" + strings.ReplaceAll(s.Error, "\n", "; ") + ")"
 		}
 		fmt.Fprintf(r.out, "  %s-%d: high watermark %d, last stable offset %d%s\n",
 			s.Topic, s.Partition, s.HighWatermark, s.LastStable, note)

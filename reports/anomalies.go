@@ -36,7 +36,7 @@ var anomalyCatalog = []anomalyKind{
 		Definition: "An acknowledged send sits below the highest offset any poll read on its partition, yet no poll ever returned it: the log lost a committed record.",
 		one:        "1 acknowledged write was lost", many: "%d acknowledged writes were lost"},
 	{Name: checker.AnomalyLostAfterRead, loss: true,
-		Definition: "Polls read these values, so they lay below the partition's high watermark and were committed; once the faults had healed, the final reads stopped short of them and the partition's high watermark was at or below every offset they had been read at: the cluster lost records consumers had already read. (faultline's check: Jepsen's lost-write and unseen count only values no poll ever read.)",
+		Definition: "Polls read these values, so they lay below the partition's high watermark and were committed; once the faults had healed, the final reads stopped short of them and the partition's high watermark was at or below every offset they had been read at, or the cluster no longer listed the partition at all: the cluster lost records consumers had already read. (faultline's check: Jepsen's lost-write and unseen count only values no poll ever read.)",
 		one:        "1 value consumers had read was lost", many: "%d values consumers had read were lost"},
 	{Name: checker.AnomalyUnseen, loss: true,
 		Definition: "An acknowledged send that no poll had returned by the end of the test, after the final reads. Either it was lost above the highest offset read, or reads never caught up.",

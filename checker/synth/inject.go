@@ -322,8 +322,9 @@ func injectPollSkip(h checker.History, rng *rand.Rand) (checker.History, error) 
 
 // injectLostAfterRead has the final reads of a key stop short (a
 // stalled-reads event at the end) with its partition's high watermark at
-// the highest offset any poll read of it: the value read there was
-// committed and the healed partition no longer holds it.
+// the highest offset any poll read of it, or (one time in three) with the
+// partition no longer listed at all: the value read there was committed
+// and the healed partition no longer holds it.
 func injectLostAfterRead(h checker.History, rng *rand.Rand) (checker.History, error) {
 	top := map[int]int64{}
 	for _, op := range h {
@@ -344,7 +345,11 @@ func injectLostAfterRead(h checker.History, rng *rand.Rand) (checker.History, er
 		return nil, fmt.Errorf("no key was read")
 	}
 	k := pick(rng, slices.Sorted(maps.Keys(top)))
-	raw, err := json.Marshal([]checker.Stall{{Key: k, Topic: fmt.Sprintf("t%d", k), Partition: 0, HighWatermark: top[k], LastStable: top[k]}})
+	stall := checker.Stall{Key: k, Topic: fmt.Sprintf("t%d", k), Partition: 0, HighWatermark: top[k], LastStable: top[k]}
+	if rng.IntN(3) == 0 { // the whole partition is gone
+		stall.HighWatermark, stall.LastStable, stall.Missing = -1, -1, true
+	}
+	raw, err := json.Marshal([]checker.Stall{stall})
 	if err != nil {
 		return nil, err
 	}

@@ -141,6 +141,7 @@ func (o Options) Key(topic string, partition int32) (int, bool) {
 // It is shared by every client of a test so each topic is created once.
 type Topics struct {
 	opts    Options
+	kcl     *kgo.Client // adm's, for requests to one broker
 	adm     *kadm.Client
 	mu      sync.Mutex
 	created map[string]bool
@@ -186,7 +187,7 @@ func NewTopics(opts Options) (*Topics, error) {
 	if err != nil {
 		return nil, fmt.Errorf("admin client: %w", err)
 	}
-	return &Topics{opts: opts, adm: kadm.NewClient(cl), created: map[string]bool{}}, nil
+	return &Topics{opts: opts, kcl: cl, adm: kadm.NewClient(cl), created: map[string]bool{}}, nil
 }
 
 // Ensure creates the topic of every key in keys that was not created yet.
@@ -284,7 +285,121 @@ func (t *Topics) Stalls(ctx context.Context, keys []int, txn bool) []checker.Sta
 		}
 		out = append(out, s)
 	}
+	var unlisted []int // keys whose high watermark was not listed
+	for _, s := range out {
+		if s.HighWatermark < 0 {
+			unlisted = append(unlisted, s.Key)
+		}
+	}
+	if len(unlisted) > 0 {
+		gone := t.goneFor(ctx, unlisted, stallLooks, stallLookGap)
+		for i := range out {
+			out[i].Missing = gone[out[i].Key]
+		}
+	}
 	return out
+}
+
+// A partition counts as gone (Stall.Missing) only when it is missing at
+// every one of stallLooks looks, stallLookGap apart: a broker that has
+// just restarted may serve before its metadata has caught up.
+const (
+	stallLooks   = 3
+	stallLookGap = time.Second
+)
+
+// goneFor reports which of keys' partitions the cluster no longer lists:
+// at each of looks looks, gap apart, every broker that answered a Metadata
+// request for their topics (at least one) said the topic does not exist
+// or listed it without the partition. Any other answer (a listed
+// partition, another error) or an interrupted look keeps a partition out.
+func (t *Topics) goneFor(ctx context.Context, keys []int, looks int, gap time.Duration) map[int]bool {
+	gone := map[int]bool{}
+	for _, k := range keys {
+		gone[k] = true
+	}
+	for look := range looks {
+		if look > 0 {
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-time.After(gap):
+			}
+		}
+		now := t.unlistedNow(ctx, keys)
+		still := false
+		for k := range gone {
+			gone[k] = gone[k] && now[k]
+			still = still || gone[k]
+		}
+		if !still {
+			return nil
+		}
+	}
+	return gone
+}
+
+// unlistedNow asks every broker the admin client knows (or, before it
+// knows any, one of the seeds) for the metadata of keys' topics, and
+// reports the keys whose partition no answering broker lists.
+func (t *Topics) unlistedNow(ctx context.Context, keys []int) map[int]bool {
+	req := kmsg.NewPtrMetadataRequest()
+	for _, name := range t.opts.topicsOf(keys) {
+		rt := kmsg.NewMetadataRequestTopic()
+		rt.Topic = kmsg.StringPtr(name)
+		req.Topics = append(req.Topics, rt)
+	}
+	type asker func(context.Context, kmsg.Request) (kmsg.Response, error)
+	var askers []asker
+	for _, b := range t.kcl.DiscoveredBrokers() {
+		askers = append(askers, b.Request)
+	}
+	if len(askers) == 0 {
+		askers = append(askers, t.kcl.Request)
+	}
+	listed := map[int]bool{}
+	answered := 0
+	for _, ask := range askers {
+		cctx, cancel := context.WithTimeout(ctx, t.opts.RequestTimeout)
+		kresp, err := ask(cctx, req)
+		cancel()
+		if err != nil {
+			continue
+		}
+		answered++
+		resp := kresp.(*kmsg.MetadataResponse)
+		for _, k := range keys {
+			topic, part := t.opts.TopicPartition(k)
+			if !unlistedIn(resp, topic, part) {
+				listed[k] = true
+			}
+		}
+	}
+	out := map[int]bool{}
+	for _, k := range keys {
+		out[k] = answered > 0 && !listed[k]
+	}
+	return out
+}
+
+// unlistedIn reports whether a Metadata answer says that topic does not
+// exist (UNKNOWN_TOPIC_OR_PARTITION) or lists it without partition part.
+// A topic the answer leaves out, or answers with another error, is not
+// taken as gone.
+func unlistedIn(resp *kmsg.MetadataResponse, topic string, part int32) bool {
+	for _, rt := range resp.Topics {
+		if rt.Topic == nil || *rt.Topic != topic {
+			continue
+		}
+		switch rt.ErrorCode {
+		case kerr.UnknownTopicOrPartition.Code:
+			return true
+		case 0:
+			return !slices.ContainsFunc(rt.Partitions, func(p kmsg.MetadataResponseTopicPartition) bool { return p.Partition == part })
+		}
+		return false
+	}
+	return false
 }
 
 // openTxns lists the transactions open on a partition from a

@@ -8,8 +8,10 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/faultline/faultline/checker"
 	"github.com/faultline/faultline/workloads"
@@ -378,6 +380,46 @@ func TestStallsShowAnOpenTransaction(t *testing.T) {
 	assert.Equal(t, int64(1), plain[0].HighWatermark)
 	assert.Empty(t, plain[0].OpenTxns)
 	assert.Empty(t, plain[0].Error)
+}
+
+// TestStallsMarkAPartitionTheClusterNoLongerLists: a topic deleted under
+// the workload is Missing (its log counts as empty for lost-after-read);
+// a topic that is still there, though empty, is not.
+func TestStallsMarkAPartitionTheClusterNoLongerLists(t *testing.T) {
+	opts, topics, ctx := onKfake(t, Options{PartitionsPerTopic: 1, ReplicationFactor: 1, RequestTimeout: 3 * time.Second})
+	require.NoError(t, topics.Ensure(ctx, []int{0, 1}))
+	gone, _ := opts.TopicPartition(0)
+	_, err := topics.adm.DeleteTopics(ctx, gone)
+	require.NoError(t, err)
+
+	stalls := topics.Stalls(ctx, []int{0, 1}, false)
+	require.Len(t, stalls, 2)
+	assert.True(t, stalls[0].Missing, "the deleted topic is gone: %+v", stalls[0])
+	assert.Equal(t, int64(0), stalls[0].LogEnd())
+	assert.False(t, stalls[1].Missing, "the other topic is listed: %+v", stalls[1])
+	assert.Equal(t, int64(0), stalls[1].HighWatermark)
+}
+
+// TestUnlistedIn: only an answer that the topic does not exist, or a
+// listing of the topic without the partition, counts as unlisted.
+func TestUnlistedIn(t *testing.T) {
+	answer := func(code int16, parts ...int32) *kmsg.MetadataResponse {
+		rt := kmsg.NewMetadataResponseTopic()
+		rt.Topic, rt.ErrorCode = kmsg.StringPtr("t0"), code
+		for _, p := range parts {
+			rp := kmsg.NewMetadataResponseTopicPartition()
+			rp.Partition = p
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp := kmsg.NewPtrMetadataResponse()
+		resp.Topics = append(resp.Topics, rt)
+		return resp
+	}
+	assert.True(t, unlistedIn(answer(kerr.UnknownTopicOrPartition.Code), "t0", 0))
+	assert.True(t, unlistedIn(answer(0, 0, 1), "t0", 2), "listed without the partition")
+	assert.False(t, unlistedIn(answer(0, 0, 1), "t0", 1))
+	assert.False(t, unlistedIn(answer(kerr.LeaderNotAvailable.Code), "t0", 0), "another error proves nothing")
+	assert.False(t, unlistedIn(answer(kerr.UnknownTopicOrPartition.Code), "t1", 0), "a topic left out of the answer proves nothing")
 }
 
 // TestInfoTransactionsAreNoFinalReadTarget: the offset of a send in a
