@@ -402,3 +402,73 @@ func TestBlockedLogDoesNotStarveOthers(t *testing.T) {
 	assert.Equal(t, model, latestPerKey(readAll(t, other)))
 	assert.Len(t, readAll(t, blocked), 200, "nothing of the undecided transaction is cleaned")
 }
+
+// TestCleanKeepsTheAbortedIndexOfMergedSegments: a clean that merges
+// segments keeps, in the merged segment's .txnindex, the aborted
+// transactions whose markers lay in the segments merged into it, so that
+// after a restart read_committed fetches still list them (the aborted
+// records above the pass's end, here behind an undecided transaction,
+// stay in the log). A clean stopped after writing that index and before
+// its swap leaves an entry in two indexes, loaded once.
+func TestCleanKeepsTheAbortedIndexOfMergedSegments(t *testing.T) {
+	clock := &fakeClock{}
+	clock.ms.Store(1_700_000_000_000)
+	dir := t.TempDir()
+	m, l := newCompactManager(t, OS, dir, clock)
+	now := clock.ms.Load()
+	appendB := func(recs []Record, opts BatchOptions) {
+		opts.BaseOffset = l.LogEndOffset()
+		require.NoError(t, l.AppendAsFollower(BuildBatch(recs, opts)))
+	}
+	rec := func(k, v string) []Record { return []Record{{TimestampMs: now, Key: []byte(k), Value: []byte(v)}} }
+	abort := []Record{{TimestampMs: now, Key: []byte{0, 0, 0, byte(controlTypeAbort)}, Value: []byte{0, 0, 0, 0, 0, 0}}}
+	appendB(rec("a", "1"), BatchOptions{})
+	appendB(rec("a", "2"), BatchOptions{})
+	require.NoError(t, l.Roll())
+	appendB(rec("b", "1"), BatchOptions{})
+	appendB(rec("b", "2"), BatchOptions{})
+	appendB(rec("c", "undecided"), BatchOptions{Transactional: true, Producer: &BatchProducer{ID: 7, Epoch: 0, BaseSequence: 0}})
+	appendB(rec("d", "aborted"), BatchOptions{Transactional: true, Producer: &BatchProducer{ID: 8, Epoch: 0, BaseSequence: 0}})
+	appendB(abort, BatchOptions{Control: true, Transactional: true, Producer: &BatchProducer{ID: 8, Epoch: 0, BaseSequence: -1}})
+	require.NoError(t, l.Roll())
+	end := l.LogEndOffset()
+	l.UpdateHighWatermark(end)
+	want := l.AbortedTxns(0, end)
+	require.Len(t, want, 1)
+	assert.Equal(t, int64(8), want[0].ProducerID)
+
+	restart := func() {
+		t.Helper()
+		require.NoError(t, m.Shutdown(1))
+		var err error
+		m, err = NewLogManager(OS, []string{dir}, ManagerOptions{DefaultLogConfig: compactConfig(), Now: clock.now,
+			Cleaner: CleanerOptions{Disabled: true}})
+		require.NoError(t, err)
+		_, err = m.Load()
+		require.NoError(t, err)
+		var ok bool
+		l, ok = m.GetLog(compactTP)
+		require.True(t, ok)
+		l.UpdateHighWatermark(end)
+	}
+
+	// Stopped before the swap: segment 0's index already covers both.
+	l.mu.Lock()
+	require.NoError(t, l.writeTxnIndexFile(0, end))
+	l.mu.Unlock()
+	restart()
+	assert.Equal(t, want, l.AbortedTxns(0, end), "one entry, not two")
+	l.mu.Lock()
+	require.NoError(t, l.writeTxnIndexFile(0, l.segments[0].nextOffset)) // back to its own entries
+	l.mu.Unlock()
+
+	_, err := m.CleanOnce(context.Background())
+	require.NoError(t, err)
+	l.mu.RLock()
+	segs := len(l.segments)
+	l.mu.RUnlock()
+	require.Equal(t, 2, segs, "the two closed segments were merged")
+	restart()
+	assert.Equal(t, want, l.AbortedTxns(0, end), "the aborted transaction is listed after the restart")
+	require.NoError(t, m.Shutdown(1))
+}

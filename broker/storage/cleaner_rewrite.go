@@ -402,6 +402,13 @@ func (p *cleanPass) swapIn(group []*segment, gen int64, cfg LogConfig) error {
 			return fmt.Errorf("clean %s: %w", l.tp, errCleanAborted)
 		}
 	}
+	// The merged segment's aborted-transactions index covers the whole
+	// group (the groups' other indexes go with their segments), written
+	// before the swap commits: a clean stopped earlier leaves entries that
+	// the other indexes also hold, which loading merges.
+	if err := l.writeTxnIndexFile(base, group[len(group)-1].nextOffset); err != nil {
+		return fmt.Errorf("clean %s: aborted transaction index: %w: %w", l.tp, err, errCleanAborted)
+	}
 	cLog, cIdx, cTime := cleanedPaths(l.dir, base, cleanedSuffix)
 	sLog, sIdx, sTime := cleanedPaths(l.dir, base, swapSuffix)
 	for _, r := range [][2]string{{cIdx, sIdx}, {cTime, sTime}, {cLog, sLog}} {

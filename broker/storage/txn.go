@@ -4,7 +4,9 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"os"
+	"slices"
 	"sort"
 )
 
@@ -197,23 +199,34 @@ func (l *Log) endTxn(h BatchHeader, typ int16, coordEpoch int32, persist bool) {
 // writeTxnIndex rewrites the .txnindex of s from the in-memory entries
 // whose marker lies in s; an empty index has no file.
 func (l *Log) writeTxnIndex(s *segment) {
+	to := s.nextOffset
+	if s == l.active() {
+		to = math.MaxInt64
+	}
+	if err := l.writeTxnIndexFile(s.baseOffset, to); err != nil {
+		l.logger.Warn(fmt.Sprintf("Failed to write the aborted transaction index of segment %d of %s", s.baseOffset, l.tp), "err", err)
+	}
+}
+
+// writeTxnIndexFile writes, as the .txnindex of the segment at base, the
+// in-memory entries whose marker lies in [base, to); with none the file
+// is removed.
+func (l *Log) writeTxnIndexFile(base, to int64) error {
 	var entries []AbortedTxn
 	for _, a := range l.aborted {
-		if a.LastOffset >= s.baseOffset && (a.LastOffset < s.nextOffset || s == l.active()) {
+		if a.LastOffset >= base && a.LastOffset < to {
 			entries = append(entries, a)
 		}
 	}
-	name := offsetFileName(l.dir, s.baseOffset, txnIndexSuffix)
+	name := offsetFileName(l.dir, base, txnIndexSuffix)
+	l.dirDirty = true
 	if len(entries) == 0 {
 		if err := l.fs.Remove(name); err != nil && !os.IsNotExist(err) {
-			l.logger.Warn(fmt.Sprintf("Failed to delete the aborted transaction index of segment %d of %s", s.baseOffset, l.tp), "err", err)
+			return err
 		}
-		return
+		return nil
 	}
-	if err := writeFileAtomic(l.fs, name, encodeTxnIndex(entries)); err != nil {
-		l.logger.Warn(fmt.Sprintf("Failed to write the aborted transaction index of segment %d of %s", s.baseOffset, l.tp), "err", err)
-	}
-	l.dirDirty = true
+	return writeFileAtomic(l.fs, name, encodeTxnIndex(entries))
 }
 
 // loadTxnIndexes reads the .txnindex of every segment, keeping the entries
@@ -245,6 +258,9 @@ func (l *Log) loadTxnIndexes(upTo int64) {
 		}
 	}
 	sort.SliceStable(l.aborted, func(i, j int) bool { return l.aborted[i].LastOffset < l.aborted[j].LastOffset })
+	// A clean that stopped before its swap may leave the merged segment's
+	// index (written first) beside the indexes it covers: one entry twice.
+	l.aborted = slices.Compact(l.aborted)
 }
 
 // AppendMarker writes a transaction marker (COMMIT or ABORT) for a
