@@ -307,6 +307,35 @@ func (c *Controller) CreatePartitions(ctx context.Context, req *kmsg.CreateParti
 	return resp
 }
 
+// ElectLeaders implements server.Controller: the elections
+// ClusterState.ElectLeaders decides, committed before it answers.
+func (c *Controller) ElectLeaders(ctx context.Context, req *kmsg.ElectLeadersRequest) *kmsg.ElectLeadersResponse {
+	ctx, cancel := requestContext(ctx, req.TimeoutMillis)
+	defer cancel()
+	active := !c.standingBy(ctx)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	resp, res := c.state().ElectLeaders(req)
+	if code, msg, all, ok := c.commitIfActive(ctx, active, res.Records); !ok {
+		for i := range resp.Topics {
+			for j := range resp.Topics[i].Partitions {
+				if p := &resp.Topics[i].Partitions[j]; all || p.ErrorCode == 0 {
+					p.ErrorCode, p.ErrorMessage = code, &msg
+				}
+			}
+		}
+		return resp
+	}
+	for _, t := range resp.Topics {
+		for _, p := range t.Partitions {
+			if p.ErrorCode == 0 {
+				c.logger.Info(fmt.Sprintf("Elected a new leader for %s-%d (election type %d)", t.Topic, p.Partition, req.ElectionType))
+			}
+		}
+	}
+	return resp
+}
+
 // InitProducerID implements server.Controller for idempotent producers: a
 // fresh producer id at epoch 0, from a block of ProducerIDBlockSize ids
 // reserved in the metadata log, so no id is handed out twice even across

@@ -20,6 +20,7 @@ type LocalController interface {
 	CreateTopics(ctx context.Context, req *kmsg.CreateTopicsRequest) *kmsg.CreateTopicsResponse
 	DeleteTopics(ctx context.Context, req *kmsg.DeleteTopicsRequest) *kmsg.DeleteTopicsResponse
 	CreatePartitions(ctx context.Context, req *kmsg.CreatePartitionsRequest) *kmsg.CreatePartitionsResponse
+	ElectLeaders(ctx context.Context, req *kmsg.ElectLeadersRequest) *kmsg.ElectLeadersResponse
 	InitProducerID(ctx context.Context, req *kmsg.InitProducerIDRequest) *kmsg.InitProducerIDResponse
 	HandleDescribeQuorum(ctx context.Context, req *kmsg.DescribeQuorumRequest) *kmsg.DescribeQuorumResponse
 }
@@ -137,6 +138,31 @@ func (f *Forwarder) CreatePartitions(ctx context.Context, req *kmsg.CreatePartit
 		rt := kmsg.NewCreatePartitionsResponseTopic()
 		rt.Topic, rt.ErrorCode = t.Topic, code
 		out.Topics = append(out.Topics, rt)
+	}
+	return out
+}
+
+// ElectLeaders implements server.Controller.
+func (f *Forwarder) ElectLeaders(ctx context.Context, req *kmsg.ElectLeadersRequest) *kmsg.ElectLeadersResponse {
+	fwd := *req
+	resp, err := f.forward(ctx, req.TimeoutMillis, &fwd, func(ctx context.Context) kmsg.Response { return f.Local.ElectLeaders(ctx, req) })
+	if r, ok := resp.(*kmsg.ElectLeadersResponse); ok && err == nil {
+		return r
+	}
+	code := f.failCode("ElectLeaders", err)
+	out := kmsg.NewPtrElectLeadersResponse()
+	for _, t := range req.Topics {
+		rt := kmsg.NewElectLeadersResponseTopic()
+		rt.Topic = t.Topic
+		for _, p := range t.Partitions {
+			rp := kmsg.NewElectLeadersResponseTopicPartition()
+			rp.Partition, rp.ErrorCode = p, code
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		out.Topics = append(out.Topics, rt)
+	}
+	if req.Topics == nil {
+		out.ErrorCode = code
 	}
 	return out
 }

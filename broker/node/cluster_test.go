@@ -20,6 +20,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/faultline/faultline/broker/metadata"
 	"github.com/faultline/faultline/broker/storage"
@@ -607,6 +608,79 @@ func TestClusterControlledShutdown(t *testing.T) {
 		return ok && len(p.ISR) == 3
 	}, 30*time.Second, 10*time.Millisecond, "the restarted broker rejoins the ISR")
 	assert.Len(t, readAllFrom(t, []string{leader.node.Addr().String()}, "orders"), 100)
+}
+
+// TestClusterElectLeaders: after the preferred replica's controlled
+// shutdown and restart, another replica leads its partition; ElectLeaders
+// (preferred, sent to a broker that is not the controller and forwarded)
+// hands leadership back with a new leader epoch, and nothing written
+// before or after is lost. A second election finds nothing to do.
+func TestClusterElectLeaders(t *testing.T) {
+	nodes := startCluster(t, 3, map[string]string{"broker.session.timeout.ms": "10000"})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds(nodes)...), kgo.RequiredAcks(kgo.AllISRAcks()), kgo.DefaultProduceTopic("prefs"),
+		kgo.RecordRetries(1000), kgo.MetadataMinAge(50*time.Millisecond), kgo.RetryBackoffFn(func(int) time.Duration { return 20 * time.Millisecond }))
+	require.NoError(t, err)
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	resp, err := adm.CreateTopic(ctx, 1, 3, nil, "prefs")
+	require.NoError(t, err)
+	require.NoError(t, resp.Err)
+	for i := range 50 {
+		require.NoError(t, cl.ProduceSync(ctx, &kgo.Record{Value: []byte(strconv.Itoa(i))}).FirstErr())
+	}
+	before, _ := partitionState(nodes[0], "prefs", 0)
+	preferred := nodes[before.Replicas[0]-1]
+	require.Equal(t, preferred.id, before.Leader, "a new partition is led by its preferred replica")
+	stopNode(t, preferred.node)
+	require.NoError(t, preferred.start(t))
+	require.Eventually(t, func() bool {
+		p, ok := partitionState(nodes[0], "prefs", 0)
+		return ok && len(p.ISR) == 3 && p.Leader != preferred.id
+	}, 30*time.Second, 10*time.Millisecond, "the restarted replica rejoins the ISR, not as leader")
+	moved, _ := partitionState(nodes[0], "prefs", 0)
+
+	var via *clusterNode // a node that is not the active controller
+	for _, c := range nodes {
+		if c.node.publisher.Image().ControllerID != c.id {
+			via = c
+			break
+		}
+	}
+	require.NotNil(t, via)
+	vcl, err := kgo.NewClient(kgo.SeedBrokers(via.node.Addr().String()))
+	require.NoError(t, err)
+	defer vcl.Close()
+	req := kmsg.NewPtrElectLeadersRequest()
+	req.ElectionType = 0
+	req.Topics = []kmsg.ElectLeadersRequestTopic{{Topic: "prefs", Partitions: []int32{0}}}
+	kresp, err := vcl.Broker(int(via.id)).Request(ctx, req)
+	require.NoError(t, err)
+	eresp := kresp.(*kmsg.ElectLeadersResponse)
+	require.Len(t, eresp.Topics, 1)
+	require.Len(t, eresp.Topics[0].Partitions, 1)
+	assert.Equal(t, int16(0), eresp.Topics[0].Partitions[0].ErrorCode)
+	require.Eventually(t, func() bool {
+		for _, c := range nodes {
+			if p, ok := partitionState(c, "prefs", 0); !ok || p.Leader != preferred.id {
+				return false
+			}
+		}
+		return true
+	}, 30*time.Second, 10*time.Millisecond, "every node sees the preferred replica lead")
+	after, _ := partitionState(nodes[0], "prefs", 0)
+	assert.Greater(t, after.LeaderEpoch, moved.LeaderEpoch)
+	assert.Equal(t, moved.ISR, after.ISR)
+
+	for i := 50; i < 100; i++ {
+		require.NoError(t, cl.ProduceSync(ctx, &kgo.Record{Value: []byte(strconv.Itoa(i))}).FirstErr())
+	}
+	assert.Len(t, readAllFrom(t, seeds(nodes), "prefs"), 100)
+
+	again, err := adm.ElectLeaders(ctx, kadm.ElectPreferredReplica, nil)
+	require.NoError(t, err)
+	assert.Empty(t, again["prefs"], "nothing left to elect")
 }
 
 // TestBrokerWithoutControllers: a broker whose voters do not answer gives up

@@ -179,6 +179,23 @@ func (f *fakeCluster) DeleteTopics(_ context.Context, req *kmsg.DeleteTopicsRequ
 	return resp
 }
 
+// ElectLeaders: every partition of the fake's one broker is led by its
+// preferred replica already.
+func (f *fakeCluster) ElectLeaders(_ context.Context, req *kmsg.ElectLeadersRequest) *kmsg.ElectLeadersResponse {
+	resp := req.ResponseKind().(*kmsg.ElectLeadersResponse)
+	for _, t := range req.Topics {
+		rt := kmsg.NewElectLeadersResponseTopic()
+		rt.Topic = t.Topic
+		for _, p := range t.Partitions {
+			rp := kmsg.NewElectLeadersResponseTopicPartition()
+			rp.Partition, rp.ErrorCode = p, kerr.ElectionNotNeeded.Code
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	return resp
+}
+
 func (f *fakeCluster) CreatePartitions(_ context.Context, req *kmsg.CreatePartitionsRequest) *kmsg.CreatePartitionsResponse {
 	resp := req.ResponseKind().(*kmsg.CreatePartitionsResponse)
 	f.mu.Lock()
