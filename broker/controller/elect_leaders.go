@@ -32,7 +32,8 @@ const (
 //
 // A missing topic or partition is UNKNOWN_TOPIC_OR_PARTITION, another type
 // INVALID_REQUEST. Null Topics asks for every partition, and the
-// answer then leaves out those that needed no election, as Kafka's does.
+// answer then lists every topic but leaves out the partitions that needed
+// no election, as Kafka's does.
 func (s *ClusterState) ElectLeaders(req *kmsg.ElectLeadersRequest) (*kmsg.ElectLeadersResponse, Result) {
 	resp := kmsg.NewPtrElectLeadersResponse()
 	im := s.Image
@@ -81,9 +82,7 @@ func (s *ClusterState) ElectLeaders(req *kmsg.ElectLeadersRequest) (*kmsg.ElectL
 			rp.ErrorCode, rp.ErrorMessage = code, msg
 			rt.Partitions = append(rt.Partitions, rp)
 		}
-		if len(rt.Partitions) > 0 || !all {
-			resp.Topics = append(resp.Topics, rt)
-		}
+		resp.Topics = append(resp.Topics, rt)
 	}
 	return resp, Result{Records: recs, Image: im}
 }

@@ -13,7 +13,8 @@ import (
 //     elections, commits the leader changes and fills every partition's
 //     error: ELECTION_NOT_NEEDED, PREFERRED_LEADER_NOT_AVAILABLE,
 //     ELIGIBLE_LEADERS_NOT_AVAILABLE, UNKNOWN_TOPIC_OR_PARTITION. Null
-//     topics elect every partition that needs it and list only those.
+//     topics elect every partition that needs it and list every topic,
+//     with only the partitions that needed an election.
 //
 // Version notes: v1 ElectionType and a top-level ErrorCode (v0 is a
 // preferred election); v2 flexible.
