@@ -20,6 +20,7 @@ const (
 	codeInvalidCommitOffsetSize   int16 = 28
 	codeUnsupportedVersion        int16 = 35
 	codeInvalidRequest            int16 = 42
+	codeNonEmptyGroup             int16 = 68
 	codeGroupIDNotFound           int16 = 69
 	codeMemberIDRequired          int16 = 79
 	codeGroupMaxSizeReached       int16 = 81

@@ -56,6 +56,14 @@ func offsetTombstone(group string, tp topicPartition) Record {
 	return Record{Key: k.AppendTo(nil)}
 }
 
+// groupTombstone deletes group's metadata.
+func groupTombstone(group string) Record {
+	k := kmsg.NewGroupMetadataKey()
+	k.Version = groupKeyVersion
+	k.Group = group
+	return Record{Key: k.AppendTo(nil)}
+}
+
 func groupMetadataRecord(group string, v *kmsg.GroupMetadataValue) Record {
 	k := kmsg.NewGroupMetadataKey()
 	k.Version = groupKeyVersion

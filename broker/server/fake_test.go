@@ -407,6 +407,16 @@ func (g fakeGroups) DescribeGroups(_ context.Context, req *kmsg.DescribeGroupsRe
 	return failDescribeGroups(req, kerr.NotCoordinator.Code).(*kmsg.DescribeGroupsResponse)
 }
 
+func (g fakeGroups) DeleteGroups(_ context.Context, req *kmsg.DeleteGroupsRequest) *kmsg.DeleteGroupsResponse {
+	resp := req.ResponseKind().(*kmsg.DeleteGroupsResponse)
+	for _, id := range req.Groups {
+		rg := kmsg.NewDeleteGroupsResponseGroup()
+		rg.Group, rg.ErrorCode = id, kerr.GroupIDNotFound.Code
+		resp.Groups = append(resp.Groups, rg)
+	}
+	return resp
+}
+
 func (g fakeGroups) ListGroups(_ context.Context, req *kmsg.ListGroupsRequest) *kmsg.ListGroupsResponse {
 	return req.ResponseKind().(*kmsg.ListGroupsResponse)
 }
