@@ -104,3 +104,123 @@ func (c *Coordinator) pendingTxnOffsetsLocked(p int32, group string) bool {
 	}
 	return false
 }
+
+// OffsetDelete (key 47) deletes a group's committed offsets of the named
+// partitions, as Kafka's classic coordinator does: every partition of an
+// empty group; of a consumer group with members, the partitions of topics
+// no member subscribes to (GROUP_SUBSCRIBED_TO_TOPIC for the others, and
+// for all while the members' subscriptions cannot be read); of another
+// kind of group with members, none (NON_EMPTY_GROUP). Deleted offsets are
+// tombstoned in __consumer_offsets first. Group-level errors
+// (INVALID_GROUP_ID, NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS,
+// GROUP_ID_NOT_FOUND, NON_EMPTY_GROUP, a failed append's) go in the
+// top-level error code.
+func (c *Coordinator) OffsetDelete(_ context.Context, req *kmsg.OffsetDeleteRequest) *kmsg.OffsetDeleteResponse {
+	resp := kmsg.NewPtrOffsetDeleteResponse()
+	for _, t := range req.Topics {
+		rt := kmsg.NewOffsetDeleteResponseTopic()
+		rt.Topic = t.Topic
+		for _, p := range t.Partitions {
+			rp := kmsg.NewOffsetDeleteResponseTopicPartition()
+			rp.Partition = p.Partition
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	resp.ErrorCode = c.deleteOffsets(req.Group, resp)
+	return resp
+}
+
+// deleteOffsets is OffsetDelete's work on resp's partitions; it returns
+// the group-level error code.
+func (c *Coordinator) deleteOffsets(id string, resp *kmsg.OffsetDeleteResponse) int16 {
+	if id == "" {
+		return codeInvalidGroupID
+	}
+	c.mu.Lock()
+	p, code := c.ownerLocked(id)
+	c.mu.Unlock()
+	if code != codeNone {
+		return code
+	}
+	lock := c.appendLocks.Of(p)
+	lock.Lock()
+	defer lock.Unlock()
+
+	c.mu.Lock()
+	if _, code := c.ownerLocked(id); code != codeNone {
+		c.mu.Unlock()
+		return code
+	}
+	g := c.groups[id]
+	if g == nil || !c.liveLocked(g) {
+		c.mu.Unlock()
+		return codeGroupIDNotFound
+	}
+	subscribed := func(string) bool { return false }
+	if g.state != stateEmpty {
+		if g.protocolType != consumerProtocolType {
+			c.mu.Unlock()
+			return codeNonEmptyGroup
+		}
+		topics, known := g.subscribedTopics()
+		subscribed = func(topic string) bool { return !known || topics[topic] }
+	}
+	var tps []topicPartition
+	var recs []Record
+	for i := range resp.Topics {
+		rt := &resp.Topics[i]
+		for j := range rt.Partitions {
+			rp := &rt.Partitions[j]
+			if subscribed(rt.Topic) {
+				rp.ErrorCode = codeGroupSubscribedToTopic
+				continue
+			}
+			tp := topicPartition{topic: rt.Topic, partition: rp.Partition}
+			if _, ok := g.offsets[tp]; ok && !slices.Contains(tps, tp) {
+				tps = append(tps, tp)
+				recs = append(recs, offsetTombstone(id, tp))
+			}
+		}
+	}
+	c.mu.Unlock()
+	if len(recs) == 0 {
+		return codeNone
+	}
+	if err := c.appendRecords(p, recs); err != nil {
+		c.logger.Warn(fmt.Sprintf("Failed to delete %d offsets of group %s: %v", len(recs), id, err))
+		return appendErrorCode(err)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.groups[id] == g {
+		for _, tp := range tps {
+			delete(g.offsets, tp)
+		}
+	}
+	return codeNone
+}
+
+// consumerProtocolType is the protocol type of Kafka consumers' groups,
+// whose member metadata lists their subscribed topics.
+const consumerProtocolType = "consumer"
+
+// subscribedTopics returns the topics g's members subscribe to, from the
+// consumer protocol metadata of the group's selected protocol; false when
+// no protocol is selected yet or a member's metadata does not decode.
+func (g *group) subscribedTopics() (map[string]bool, bool) {
+	if g.protocol == "" {
+		return nil, false
+	}
+	topics := map[string]bool{}
+	for _, m := range g.members {
+		var md kmsg.ConsumerMemberMetadata
+		if err := md.ReadFrom(m.metadataFor(g.protocol)); err != nil {
+			return nil, false
+		}
+		for _, t := range md.Topics {
+			topics[t] = true
+		}
+	}
+	return topics, true
+}

@@ -1,7 +1,7 @@
 // Package group is the classic (pre-KIP-848) consumer-group coordinator of
 // the faultline broker: JoinGroup, SyncGroup, Heartbeat, LeaveGroup,
-// OffsetCommit, OffsetFetch, DescribeGroups, ListGroups, DeleteGroups and
-// FindCoordinator, with committed offsets and group metadata stored in the replicated
+// OffsetCommit, OffsetFetch, OffsetDelete, DescribeGroups, ListGroups,
+// DeleteGroups and FindCoordinator, with committed offsets and group metadata stored in the replicated
 // __consumer_offsets topic in Kafka's own record formats.
 //
 // # How to use it

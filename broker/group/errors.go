@@ -25,6 +25,7 @@ const (
 	codeMemberIDRequired          int16 = 79
 	codeGroupMaxSizeReached       int16 = 81
 	codeFencedInstanceID          int16 = 82
+	codeGroupSubscribedToTopic    int16 = 86
 	codeUnstableOffsetCommit      int16 = 88
 	codeUnknownTopicID            int16 = 100
 )

@@ -12,8 +12,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-// TestDeleteGroupsThroughAdmin: kadm finds each group's coordinator and
-// deletes the empty group with its offsets; a group with a member is
+// TestDeleteGroupsThroughAdmin: kadm deletes one offset of an empty group
+// (OffsetDelete) but not of a topic a member consumes; it finds each
+// group's coordinator and deletes the empty group with its offsets; a group with a member is
 // NON_EMPTY_GROUP and keeps its offsets; the deleted group stays deleted
 // across a restart (its tombstones replay).
 func TestDeleteGroupsThroughAdmin(t *testing.T) {
@@ -43,13 +44,25 @@ func TestDeleteGroupsThroughAdmin(t *testing.T) {
 		return err == nil && len(d["busy"].Members) == 1
 	}, 30*time.Second, 20*time.Millisecond, "the member joined")
 
+	deleted, err := adm.DeleteOffsets(ctx, "busy", kadm.TopicsSet{"events": {0: {}}})
+	require.NoError(t, err)
+	perr, ok := deleted.Lookup("events", 0)
+	require.True(t, ok)
+	assert.ErrorIs(t, perr, kerr.GroupSubscribedToTopic, "the member consumes events")
+	deleted, err = adm.DeleteOffsets(ctx, "idle", kadm.TopicsSet{"events": {0: {}}})
+	require.NoError(t, err)
+	require.NoError(t, deleted.Error())
+	fetched, err := adm.FetchOffsets(ctx, "idle")
+	require.NoError(t, err)
+	assert.Len(t, fetched.Offsets()["events"], 1, "OffsetDelete took partition 0 of an empty group")
+
 	res, err := adm.DeleteGroups(ctx, "idle", "busy", "nobody")
 	require.NoError(t, err)
 	assert.NoError(t, res["idle"].Err)
 	assert.ErrorIs(t, res["busy"].Err, kerr.NonEmptyGroup)
 	assert.ErrorIs(t, res["nobody"].Err, kerr.GroupIDNotFound)
 
-	fetched, err := adm.FetchOffsets(ctx, "idle")
+	fetched, err = adm.FetchOffsets(ctx, "idle")
 	require.NoError(t, err)
 	assert.Empty(t, fetched.Offsets(), "the deleted group has no offsets")
 	fetched, err = adm.FetchOffsets(ctx, "busy")

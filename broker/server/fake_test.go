@@ -417,6 +417,12 @@ func (g fakeGroups) DeleteGroups(_ context.Context, req *kmsg.DeleteGroupsReques
 	return resp
 }
 
+func (g fakeGroups) OffsetDelete(_ context.Context, req *kmsg.OffsetDeleteRequest) *kmsg.OffsetDeleteResponse {
+	resp := req.ResponseKind().(*kmsg.OffsetDeleteResponse)
+	resp.ErrorCode = kerr.GroupIDNotFound.Code
+	return resp
+}
+
 func (g fakeGroups) ListGroups(_ context.Context, req *kmsg.ListGroupsRequest) *kmsg.ListGroupsResponse {
 	return req.ResponseKind().(*kmsg.ListGroupsResponse)
 }
