@@ -472,3 +472,69 @@ func TestCleanKeepsTheAbortedIndexOfMergedSegments(t *testing.T) {
 	assert.Equal(t, want, l.AbortedTxns(0, end), "the aborted transaction is listed after the restart")
 	require.NoError(t, m.Shutdown(1))
 }
+
+// TestStoppedCleanLeavesNoAbortAfterATruncation: the merged index a
+// stopped clean left on the first segment holds a later segment's abort;
+// after that abort is truncated away and the offsets hold a committed
+// transaction instead, a restart lists no aborted transaction (each
+// segment's index is read for its own offsets only).
+func TestStoppedCleanLeavesNoAbortAfterATruncation(t *testing.T) {
+	clock := &fakeClock{}
+	clock.ms.Store(1_700_000_000_000)
+	dir := t.TempDir()
+	m, l := newCompactManager(t, OS, dir, clock)
+	now := clock.ms.Load()
+	appendB := func(recs []Record, opts BatchOptions) {
+		opts.BaseOffset = l.LogEndOffset()
+		require.NoError(t, l.AppendAsFollower(BuildBatch(recs, opts)))
+	}
+	rec := func(k, v string) []Record { return []Record{{TimestampMs: now, Key: []byte(k), Value: []byte(v)}} }
+	marker := func(typ int16) []Record {
+		return []Record{{TimestampMs: now, Key: []byte{0, 0, 0, byte(typ)}, Value: []byte{0, 0, 0, 0, 0, 0}}}
+	}
+	pid8 := func(epoch int16, seq int32) BatchOptions {
+		return BatchOptions{Transactional: true, Producer: &BatchProducer{ID: 8, Epoch: epoch, BaseSequence: seq}}
+	}
+	ctrl := func(epoch int16) BatchOptions {
+		return BatchOptions{Control: true, Transactional: true, Producer: &BatchProducer{ID: 8, Epoch: epoch, BaseSequence: -1}}
+	}
+	appendB(rec("a", "1"), BatchOptions{})
+	appendB(rec("a", "2"), BatchOptions{})
+	require.NoError(t, l.Roll())
+	appendB(rec("b", "1"), BatchOptions{})
+	appendB(rec("d", "aborted"), pid8(0, 0))
+	appendB(marker(controlTypeAbort), ctrl(0))
+	require.NoError(t, l.Roll())
+	end := l.LogEndOffset()
+	l.UpdateHighWatermark(end)
+	require.Len(t, l.AbortedTxns(0, end), 1)
+
+	restart := func() {
+		t.Helper()
+		require.NoError(t, m.Shutdown(1))
+		var err error
+		m, err = NewLogManager(OS, []string{dir}, ManagerOptions{DefaultLogConfig: compactConfig(), Now: clock.now,
+			Cleaner: CleanerOptions{Disabled: true}})
+		require.NoError(t, err)
+		_, err = m.Load()
+		require.NoError(t, err)
+		var ok bool
+		l, ok = m.GetLog(compactTP)
+		require.True(t, ok)
+	}
+	l.mu.Lock()
+	require.NoError(t, l.writeTxnIndexFile(0, end)) // a clean stopped before its swap
+	l.mu.Unlock()
+	restart()
+	require.Len(t, l.AbortedTxns(0, end), 1)
+
+	require.NoError(t, l.TruncateTo(3))
+	appendB(rec("d", "committed"), pid8(1, 0))
+	appendB(marker(controlTypeCommit), ctrl(1))
+	require.NoError(t, l.Roll())
+	l.UpdateHighWatermark(l.LogEndOffset())
+	assert.Empty(t, l.AbortedTxns(0, l.LogEndOffset()))
+	restart()
+	assert.Empty(t, l.AbortedTxns(0, l.LogEndOffset()), "the truncated abort does not come back from the first segment's index")
+	require.NoError(t, m.Shutdown(1))
+}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math"
 	"os"
-	"slices"
 	"sort"
 )
 
@@ -234,9 +233,18 @@ func (l *Log) writeTxnIndexFile(base, to int64) error {
 // (the replay from the last snapshot rebuilds what lies above it).
 func (l *Log) loadTxnIndexes(upTo int64) {
 	l.aborted = l.aborted[:0]
-	for _, s := range l.segments {
+	for i, s := range l.segments {
 		if s.baseOffset >= upTo {
 			break
+		}
+		// A segment's index holds the markers of its own offsets: a clean
+		// stopped before its swap leaves the merged index (written first)
+		// beside the segments it would have replaced, whose entries past
+		// the first segment are theirs to give (and a truncation since
+		// may have rewritten them).
+		end := upTo
+		if i+1 < len(l.segments) {
+			end = min(end, l.segments[i+1].baseOffset)
 		}
 		name := offsetFileName(l.dir, s.baseOffset, txnIndexSuffix)
 		data, err := readFile(l.fs, name)
@@ -252,15 +260,12 @@ func (l *Log) loadTxnIndexes(upTo int64) {
 			continue
 		}
 		for _, a := range entries {
-			if a.LastOffset < upTo && a.LastOffset >= s.baseOffset {
+			if a.LastOffset < end && a.LastOffset >= s.baseOffset {
 				l.aborted = append(l.aborted, a)
 			}
 		}
 	}
 	sort.SliceStable(l.aborted, func(i, j int) bool { return l.aborted[i].LastOffset < l.aborted[j].LastOffset })
-	// A clean that stopped before its swap may leave the merged segment's
-	// index (written first) beside the indexes it covers: one entry twice.
-	l.aborted = slices.Compact(l.aborted)
 }
 
 // AppendMarker writes a transaction marker (COMMIT or ABORT) for a
