@@ -59,10 +59,10 @@ type Stall struct {
 	// heal: a node still cut off may have answered for a partition it no
 	// longer leads, so its high watermark proves no loss.
 	Unrecovered bool `json:"unrecovered,omitempty"`
-	// Missing marks a partition the healed cluster no longer lists: every
-	// broker that answered a Metadata request, at each of several looks
-	// seconds apart, said its topic does not exist or listed the topic
-	// without it. Its log counts as empty (LogEnd).
+	// Missing marks a partition the healed cluster no longer lists: at
+	// each of several looks seconds apart, every broker answered a
+	// Metadata request and said its topic does not exist or listed the
+	// topic without it. Its log counts as empty (LogEnd).
 	Missing bool `json:"missing,omitempty"`
 }
 

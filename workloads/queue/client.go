@@ -309,9 +309,9 @@ const (
 )
 
 // goneFor reports which of keys' partitions the cluster no longer lists:
-// at each of looks looks, gap apart, every broker that answered a Metadata
-// request for their topics (at least one) said the topic does not exist
-// or listed it without the partition. Any other answer (a listed
+// at each of looks looks, gap apart, every broker answered a Metadata
+// request for their topics and each said the topic does not exist or
+// listed it without the partition. Any other answer (a listed
 // partition, another error) or an interrupted look keeps a partition out.
 func (t *Topics) goneFor(ctx context.Context, keys []int, looks int, gap time.Duration) map[int]bool {
 	gone := map[int]bool{}
@@ -341,7 +341,7 @@ func (t *Topics) goneFor(ctx context.Context, keys []int, looks int, gap time.Du
 
 // unlistedNow asks every broker the admin client knows (or, before it
 // knows any, one of the seeds) for the metadata of keys' topics, and
-// reports the keys whose partition no answering broker lists.
+// reports the keys whose partition none of them lists (unlistedBy).
 func (t *Topics) unlistedNow(ctx context.Context, keys []int) map[int]bool {
 	req := kmsg.NewPtrMetadataRequest()
 	for _, name := range t.opts.topicsOf(keys) {
@@ -357,27 +357,37 @@ func (t *Topics) unlistedNow(ctx context.Context, keys []int) map[int]bool {
 	if len(askers) == 0 {
 		askers = append(askers, t.kcl.Request)
 	}
-	listed := map[int]bool{}
-	answered := 0
-	for _, ask := range askers {
+	answers := make([]*kmsg.MetadataResponse, len(askers))
+	for i, ask := range askers {
 		cctx, cancel := context.WithTimeout(ctx, t.opts.RequestTimeout)
 		kresp, err := ask(cctx, req)
 		cancel()
-		if err != nil {
-			continue
-		}
-		answered++
-		resp := kresp.(*kmsg.MetadataResponse)
-		for _, k := range keys {
-			topic, part := t.opts.TopicPartition(k)
-			if !unlistedIn(resp, topic, part) {
-				listed[k] = true
-			}
+		if err == nil {
+			answers[i] = kresp.(*kmsg.MetadataResponse)
 		}
 	}
+	return unlistedBy(answers, keys, t.opts.TopicPartition)
+}
+
+// unlistedBy reports, for each key, whether every broker asked answered
+// (answers[i] nil: broker i did not) and none lists the key's partition
+// (unlistedIn). One broker that did not answer makes the look
+// inconclusive: a broker cut off from the controller while a topic was
+// created may answer from an image without it, and the others must be
+// heard to outvote it.
+func unlistedBy(answers []*kmsg.MetadataResponse, keys []int, partitionOf func(int) (string, int32)) map[int]bool {
 	out := map[int]bool{}
+	all := len(answers) > 0
+	for _, a := range answers {
+		all = all && a != nil
+	}
 	for _, k := range keys {
-		out[k] = answered > 0 && !listed[k]
+		topic, part := partitionOf(k)
+		gone := all
+		for _, a := range answers {
+			gone = gone && unlistedIn(a, topic, part)
+		}
+		out[k] = gone
 	}
 	return out
 }

@@ -422,6 +422,31 @@ func TestUnlistedIn(t *testing.T) {
 	assert.False(t, unlistedIn(answer(kerr.UnknownTopicOrPartition.Code), "t1", 0), "a topic left out of the answer proves nothing")
 }
 
+// TestUnlistedBy: a partition is unlisted only when every broker asked
+// answered and none lists it.
+func TestUnlistedBy(t *testing.T) {
+	answer := func(code int16, parts ...int32) *kmsg.MetadataResponse {
+		rt := kmsg.NewMetadataResponseTopic()
+		rt.Topic, rt.ErrorCode = kmsg.StringPtr("t0"), code
+		for _, p := range parts {
+			rp := kmsg.NewMetadataResponseTopicPartition()
+			rp.Partition = p
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp := kmsg.NewPtrMetadataResponse()
+		resp.Topics = append(resp.Topics, rt)
+		return resp
+	}
+	of := func(k int) (string, int32) { return "t0", int32(k) }
+	unknown := answer(kerr.UnknownTopicOrPartition.Code)
+	assert.Equal(t, map[int]bool{0: true, 1: true}, unlistedBy([]*kmsg.MetadataResponse{unknown, unknown}, []int{0, 1}, of))
+	assert.Equal(t, map[int]bool{0: false, 1: true}, unlistedBy([]*kmsg.MetadataResponse{unknown, answer(0, 0)}, []int{0, 1}, of),
+		"one broker listing partition 0 outvotes the other")
+	assert.Equal(t, map[int]bool{0: false}, unlistedBy([]*kmsg.MetadataResponse{unknown, nil}, []int{0}, of),
+		"a broker that did not answer makes the look inconclusive")
+	assert.Equal(t, map[int]bool{0: false}, unlistedBy(nil, []int{0}, of), "nobody asked")
+}
+
 // TestInfoTransactionsAreNoFinalReadTarget: the offset of a send in a
 // transaction whose outcome is unknown is no target of the final reads (it
 // may have been aborted, and read_committed never returns it); an info
