@@ -33,7 +33,9 @@ func (c *Coordinator) DeleteGroups(_ context.Context, req *kmsg.DeleteGroupsRequ
 // dead (and gone from the coordinator's map) before its tombstones are
 // written, so that a member joining meanwhile starts a new group, whose
 // records follow the tombstones under the partition's append lock; a
-// failed append puts it back when no new group took its name.
+// failed append puts it back, or its offsets into the group that took its
+// name meanwhile. An append that timed out may still commit: the log then
+// holds the tombstones although the group answered an error and is kept.
 func (c *Coordinator) deleteGroup(id string) int16 {
 	if id == "" {
 		return codeInvalidGroupID
@@ -86,9 +88,20 @@ func (c *Coordinator) deleteGroup(id string) int16 {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if st := c.partitions[p]; st != nil && st.token == token && c.groups[id] == nil {
-		g.transition(stateEmpty, c.clock.Now())
-		c.groups[id] = g
+	if st := c.partitions[p]; st != nil && st.token == token {
+		if cur := c.groups[id]; cur == nil {
+			g.transition(stateEmpty, c.clock.Now())
+			c.groups[id] = g
+		} else {
+			// A group that took the name meanwhile also gets the old
+			// offsets it has not committed over, as a replay of the log
+			// would give it.
+			for tp, o := range g.offsets {
+				if _, ok := cur.offsets[tp]; !ok {
+					cur.offsets[tp] = o
+				}
+			}
+		}
 	}
 	c.logger.Warn(fmt.Sprintf("Failed to delete group %s: %v", id, err))
 	return appendErrorCode(err)

@@ -19,6 +19,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -680,7 +681,67 @@ func TestClusterElectLeaders(t *testing.T) {
 
 	again, err := adm.ElectLeaders(ctx, kadm.ElectPreferredReplica, nil)
 	require.NoError(t, err)
+	require.Contains(t, again, "prefs", "every topic is answered")
 	assert.Empty(t, again["prefs"], "nothing left to elect")
+}
+
+// TestClusterDeleteRecords: DeleteRecords advances the log start offset
+// of a replicated partition and answers once the ISR's followers have
+// followed; consumers start there; after the leader is stopped, the new
+// leader still starts there, so the deleted records do not come back.
+func TestClusterDeleteRecords(t *testing.T) {
+	nodes := startCluster(t, 3, map[string]string{"broker.session.timeout.ms": "10000"})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds(nodes)...), kgo.RequiredAcks(kgo.AllISRAcks()), kgo.DefaultProduceTopic("trim"),
+		kgo.RecordRetries(1000), kgo.MetadataMinAge(50*time.Millisecond), kgo.RetryBackoffFn(func(int) time.Duration { return 20 * time.Millisecond }))
+	require.NoError(t, err)
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	resp, err := adm.CreateTopic(ctx, 1, 3, nil, "trim")
+	require.NoError(t, err)
+	require.NoError(t, resp.Err)
+	for i := range 100 {
+		require.NoError(t, cl.ProduceSync(ctx, &kgo.Record{Value: []byte(strconv.Itoa(i))}).FirstErr())
+	}
+	to := kadm.Offsets{}
+	to.AddOffset("trim", 0, 60, -1)
+	deleted, err := adm.DeleteRecords(ctx, to)
+	require.NoError(t, err)
+	d, ok := deleted.Lookup("trim", 0)
+	require.True(t, ok)
+	require.NoError(t, d.Err)
+	assert.Equal(t, int64(60), d.LowWatermark)
+	for _, c := range nodes {
+		l, ok := c.node.logs.GetLog(storage.TopicPartition{Topic: "trim", Partition: 0})
+		require.True(t, ok)
+		assert.Equal(t, int64(60), l.LogStartOffset(), "node %d's replica followed before the answer", c.id)
+	}
+
+	beyond := kadm.Offsets{}
+	beyond.AddOffset("trim", 0, 1000, -1)
+	deleted, err = adm.DeleteRecords(ctx, beyond)
+	require.NoError(t, err)
+	d, _ = deleted.Lookup("trim", 0)
+	assert.ErrorIs(t, d.Err, kerr.OffsetOutOfRange)
+
+	before, _ := partitionState(nodes[0], "trim", 0)
+	stopNode(t, nodes[before.Leader-1].node)
+	require.Eventually(t, func() bool {
+		starts, err := adm.ListStartOffsets(ctx, "trim")
+		if err != nil {
+			return false
+		}
+		o, ok := starts.Lookup("trim", 0)
+		return ok && o.Err == nil && o.Offset == 60
+	}, 30*time.Second, 50*time.Millisecond, "the new leader starts at 60 too")
+	for i := 100; i < 110; i++ {
+		require.NoError(t, cl.ProduceSync(ctx, &kgo.Record{Value: []byte(strconv.Itoa(i))}).FirstErr())
+	}
+	got := readAllFrom(t, seeds(nodes), "trim")
+	assert.Len(t, got, 50, "offsets 60 to 109")
+	assert.False(t, got["59"], "a deleted record")
+	assert.True(t, got["60"])
 }
 
 // TestBrokerWithoutControllers: a broker whose voters do not answer gives up
