@@ -82,6 +82,12 @@ func (r *metadataLogReplicas) ListOffset(context.Context, string, int32, int32, 
 	return -1, -1, -1, kerr.UnknownTopicOrPartition.Code
 }
 
+// DeleteRecords implements server.Replicas: the metadata log's start
+// moves only with its snapshots.
+func (r *metadataLogReplicas) DeleteRecords(context.Context, string, int32, int64) (int64, int16, string) {
+	return -1, kerr.UnknownTopicOrPartition.Code, ""
+}
+
 // OffsetForLeaderEpoch implements server.Replicas.
 func (r *metadataLogReplicas) OffsetForLeaderEpoch(context.Context, string, int32, int32, int32) (int32, int64, int16) {
 	return -1, -1, kerr.UnknownTopicOrPartition.Code

@@ -79,10 +79,14 @@ func (m *Manager) Fetch(_ context.Context, topic string, partition int32, req Fe
 	if replica {
 		p.stMu.Lock()
 		moved := p.st != nil && p.st.FollowerFetched(req.ReplicaID, req.FetchOffset, m.cfg.Now().UnixMilli())
+		startMoved := p.st != nil && p.st.FollowerLogStart(req.ReplicaID, req.LogStartOffset)
 		joins := p.st != nil && slices.Contains(p.st.CaughtUp(), req.ReplicaID)
 		p.stMu.Unlock()
 		if joins {
 			m.wakeISR()
+		}
+		if startMoved && !moved {
+			p.publishHW() // wakes a DeleteRecords waiting for the low watermark
 		}
 		if moved {
 			p.publishHW()

@@ -119,5 +119,12 @@ func (m *Manager) ApplyFetchResponse(topic string, partition int32, leaderEpoch 
 	if p.log.LogEndOffset() > leo || hw != hwBefore {
 		m.signalChanged()
 	}
+	// The log start follows the leader's (DeleteRecords, retention), up
+	// to what this replica has committed, as Kafka's followers do.
+	if start := min(res.LogStartOffset, hw); start > p.log.LogStartOffset() {
+		if err := p.log.IncrementLogStartOffset(start); err != nil {
+			m.logger.Warn(fmt.Sprintf("Partition %s: could not advance the log start to the leader's %d", p.tp, start), "err", err)
+		}
+	}
 	return nil
 }

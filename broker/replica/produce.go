@@ -306,3 +306,64 @@ func (p *partition) appended(st *State) {
 		p.publishHW()
 	}
 }
+
+// DeleteRecords advances the log start offset of a partition this broker
+// leads to offset (-1: its high watermark), as Kafka's DeleteRecords does,
+// and answers with the low watermark once every ISR follower's log start
+// has followed (State.LowWatermark; followers take the leader's log start
+// from their fetches), so that no replica that may take over still serves
+// the deleted records; REQUEST_TIMED_OUT when ctx ends first.
+// OFFSET_OUT_OF_RANGE for an offset above the high watermark or below -1,
+// POLICY_VIOLATION for a topic that is compacted and not deleted.
+func (m *Manager) DeleteRecords(ctx context.Context, topic string, partition int32, offset int64) (int64, int16, string) {
+	p := m.get(topic, partition)
+	if p == nil {
+		return -1, m.unknownOrNotLeader(topic, partition), ""
+	}
+	p.mu.RLock()
+	if p.state != OnlineReplica {
+		p.mu.RUnlock()
+		return -1, kerr.NotLeaderForPartition.Code, ""
+	}
+	if p.log.Config().CleanupPolicy == storage.CleanupCompact {
+		p.mu.RUnlock()
+		return -1, kerr.PolicyViolation.Code, fmt.Sprintf("records cannot be deleted from %s: cleanup.policy is compact", p.tp)
+	}
+	hw := p.log.HighWatermark()
+	if offset == -1 {
+		offset = hw
+	}
+	if offset < 0 || offset > hw {
+		p.mu.RUnlock()
+		return -1, kerr.OffsetOutOfRange.Code, fmt.Sprintf("offset %d of %s is not between 0 and the high watermark %d", offset, p.tp, hw)
+	}
+	if err := p.log.IncrementLogStartOffset(offset); err != nil {
+		p.mu.RUnlock()
+		return -1, errorCode(err), err.Error()
+	}
+	p.stMu.Lock()
+	st := p.st
+	p.stMu.Unlock()
+	p.mu.RUnlock()
+	m.signalChanged()
+	for {
+		p.stMu.Lock()
+		current, ch := p.st, p.hwMoved
+		low := int64(-1)
+		if current != nil {
+			low = current.LowWatermark(p.log.LogStartOffset())
+		}
+		p.stMu.Unlock()
+		switch {
+		case current != st:
+			return -1, kerr.NotLeaderForPartition.Code, fmt.Sprintf("%s lost leadership before its replicas deleted up to %d", p.tp, offset)
+		case low >= offset:
+			return low, 0, ""
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return low, kerr.RequestTimedOut.Code, fmt.Sprintf("%s: the replicas' low watermark %d did not reach %d in time", p.tp, low, offset)
+		}
+	}
+}

@@ -77,6 +77,9 @@ type FollowerProgress struct {
 	// and the leader's LEO then.
 	LastFetchMs        int64
 	LastFetchLeaderLEO int64
+	// LogStart is the follower's log start offset as its last fetch
+	// reported it, -1 until one did (DeleteRecords' low watermark).
+	LogStart int64
 }
 
 // State is the leader's replication state of one partition: leader epoch,
@@ -130,7 +133,7 @@ func NewLeaderState(leader int32, leaderEpoch, partitionEpoch int32, replicas, i
 		if r != leader {
 			// A new leader gives every follower a full lag period to show
 			// up before it counts as out of sync.
-			s.Followers[r] = &FollowerProgress{ID: r, LEO: -1, LastCaughtUpMs: nowMs, LastFetchMs: -1, LastFetchLeaderLEO: -1}
+			s.Followers[r] = &FollowerProgress{ID: r, LEO: -1, LastCaughtUpMs: nowMs, LastFetchMs: -1, LastFetchLeaderLEO: -1, LogStart: -1}
 		}
 	}
 	s.maybeAdvanceHW()
@@ -232,6 +235,38 @@ func (s *State) FollowerFetched(id int32, fetchOffset int64, nowMs int64) bool {
 	f.LastFetchMs = nowMs
 	f.LastFetchLeaderLEO = s.LeaderLEO
 	return s.maybeAdvanceHW()
+}
+
+// FollowerLogStart records the log start offset a follower's fetch
+// reported and reports whether it changed. Fetches from non-replicas are
+// ignored.
+func (s *State) FollowerLogStart(id int32, logStart int64) bool {
+	f := s.Followers[id]
+	if f == nil || logStart < 0 || f.LogStart == logStart {
+		return false
+	}
+	f.LogStart = logStart
+	return true
+}
+
+// LowWatermark is the smallest log start offset among the leader's
+// (leaderStart) and the ISR followers', -1 while an ISR follower has not
+// reported one: below it no replica that may lead holds records any more
+// (DeleteRecords' answer, Kafka's low watermark over the replicas that
+// can take over).
+func (s *State) LowWatermark(leaderStart int64) int64 {
+	low := leaderStart
+	for _, r := range s.ISR {
+		if r == s.LeaderID {
+			continue
+		}
+		f := s.Followers[r]
+		if f == nil || f.LogStart < 0 {
+			return -1
+		}
+		low = min(low, f.LogStart)
+	}
+	return low
 }
 
 // OutOfSync returns the ISR followers that have not caught up within

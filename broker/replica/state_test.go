@@ -180,3 +180,18 @@ func TestStateMaximalISR(t *testing.T) {
 	assert.Nil(t, st.PendingISR)
 	assert.Equal(t, int64(14), st.HW)
 }
+
+// TestLowWatermark: the smallest log start among the leader and the ISR's
+// followers, unknown (-1) until each ISR follower reported one; a follower
+// out of the ISR does not hold it back.
+func TestLowWatermark(t *testing.T) {
+	s := NewLeaderState(1, 3, 0, []int32{1, 2, 3}, []int32{1, 2}, 1, 100, 100, 0)
+	assert.Equal(t, int64(-1), s.LowWatermark(60), "follower 2 has not reported")
+	assert.True(t, s.FollowerLogStart(2, 40))
+	assert.False(t, s.FollowerLogStart(2, 40), "unchanged")
+	assert.False(t, s.FollowerLogStart(9, 40), "not a replica")
+	assert.Equal(t, int64(40), s.LowWatermark(60))
+	assert.True(t, s.FollowerLogStart(2, 60))
+	assert.Equal(t, int64(60), s.LowWatermark(60), "follower 3 is out of the ISR")
+	assert.Equal(t, int64(50), s.LowWatermark(50))
+}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"sync"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -91,12 +90,8 @@ func handleProduce(s *Server, r *request) (kmsg.Response, error) {
 		return resp, nil
 	}
 
-	ctx := r.ctx
-	if req.TimeoutMillis > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, time.Duration(req.TimeoutMillis)*time.Millisecond)
-		defer cancel()
-	}
+	ctx, cancel := withTimeoutMs(r.ctx, req.TimeoutMillis)
+	defer cancel()
 	img := s.backend.Metadata.Image()
 	refused := s.addToTxn(ctx, req, img)
 	var wg sync.WaitGroup

@@ -148,6 +148,10 @@ type Replicas interface {
 	// read_committed), -3 the record with the largest timestamp (ListOffsets
 	// v7+), otherwise the first offset whose timestamp is >= it.
 	ListOffset(ctx context.Context, topic string, partition int32, currentLeaderEpoch int32, timestamp int64, isolation int8) (offset int64, ts int64, leaderEpoch int32, errCode int16)
+	// DeleteRecords advances a partition's log start offset to offset
+	// (-1: the high watermark) and returns the low watermark once the
+	// replicas that may lead followed, with an error code and message.
+	DeleteRecords(ctx context.Context, topic string, partition int32, offset int64) (lowWatermark int64, errCode int16, msg string)
 	// OffsetForLeaderEpoch answers where leaderEpoch ended on this leader.
 	OffsetForLeaderEpoch(ctx context.Context, topic string, partition int32, currentLeaderEpoch, leaderEpoch int32) (epoch int32, endOffset int64, errCode int16)
 }

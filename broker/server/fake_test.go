@@ -298,6 +298,15 @@ func (f *fakeCluster) Changed() <-chan struct{} {
 	return f.changed
 }
 
+// DeleteRecords: the fake keeps every record; it answers as if the log
+// started at offset.
+func (f *fakeCluster) DeleteRecords(_ context.Context, topic string, partition int32, offset int64) (int64, int16, string) {
+	if f.Image().Partition(topic, partition) == nil {
+		return -1, kerr.UnknownTopicOrPartition.Code, ""
+	}
+	return offset, 0, ""
+}
+
 func (f *fakeCluster) ListOffset(_ context.Context, topic string, partition int32, _ int32, timestamp int64, _ int8) (int64, int64, int32, int16) {
 	if f.listOffsetHook != nil {
 		f.listOffsetHook(topic)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -223,4 +224,13 @@ func producerStates(b *Backend) ProducerStates {
 func txnOffsets(b *Backend) TxnOffsets {
 	t, _ := b.Groups.(TxnOffsets)
 	return t
+}
+
+// withTimeoutMs bounds ctx by a request's TimeoutMillis (none when it is
+// not positive).
+func withTimeoutMs(ctx context.Context, ms int32) (context.Context, context.CancelFunc) {
+	if ms <= 0 {
+		return ctx, func() {}
+	}
+	return context.WithTimeout(ctx, time.Duration(ms)*time.Millisecond)
 }

@@ -738,7 +738,7 @@ func TestApiVersionsLeavesOutUnwiredComponents(t *testing.T) {
 	for _, k := range resp.ApiKeys {
 		keys = append(keys, k.ApiKey)
 	}
-	assert.Equal(t, []int16{0, 1, 2, 3, 18, 23, 60}, keys)
+	assert.Equal(t, []int16{0, 1, 2, 3, 18, 21, 23, 60}, keys)
 }
 
 func TestGarbageDoesNotCrash(t *testing.T) {
