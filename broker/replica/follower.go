@@ -122,7 +122,7 @@ func (m *Manager) ApplyFetchResponse(topic string, partition int32, leaderEpoch 
 	// The log start follows the leader's (DeleteRecords, retention), up
 	// to what this replica has committed, as Kafka's followers do.
 	if start := min(res.LogStartOffset, hw); start > p.log.LogStartOffset() {
-		if err := p.log.IncrementLogStartOffset(start); err != nil {
+		if err := m.cfg.Logs.IncrementLogStartOffset(p.tp, start); err != nil {
 			m.logger.Warn(fmt.Sprintf("Partition %s: could not advance the log start to the leader's %d", p.tp, start), "err", err)
 		}
 	}

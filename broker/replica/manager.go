@@ -37,6 +37,9 @@ type LogStore interface {
 	// right after cannot recover from a point above the new log end.
 	TruncateTo(tp storage.TopicPartition, offset int64) error
 	TruncateFullyAndStartAt(tp storage.TopicPartition, offset int64) error
+	// IncrementLogStartOffset advances a log's start and checkpoints it
+	// before it returns.
+	IncrementLogStartOffset(tp storage.TopicPartition, offset int64) error
 }
 
 // Config configures a Manager.

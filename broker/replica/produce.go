@@ -309,8 +309,9 @@ func (p *partition) appended(st *State) {
 
 // DeleteRecords advances the log start offset of a partition this broker
 // leads to offset (-1: its high watermark), as Kafka's DeleteRecords does,
-// and answers with the low watermark once every ISR follower's log start
-// has followed (State.LowWatermark; followers take the leader's log start
+// and answers with the low watermark once the log start of every follower
+// that may lead (the maximal ISR, and any follower fetching lately) has
+// followed (State.LowWatermark; followers take the leader's log start
 // from their fetches), so that no replica that may take over still serves
 // the deleted records; REQUEST_TIMED_OUT when ctx ends first.
 // OFFSET_OUT_OF_RANGE for an offset above the high watermark or below -1,
@@ -337,7 +338,7 @@ func (m *Manager) DeleteRecords(ctx context.Context, topic string, partition int
 		p.mu.RUnlock()
 		return -1, kerr.OffsetOutOfRange.Code, fmt.Sprintf("offset %d of %s is not between 0 and the high watermark %d", offset, p.tp, hw)
 	}
-	if err := p.log.IncrementLogStartOffset(offset); err != nil {
+	if err := m.cfg.Logs.IncrementLogStartOffset(p.tp, offset); err != nil {
 		p.mu.RUnlock()
 		return -1, errorCode(err), err.Error()
 	}
@@ -351,7 +352,7 @@ func (m *Manager) DeleteRecords(ctx context.Context, topic string, partition int
 		current, ch := p.st, p.hwMoved
 		low := int64(-1)
 		if current != nil {
-			low = current.LowWatermark(p.log.LogStartOffset())
+			low = current.LowWatermark(p.log.LogStartOffset(), m.cfg.Now().UnixMilli(), m.cfg.ReplicaLagTimeMaxMs)
 		}
 		p.stMu.Unlock()
 		switch {

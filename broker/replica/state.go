@@ -250,18 +250,24 @@ func (s *State) FollowerLogStart(id int32, logStart int64) bool {
 }
 
 // LowWatermark is the smallest log start offset among the leader's
-// (leaderStart) and the ISR followers', -1 while an ISR follower has not
-// reported one: below it no replica that may lead holds records any more
-// (DeleteRecords' answer, Kafka's low watermark over the replicas that
-// can take over).
-func (s *State) LowWatermark(leaderStart int64) int64 {
+// (leaderStart) and every follower that may lead or soon may: the maximal
+// ISR's, and any other follower that fetched within liveMs of nowMs (it
+// may join the ISR before its next fetch response moves its log start),
+// as Kafka's low watermark counts every live replica. It is -1 while one
+// of them has not reported a log start. Below it no such replica holds
+// records any more (DeleteRecords' answer).
+func (s *State) LowWatermark(leaderStart, nowMs, liveMs int64) int64 {
 	low := leaderStart
-	for _, r := range s.ISR {
-		if r == s.LeaderID {
+	isr := s.MaximalISR()
+	for _, r := range s.Replicas {
+		f := s.Followers[r]
+		if r == s.LeaderID || f == nil {
 			continue
 		}
-		f := s.Followers[r]
-		if f == nil || f.LogStart < 0 {
+		if !slices.Contains(isr, r) && (f.LastFetchMs < 0 || nowMs-f.LastFetchMs > liveMs) {
+			continue
+		}
+		if f.LogStart < 0 {
 			return -1
 		}
 		low = min(low, f.LogStart)

@@ -181,17 +181,26 @@ func TestStateMaximalISR(t *testing.T) {
 	assert.Equal(t, int64(14), st.HW)
 }
 
-// TestLowWatermark: the smallest log start among the leader and the ISR's
-// followers, unknown (-1) until each ISR follower reported one; a follower
-// out of the ISR does not hold it back.
+// TestLowWatermark: the smallest log start among the leader, the maximal
+// ISR's followers and any follower that fetched lately, unknown (-1)
+// until each of those reported one; a follower out of the ISR that has
+// not fetched within the live window does not hold it back.
 func TestLowWatermark(t *testing.T) {
 	s := NewLeaderState(1, 3, 0, []int32{1, 2, 3}, []int32{1, 2}, 1, 100, 100, 0)
-	assert.Equal(t, int64(-1), s.LowWatermark(60), "follower 2 has not reported")
+	assert.Equal(t, int64(-1), s.LowWatermark(60, 0, 1000), "follower 2 has not reported")
 	assert.True(t, s.FollowerLogStart(2, 40))
 	assert.False(t, s.FollowerLogStart(2, 40), "unchanged")
 	assert.False(t, s.FollowerLogStart(9, 40), "not a replica")
-	assert.Equal(t, int64(40), s.LowWatermark(60))
+	assert.Equal(t, int64(40), s.LowWatermark(60, 0, 1000))
 	assert.True(t, s.FollowerLogStart(2, 60))
-	assert.Equal(t, int64(60), s.LowWatermark(60), "follower 3 is out of the ISR")
-	assert.Equal(t, int64(50), s.LowWatermark(50))
+	assert.Equal(t, int64(60), s.LowWatermark(60, 0, 1000), "follower 3 is out of the ISR and never fetched")
+	assert.Equal(t, int64(50), s.LowWatermark(50, 0, 1000))
+
+	s.FollowerFetched(3, 10, 5000)
+	assert.Equal(t, int64(-1), s.LowWatermark(60, 5500, 1000), "follower 3 fetches: it counts once it reports")
+	s.FollowerLogStart(3, 20)
+	assert.Equal(t, int64(20), s.LowWatermark(60, 5500, 1000))
+	assert.Equal(t, int64(60), s.LowWatermark(60, 9000, 1000), "follower 3 stopped fetching")
+	s.PendingISR = []int32{1, 2, 3}
+	assert.Equal(t, int64(20), s.LowWatermark(60, 9000, 1000), "a pending ISR member counts")
 }

@@ -17,8 +17,10 @@ import (
 //     and the answer's LowWatermark comes once the ISR's followers have
 //     followed; OFFSET_OUT_OF_RANGE above the high watermark,
 //     POLICY_VIOLATION on a compact-only topic, NOT_LEADER_OR_FOLLOWER
-//     off the leader, REQUEST_TIMED_OUT after TimeoutMillis. A partition
-//     missing from the metadata image is UNKNOWN_TOPIC_OR_PARTITION.
+//     off the leader, REQUEST_TIMED_OUT after TimeoutMillis (at once for
+//     0: the log start still advances). A partition missing from the
+//     metadata image is UNKNOWN_TOPIC_OR_PARTITION, one of an internal
+//     topic INVALID_TOPIC_EXCEPTION.
 //   - Partitions are handled concurrently under the request's timeout.
 //
 // Version notes: v1 is v0 (throttling); v2 flexible.
@@ -32,6 +34,9 @@ func handleDeleteRecords(s *Server, r *request) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.DeleteRecordsResponse)
 	ctx, cancel := withTimeoutMs(r.ctx, req.TimeoutMillis)
 	defer cancel()
+	if req.TimeoutMillis <= 0 {
+		cancel() // no wait: the low watermark as it is when asked, as Kafka answers
+	}
 	img := s.backend.Metadata.Image()
 	var wg sync.WaitGroup
 	resp.Topics = make([]kmsg.DeleteRecordsResponseTopic, len(req.Topics))
@@ -44,8 +49,12 @@ func handleDeleteRecords(s *Server, r *request) (kmsg.Response, error) {
 			rp := &rt.Partitions[j]
 			*rp = kmsg.NewDeleteRecordsResponseTopicPartition()
 			rp.Partition, rp.LowWatermark = p.Partition, -1
-			if img.Partition(t.Topic, p.Partition) == nil {
+			switch {
+			case img.Partition(t.Topic, p.Partition) == nil:
 				rp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+				continue
+			case internalTopic(t.Topic):
+				rp.ErrorCode = kerr.InvalidTopicException.Code
 				continue
 			}
 			wg.Go(func() {

@@ -1137,7 +1137,10 @@ func (l *Log) IncrementLogStartOffset(offset int64) error {
 	if err := l.epochs.truncateFromStart(offset, true); err != nil {
 		return fmt.Errorf("advance log start of %s: leader epoch checkpoint: %w", l.tp, err)
 	}
-	l.producers.dropBefore(offset)
+	// Producers stay (KIP-360): a producer whose batches are all below
+	// the new start still has its sequence checked, so its retry of a
+	// batch written before is answered as a duplicate, not written again;
+	// producer.id expiration forgets it.
 	_, err := l.deleteSegmentsWhile(func(s *segment, next *segment) bool {
 		return next != nil && next.baseOffset <= l.logStartOffset
 	})
@@ -1227,7 +1230,6 @@ func (l *Log) deleteSegmentsWhile(pred func(s, next *segment) bool) (int, error)
 		if err := l.epochs.truncateFromStart(base, true); err != nil {
 			return n, fmt.Errorf("retention of %s: leader epoch checkpoint: %w", l.tp, err)
 		}
-		l.producers.dropBefore(base)
 		kept := l.aborted[:0]
 		for _, a := range l.aborted {
 			if a.LastOffset >= base {

@@ -178,3 +178,30 @@ func TestTopicCompressionTypeReencodes(t *testing.T) {
 		require.NoError(t, l.Close())
 	}
 }
+
+// TestLogStartKeepsProducers: advancing the log start over a producer's
+// every batch (DeleteRecords, a follower following its leader, retention)
+// keeps its state, as Kafka does since KIP-360: a retry of its last batch
+// is still a duplicate and its next batch still in sequence.
+func TestLogStartKeepsProducers(t *testing.T) {
+	cfg := testConfig()
+	l := openTestLog(t, OS, t.TempDir(), cfg, true)
+	defer l.Close()
+	batch := func(seq int32, prefix string) []byte {
+		return BuildBatch(records(2, prefix, 1000), BatchOptions{Producer: &BatchProducer{ID: 9, Epoch: 0, BaseSequence: seq}})
+	}
+	_, err := l.AppendAsLeader(batch(0, "a"), 0, 2000)
+	require.NoError(t, err)
+	_, err = l.AppendAsLeader(BuildBatch(records(2, "other", 1000), BatchOptions{}), 0, 2000)
+	require.NoError(t, err)
+	l.UpdateHighWatermark(l.LogEndOffset())
+	require.NoError(t, l.IncrementLogStartOffset(l.HighWatermark()))
+
+	dup, err := l.AppendAsLeader(batch(0, "a"), 0, 2000)
+	require.NoError(t, err)
+	assert.True(t, dup.Duplicate, "the retry is not written again")
+	assert.Equal(t, int64(4), l.LogEndOffset())
+	next, err := l.AppendAsLeader(batch(2, "b"), 0, 2000)
+	require.NoError(t, err, "the next batch is in sequence")
+	assert.Equal(t, int64(4), next.FirstOffset)
+}

@@ -568,6 +568,25 @@ func (m *LogManager) TruncateFullyAndStartAt(tp TopicPartition, offset int64) er
 	return m.truncate(tp, func(l *Log) error { return l.TruncateFullyAndStartAt(offset) })
 }
 
+// IncrementLogStartOffset advances the log start of tp
+// (Log.IncrementLogStartOffset: DeleteRecords, a follower following its
+// leader's) and writes its log dir's log-start-offset-checkpoint before it
+// returns, so that a crash right after does not bring the records below
+// it back.
+func (m *LogManager) IncrementLogStartOffset(tp TopicPartition, offset int64) error {
+	m.mu.RLock()
+	l, ok := m.logs[tp]
+	dir := m.logDirs[tp]
+	m.mu.RUnlock()
+	if !ok {
+		return fmt.Errorf("advance log start of %s: %w", tp, ErrLogClosed)
+	}
+	if err := l.IncrementLogStartOffset(offset); err != nil {
+		return err
+	}
+	return m.checkpoint(dir, LogStartOffsetCheckpointFile, logStartToCheckpoint)
+}
+
 func (m *LogManager) truncate(tp TopicPartition, cut func(*Log) error) error {
 	m.mu.RLock()
 	l, ok := m.logs[tp]

@@ -234,15 +234,6 @@ func (ps *producerState) withBatches(headers []BatchHeader) *producerState {
 	return out
 }
 
-// dropBefore forgets producers whose last batch ends before offset.
-func (ps *producerState) dropBefore(offset int64) {
-	for pid, e := range ps.producers {
-		if n := len(e.batches); n == 0 || e.batches[n-1].lastOffset < offset {
-			delete(ps.producers, pid)
-		}
-	}
-}
-
 // expire forgets producers whose last batch timestamp is older than
 // nowMs-expirationMs and that have no open transaction.
 func (ps *producerState) expire(nowMs, expirationMs int64) int {
