@@ -574,12 +574,9 @@ func (m *LogManager) TruncateFullyAndStartAt(tp TopicPartition, offset int64) er
 // returns, so that a crash right after does not bring the records below
 // it back.
 func (m *LogManager) IncrementLogStartOffset(tp TopicPartition, offset int64) error {
-	m.mu.RLock()
-	l, ok := m.logs[tp]
-	dir := m.logDirs[tp]
-	m.mu.RUnlock()
-	if !ok {
-		return fmt.Errorf("advance log start of %s: %w", tp, ErrLogClosed)
+	l, dir, err := m.logIn(tp, "advance log start of")
+	if err != nil {
+		return err
 	}
 	if err := l.IncrementLogStartOffset(offset); err != nil {
 		return err
@@ -587,13 +584,22 @@ func (m *LogManager) IncrementLogStartOffset(tp TopicPartition, offset int64) er
 	return m.checkpoint(dir, LogStartOffsetCheckpointFile, logStartToCheckpoint)
 }
 
-func (m *LogManager) truncate(tp TopicPartition, cut func(*Log) error) error {
+// logIn returns the open log of tp and its log dir, or ErrLogClosed
+// wrapped as what failed on it.
+func (m *LogManager) logIn(tp TopicPartition, what string) (*Log, string, error) {
 	m.mu.RLock()
+	defer m.mu.RUnlock()
 	l, ok := m.logs[tp]
-	dir := m.logDirs[tp]
-	m.mu.RUnlock()
 	if !ok {
-		return fmt.Errorf("truncate %s: %w", tp, ErrLogClosed)
+		return nil, "", fmt.Errorf("%s %s: %w", what, tp, ErrLogClosed)
+	}
+	return l, m.logDirs[tp], nil
+}
+
+func (m *LogManager) truncate(tp TopicPartition, cut func(*Log) error) error {
+	l, dir, err := m.logIn(tp, "truncate")
+	if err != nil {
+		return err
 	}
 	if err := cut(l); err != nil {
 		return err
