@@ -115,20 +115,16 @@ func (s *ClusterState) electOne(im *metadata.Image, typ int8, topic string, part
 		if p.Leader != metadata.NoLeader {
 			return kerr.ElectionNotNeeded.Code, nil, nil
 		}
-		for _, inISR := range []bool{true, false} {
-			for _, r := range p.Replicas {
-				if !im.Live(r) || inISR != slices.Contains(p.ISR, r) {
-					continue
-				}
-				change := &metadata.PartitionChangeRecord{PartitionID: part, TopicID: t.ID, Leader: r}
-				if !inISR {
-					change.ISR = []int32{r}
-				}
-				return 0, nil, change
-			}
+		leader, isr := s.electAllowing(im, p.Replicas, p.ISR, -1, true)
+		if leader == metadata.NoLeader {
+			code, msg := errMsg(kerr.EligibleLeadersNotAvailable, "no replica of %s-%d is live", topic, part)
+			return code, msg, nil
 		}
-		code, msg := errMsg(kerr.EligibleLeadersNotAvailable, "no replica of %s-%d is live", topic, part)
-		return code, msg, nil
+		change := &metadata.PartitionChangeRecord{PartitionID: part, TopicID: t.ID, Leader: leader}
+		if !slices.Equal(isr, p.ISR) {
+			change.ISR = isr
+		}
+		return 0, nil, change
 	}
 	code, msg := errMsg(kerr.InvalidRequest, "unknown election type %d", typ)
 	return code, msg, nil

@@ -77,6 +77,12 @@ func (s *ClusterState) electLeaderless(im *metadata.Image) []metadata.Record {
 // whose ISR then is itself alone. It returns NoLeader and the ISR unchanged
 // when nobody qualifies.
 func (s *ClusterState) elect(im *metadata.Image, t *metadata.Topic, replicas, isr []int32, exclude int32) (int32, []int32) {
+	return s.electAllowing(im, replicas, isr, exclude, s.uncleanAllowed(t))
+}
+
+// electAllowing is elect with unclean election allowed or not by the
+// caller (ElectLeaders' unclean type allows it whatever the topic says).
+func (s *ClusterState) electAllowing(im *metadata.Image, replicas, isr []int32, exclude int32, unclean bool) (int32, []int32) {
 	for _, r := range replicas {
 		if r != exclude && im.Live(r) && (slices.Contains(isr, r) || s.Unsafe.ElectAnyReplica) {
 			if !slices.Contains(isr, r) {
@@ -85,7 +91,7 @@ func (s *ClusterState) elect(im *metadata.Image, t *metadata.Topic, replicas, is
 			return r, isr
 		}
 	}
-	if s.uncleanAllowed(t) {
+	if unclean {
 		for _, r := range replicas {
 			if r != exclude && im.Live(r) {
 				return r, []int32{r}

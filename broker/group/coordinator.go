@@ -119,6 +119,31 @@ func (c *Coordinator) ownerLocked(group string) (int32, int16) {
 	return p, codeNone
 }
 
+// lockOwner takes the append lock of group's offsets partition, then c.mu,
+// checking that this node serves the partition before and after the
+// append lock (ownerLocked): the append lock orders a write's records and
+// its effect on memory with every other write to the partition. On
+// success it returns the partition and the append lock's unlock with both
+// locks held (the caller releases c.mu itself); otherwise it holds
+// neither and returns ownerLocked's code.
+func (c *Coordinator) lockOwner(group string) (int32, func(), int16) {
+	c.mu.Lock()
+	p, code := c.ownerLocked(group)
+	c.mu.Unlock()
+	if code != codeNone {
+		return p, nil, code
+	}
+	lock := c.appendLocks.Of(p)
+	lock.Lock()
+	c.mu.Lock()
+	if _, code := c.ownerLocked(group); code != codeNone {
+		c.mu.Unlock()
+		lock.Unlock()
+		return p, nil, code
+	}
+	return p, lock.Unlock, codeNone
+}
+
 // ApplyImage brings the set of offsets partitions this coordinator owns in
 // line with image: it starts loading the partitions whose leader became this
 // node, drops the ones it no longer leads, and reloads a partition whose

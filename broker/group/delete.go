@@ -40,21 +40,11 @@ func (c *Coordinator) deleteGroup(id string) int16 {
 	if id == "" {
 		return codeInvalidGroupID
 	}
-	c.mu.Lock()
-	p, code := c.ownerLocked(id)
-	c.mu.Unlock()
+	p, unlock, code := c.lockOwner(id)
 	if code != codeNone {
 		return code
 	}
-	lock := c.appendLocks.Of(p)
-	lock.Lock()
-	defer lock.Unlock()
-
-	c.mu.Lock()
-	if _, code := c.ownerLocked(id); code != codeNone {
-		c.mu.Unlock()
-		return code
-	}
+	defer unlock()
 	g := c.groups[id]
 	switch {
 	case c.pendingTxnOffsetsLocked(p, id) || g != nil && c.liveLocked(g) && g.state != stateEmpty:
@@ -150,21 +140,11 @@ func (c *Coordinator) deleteOffsets(id string, resp *kmsg.OffsetDeleteResponse) 
 	if id == "" {
 		return codeInvalidGroupID
 	}
-	c.mu.Lock()
-	p, code := c.ownerLocked(id)
-	c.mu.Unlock()
+	p, unlock, code := c.lockOwner(id)
 	if code != codeNone {
 		return code
 	}
-	lock := c.appendLocks.Of(p)
-	lock.Lock()
-	defer lock.Unlock()
-
-	c.mu.Lock()
-	if _, code := c.ownerLocked(id); code != codeNone {
-		c.mu.Unlock()
-		return code
-	}
+	defer unlock()
 	g := c.groups[id]
 	if g == nil || !c.liveLocked(g) {
 		c.mu.Unlock()

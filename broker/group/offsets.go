@@ -55,26 +55,12 @@ func (c *Coordinator) commit(req *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCom
 		setAll(codeInvalidGroupID)
 		return
 	}
-	c.mu.Lock()
-	p, code := c.ownerLocked(req.Group)
-	c.mu.Unlock()
+	p, unlock, code := c.lockOwner(req.Group)
 	if code != codeNone {
 		setAll(code)
 		return
 	}
-
-	// The append lock orders this commit's records and its effect on
-	// memory with every other write to the partition.
-	lock := c.appendLocks.Of(p)
-	lock.Lock()
-	defer lock.Unlock()
-
-	c.mu.Lock()
-	if _, code := c.ownerLocked(req.Group); code != codeNone {
-		c.mu.Unlock()
-		setAll(code)
-		return
-	}
+	defer unlock()
 	token := c.partitions[p].token
 	if code := c.validateCommitLocked(req); code != codeNone {
 		c.mu.Unlock()

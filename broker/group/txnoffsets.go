@@ -68,23 +68,12 @@ func (c *Coordinator) TxnOffsetCommit(_ context.Context, req *kmsg.TxnOffsetComm
 		setAll(codeInvalidGroupID)
 		return resp
 	}
-	c.mu.Lock()
-	p, code := c.ownerLocked(req.Group)
-	c.mu.Unlock()
+	p, unlock, code := c.lockOwner(req.Group)
 	if code != codeNone {
 		setAll(code)
 		return resp
 	}
-	lock := c.appendLocks.Of(p)
-	lock.Lock()
-	defer lock.Unlock()
-
-	c.mu.Lock()
-	if _, code := c.ownerLocked(req.Group); code != codeNone {
-		c.mu.Unlock()
-		setAll(code)
-		return resp
-	}
+	defer unlock()
 	token := c.partitions[p].token
 	if g := c.groups[req.Group]; g != nil && (req.MemberID != "" || req.Generation >= 0) {
 		if _, code := g.checkMember(req.MemberID, req.InstanceID); code != codeNone {

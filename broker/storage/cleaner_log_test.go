@@ -45,6 +45,21 @@ func newCompactManager(t *testing.T, fs FS, dir string, clock *fakeClock) (*LogM
 	return m, l
 }
 
+// restartCompactManager shuts m down cleanly and loads dir again, as
+// newCompactManager does, returning the new manager and the compacted log.
+func restartCompactManager(t *testing.T, m *LogManager, dir string, clock *fakeClock) (*LogManager, *Log) {
+	t.Helper()
+	require.NoError(t, m.Shutdown(1))
+	m, err := NewLogManager(OS, []string{dir}, ManagerOptions{DefaultLogConfig: compactConfig(), Now: clock.now,
+		Cleaner: CleanerOptions{Disabled: true}})
+	require.NoError(t, err)
+	_, err = m.Load()
+	require.NoError(t, err)
+	l, ok := m.GetLog(compactTP)
+	require.True(t, ok)
+	return m, l
+}
+
 // kvModel is the latest value per key the test wrote (nil: a tombstone).
 type kvModel map[string][]byte
 
@@ -439,16 +454,7 @@ func TestCleanKeepsTheAbortedIndexOfMergedSegments(t *testing.T) {
 
 	restart := func() {
 		t.Helper()
-		require.NoError(t, m.Shutdown(1))
-		var err error
-		m, err = NewLogManager(OS, []string{dir}, ManagerOptions{DefaultLogConfig: compactConfig(), Now: clock.now,
-			Cleaner: CleanerOptions{Disabled: true}})
-		require.NoError(t, err)
-		_, err = m.Load()
-		require.NoError(t, err)
-		var ok bool
-		l, ok = m.GetLog(compactTP)
-		require.True(t, ok)
+		m, l = restartCompactManager(t, m, dir, clock)
 		l.UpdateHighWatermark(end)
 	}
 
@@ -511,16 +517,7 @@ func TestStoppedCleanLeavesNoAbortAfterATruncation(t *testing.T) {
 
 	restart := func() {
 		t.Helper()
-		require.NoError(t, m.Shutdown(1))
-		var err error
-		m, err = NewLogManager(OS, []string{dir}, ManagerOptions{DefaultLogConfig: compactConfig(), Now: clock.now,
-			Cleaner: CleanerOptions{Disabled: true}})
-		require.NoError(t, err)
-		_, err = m.Load()
-		require.NoError(t, err)
-		var ok bool
-		l, ok = m.GetLog(compactTP)
-		require.True(t, ok)
+		m, l = restartCompactManager(t, m, dir, clock)
 	}
 	l.mu.Lock()
 	require.NoError(t, l.writeTxnIndexFile(0, end)) // a clean stopped before its swap

@@ -314,10 +314,7 @@ const (
 // listed it without the partition. Any other answer (a listed
 // partition, another error) or an interrupted look keeps a partition out.
 func (t *Topics) goneFor(ctx context.Context, keys []int, looks int, gap time.Duration) map[int]bool {
-	gone := map[int]bool{}
-	for _, k := range keys {
-		gone[k] = true
-	}
+	keys = slices.Clone(keys)
 	for look := range looks {
 		if look > 0 {
 			select {
@@ -327,14 +324,14 @@ func (t *Topics) goneFor(ctx context.Context, keys []int, looks int, gap time.Du
 			}
 		}
 		now := t.unlistedNow(ctx, keys)
-		still := false
-		for k := range gone {
-			gone[k] = gone[k] && now[k]
-			still = still || gone[k]
-		}
-		if !still {
+		keys = slices.DeleteFunc(keys, func(k int) bool { return !now[k] }) // listed once: not gone
+		if len(keys) == 0 {
 			return nil
 		}
+	}
+	gone := map[int]bool{}
+	for _, k := range keys {
+		gone[k] = true
 	}
 	return gone
 }

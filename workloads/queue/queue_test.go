@@ -400,21 +400,25 @@ func TestStallsMarkAPartitionTheClusterNoLongerLists(t *testing.T) {
 	assert.Equal(t, int64(0), stalls[1].HighWatermark)
 }
 
+// t0Answer is a Metadata answer about topic t0 alone: its error code and
+// the partitions it lists.
+func t0Answer(code int16, parts ...int32) *kmsg.MetadataResponse {
+	rt := kmsg.NewMetadataResponseTopic()
+	rt.Topic, rt.ErrorCode = kmsg.StringPtr("t0"), code
+	for _, p := range parts {
+		rp := kmsg.NewMetadataResponseTopicPartition()
+		rp.Partition = p
+		rt.Partitions = append(rt.Partitions, rp)
+	}
+	resp := kmsg.NewPtrMetadataResponse()
+	resp.Topics = append(resp.Topics, rt)
+	return resp
+}
+
 // TestUnlistedIn: only an answer that the topic does not exist, or a
 // listing of the topic without the partition, counts as unlisted.
 func TestUnlistedIn(t *testing.T) {
-	answer := func(code int16, parts ...int32) *kmsg.MetadataResponse {
-		rt := kmsg.NewMetadataResponseTopic()
-		rt.Topic, rt.ErrorCode = kmsg.StringPtr("t0"), code
-		for _, p := range parts {
-			rp := kmsg.NewMetadataResponseTopicPartition()
-			rp.Partition = p
-			rt.Partitions = append(rt.Partitions, rp)
-		}
-		resp := kmsg.NewPtrMetadataResponse()
-		resp.Topics = append(resp.Topics, rt)
-		return resp
-	}
+	answer := t0Answer
 	assert.True(t, unlistedIn(answer(kerr.UnknownTopicOrPartition.Code), "t0", 0))
 	assert.True(t, unlistedIn(answer(0, 0, 1), "t0", 2), "listed without the partition")
 	assert.False(t, unlistedIn(answer(0, 0, 1), "t0", 1))
@@ -425,18 +429,7 @@ func TestUnlistedIn(t *testing.T) {
 // TestUnlistedBy: a partition is unlisted only when every broker asked
 // answered and none lists it.
 func TestUnlistedBy(t *testing.T) {
-	answer := func(code int16, parts ...int32) *kmsg.MetadataResponse {
-		rt := kmsg.NewMetadataResponseTopic()
-		rt.Topic, rt.ErrorCode = kmsg.StringPtr("t0"), code
-		for _, p := range parts {
-			rp := kmsg.NewMetadataResponseTopicPartition()
-			rp.Partition = p
-			rt.Partitions = append(rt.Partitions, rp)
-		}
-		resp := kmsg.NewPtrMetadataResponse()
-		resp.Topics = append(resp.Topics, rt)
-		return resp
-	}
+	answer := t0Answer
 	of := func(k int) (string, int32) { return "t0", int32(k) }
 	unknown := answer(kerr.UnknownTopicOrPartition.Code)
 	assert.Equal(t, map[int]bool{0: true, 1: true}, unlistedBy([]*kmsg.MetadataResponse{unknown, unknown}, []int{0, 1}, of))
