@@ -48,9 +48,9 @@ type HostPort struct {
 // String renders host:port (IPv6 hosts bracketed).
 func (h HostPort) String() string { return net.JoinHostPort(h.Host, strconv.Itoa(int(h.Port))) }
 
-// splitList splits a Kafka LIST value: comma-separated, blanks around
+// SplitList splits a Kafka LIST value: comma-separated, blanks around
 // entries trimmed, empty entries dropped.
-func splitList(s string) []string {
+func SplitList(s string) []string {
 	var out []string
 	for _, part := range strings.Split(s, ",") {
 		if part = strings.TrimSpace(part); part != "" {
@@ -78,7 +78,7 @@ func splitHostPort(s string) (string, int32, error) {
 
 func parseListeners(s string) (any, error) {
 	var out []Listener
-	for _, entry := range splitList(s) {
+	for _, entry := range SplitList(s) {
 		name, rest, ok := strings.Cut(entry, "://")
 		if !ok || name == "" || strings.ContainsAny(name, ":/@ ") {
 			return nil, fmt.Errorf("%q is not NAME://host:port (e.g. PLAINTEXT://:9092)", entry)
@@ -95,7 +95,7 @@ func parseListeners(s string) (any, error) {
 func parseVoters(s string) (any, error) {
 	var out []Voter
 	seen := map[int32]bool{}
-	for _, entry := range splitList(s) {
+	for _, entry := range SplitList(s) {
 		idText, rest, ok := strings.Cut(entry, "@")
 		id, err := strconv.ParseInt(idText, 10, 32)
 		if !ok || err != nil || id < 0 {
@@ -119,7 +119,7 @@ func parseVoters(s string) (any, error) {
 
 func parseHostPorts(s string) (any, error) {
 	var out []HostPort
-	for _, entry := range splitList(s) {
+	for _, entry := range SplitList(s) {
 		host, port, err := splitHostPort(entry)
 		if err == nil && (host == "" || port == 0) {
 			err = fmt.Errorf("needs a host and a non-zero port")
@@ -147,7 +147,7 @@ var securityProtocols = []string{"PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL
 
 func parseProtocolMap(s string) (any, error) {
 	out := map[string]string{}
-	for _, entry := range splitList(s) {
+	for _, entry := range SplitList(s) {
 		name, proto, ok := strings.Cut(entry, ":")
 		name, proto = strings.ToUpper(strings.TrimSpace(name)), strings.ToUpper(strings.TrimSpace(proto))
 		if !ok || name == "" {

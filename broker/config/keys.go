@@ -348,7 +348,7 @@ func (d *keyDef) parseValue(s string) (any, error) {
 		}
 		return f, nil
 	case kindList:
-		items := splitList(s)
+		items := SplitList(s)
 		if d.oneOf != nil {
 			seen := map[string]bool{}
 			for _, it := range items {

@@ -144,6 +144,14 @@ func (c *Config) TopicDefaults() map[string]string {
 	return m
 }
 
+// TopicConfigIsList reports whether a topic-level key holds a
+// comma-separated list (cleanup.policy), the only kind IncrementalAlterConfigs
+// may APPEND to or SUBTRACT from.
+func TopicConfigIsList(name string) bool {
+	t := topicKeyIndex[name]
+	return t != nil && t.kind == kindList
+}
+
 // ValidateTopicConfig checks one topic-level key and value, as CreateTopics
 // and AlterConfigs must before accepting them. Its error reads
 // "key: what is wrong".

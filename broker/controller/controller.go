@@ -336,6 +336,42 @@ func (c *Controller) ElectLeaders(ctx context.Context, req *kmsg.ElectLeadersReq
 	return resp
 }
 
+// IncrementalAlterConfigs implements server.Controller: the config
+// changes ClusterState.IncrementalAlterConfigs decides, committed before it
+// answers.
+func (c *Controller) IncrementalAlterConfigs(ctx context.Context, req *kmsg.IncrementalAlterConfigsRequest) *kmsg.IncrementalAlterConfigsResponse {
+	return incrementalAlterAnswer(req, c.alterConfigs(ctx, incrementalAlterations(req), req.ValidateOnly))
+}
+
+// AlterConfigs implements server.Controller: the legacy request, each
+// resource's configs its whole set of overrides.
+func (c *Controller) AlterConfigs(ctx context.Context, req *kmsg.AlterConfigsRequest) *kmsg.AlterConfigsResponse {
+	return legacyAlterAnswer(req, c.alterConfigs(ctx, legacyAlterations(req), req.ValidateOnly))
+}
+
+// alterConfigs decides alts and commits the decision; the resources that
+// succeeded carry the commit's failure when it fails.
+func (c *Controller) alterConfigs(ctx context.Context, alts []configAlteration, validateOnly bool) []configOutcome {
+	active := !c.standingBy(ctx)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	outs, res := c.state().alterConfigs(alts, validateOnly)
+	if code, msg, all, ok := c.commitIfActive(ctx, active, res.Records); !ok {
+		for i := range outs {
+			if all || outs[i].code == 0 {
+				outs[i] = configOutcome{code: code, msg: &msg}
+			}
+		}
+		return outs
+	}
+	for i, a := range alts {
+		if outs[i].code == 0 && !validateOnly {
+			c.logger.Info(fmt.Sprintf("Altered the configs of %s %s", a.typ, a.name))
+		}
+	}
+	return outs
+}
+
 // InitProducerID implements server.Controller for idempotent producers: a
 // fresh producer id at epoch 0, from a block of ProducerIDBlockSize ids
 // reserved in the metadata log, so no id is handed out twice even across

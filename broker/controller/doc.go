@@ -53,8 +53,8 @@
 // is package lifecycle.
 //
 // A controller listener must hand CreateTopics, DeleteTopics,
-// CreatePartitions, ElectLeaders and InitProducerId to the Controller
-// itself, never to a
+// CreatePartitions, ElectLeaders, IncrementalAlterConfigs, AlterConfigs and
+// InitProducerId to the Controller itself, never to a
 // lifecycle.Forwarder: a standby would forward to itself.
 //
 // What it must never do: append a record it has not applied to its own image

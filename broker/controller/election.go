@@ -52,8 +52,13 @@ func (s *ClusterState) removeFromPartitions(im *metadata.Image, id int32) []meta
 // electLeaderless gives every partition without a leader the first live ISR
 // member in replica order (or, with unclean election, a live replica).
 func (s *ClusterState) electLeaderless(im *metadata.Image) []metadata.Record {
+	return s.electLeaderlessIn(im, sortedTopics(im))
+}
+
+// electLeaderlessIn is electLeaderless for the partitions of topics only.
+func (s *ClusterState) electLeaderlessIn(im *metadata.Image, topics []*metadata.Topic) []metadata.Record {
 	var recs []metadata.Record
-	for _, t := range sortedTopics(im) {
+	for _, t := range topics {
 		for _, p := range t.Partitions {
 			if p.Leader != metadata.NoLeader {
 				continue

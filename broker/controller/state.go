@@ -23,6 +23,10 @@ type Defaults struct {
 	// UncleanLeaderElection mirrors unclean.leader.election.enable; a
 	// topic's own config overrides it.
 	UncleanLeaderElection bool
+	// TopicConfigs are the broker's defaults of the topic-level configs
+	// (name -> value), where IncrementalAlterConfigs' APPEND and SUBTRACT
+	// start from when the topic has no override.
+	TopicConfigs map[string]string
 }
 
 // ConfigValidator checks one topic config; the error's text goes to the

@@ -21,6 +21,8 @@ type LocalController interface {
 	DeleteTopics(ctx context.Context, req *kmsg.DeleteTopicsRequest) *kmsg.DeleteTopicsResponse
 	CreatePartitions(ctx context.Context, req *kmsg.CreatePartitionsRequest) *kmsg.CreatePartitionsResponse
 	ElectLeaders(ctx context.Context, req *kmsg.ElectLeadersRequest) *kmsg.ElectLeadersResponse
+	IncrementalAlterConfigs(ctx context.Context, req *kmsg.IncrementalAlterConfigsRequest) *kmsg.IncrementalAlterConfigsResponse
+	AlterConfigs(ctx context.Context, req *kmsg.AlterConfigsRequest) *kmsg.AlterConfigsResponse
 	InitProducerID(ctx context.Context, req *kmsg.InitProducerIDRequest) *kmsg.InitProducerIDResponse
 	HandleDescribeQuorum(ctx context.Context, req *kmsg.DescribeQuorumRequest) *kmsg.DescribeQuorumResponse
 }
@@ -163,6 +165,40 @@ func (f *Forwarder) ElectLeaders(ctx context.Context, req *kmsg.ElectLeadersRequ
 	}
 	if req.Topics == nil {
 		out.ErrorCode = code
+	}
+	return out
+}
+
+// IncrementalAlterConfigs implements server.Controller.
+func (f *Forwarder) IncrementalAlterConfigs(ctx context.Context, req *kmsg.IncrementalAlterConfigsRequest) *kmsg.IncrementalAlterConfigsResponse {
+	fwd := *req
+	resp, err := f.forward(ctx, 0, &fwd, func(ctx context.Context) kmsg.Response { return f.Local.IncrementalAlterConfigs(ctx, req) })
+	if r, ok := resp.(*kmsg.IncrementalAlterConfigsResponse); ok && err == nil {
+		return r
+	}
+	code := f.failCode("IncrementalAlterConfigs", err)
+	out := kmsg.NewPtrIncrementalAlterConfigsResponse()
+	for _, r := range req.Resources {
+		rr := kmsg.NewIncrementalAlterConfigsResponseResource()
+		rr.ResourceType, rr.ResourceName, rr.ErrorCode = r.ResourceType, r.ResourceName, code
+		out.Resources = append(out.Resources, rr)
+	}
+	return out
+}
+
+// AlterConfigs implements server.Controller.
+func (f *Forwarder) AlterConfigs(ctx context.Context, req *kmsg.AlterConfigsRequest) *kmsg.AlterConfigsResponse {
+	fwd := *req
+	resp, err := f.forward(ctx, 0, &fwd, func(ctx context.Context) kmsg.Response { return f.Local.AlterConfigs(ctx, req) })
+	if r, ok := resp.(*kmsg.AlterConfigsResponse); ok && err == nil {
+		return r
+	}
+	code := f.failCode("AlterConfigs", err)
+	out := kmsg.NewPtrAlterConfigsResponse()
+	for _, r := range req.Resources {
+		rr := kmsg.NewAlterConfigsResponseResource()
+		rr.ResourceType, rr.ResourceName, rr.ErrorCode = r.ResourceType, r.ResourceName, code
+		out.Resources = append(out.Resources, rr)
 	}
 	return out
 }

@@ -268,6 +268,7 @@ func (n *Node) controllerConfig() controller.Config {
 			NumPartitions:         cfg.NumPartitions,
 			ReplicationFactor:     int16(cfg.DefaultReplicationFactor),
 			UncleanLeaderElection: cfg.UncleanLeaderElectionEnable,
+			TopicConfigs:          cfg.TopicDefaults(),
 		},
 		ValidateConfig: validateTopicConfig,
 		Logger:         n.logger.With(ComponentKey, "QuorumController"),

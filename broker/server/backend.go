@@ -118,6 +118,9 @@ type Controller interface {
 	CreatePartitions(ctx context.Context, req *kmsg.CreatePartitionsRequest) *kmsg.CreatePartitionsResponse
 	// ElectLeaders runs preferred or unclean leader elections (KIP-460).
 	ElectLeaders(ctx context.Context, req *kmsg.ElectLeadersRequest) *kmsg.ElectLeadersResponse
+	// IncrementalAlterConfigs and AlterConfigs change topic configs.
+	IncrementalAlterConfigs(ctx context.Context, req *kmsg.IncrementalAlterConfigsRequest) *kmsg.IncrementalAlterConfigsResponse
+	AlterConfigs(ctx context.Context, req *kmsg.AlterConfigsRequest) *kmsg.AlterConfigsResponse
 	// InitProducerID allocates a producer id for an idempotent (non
 	// transactional) producer.
 	InitProducerID(ctx context.Context, req *kmsg.InitProducerIDRequest) *kmsg.InitProducerIDResponse

@@ -181,6 +181,14 @@ func (f *fakeCluster) DeleteTopics(_ context.Context, req *kmsg.DeleteTopicsRequ
 
 // ElectLeaders: every partition of the fake's one broker is led by its
 // preferred replica already.
+func (f *fakeCluster) IncrementalAlterConfigs(_ context.Context, req *kmsg.IncrementalAlterConfigsRequest) *kmsg.IncrementalAlterConfigsResponse {
+	return failIncrementalAlterConfigs(req, 0).(*kmsg.IncrementalAlterConfigsResponse)
+}
+
+func (f *fakeCluster) AlterConfigs(_ context.Context, req *kmsg.AlterConfigsRequest) *kmsg.AlterConfigsResponse {
+	return failAlterConfigs(req, 0).(*kmsg.AlterConfigsResponse)
+}
+
 func (f *fakeCluster) ElectLeaders(_ context.Context, req *kmsg.ElectLeadersRequest) *kmsg.ElectLeadersResponse {
 	resp := req.ResponseKind().(*kmsg.ElectLeadersResponse)
 	for _, t := range req.Topics {
