@@ -75,7 +75,7 @@ test-jepsen-single: build
 
 vet:
 	$(GO) vet ./...
-	cd internal/compat/sarama && $(GO) vet ./...
+	cd internal/compat/goclients && $(GO) vet ./...
 
 # What the tests need beyond Go: the foreign Kafka clients of internal/compat
 # (kcat, kafka-python, confluent-kafka-python) and chromium for the reports'
@@ -87,11 +87,12 @@ deps:
 
 # The README's test command: every Go test (unit, integration on loopback,
 # real-binary crash tests; Docker tests when a daemon is reachable), then
-# internal/compat/sarama, a module of its own so that IBM/sarama (a client
-# faultline did not write) is no dependency of faultline's.
+# internal/compat/goclients, a module of its own so that the Go clients
+# faultline did not write (IBM/sarama, confluent-kafka-go) are no
+# dependencies of faultline's.
 test: build vet deps
 	$(GO) test -count=1 -timeout 14m ./...
-	cd internal/compat/sarama && $(GO) test -count=1 -timeout 5m ./...
+	cd internal/compat/goclients && $(GO) test -count=1 -timeout 12m ./...
 
 test-short:
 	$(GO) test -short -count=1 ./...

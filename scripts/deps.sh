@@ -2,7 +2,9 @@
 # Installs what `make test` needs beyond Go: the Kafka clients faultline did
 # not write, which internal/compat checks the broker against — kcat
 # (librdkafka), kafka-python with its compression codecs and
-# confluent-kafka-python, all from Debian's packages — and Debian's chromium,
+# confluent-kafka-python, all from Debian's packages; a C compiler (gcc), for
+# confluent-kafka-go's bundled librdkafka (internal/compat/goclients) — and
+# Debian's chromium,
 # in which the reports tests render a run's page headless and fail on any
 # script error (skipped where it is missing, failed in CI). Idempotent: it does
 # nothing when they are present. Needs root or password-less sudo; when it
@@ -10,7 +12,7 @@
 # those tests with the command to run (or, with CI=true, fails them).
 set -uo pipefail
 
-packages=(kcat python3-kafka python3-confluent-kafka python3-lz4 python3-snappy python3-zstandard)
+packages=(kcat python3-kafka python3-confluent-kafka python3-lz4 python3-snappy python3-zstandard gcc libc6-dev)
 # Installed on its own, so a failure here never costs internal/compat its
 # clients.
 separate=(chromium)
@@ -18,7 +20,8 @@ separate=(chromium)
 present() {
 	{ command -v kcat >/dev/null 2>&1 || command -v kafkacat >/dev/null 2>&1; } &&
 		/usr/bin/python3 -c 'import kafka, confluent_kafka, lz4, snappy, zstandard' >/dev/null 2>&1 &&
-		command -v chromium >/dev/null 2>&1
+		command -v chromium >/dev/null 2>&1 &&
+		command -v gcc >/dev/null 2>&1
 }
 
 if present; then

@@ -18,7 +18,9 @@
 // what a foreign client wrote. kgosuite_test.go runs franz-go's own
 // integration suite (the kgo package's tests, at go.mod's version, with
 // KGO_SEEDS pointing at a three-node cluster), once plain and once with its
-// chaos dialer over the exactly-once and group chains.
+// chaos dialer over the exactly-once and group chains. The Go clients
+// with dependencies of their own (IBM/sarama, confluent-kafka-go and its
+// suite) are in internal/compat/goclients, a module of its own.
 //
 // Run it with `go test ./internal/compat/` (about 3 min; franz-go's suite is 2 of them, skipped with -short). To check another
 // build of the broker, name its binary in FAULTLINE_COMPAT_BROKER.

@@ -1,9 +1,10 @@
-module github.com/faultline/faultline/internal/compat/sarama
+module github.com/faultline/faultline/internal/compat/goclients
 
 go 1.26.0
 
 require (
 	github.com/IBM/sarama v1.61.1
+	github.com/confluentinc/confluent-kafka-go/v2 v2.11.1
 	github.com/stretchr/testify v1.12.1
 )
 

@@ -3,11 +3,6 @@ package sarama
 import (
 	"context"
 	"fmt"
-	"net"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -15,143 +10,9 @@ import (
 	"github.com/IBM/sarama"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/faultline/faultline/internal/compat/goclients"
 )
-
-// nodeProperties is one combined node's file, as README.md's "Run a
-// cluster by hand" writes it, with durable topic defaults and a fast
-// failover (%[1]d node id, %[2]s voters, %[3]d client port, %[4]d
-// controller port, %[5]s log dir).
-const nodeProperties = `process.roles=broker,controller
-node.id=%[1]d
-controller.quorum.voters=%[2]s
-controller.listener.names=CONTROLLER
-listeners=PLAINTEXT://127.0.0.1:%[3]d,CONTROLLER://127.0.0.1:%[4]d
-log.dirs=%[5]s
-default.replication.factor=3
-min.insync.replicas=2
-unclean.leader.election.enable=false
-offsets.topic.replication.factor=3
-num.partitions=3
-broker.session.timeout.ms=2000
-broker.heartbeat.interval.ms=250
-replica.lag.time.max.ms=3000
-`
-
-// cluster is three broker processes, restartable on their data.
-type cluster struct {
-	bin     string
-	configs []string
-	addrs   []string
-	procs   []*exec.Cmd
-	logs    []string
-	started [3]atomic.Int32 // starts of each node, to wait for its latest
-}
-
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
-// buildBroker builds cmd/broker of the enclosing faultline module, or
-// takes FAULTLINE_COMPAT_BROKER.
-func buildBroker(t *testing.T) string {
-	t.Helper()
-	if p := os.Getenv("FAULTLINE_COMPAT_BROKER"); p != "" {
-		return p
-	}
-	bin := filepath.Join(t.TempDir(), "broker")
-	cmd := exec.Command("go", "build", "-o", bin, "./cmd/broker")
-	cmd.Dir = "../../.."
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	out, err := cmd.CombinedOutput()
-	require.NoError(t, err, "go build cmd/broker: %s", out)
-	return bin
-}
-
-func startCluster(t *testing.T) *cluster {
-	t.Helper()
-	c := &cluster{bin: buildBroker(t)}
-	out, err := exec.Command(c.bin, "random-uuid").Output()
-	require.NoError(t, err)
-	id := strings.TrimSpace(string(out))
-	dir := t.TempDir()
-	var voters []string
-	ports := make([][2]int, 3)
-	for i := range 3 {
-		ports[i] = [2]int{freePort(t), freePort(t)}
-		voters = append(voters, fmt.Sprintf("%d@127.0.0.1:%d", i+1, ports[i][1]))
-	}
-	for i := range 3 {
-		cfg := filepath.Join(dir, fmt.Sprintf("node-%d.properties", i+1))
-		props := fmt.Sprintf(nodeProperties, i+1, strings.Join(voters, ","), ports[i][0], ports[i][1], filepath.Join(dir, fmt.Sprintf("node-%d", i+1)))
-		require.NoError(t, os.WriteFile(cfg, []byte(props), 0o644))
-		out, err := exec.Command(c.bin, "format", "-t", id, "-c", cfg).CombinedOutput()
-		require.NoError(t, err, "format: %s", out)
-		c.configs = append(c.configs, cfg)
-		c.addrs = append(c.addrs, fmt.Sprintf("127.0.0.1:%d", ports[i][0]))
-		c.logs = append(c.logs, filepath.Join(dir, fmt.Sprintf("node-%d.log", i+1)))
-		c.procs = append(c.procs, nil)
-	}
-	for i := range 3 {
-		require.NoError(t, c.start(i))
-	}
-	t.Cleanup(func() {
-		for _, p := range c.procs {
-			if p != nil {
-				_ = p.Process.Kill()
-				_ = p.Wait()
-			}
-		}
-	})
-	for i := range 3 {
-		c.waitReady(t, i)
-	}
-	return c
-}
-
-// start serves node i on its data, its output appended to its log.
-func (c *cluster) start(i int) error {
-	f, err := os.OpenFile(c.logs[i], os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	cmd := exec.Command(c.bin, "serve", "-c", c.configs[i])
-	cmd.Stdout, cmd.Stderr = f, f
-	if err := cmd.Start(); err != nil {
-		return err
-	}
-	c.procs[i] = cmd
-	c.started[i].Add(1)
-	return nil
-}
-
-// waitReady waits for node i's ready line in its log (its latest start).
-func (c *cluster) waitReady(t *testing.T, i int) {
-	t.Helper()
-	line := fmt.Sprintf("Kafka broker %d is ready to serve requests", i+1)
-	require.Eventually(t, func() bool {
-		b, _ := os.ReadFile(c.logs[i])
-		return strings.Count(string(b), line) >= int(c.started[i].Load())
-	}, 30*time.Second, 50*time.Millisecond, "node %d never became ready", i+1)
-}
-
-// killAndRestart SIGKILLs node i and serves it again on its data after a
-// pause, in the background; the channel yields the restart's error.
-func (c *cluster) killAndRestart(t *testing.T, i int, down time.Duration) <-chan error {
-	t.Helper()
-	done := make(chan error, 1)
-	require.NoError(t, c.procs[i].Process.Kill())
-	_ = c.procs[i].Wait()
-	go func() {
-		time.Sleep(down)
-		done <- c.start(i)
-	}()
-	return done
-}
 
 func config(t *testing.T) *sarama.Config {
 	t.Helper()
@@ -214,18 +75,18 @@ func readCommitted(t *testing.T, addrs []string, topic string, idle time.Duratio
 // restarted 4 s later; read_committed gets every committed value exactly
 // once and no aborted one.
 func TestSaramaTransactionsUnderKill(t *testing.T) {
-	c := startCluster(t)
-	createTopics(t, c.addrs, "txn")
+	c := goclients.StartCluster(t, "")
+	createTopics(t, c.Addrs, "txn")
 	cfg := config(t)
 	cfg.Producer.Transaction.ID = "sarama-txn"
-	p, err := sarama.NewSyncProducer(c.addrs, cfg)
+	p, err := sarama.NewSyncProducer(c.Addrs, cfg)
 	require.NoError(t, err)
 	defer p.Close()
 	committed, aborted := map[string]bool{}, map[string]bool{}
 	var restarted <-chan error
 	for i := range 150 {
 		if i == 40 {
-			restarted = c.killAndRestart(t, 0, 4*time.Second)
+			restarted = c.KillAndRestart(t, 0, 4*time.Second)
 		}
 		require.NoError(t, p.BeginTxn(), "begin %d", i)
 		var vals []string
@@ -248,8 +109,8 @@ func TestSaramaTransactionsUnderKill(t *testing.T) {
 		}
 	}
 	require.NoError(t, <-restarted)
-	c.waitReady(t, 0)
-	seen := readCommitted(t, c.addrs, "txn", 3*time.Second)
+	c.WaitReady(t, 0)
+	seen := readCommitted(t, c.Addrs, "txn", 3*time.Second)
 	for v := range committed {
 		assert.Equal(t, 1, seen[v], "committed %s", v)
 	}
@@ -328,10 +189,10 @@ func (f *forward) ConsumeClaim(s sarama.ConsumerGroupSession, claim sarama.Consu
 // and restarted; "out" then holds every input exactly once.
 func TestSaramaConsumeTransformProduceUnderKill(t *testing.T) {
 	const total = 600
-	c := startCluster(t)
-	createTopics(t, c.addrs, "in", "out")
+	c := goclients.StartCluster(t, "")
+	createTopics(t, c.Addrs, "in", "out")
 	plain := config(t)
-	pp, err := sarama.NewSyncProducer(c.addrs, plain)
+	pp, err := sarama.NewSyncProducer(c.Addrs, plain)
 	require.NoError(t, err)
 	for i := range total {
 		_, _, err := pp.SendMessage(&sarama.ProducerMessage{Topic: "in", Value: sarama.StringEncoder(fmt.Sprintf("in-%d", i))})
@@ -342,9 +203,9 @@ func TestSaramaConsumeTransformProduceUnderKill(t *testing.T) {
 	cfg := config(t)
 	cfg.Producer.Transaction.ID = "sarama-forward"
 	cfg.Producer.Return.Successes = false
-	p, err := sarama.NewAsyncProducer(c.addrs, cfg)
+	p, err := sarama.NewAsyncProducer(c.Addrs, cfg)
 	require.NoError(t, err)
-	g, err := sarama.NewConsumerGroup(c.addrs, "forward", cfg)
+	g, err := sarama.NewConsumerGroup(c.Addrs, "forward", cfg)
 	require.NoError(t, err)
 	f := &forward{p: p}
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
@@ -359,7 +220,7 @@ func TestSaramaConsumeTransformProduceUnderKill(t *testing.T) {
 		}
 	}()
 	require.Eventually(t, func() bool { return f.n.Load() >= total/3 }, 60*time.Second, 10*time.Millisecond)
-	restarted := c.killAndRestart(t, 1, 4*time.Second)
+	restarted := c.KillAndRestart(t, 1, 4*time.Second)
 	require.Eventually(t, func() bool { return f.n.Load() >= total }, 80*time.Second, 10*time.Millisecond,
 		"forwarded %d of %d (%d failed commits)", f.n.Load(), total, f.failures.Load())
 	cancel()
@@ -367,8 +228,8 @@ func TestSaramaConsumeTransformProduceUnderKill(t *testing.T) {
 	require.NoError(t, g.Close())
 	require.NoError(t, p.Close())
 	require.NoError(t, <-restarted)
-	c.waitReady(t, 1)
-	seen := readCommitted(t, c.addrs, "out", 3*time.Second)
+	c.WaitReady(t, 1)
+	seen := readCommitted(t, c.Addrs, "out", 3*time.Second)
 	for i := range total {
 		assert.Equal(t, 1, seen[fmt.Sprintf("in-%d", i)], "in-%d", i)
 	}

@@ -1,0 +1,233 @@
+//go:build cgo
+
+package confluentgo
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/faultline/faultline/internal/compat/goclients"
+)
+
+const txnTopic = "ckg-txn"
+
+func createTopic(t *testing.T, bootstrap, topic string) {
+	t.Helper()
+	adm, err := kafka.NewAdminClient(&kafka.ConfigMap{"bootstrap.servers": bootstrap})
+	require.NoError(t, err)
+	defer adm.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	res, err := adm.CreateTopics(ctx, []kafka.TopicSpecification{{Topic: topic, NumPartitions: 3, ReplicationFactor: 3}})
+	require.NoError(t, err)
+	require.Len(t, res, 1)
+	require.Equal(t, kafka.ErrNoError, res[0].Error.Code(), "%v", res[0].Error)
+}
+
+// endTxn commits (or aborts) the open transaction as librdkafka's
+// documentation says to: retry what is retriable, abort what requires
+// it. It reports whether the transaction committed.
+func endTxn(ctx context.Context, t *testing.T, p *kafka.Producer, commit bool) bool {
+	t.Helper()
+	for attempt := 0; ; attempt++ {
+		require.Less(t, attempt, 100, "the transaction never ended")
+		var err error
+		if commit {
+			err = p.CommitTransaction(ctx)
+		} else {
+			err = p.AbortTransaction(ctx)
+		}
+		if err == nil {
+			return commit
+		}
+		var kerr kafka.Error
+		require.True(t, errors.As(err, &kerr), "%v", err)
+		require.False(t, kerr.IsFatal(), "fatal: %v", err)
+		switch {
+		case kerr.TxnRequiresAbort():
+			commit = false
+		case kerr.IsRetriable():
+		default:
+			require.Failf(t, "end of transaction", "%v", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// readCommitted reads txnTopic's three partitions from the start with a
+// read_committed consumer until none has returned a record for idle, and
+// counts each value.
+func readCommitted(t *testing.T, bootstrap string, idle time.Duration) map[string]int {
+	t.Helper()
+	c, err := kafka.NewConsumer(&kafka.ConfigMap{"bootstrap.servers": bootstrap, "group.id": "ckg-reader",
+		"isolation.level": "read_committed", "enable.auto.commit": false})
+	require.NoError(t, err)
+	defer c.Close()
+	topic := txnTopic
+	var parts []kafka.TopicPartition
+	for p := range int32(3) {
+		parts = append(parts, kafka.TopicPartition{Topic: &topic, Partition: p, Offset: kafka.OffsetBeginning})
+	}
+	require.NoError(t, c.Assign(parts))
+	seen := map[string]int{}
+	last := time.Now()
+	for time.Since(last) < idle {
+		m, err := c.ReadMessage(200 * time.Millisecond)
+		if err != nil {
+			var kerr kafka.Error
+			require.True(t, errors.As(err, &kerr) && (kerr.IsTimeout() || !kerr.IsFatal()), "%v", err)
+			continue
+		}
+		seen[string(m.Value)]++
+		last = time.Now()
+	}
+	return seen
+}
+
+// TestConfluentGoTransactionsUnderKill: librdkafka's transactional
+// producer on a three-node cluster while node 1, then node 2, is SIGKILLed
+// and restarted 4 s later (one of them leads some partitions; either may
+// coordinate the transactional id).
+func TestConfluentGoTransactionsUnderKill(t *testing.T) {
+	c := goclients.StartCluster(t, "")
+	createTopic(t, c.Bootstrap(), txnTopic)
+	p, err := kafka.NewProducer(&kafka.ConfigMap{"bootstrap.servers": c.Bootstrap(), "transactional.id": "ckg-txn",
+		"transaction.timeout.ms": 30000, "message.timeout.ms": 25000, "linger.ms": 1})
+	require.NoError(t, err)
+	defer p.Close()
+	failed := make(chan error, 1)
+	go func() {
+		for e := range p.Events() {
+			if m, ok := e.(*kafka.Message); ok && m.TopicPartition.Error != nil {
+				select {
+				case failed <- m.TopicPartition.Error:
+				default:
+				}
+			}
+		}
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	require.NoError(t, p.InitTransactions(ctx))
+	committed, aborted := map[string]bool{}, map[string]bool{}
+	kills := map[int]int{40: 0, 100: 1}
+	var restarted <-chan error
+	topic := txnTopic
+	for i := range 150 {
+		if node, ok := kills[i]; ok {
+			if restarted != nil {
+				require.NoError(t, <-restarted)
+				c.WaitReady(t, kills[40])
+			}
+			restarted = c.KillAndRestart(t, node, 4*time.Second)
+		}
+		require.NoError(t, p.BeginTransaction(), "begin %d", i)
+		var vals []string
+		for j := range 4 {
+			v := fmt.Sprintf("t%d-%d", i, j)
+			vals = append(vals, v)
+			require.NoError(t, p.Produce(&kafka.Message{TopicPartition: kafka.TopicPartition{Topic: &topic, Partition: int32(j % 3)}, Value: []byte(v)}, nil))
+		}
+		into := aborted
+		if endTxn(ctx, t, p, i%5 != 4) {
+			into = committed
+		}
+		for _, v := range vals {
+			into[v] = true
+		}
+	}
+	require.NoError(t, <-restarted)
+	c.WaitReady(t, kills[100])
+	t.Logf("%d values committed, %d aborted", len(committed), len(aborted))
+	seen := readCommitted(t, c.Bootstrap(), 3*time.Second)
+	for v := range committed {
+		assert.Equal(t, 1, seen[v], "committed %s", v)
+	}
+	for v := range aborted {
+		assert.Zero(t, seen[v], "aborted %s", v)
+	}
+	assert.Len(t, seen, len(committed))
+	select {
+	case err := <-failed:
+		t.Logf("a delivery failed (its transaction aborted): %v", err)
+	default:
+	}
+}
+
+// suiteSkips are the tests of confluent-kafka-go's suite left out, and why
+// (see the package doc).
+var suiteSkips = []string{
+	"TestIntegration/TestAdminACLs$",                        // ACLs: no authorizer
+	"TestIntegration/TestAdminClient_UserScramCredentials$", // SCRAM: no SASL
+	"TestTransactionalAPI$",                                 // no broker at all
+	"TestTransactionalProducer$",                            // Flush(-1) returns at once
+}
+
+// TestConfluentGoSuite runs confluent-kafka-go's own integration and
+// transactional tests, from the module's source at go.mod's version,
+// against a three-node cluster (min.insync.replicas 1: the suite creates
+// topics of one replica, as its single-broker docker compose allows).
+func TestConfluentGoSuite(t *testing.T) {
+	if testing.Short() {
+		t.Skip("confluent-kafka-go's suite takes about 3 minutes; skipped with -short")
+	}
+	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/confluentinc/confluent-kafka-go/v2").Output()
+	require.NoError(t, err, "go list the confluent-kafka-go module")
+	src := strings.TrimSpace(string(out))
+	require.NotEmpty(t, src)
+	dst := filepath.Join(t.TempDir(), "confluent-kafka-go")
+	require.NoError(t, os.CopyFS(dst, os.DirFS(src)))
+
+	c := goclients.StartCluster(t, "min.insync.replicas=1\n")
+	conf := fmt.Sprintf(`{"Brokers": %q, "TopicName": "ckgsuite", "GroupID": "ckgsuite", "PerfMsgCount": 10000, "PerfMsgSize": 100}`, c.Bootstrap())
+	require.NoError(t, os.WriteFile(filepath.Join(dst, "kafka", "testconf.json"), []byte(conf), 0o644))
+	ctx, cancel := context.WithTimeout(context.Background(), 9*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "go", "test", "-count", "1", "-timeout", "8m", "-v",
+		"-run", "TestIntegration|TestTransactional", "-skip", strings.Join(suiteSkips, "|"), ".")
+	cmd.Dir = filepath.Join(dst, "kafka")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=1", "GOFLAGS=-mod=mod")
+	var buf bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &buf, &buf
+	err = cmd.Run()
+	var passed, failed []string
+	for _, line := range strings.Split(buf.String(), "\n") {
+		f := strings.Fields(line)
+		if len(f) >= 3 && f[0] == "---" {
+			switch f[1] {
+			case "PASS:":
+				passed = append(passed, f[2])
+			case "FAIL:":
+				failed = append(failed, f[2])
+			}
+		}
+	}
+	t.Logf("confluent-kafka-go's suite: %d passed, failed: %v", len(passed), failed)
+	if err != nil {
+		t.Fatalf("confluent-kafka-go's suite failed (%v):\n%s", err, tail(buf.String(), 150))
+	}
+	assert.GreaterOrEqual(t, len(passed), 30, "the suite ran its tests")
+}
+
+// tail is the last n lines of s, without librdkafka's log lines.
+func tail(s string, n int) string {
+	var keep []string
+	for _, l := range strings.Split(s, "\n") {
+		if !strings.HasPrefix(l, "%") {
+			keep = append(keep, l)
+		}
+	}
+	return strings.Join(keep[max(0, len(keep)-n):], "\n")
+}
