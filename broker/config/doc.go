@@ -144,9 +144,9 @@
 //	unclean.leader.election.enable                 false
 //	auto.create.topics.enable                      true
 //	delete.topic.enable                            true
-//	auto.leader.rebalance.enable                   true (accepted: leaders never move back to the preferred replica, and ElectLeaders is not served)
-//	leader.imbalance.check.interval.seconds        300 (accepted)
-//	leader.imbalance.per.broker.percentage         10 (accepted)
+//	auto.leader.rebalance.enable                   true (the active controller moves leadership back to each partition's preferred replica once it is live and in the ISR)
+//	leader.imbalance.check.interval.seconds        300 (how often it looks)
+//	leader.imbalance.per.broker.percentage         10 (accepted: as in Kafka's KRaft controller, every imbalanced partition is balanced)
 //	replica.lag.time.max.ms                        30000
 //	replica.fetch.max.bytes                        1048576
 //	replica.fetch.min.bytes                        1

@@ -625,17 +625,7 @@ func TestClusterElectLeaders(t *testing.T) {
 	require.NoError(t, err)
 	defer cl.Close()
 	adm := kadm.NewClient(cl)
-	resp, err := adm.CreateTopic(ctx, 1, 3, nil, "prefs")
-	require.NoError(t, err)
-	require.NoError(t, resp.Err)
-	for i := range 50 {
-		require.NoError(t, cl.ProduceSync(ctx, &kgo.Record{Value: []byte(strconv.Itoa(i))}).FirstErr())
-	}
-	before, _ := partitionState(nodes[0], "prefs", 0)
-	preferred := nodes[before.Replicas[0]-1]
-	require.Equal(t, preferred.id, before.Leader, "a new partition is led by its preferred replica")
-	stopNode(t, preferred.node)
-	require.NoError(t, preferred.start(t))
+	preferred := restartPreferred(ctx, t, nodes, cl, adm, "prefs")
 	require.Eventually(t, func() bool {
 		p, ok := partitionState(nodes[0], "prefs", 0)
 		return ok && len(p.ISR) == 3 && p.Leader != preferred.id
@@ -683,6 +673,57 @@ func TestClusterElectLeaders(t *testing.T) {
 	require.NoError(t, err)
 	require.Contains(t, again, "prefs", "every topic is answered")
 	assert.Empty(t, again["prefs"], "nothing left to elect")
+}
+
+// restartPreferred creates topic (one partition, RF 3), writes 50 records
+// to it through cl, and stops and restarts the partition's preferred
+// replica (its first), which the partition's leadership leaves. It returns
+// that replica's node.
+func restartPreferred(ctx context.Context, t *testing.T, nodes []*clusterNode, cl *kgo.Client, adm *kadm.Client, topic string) *clusterNode {
+	t.Helper()
+	resp, err := adm.CreateTopic(ctx, 1, 3, nil, topic)
+	require.NoError(t, err)
+	require.NoError(t, resp.Err)
+	for i := range 50 {
+		require.NoError(t, cl.ProduceSync(ctx, &kgo.Record{Topic: topic, Value: []byte(strconv.Itoa(i))}).FirstErr())
+	}
+	before, _ := partitionState(nodes[0], topic, 0)
+	preferred := nodes[before.Replicas[0]-1]
+	require.Equal(t, preferred.id, before.Leader, "a new partition is led by its preferred replica")
+	stopNode(t, preferred.node)
+	require.Eventually(t, func() bool {
+		p, ok := partitionState(nodes[(int(preferred.id)%3)], topic, 0)
+		return ok && p.Leader != preferred.id && p.Leader != -1
+	}, 30*time.Second, 10*time.Millisecond, "another replica leads while the preferred one is down")
+	require.NoError(t, preferred.start(t))
+	return preferred
+}
+
+// TestClusterAutoLeaderRebalance: with auto.leader.rebalance.enable (on by
+// default) the active controller gives a partition back to its preferred
+// replica once that replica has restarted and rejoined the ISR, with no
+// admin request, and nothing written is lost by the move.
+func TestClusterAutoLeaderRebalance(t *testing.T) {
+	nodes := startCluster(t, 3, map[string]string{"broker.session.timeout.ms": "10000", "leader.imbalance.check.interval.seconds": "1"})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds(nodes)...), kgo.RequiredAcks(kgo.AllISRAcks()), kgo.DefaultProduceTopic("balanced"),
+		kgo.RecordRetries(1000), kgo.MetadataMinAge(50*time.Millisecond), kgo.RetryBackoffFn(func(int) time.Duration { return 20 * time.Millisecond }))
+	require.NoError(t, err)
+	defer cl.Close()
+	preferred := restartPreferred(ctx, t, nodes, cl, kadm.NewClient(cl), "balanced")
+	require.Eventually(t, func() bool {
+		for _, c := range nodes {
+			if p, ok := partitionState(c, "balanced", 0); !ok || p.Leader != preferred.id || len(p.ISR) != 3 {
+				return false
+			}
+		}
+		return true
+	}, 30*time.Second, 10*time.Millisecond, "the restarted preferred replica leads again, by itself")
+	for i := 50; i < 100; i++ {
+		require.NoError(t, cl.ProduceSync(ctx, &kgo.Record{Value: []byte(strconv.Itoa(i))}).FirstErr())
+	}
+	assert.Len(t, readAllFrom(t, seeds(nodes), "balanced"), 100)
 }
 
 // TestClusterDeleteRecords: DeleteRecords advances the log start offset

@@ -178,6 +178,15 @@ func (n *Node) startController() error {
 		_ = c.RunExpiry(ctx, expiryTick(cfg), time.Duration(cfg.BrokerSessionTimeoutMs)*time.Millisecond)
 	}()
 	n.pushStop("controller session expiry", func(context.Context) error { cancel(); <-done; return nil })
+	if cfg.AutoLeaderRebalanceEnable {
+		bctx, bcancel := context.WithCancel(context.Background())
+		bdone := make(chan struct{})
+		go func() {
+			defer close(bdone)
+			_ = c.RunLeaderBalance(bctx, time.Duration(cfg.LeaderImbalanceCheckIntervalMs)*time.Millisecond)
+		}()
+		n.pushStop("controller leader rebalance", func(context.Context) error { bcancel(); <-bdone; return nil })
+	}
 
 	mlr, cancelMLR, err := newMetadataLogReplicas(n.raft)
 	if err != nil {
