@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -42,9 +43,12 @@ type Cluster struct {
 	Addrs   []string // client listeners, node 1 first
 	bin     string
 	configs []string
-	procs   []*exec.Cmd
 	logs    []string
 	started [3]atomic.Int32 // starts of each node, to wait for its latest
+
+	mu       sync.Mutex // guards procs
+	procs    []*exec.Cmd
+	restarts sync.WaitGroup // KillAndRestart's pending restarts
 }
 
 func freePort(t *testing.T) int {
@@ -125,6 +129,21 @@ func StartCluster(t *testing.T, extra string) *Cluster {
 		require.NoError(t, c.start(i))
 	}
 	t.Cleanup(func() {
+		if keep := os.Getenv("FAULTLINE_COMPAT_LOGS"); keep != "" && t.Failed() {
+			for i, l := range c.logs {
+				if b, err := os.ReadFile(l); err == nil && os.MkdirAll(keep, 0o755) == nil {
+					dst := filepath.Join(keep, fmt.Sprintf("%s-node-%d.log", strings.ReplaceAll(t.Name(), "/", "_"), i+1))
+					if os.WriteFile(dst, b, 0o644) == nil {
+						t.Logf("node %d's log: %s", i+1, dst)
+					}
+				}
+			}
+		}
+		// A restart still sleeping would start a broker after the kill
+		// below; wait for it (its pause is bounded) so none outlives t.
+		c.restarts.Wait()
+		c.mu.Lock()
+		defer c.mu.Unlock()
 		for _, p := range c.procs {
 			if p != nil {
 				_ = p.Process.Kill()
@@ -150,10 +169,13 @@ func (c *Cluster) start(i int) error {
 	defer f.Close()
 	cmd := exec.Command(c.bin, "serve", "-c", c.configs[i])
 	cmd.Stdout, cmd.Stderr = f, f
+	cmd.SysProcAttr = dieWithParent()
 	if err := cmd.Start(); err != nil {
 		return err
 	}
+	c.mu.Lock()
 	c.procs[i] = cmd
+	c.mu.Unlock()
 	c.started[i].Add(1)
 	return nil
 }
@@ -173,9 +195,15 @@ func (c *Cluster) WaitReady(t *testing.T, i int) {
 func (c *Cluster) KillAndRestart(t *testing.T, i int, down time.Duration) <-chan error {
 	t.Helper()
 	done := make(chan error, 1)
-	require.NoError(t, c.procs[i].Process.Kill())
-	_ = c.procs[i].Wait()
+	c.mu.Lock()
+	p := c.procs[i]
+	c.procs[i] = nil
+	c.mu.Unlock()
+	require.NoError(t, p.Process.Kill())
+	_ = p.Wait()
+	c.restarts.Add(1)
 	go func() {
+		defer c.restarts.Done()
 		time.Sleep(down)
 		done <- c.start(i)
 	}()
