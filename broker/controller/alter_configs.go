@@ -113,11 +113,15 @@ func legacyAlterAnswer(req *kmsg.AlterConfigsRequest, outs []configOutcome) *kms
 //     (INVALID_REQUEST); APPEND and SUBTRACT only on list configs
 //     (cleanup.policy), starting from the override or else the broker
 //     default (INVALID_CONFIG otherwise); every value the topic ends with
-//     passes ValidateConfig, and unknown names do not (INVALID_CONFIG).
-//     Only what changes is written: a ConfigRecord per config set or
-//     deleted.
+//     passes ValidateConfig, and unknown names do not (INVALID_CONFIG); so
+//     does the whole set of overrides the topic ends with (ValidateTopic:
+//     what its brokers can apply). DELETE of a config the topic does not
+//     set changes nothing and succeeds, as in Kafka. Only what changes is
+//     written: a ConfigRecord per config set or deleted.
 //   - A topic whose unclean.leader.election.enable turns true has its
-//     leaderless partitions elected at once, as Kafka's controller does.
+//     leaderless partitions elected at once (Kafka's KRaft controller does
+//     it at its next periodic unclean-election check, every 5 minutes by
+//     default; its ZooKeeper controller did it at once).
 //   - Broker and broker-logger resources are INVALID_REQUEST: faultline
 //     reads broker configs from server.properties only.
 //   - A resource named twice in one request is INVALID_REQUEST, both times.
@@ -209,11 +213,8 @@ func (s *ClusterState) alterResource(im *metadata.Image, a configAlteration) ([]
 		case configSet:
 			want[c.name] = *c.value
 		case configDelete:
-			if s.ValidateConfig != nil {
-				if err := s.ValidateConfig(c.name, nil); err != nil {
-					return nil, coded(kerr.InvalidConfig, "%v", err)
-				}
-			}
+			// Nothing to check: deleting what is not set (even an
+			// unknown name) changes nothing, as in Kafka.
 			delete(want, c.name)
 		case configAppend, configSubtract:
 			if !config.TopicConfigIsList(c.name) {
@@ -226,6 +227,11 @@ func (s *ClusterState) alterResource(im *metadata.Image, a configAlteration) ([]
 			want[c.name] = strings.Join(editList(config.SplitList(cur), config.SplitList(*c.value), c.op == configAppend), ",")
 		default:
 			return nil, coded(kerr.InvalidRequest, "unknown operation %d on config %q", c.op, c.name)
+		}
+	}
+	if s.ValidateTopic != nil {
+		if err := s.ValidateTopic(want); err != nil {
+			return nil, coded(kerr.InvalidConfig, "%v", err)
 		}
 	}
 	var recs []metadata.Record

@@ -1,6 +1,8 @@
 package controller
 
 import (
+	"errors"
+	"strconv"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -30,6 +32,14 @@ func alterTestState(t *testing.T) *ClusterState {
 		return config.ValidateTopicConfig(name, *value)
 	}
 	s.Defaults.TopicConfigs = map[string]string{"cleanup.policy": "delete", "retention.ms": "604800000"}
+	// A stand-in for the node's validator (validateTopicSettings): the
+	// storage layer refuses index files of fewer than 4 entries.
+	s.ValidateTopic = func(overrides map[string]string) error {
+		if n, err := strconv.Atoi(overrides["segment.index.bytes"]); err == nil && n < 32 {
+			return errors.New("segment.index.bytes: must be at least 32")
+		}
+		return nil
+	}
 	id := metadata.Uuid{7}
 	s.Image = mustApply(t, s.Image, &metadata.TopicRecord{Name: "t", TopicID: id},
 		&metadata.ConfigRecord{ResourceType: metadata.ConfigResourceTopic, ResourceName: "t", Name: "retention.ms", Value: ptr("1000")},
@@ -77,6 +87,15 @@ func TestIncrementalAlterConfigs(t *testing.T) {
 	assert.Equal(t, "compact", res.Image.Topic("t").Configs["cleanup.policy"])
 	assert.Len(t, res.Records, 1)
 
+	// DELETE of what the topic does not set, even an unknown name, changes
+	// nothing and succeeds, as in Kafka.
+	req.Resources = []kmsg.IncrementalAlterConfigsRequestResource{incremental(kmsg.ConfigResourceTypeTopic, "t",
+		op("no.such.config", kmsg.IncrementalAlterConfigOpDelete, nil),
+		op("flush.ms", kmsg.IncrementalAlterConfigOpDelete, nil))}
+	resp, res = s.IncrementalAlterConfigs(req)
+	assert.Zero(t, resp.Resources[0].ErrorCode)
+	assert.Empty(t, res.Records)
+
 	// ValidateOnly decides and writes nothing.
 	req.ValidateOnly = true
 	req.Resources = []kmsg.IncrementalAlterConfigsRequestResource{incremental(kmsg.ConfigResourceTypeTopic, "t",
@@ -96,7 +115,7 @@ func TestIncrementalAlterConfigsErrors(t *testing.T) {
 		{"missing topic", incremental(kmsg.ConfigResourceTypeTopic, "gone", op("retention.ms", kmsg.IncrementalAlterConfigOpSet, ptr("1"))), kerr.UnknownTopicOrPartition.Code},
 		{"bad value", incremental(kmsg.ConfigResourceTypeTopic, "t", op("retention.ms", kmsg.IncrementalAlterConfigOpSet, ptr("soon"))), kerr.InvalidConfig.Code},
 		{"unknown name", incremental(kmsg.ConfigResourceTypeTopic, "t", op("no.such.config", kmsg.IncrementalAlterConfigOpSet, ptr("1"))), kerr.InvalidConfig.Code},
-		{"delete unknown name", incremental(kmsg.ConfigResourceTypeTopic, "t", op("no.such.config", kmsg.IncrementalAlterConfigOpDelete, nil)), kerr.InvalidConfig.Code},
+		{"storage refuses the set", incremental(kmsg.ConfigResourceTypeTopic, "t", op("segment.index.bytes", kmsg.IncrementalAlterConfigOpSet, ptr("16"))), kerr.InvalidConfig.Code},
 		{"append to a non-list", incremental(kmsg.ConfigResourceTypeTopic, "t", op("retention.ms", kmsg.IncrementalAlterConfigOpAppend, ptr("1"))), kerr.InvalidConfig.Code},
 		{"append an unknown policy", incremental(kmsg.ConfigResourceTypeTopic, "t", op("cleanup.policy", kmsg.IncrementalAlterConfigOpAppend, ptr("forever"))), kerr.InvalidConfig.Code},
 		{"null value", incremental(kmsg.ConfigResourceTypeTopic, "t", op("retention.ms", kmsg.IncrementalAlterConfigOpSet, nil)), kerr.InvalidRequest.Code},
@@ -106,6 +125,12 @@ func TestIncrementalAlterConfigsErrors(t *testing.T) {
 		{"group resource", incremental(kmsg.ConfigResourceType(32), "g", op("x", kmsg.IncrementalAlterConfigOpSet, ptr("1"))), kerr.InvalidRequest.Code},
 	} {
 		t.Run(tc.what, func(t *testing.T) {
+			if tc.resource.ResourceType == kmsg.ConfigResourceTypeTopic && tc.resource.ResourceName == "t" {
+				// A good change in the bad resource must not be applied
+				// either: each resource succeeds or fails whole.
+				tc.resource.Configs = append([]kmsg.IncrementalAlterConfigsRequestResourceConfig{
+					op("delete.retention.ms", kmsg.IncrementalAlterConfigOpSet, ptr("5"))}, tc.resource.Configs...)
+			}
 			req := kmsg.NewPtrIncrementalAlterConfigsRequest()
 			// A good resource next to the bad one still succeeds.
 			req.Resources = append(req.Resources, tc.resource, incremental(kmsg.ConfigResourceTypeTopic, "t", op("flush.ms", kmsg.IncrementalAlterConfigOpSet, ptr("10"))))
@@ -117,6 +142,7 @@ func TestIncrementalAlterConfigsErrors(t *testing.T) {
 			require.NotNil(t, resp.Resources[0].ErrorMessage)
 			assert.NotEmpty(t, *resp.Resources[0].ErrorMessage)
 			assert.Equal(t, "1000", res.Image.Topic("t").Configs["retention.ms"], "a failed resource changes nothing")
+			assert.NotContains(t, res.Image.Topic("t").Configs, "delete.retention.ms", "a failed resource changes nothing")
 			if len(req.Resources) == 2 {
 				assert.Zero(t, resp.Resources[1].ErrorCode)
 				assert.Equal(t, "10", res.Image.Topic("t").Configs["flush.ms"])

@@ -53,4 +53,14 @@ func TestBalanceLeaders(t *testing.T) {
 	require.NotEqual(t, int32(3), s.Image.Partition("t", 4).Leader, "fencing moved 4 away from 3")
 	res, _ = s.BalanceLeaders(0)
 	assert.Empty(t, res.Records, "a fenced preferred replica is not live: 4 stays where fencing put it")
+
+	// A preferred replica still in the ISR but in controlled shutdown is
+	// not live either.
+	uid := metadata.Uuid{10}
+	s.Image = mustApply(t, s.Image, &metadata.TopicRecord{Name: "u", TopicID: uid},
+		&metadata.PartitionRecord{TopicID: uid, PartitionID: 0, Replicas: []int32{1, 2}, ISR: []int32{1, 2}, Leader: 2},
+		&metadata.BrokerRegistrationChangeRecord{BrokerID: 1, BrokerEpoch: s.Image.Brokers[1].Epoch, InControlledShutdown: 1})
+	require.Equal(t, []int32{1, 2}, s.Image.Partition("u", 0).ISR)
+	res, _ = s.BalanceLeaders(0)
+	assert.Empty(t, res.Records, "a preferred replica shutting down is not given leadership")
 }

@@ -23,6 +23,7 @@ type Config struct {
 	ClusterID      string
 	Defaults       Defaults
 	ValidateConfig ConfigValidator // nil accepts every topic config
+	ValidateTopic  TopicValidator  // nil accepts every set of overrides
 	Logger         *slog.Logger
 	// Rand draws topic ids and placement offsets; nil seeds one from the
 	// clock.
@@ -146,7 +147,7 @@ func (c *Controller) Close() {
 }
 
 func (c *Controller) state() *ClusterState {
-	return &ClusterState{Image: c.Image(), Defaults: c.cfg.Defaults, ValidateConfig: c.cfg.ValidateConfig, Rand: c.cfg.Rand, Unsafe: c.cfg.Unsafe}
+	return &ClusterState{Image: c.Image(), Defaults: c.cfg.Defaults, ValidateConfig: c.cfg.ValidateConfig, ValidateTopic: c.cfg.ValidateTopic, Rand: c.cfg.Rand, Unsafe: c.cfg.Unsafe}
 }
 
 // commit appends records and waits until the controller's image holds them.
@@ -336,6 +337,10 @@ func (c *Controller) ElectLeaders(ctx context.Context, req *kmsg.ElectLeadersReq
 	return resp
 }
 
+// alterConfigsTimeout bounds AlterConfigs and IncrementalAlterConfigs,
+// which carry no timeout of their own (Kafka's request.timeout.ms).
+const alterConfigsTimeout = 30 * time.Second
+
 // IncrementalAlterConfigs implements server.Controller: the config
 // changes ClusterState.IncrementalAlterConfigs decides, committed before it
 // answers.
@@ -352,6 +357,11 @@ func (c *Controller) AlterConfigs(ctx context.Context, req *kmsg.AlterConfigsReq
 // alterConfigs decides alts and commits the decision; the resources that
 // succeeded carry the commit's failure when it fails.
 func (c *Controller) alterConfigs(ctx context.Context, alts []configAlteration, validateOnly bool) []configOutcome {
+	// The requests carry no timeout: bound the decision as a forwarded
+	// request is bounded, so that a quorum that cannot commit does not
+	// hold c.mu until the client goes away.
+	ctx, cancel := requestContext(ctx, int32(alterConfigsTimeout/time.Millisecond))
+	defer cancel()
 	active := !c.standingBy(ctx)
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -2,7 +2,7 @@ package controller
 
 import (
 	"slices"
-	"strconv"
+	"strings"
 
 	"github.com/faultline/faultline/broker/metadata"
 )
@@ -109,8 +109,9 @@ func (s *ClusterState) electAllowing(im *metadata.Image, replicas, isr []int32, 
 // uncleanAllowed reports whether a topic may elect a leader outside its ISR.
 func (s *ClusterState) uncleanAllowed(t *metadata.Topic) bool {
 	if v, ok := t.Configs["unclean.leader.election.enable"]; ok {
-		b, err := strconv.ParseBool(v)
-		return err == nil && b
+		// As the config layer reads a boolean (and Kafka's ConfigDef):
+		// blanks trimmed, case ignored.
+		return strings.EqualFold(strings.TrimSpace(v), "true")
 	}
 	return s.Defaults.UncleanLeaderElection
 }

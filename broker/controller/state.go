@@ -33,6 +33,13 @@ type Defaults struct {
 // client with INVALID_CONFIG.
 type ConfigValidator func(name string, value *string) error
 
+// TopicValidator checks a topic's whole set of config overrides as its
+// brokers will apply them; the error's text goes to the client with
+// INVALID_CONFIG. It catches what one key alone cannot show, such as a
+// value the storage layer refuses, so that no broker is handed a config
+// it cannot apply.
+type TopicValidator func(overrides map[string]string) error
+
 // ClusterState is the active controller's decision maker: given the
 // controller's image it answers requests with the records that carry them
 // out. It does no I/O and keeps no state between calls besides the image it
@@ -43,6 +50,7 @@ type ClusterState struct {
 	Image          *metadata.Image
 	Defaults       Defaults
 	ValidateConfig ConfigValidator // nil accepts every config
+	ValidateTopic  TopicValidator  // nil accepts every set of overrides
 	Rand           *rand.Rand      // topic ids and placement offsets
 	// Unsafe are the planted bugs of the decisions (zero: none).
 	Unsafe Unsafe
@@ -201,6 +209,15 @@ func (s *ClusterState) createTopic(im *metadata.Image, t kmsg.CreateTopicsReques
 			if err := s.ValidateConfig(c.Name, c.Value); err != nil {
 				return nil, id, 0, 0, coded(kerr.InvalidConfig, "%v", err)
 			}
+		}
+	}
+	if s.ValidateTopic != nil && len(t.Configs) > 0 {
+		overrides := make(map[string]string, len(t.Configs))
+		for _, c := range t.Configs {
+			overrides[c.Name] = *c.Value
+		}
+		if err := s.ValidateTopic(overrides); err != nil {
+			return nil, id, 0, 0, coded(kerr.InvalidConfig, "%v", err)
 		}
 	}
 

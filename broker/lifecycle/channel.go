@@ -176,6 +176,26 @@ func notControllerCode(resp kmsg.Response) int16 {
 			codes = append(codes, t.ErrorCode)
 		}
 		return anyTopic(codes...)
+	case *kmsg.ElectLeadersResponse:
+		codes := []int16{r.ErrorCode}
+		for _, t := range r.Topics {
+			for _, p := range t.Partitions {
+				codes = append(codes, p.ErrorCode)
+			}
+		}
+		return anyTopic(codes...)
+	case *kmsg.IncrementalAlterConfigsResponse:
+		codes := make([]int16, 0, len(r.Resources))
+		for _, res := range r.Resources {
+			codes = append(codes, res.ErrorCode)
+		}
+		return anyTopic(codes...)
+	case *kmsg.AlterConfigsResponse:
+		codes := make([]int16, 0, len(r.Resources))
+		for _, res := range r.Resources {
+			codes = append(codes, res.ErrorCode)
+		}
+		return anyTopic(codes...)
 	case *kmsg.InitProducerIDResponse:
 		return anyTopic(r.ErrorCode)
 	case *kmsg.BrokerRegistrationResponse:

@@ -11,12 +11,16 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/faultline/faultline/broker/storage"
 )
 
 // TestClusterAlterConfigs changes a topic's configs through a node that is
-// not the active controller, and sees every broker act on them: a leader
-// refuses acks=all writes once min.insync.replicas exceeds the ISR, and
-// takes them again once the legacy AlterConfigs leaves that override out.
+// not the active controller, and sees every broker act on them: every
+// replica's log takes the new cleanup.policy, a leader refuses acks=all
+// writes once min.insync.replicas exceeds the ISR, and takes them again
+// once the legacy AlterConfigs leaves that override out; a value the log
+// would refuse is refused by the controller.
 func TestClusterAlterConfigs(t *testing.T) {
 	nodes := startCluster(t, 3, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -57,12 +61,13 @@ func TestClusterAlterConfigs(t *testing.T) {
 
 	require.Eventually(t, func() bool {
 		for _, c := range nodes {
-			if c.node.publisher.Image().Topic("cfg").Configs["min.insync.replicas"] != "4" {
+			l, ok := c.node.logs.GetLog(storage.TopicPartition{Topic: "cfg", Partition: 0})
+			if !ok || !l.Config().Compacts() {
 				return false
 			}
 		}
 		return true
-	}, 30*time.Second, 10*time.Millisecond, "every broker has the new config")
+	}, 30*time.Second, 10*time.Millisecond, "every replica's log, leader's and followers', compacts now")
 	described, err := adm.DescribeTopicConfigs(ctx, "cfg")
 	require.NoError(t, err)
 	rc, err := described.On("cfg", nil)
@@ -96,6 +101,14 @@ func TestClusterAlterConfigs(t *testing.T) {
 			return len(cfgs) == 1 && cfgs["retention.ms"] == hour
 		}, 30*time.Second, 10*time.Millisecond)
 	}
+
+	// A value one key's check allows but the log refuses (an index of
+	// fewer than 4 entries) is refused before any broker sees it.
+	sixteen := "16"
+	refused, err := adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{{Op: kadm.SetConfig, Name: "segment.index.bytes", Value: &sixteen}}, "cfg")
+	require.NoError(t, err)
+	require.Len(t, refused, 1)
+	assert.ErrorIs(t, refused[0].Err, kerr.InvalidConfig)
 
 	// Broker configs come from server.properties only.
 	brokerAltered, err := adm.AlterBrokerConfigs(ctx, []kadm.AlterConfig{{Name: "log.retention.ms", Value: &hour}})

@@ -367,6 +367,9 @@ func (n *Node) metadataTopicConfig(topic string) (storage.LogConfig, bool) {
 // applyTopicConfigs gives the logs loaded at startup their topic's config
 // overrides from the metadata image (logs load before the metadata log is
 // replayed, with the broker defaults, as Kafka's do before its first image).
+// A topic whose overrides this broker cannot apply (written by an older
+// controller that checked less) keeps the defaults, logged: one topic's
+// config must not keep the node from starting.
 func (n *Node) applyTopicConfigs(im *metadata.Image) error {
 	settings := topicSettings(n.cfg)
 	for tp, l := range n.logs.Logs() {
@@ -375,14 +378,11 @@ func (n *Node) applyTopicConfigs(im *metadata.Image) error {
 			continue
 		}
 		s, err := settings(t.Configs)
+		if err == nil && s.Log != l.Config() {
+			err = l.SetConfig(s.Log)
+		}
 		if err != nil {
-			return fmt.Errorf("topic %s: %w", t.Name, err)
-		}
-		if s.Log == l.Config() {
-			continue
-		}
-		if err := l.SetConfig(s.Log); err != nil {
-			return err
+			n.logger.Error(fmt.Sprintf("Partition %s keeps the default config: topic %s's overrides cannot be applied", tp, t.Name), "err", err)
 		}
 	}
 	return nil

@@ -280,6 +280,7 @@ func (n *Node) controllerConfig() controller.Config {
 			TopicConfigs:          cfg.TopicDefaults(),
 		},
 		ValidateConfig: validateTopicConfig,
+		ValidateTopic:  validateTopicSettings(cfg),
 		Logger:         n.logger.With(ComponentKey, "QuorumController"),
 		Cluster:        true,
 		Unsafe:         controllerUnsafe(cfg),

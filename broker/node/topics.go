@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/faultline/faultline/broker/config"
+	"github.com/faultline/faultline/broker/controller"
 	"github.com/faultline/faultline/broker/metadata"
 	"github.com/faultline/faultline/broker/replica"
 	"github.com/faultline/faultline/broker/server"
@@ -77,6 +78,22 @@ func validateTopicConfig(name string, value *string) error {
 		return nil
 	}
 	return config.ValidateTopicConfig(name, *value)
+}
+
+// validateTopicSettings is the controller's check of a topic's whole set
+// of overrides: the settings its brokers will derive from them
+// (topicSettings) and the log's own limits (storage.LogConfig.Validate),
+// so that a config the controller accepts never fails a broker's
+// SetConfig.
+func validateTopicSettings(cfg *config.Config) controller.TopicValidator {
+	settings := topicSettings(cfg)
+	return func(overrides map[string]string) error {
+		s, err := settings(overrides)
+		if err != nil {
+			return err
+		}
+		return s.Log.Validate()
+	}
 }
 
 // configSource answers DescribeConfigs from the broker configuration and

@@ -367,14 +367,18 @@ func (m *Manager) applyPartition(t *metadata.Topic, pt metadata.Partition, tp st
 	p.topicID = t.ID
 	if settings != p.settings {
 		if err := p.log.SetConfig(settings.Log); err != nil {
-			return fmt.Errorf("apply config of topic %s: %w", t.Name, err)
+			// The partition keeps its old settings (the next image of
+			// the topic tries again) but still takes its role: a config
+			// the log refuses must not freeze leadership changes.
+			m.logger.Error(fmt.Sprintf("Partition %s keeps its config: the log refuses topic %s's", tp, t.Name), "err", err)
+		} else {
+			p.settings = settings
+			p.stMu.Lock()
+			if p.st != nil {
+				p.st.MinInsyncReplicas = settings.MinInsyncReplicas
+			}
+			p.stMu.Unlock()
 		}
-		p.settings = settings
-		p.stMu.Lock()
-		if p.st != nil {
-			p.st.MinInsyncReplicas = settings.MinInsyncReplicas
-		}
-		p.stMu.Unlock()
 	}
 	switch {
 	case pt.Leader == m.cfg.NodeID:

@@ -43,6 +43,15 @@ func settingsFromConfigs(overrides map[string]string) (Settings, error) {
 		}
 		s.MinInsyncReplicas = n
 	}
+	if v, ok := overrides["segment.index.bytes"]; ok {
+		// Unchecked here, as a broker meets a config an older controller
+		// accepted: the log may refuse it.
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			return s, fmt.Errorf("segment.index.bytes %q: %w", v, err)
+		}
+		s.Log.SegmentIndexBytes = int32(n)
+	}
 	return s, nil
 }
 
@@ -457,6 +466,48 @@ func TestManagerBadTopicConfigLeavesPartitionOut(t *testing.T) {
 	b.createTopic(t, "good", 1, nil)
 	assert.Equal(t, OnlineReplica, b.m.State("good", 0))
 	assert.Equal(t, NonExistentReplica, b.m.State("bad", 0))
+}
+
+// TestManagerConfigTheLogRefuses: a topic config the partition's log
+// refuses leaves the log's settings as they were, logged, and the
+// partition serving; a later config it accepts applies.
+func TestManagerConfigTheLogRefuses(t *testing.T) {
+	ctx := context.Background()
+	b := startBroker(t, t.TempDir(), 1)
+	defer b.stop(t)
+	b.createTopic(t, "t", 1, nil)
+	l, ok := b.lm.GetLog(storage.TopicPartition{Topic: "t", Partition: 0})
+	require.True(t, ok)
+	before := l.Config()
+	alter := func(name, value string) {
+		req := kmsg.NewPtrIncrementalAlterConfigsRequest()
+		res := kmsg.NewIncrementalAlterConfigsRequestResource()
+		res.ResourceType, res.ResourceName = kmsg.ConfigResourceTypeTopic, "t"
+		res.Configs = []kmsg.IncrementalAlterConfigsRequestResourceConfig{{Name: name, Op: kmsg.IncrementalAlterConfigOpSet, Value: &value}}
+		req.Resources = append(req.Resources, res)
+		resp := b.c.IncrementalAlterConfigs(ctx, req)
+		require.Zero(t, resp.Resources[0].ErrorCode, "%v", resp.Resources[0].ErrorMessage)
+	}
+	alter("segment.index.bytes", "8")
+	require.Eventually(t, func() bool { return b.pub.Image().Topic("t").Configs["segment.index.bytes"] == "8" }, 10*time.Second, time.Millisecond)
+	assert.Equal(t, before, l.Config(), "the log keeps its settings")
+	assert.Equal(t, OnlineReplica, b.m.State("t", 0))
+	assert.Zero(t, b.m.Produce(ctx, "t", 0, batch("x"), -1).ErrorCode, "the partition still serves")
+
+	// Role changes still apply to the topic: fenced, its partition goes
+	// offline; unfenced, it leads again.
+	heartbeat := func(fence bool) {
+		_, err := b.c.Heartbeat(ctx, controller.Heartbeat{BrokerID: 1, BrokerEpoch: b.epoch, MetadataOffset: b.pub.Image().Offset, WantFence: fence})
+		require.NoError(t, err)
+	}
+	heartbeat(true)
+	require.Eventually(t, func() bool { return b.m.State("t", 0) == OfflineReplica }, 10*time.Second, time.Millisecond,
+		"a refused config must not freeze the partition's role")
+	heartbeat(false)
+	require.Eventually(t, func() bool { return b.m.State("t", 0) == OnlineReplica }, 10*time.Second, time.Millisecond)
+	alter("segment.index.bytes", "4096")
+	require.Eventually(t, func() bool { return l.Config().SegmentIndexBytes == 4096 }, 10*time.Second, time.Millisecond)
+	assert.Equal(t, OnlineReplica, b.m.State("t", 0))
 }
 
 func TestManagerFollowerThenLeader(t *testing.T) {

@@ -17,7 +17,11 @@ import (
 //     a name or resource given twice, broker resources: configs come from
 //     server.properties only). ValidateOnly changes nothing.
 //   - Setting unclean.leader.election.enable to true elects the topic's
-//     leaderless partitions at once, as Kafka's controller does.
+//     leaderless partitions at once (Kafka's KRaft controller does it at
+//     its next periodic unclean-election check, its ZooKeeper controller
+//     did it at once). DELETE of a config the topic does not set succeeds
+//     and changes nothing, as in Kafka. The whole set of overrides a topic
+//     ends with must be one its brokers can apply (INVALID_CONFIG).
 //
 // Version notes: v1 flexible.
 

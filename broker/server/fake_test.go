@@ -179,8 +179,7 @@ func (f *fakeCluster) DeleteTopics(_ context.Context, req *kmsg.DeleteTopicsRequ
 	return resp
 }
 
-// ElectLeaders: every partition of the fake's one broker is led by its
-// preferred replica already.
+// IncrementalAlterConfigs and AlterConfigs: every resource succeeds.
 func (f *fakeCluster) IncrementalAlterConfigs(_ context.Context, req *kmsg.IncrementalAlterConfigsRequest) *kmsg.IncrementalAlterConfigsResponse {
 	return failIncrementalAlterConfigs(req, 0).(*kmsg.IncrementalAlterConfigsResponse)
 }
@@ -189,6 +188,8 @@ func (f *fakeCluster) AlterConfigs(_ context.Context, req *kmsg.AlterConfigsRequ
 	return failAlterConfigs(req, 0).(*kmsg.AlterConfigsResponse)
 }
 
+// ElectLeaders: every partition of the fake's one broker is led by its
+// preferred replica already.
 func (f *fakeCluster) ElectLeaders(_ context.Context, req *kmsg.ElectLeadersRequest) *kmsg.ElectLeadersResponse {
 	resp := req.ResponseKind().(*kmsg.ElectLeadersResponse)
 	for _, t := range req.Topics {
