@@ -203,6 +203,12 @@ func txnSuite(base Test) []Case {
 	zombies.CrashClientsTarget = testspec.CrashZombie
 	restart := like("txn-restart", nemesis.Spec{{Kind: nemesis.KindKill, Mode: nemesis.TargetLeaders}})
 	restart.TxnRestartOneIn = 1
+	// Every node killed at once: each recovers every partition from its
+	// producer-state snapshot and the log after it (an unclean recovery),
+	// and the partitions' leaders afterwards are all recovered replicas,
+	// whose last stable offsets come from what the replay made of the
+	// transactions' markers.
+	all := like("txn-kill-all", nemesis.Spec{{Kind: nemesis.KindKill, Mode: nemesis.TargetAll}})
 	cases := []Case{
 		{Test: txn, Expect: checker.Valid, Why: "transactions (read_committed) while partition leaders and the controller are killed"},
 		{Test: coord, Expect: checker.Valid, Why: "transactions while the node coordinating one of them is killed or paused"},
@@ -210,6 +216,7 @@ func txnSuite(base Test) []Case {
 		{Test: stop, Expect: checker.Valid, Why: "transactions while the node coordinating one of them and partition leaders are shut down (controlled, SIGTERM) and restarted, segments rolling every 5 s: leaderships move off live nodes mid-transaction and each node restarts from its producer-state snapshots"},
 		{Test: slow, Expect: checker.Valid, Why: "transactions over a slow network (every packet of the targets delayed 20-80 ms) while partition leaders are shut down and clients crashed every 3 s: markers that reach a leader after its leadership moved are sent again to the new one, and a crashed client's successor waits for a prepared commit to finish, never aborts it"},
 		{Test: restart, Expect: checker.Valid, Why: "transactions whose producers are all restarted under their transactional.id right after each commit while partition leaders are killed: an InitProducerId that meets a commit still prepared, its markers held up by a dead leader, waits for it and never aborts it"},
+		{Test: all, Expect: checker.Valid, Why: "transactions while every node is killed at once, segments rolling every 5 s: every partition is led afterwards by a replica that recovered its transactions, open and ended, from its producer-state snapshot and the log after it"},
 		{Test: clients, Expect: checker.Valid, Why: "transactions while the clients cannot reach the node coordinating one of them, which its peers still reach, in short cuts longer than the transaction timeout (1 s): an EndTxn held up by a cut that reaches the coordinator after it aborted the transaction by its timeout is refused"},
 		{Test: power, Expect: checker.Valid, Why: "transactions while the node coordinating one of them loses power (every message fsynced)"},
 		{Test: zombies, Expect: checker.Valid, Why: "transactions while every 3 s a client mid-transaction is paused, what it sends held in flight, and resumed once a successor under its transactional.id finished a transaction, and partition leaders are killed: everything the zombie sends after its successor's InitProducerId is fenced, and its transaction ends aborted"},

@@ -177,13 +177,13 @@ var suiteSkips = []string{
 
 // TestConfluentGoSuite runs confluent-kafka-go's own integration and
 // transactional tests, from the module's source at go.mod's version,
-// against a three-node cluster, configured as the suite's single Kafka
-// broker in docker compose: min.insync.replicas 1 (it creates topics of
-// one replica) and group.initial.rebalance.delay.ms 0, as in the
-// server.properties Kafka ships (its tests close a consumer whose group's
-// first rebalance may still wait out the 3 s delay, then expect the group
-// deletable at once; Kafka, and this broker, end a group's initial
-// rebalance only when the delay is over).
+// against a three-node cluster with min.insync.replicas 1 (it creates
+// topics of one replica, for its single docker compose broker) and
+// group.initial.rebalance.delay.ms 0, as in the server.properties Kafka
+// ships for development and testing (its tests close a consumer whose
+// group's first rebalance may still wait out the 3 s default delay, then
+// expect the group deletable at once; Kafka, and this broker, end a
+// group's initial rebalance only when the delay is over).
 func TestConfluentGoSuite(t *testing.T) {
 	if testing.Short() {
 		t.Skip("confluent-kafka-go's suite takes about 3 minutes; skipped with -short")
