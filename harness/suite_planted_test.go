@@ -245,7 +245,7 @@ func TestSequenceModesNeedTheirRuntime(t *testing.T) {
 // control, the same test without the switch.
 func TestTxnSuiteCases(t *testing.T) {
 	cases := Suites["txn"](DefaultTest())
-	require.Len(t, cases, 13+2*len(txnBugs))
+	require.Len(t, cases, 14+2*len(txnBugs))
 	byName := map[string]Case{}
 	for _, c := range cases {
 		require.NoError(t, c.Test.Validate(testWorkloads), c.Test.Name)

@@ -112,6 +112,13 @@ func txnSuite(base Test) []Case {
 	compactTxn := compact
 	compactTxn.Name, compactTxn.Txn, compactTxn.BrokerConfig = "compact-txn-kill", true, maps.Clone(compact.BrokerConfig)
 	compactTxn.BrokerConfig["log.cleaner.backoff.ms"] = "250"
+	// The same while a node's disk is replaced (emptied, then started to
+	// fetch everything again) and leaders are killed, so the new disk
+	// comes to lead: what it fetched is what the cleaner left, which
+	// must still end every transaction it holds.
+	compactDisk := compactTxn
+	compactDisk.Name, compactDisk.BrokerConfig = "compact-txn-disk-replaced", maps.Clone(compactTxn.BrokerConfig)
+	compactDisk.Nemesis = nemesis.Spec{{Kind: nemesis.KindCorrupt, Mode: nemesis.CorruptDiskReplaced}, {Kind: nemesis.KindKill, Mode: nemesis.TargetLeaders}}
 	// like is txn under another name and faults, with a config map of its
 	// own, so that a change to one case never reaches the others.
 	like := func(name string, faults nemesis.Spec) Test {
@@ -222,6 +229,7 @@ func txnSuite(base Test) []Case {
 		{Test: zombies, Expect: checker.Valid, Why: "transactions while every 3 s a client mid-transaction is paused, what it sends held in flight, and resumed once a successor under its transactional.id finished a transaction, and partition leaders are killed: everything the zombie sends after its successor's InitProducerId is fenced, and its transaction ends aborted"},
 		{Test: crash, Expect: checker.Valid, Why: "transactions while a client is crashed every 5 s, mid-transaction, and partition leaders are killed: every abandoned transaction is aborted, by its timeout or by the InitProducerId of a successor under its transactional.id"},
 		{Test: compact, Expect: checker.Valid, Why: "keyed upserts and deletes on a compacted topic while nodes are killed: every key's latest value survives the cleaner"},
+		{Test: compactDisk, Expect: checker.Valid, Why: "keyed upserts and deletes on a compacted topic, each a transaction, while a node's disk is replaced (its data dir emptied, so it fetches every partition again from the leaders' cleaned logs) and leaders are killed so that it leads: every key's latest committed value survives and no transaction is left open on it"},
 		{Test: compactTxn, Expect: checker.Valid, Why: "keyed upserts and deletes on a compacted topic, each a transaction (a quarter aborted after being held open), while nodes are killed: the cleaner stays below the last stable offset, every key's latest committed value survives it and no aborted value is ever read"},
 	}
 	return append(cases, plantedCases(base, txnBugs)...)

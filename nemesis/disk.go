@@ -378,10 +378,13 @@ func flippedFile(did string) string {
 }
 
 // corruptKind is the agent's --kind for a corrupt mode: bit-flip for the
-// bit-flip modes, "" (any damage) otherwise.
+// bit-flip modes, disk-replaced for its mode, "" (any damage) otherwise.
 func corruptKind(mode string) string {
 	if mode == CorruptBitFlip || mode == CorruptBitFlipThenLeader {
 		return CorruptBitFlip
+	}
+	if mode == CorruptDiskReplaced {
+		return CorruptDiskReplaced
 	}
 	return ""
 }

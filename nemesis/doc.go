@@ -29,7 +29,9 @@
 // power:after-fsync-error (EIO on every fsync, then every node's power),
 // power:after-slow-fsync (the same with slow fsyncs),
 // power:restart-lagging-then-leader, corrupt:bit-flip (one node, one bit
-// of one batch), corrupt:bit-flip-then-leader, and partition:lagging-then-leader (a node cut off from
+// of one batch), corrupt:bit-flip-then-leader, corrupt:disk-replaced (one
+// node's data dir emptied as a new disk would be, its identity and the
+// metadata log kept), and partition:lagging-then-leader (a node cut off from
 // all but the controller until it leaves its ISRs, then the rest of an ISR
 // it replicates killed, found through the optional ReplicaView). Two
 // partition modes hold their cut for the sequence wait, longer than a

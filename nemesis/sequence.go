@@ -48,6 +48,13 @@ const (
 	// so that the node leads it: a correct broker cut the flipped batch
 	// off at recovery and fetched it again, one that kept it serves it.
 	CorruptBitFlipThenLeader = "bit-flip-then-leader"
+	// CorruptDiskReplaced kills one node and empties its data dir as a
+	// replaced disk would be (every partition's data and checkpoint gone;
+	// its identity and the controller quorum's log kept), and starts it
+	// again when it stops: it must fetch everything again before it may
+	// lead, and what it fetches is what the leaders hold now (cleaned
+	// logs with their transaction markers, log starts moved up).
+	CorruptDiskReplaced = "disk-replaced"
 )
 
 // sequenceWaitDefault is the wait between the two steps of a sequence

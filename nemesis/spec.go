@@ -96,7 +96,7 @@ func (k Kind) modes() []string {
 	case KindPower:
 		return append(append([]string(nil), explicitProcessTargetModes...), PowerThenLeader, PowerAfterFsyncError, PowerAfterSlowFsync, PowerRestartLaggingThenLeader)
 	case KindCorrupt:
-		return append(append([]string(nil), explicitProcessTargetModes...), CorruptBitFlip, CorruptBitFlipThenLeader, CorruptUnreplicatedTail)
+		return append(append([]string(nil), explicitProcessTargetModes...), CorruptBitFlip, CorruptBitFlipThenLeader, CorruptUnreplicatedTail, CorruptDiskReplaced)
 	case KindKill, KindPause, KindDiskError, KindDiskFull, KindDiskSlow:
 		return explicitProcessTargetModes
 	case KindPartition:

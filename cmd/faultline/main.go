@@ -327,7 +327,7 @@ const nemesisHelp = `faults, comma-separated; KIND or KIND:MODE (no mode: one ch
   membership            one node shut down (SIGTERM) until no ISR lists it, brought back on its kept data dir when it stops, and waited for until it is back in every ISR
   power:MODE            power loss on the fault filesystem (unsynced writes dropped, torn or reordered); also follower-then-leader (a follower's power cut, then a leader killed), after-fsync-error (every node's fsyncs fail with EIO for 10 s, then every node's power is cut), after-slow-fsync (the same with fsyncs slowed to 300 ms), restart-lagging-then-leader (a node's power cut and restarted, then as lagging-then-leader)
   disk-error:MODE, disk-full:MODE, disk-slow:MODE   EIO, ENOSPC, latency on the fault filesystem
-  corrupt:MODE          kill, damage the stopped node's data, restart when it stops; also bit-flip (one node, one bit of one batch), bit-flip-then-leader (then the rest of that partition's ISR killed so the node leads it), unreplicated-tail (no kill: a live leader drops its followers' packets, and once they are settled and it has appended past them a bit is flipped in the last batch of each partition it leads that none of them has; then healed)
+  corrupt:MODE          kill, damage the stopped node's data, restart when it stops; also bit-flip (one node, one bit of one batch), bit-flip-then-leader (then the rest of that partition's ISR killed so the node leads it), unreplicated-tail (no kill: a live leader drops its followers' packets, and once they are settled and it has appended past them a bit is flipped in the last batch of each partition it leads that none of them has; then healed), disk-replaced (one node's data dir emptied as a new disk would be, meta.properties and the metadata log kept: it fetches everything again)
 Process MODEs: one, minority, majority, leaders, controller, all, coordinator (all and coordinator only when named; coordinator, the node coordinating one of the workload's transactional ids, needs --txn). Clock faults are not offered: a container shares the host's clock.`
 
 func cmdSuite(args []string, stdout, stderr io.Writer) int {
@@ -805,7 +805,7 @@ func cmdAgentCorrupt(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	dir := fs.String("dir", "", "the stopped node's log dir")
 	seed := fs.Uint64("seed", 0, "decides what is corrupted")
-	kind := fs.String("kind", "", "the one corruption to do ("+strings.Join([]string{agent.CorruptTornTail, agent.CorruptBitFlip, agent.CorruptIndexTruncate, agent.CorruptIndexGarbage, agent.CorruptCheckpoint}, ", ")+"); any when empty")
+	kind := fs.String("kind", "", "the one corruption to do ("+strings.Join([]string{agent.CorruptTornTail, agent.CorruptBitFlip, agent.CorruptIndexTruncate, agent.CorruptIndexGarbage, agent.CorruptCheckpoint, agent.CorruptDiskReplaced}, ", ")+"); any when empty ("+agent.CorruptDiskReplaced+" only when named)")
 	if err := fs.Parse(args); err != nil {
 		return harness.ExitBadArgs
 	}

@@ -22,6 +22,11 @@ const (
 	CorruptIndexTruncate = "index-truncate" // an .index or .timeindex cut short
 	CorruptIndexGarbage  = "index-garbage"  // random bytes over part of an .index or .timeindex
 	CorruptCheckpoint    = "checkpoint-delete"
+	// CorruptDiskReplaced empties the data dir as a new disk would be:
+	// every partition's data and every checkpoint gone, meta.properties
+	// and the controller quorum's log kept (as on a disk of their own).
+	// Never drawn: only when named.
+	CorruptDiskReplaced = "disk-replaced"
 )
 
 // File is one regular file of a data dir: its slash-separated path
@@ -62,6 +67,8 @@ func (c Corruption) String() string {
 		return fmt.Sprintf("wrote %d garbage bytes at %d into %s", c.Length, c.Offset, c.File)
 	case CorruptCheckpoint:
 		return "deleted " + c.File
+	case CorruptDiskReplaced:
+		return "replaced the disk: deleted every partition's data and every checkpoint, kept meta.properties and " + metadataDir
 	}
 	return c.Kind + " " + c.File
 }
@@ -82,6 +89,9 @@ func PlanCorruption(seed uint64, files []File) (Corruption, error) {
 // PlanCorruptionOf is PlanCorruption restricted to one kind (any when kind
 // is empty); a listing that does not offer the kind is an error.
 func PlanCorruptionOf(seed uint64, files []File, kind string) (Corruption, error) {
+	if kind == CorruptDiskReplaced {
+		return Corruption{Kind: kind}, nil
+	}
 	sorted := append([]File(nil), files...)
 	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Path < sorted[j].Path })
 	var segments, active, indexes, checkpoints []File
@@ -218,10 +228,28 @@ func ListFiles(dir string) ([]File, error) {
 	return files, err
 }
 
+// keptOnDiskReplacement are the entries of a data dir a replaced disk
+// keeps: the node's identity and the controller quorum's log.
+var keptOnDiskReplacement = []string{"meta.properties", metadataDir}
+
 // ApplyCorruption does c to the data under dir (the node must be down).
 func ApplyCorruption(dir string, c Corruption) error {
 	name := filepath.Join(dir, filepath.FromSlash(c.File))
 	switch c.Kind {
+	case CorruptDiskReplaced:
+		entries, err := os.ReadDir(dir)
+		if err != nil {
+			return err
+		}
+		for _, e := range entries {
+			if slices.Contains(keptOnDiskReplacement, e.Name()) {
+				continue
+			}
+			if err := os.RemoveAll(filepath.Join(dir, e.Name())); err != nil {
+				return err
+			}
+		}
+		return syncDir(dir)
 	case CorruptTornTail, CorruptIndexTruncate:
 		return os.Truncate(name, c.Size)
 	case CorruptCheckpoint:
@@ -261,4 +289,17 @@ func writeAt(name string, off int64, b []byte) error {
 		return err
 	}
 	return f.Close()
+}
+
+// syncDir makes dir's entries durable.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	if err := d.Sync(); err != nil {
+		d.Close()
+		return err
+	}
+	return d.Close()
 }

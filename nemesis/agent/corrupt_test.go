@@ -176,3 +176,33 @@ func TestPlanCorruptionOfKeepsToTheNamedKind(t *testing.T) {
 	_, err := PlanCorruptionOf(1, []File{{Path: "t0-0/00000000000000000000.index", Size: 10}}, CorruptBitFlip)
 	assert.ErrorContains(t, err, "offers no bit-flip corruption (it offers index-truncate, index-garbage)")
 }
+
+// TestApplyDiskReplaced: a replaced disk keeps the node's identity and the
+// controller quorum's log and nothing else; it is never drawn at random.
+func TestApplyDiskReplaced(t *testing.T) {
+	dir := t.TempDir()
+	for _, f := range []string{"meta.properties", "__cluster_metadata-0/00000000000000000000.log", "__cluster_metadata-0/quorum-state",
+		"t0-0/00000000000000000000.log", "t0-0/00000000000000000000.index", "t0-0/leader-epoch-checkpoint",
+		"recovery-point-offset-checkpoint", "replication-offset-checkpoint", "cleaner-offset-checkpoint", ".kafka_cleanshutdown"} {
+		require.NoError(t, os.MkdirAll(filepath.Join(dir, filepath.Dir(f)), 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(dir, f), []byte("x"), 0o644))
+	}
+	files, err := ListFiles(dir)
+	require.NoError(t, err)
+	for seed := range uint64(200) {
+		c, err := PlanCorruption(seed, files)
+		require.NoError(t, err)
+		require.NotEqual(t, CorruptDiskReplaced, c.Kind, "drawn at random (seed %d)", seed)
+	}
+	c, err := PlanCorruptionOf(1, files, CorruptDiskReplaced)
+	require.NoError(t, err)
+	require.NoError(t, ApplyCorruption(dir, c))
+	left, err := ListFiles(dir)
+	require.NoError(t, err)
+	var paths []string
+	for _, f := range left {
+		paths = append(paths, f.Path)
+	}
+	assert.ElementsMatch(t, []string{"meta.properties", "__cluster_metadata-0/00000000000000000000.log", "__cluster_metadata-0/quorum-state"}, paths)
+	assert.Contains(t, c.String(), "replaced the disk")
+}
