@@ -119,6 +119,10 @@ func txnSuite(base Test) []Case {
 	compactDisk := compactTxn
 	compactDisk.Name, compactDisk.BrokerConfig = "compact-txn-disk-replaced", maps.Clone(compactTxn.BrokerConfig)
 	compactDisk.Nemesis = nemesis.Spec{{Kind: nemesis.KindCorrupt, Mode: nemesis.CorruptDiskReplaced}, {Kind: nemesis.KindKill, Mode: nemesis.TargetLeaders}}
+	// In the order named, round after round, so that every seed replaces
+	// a disk and then kills leaders (drawn at random, a 60 s run may do
+	// neither, or never kill after a replacement).
+	compactDisk.NemesisCycle = true
 	// like is txn under another name and faults, with a config map of its
 	// own, so that a change to one case never reaches the others.
 	like := func(name string, faults nemesis.Spec) Test {

@@ -55,10 +55,13 @@ func TestPowerAfterFsyncError(t *testing.T) {
 	assert.Equal(t, []string{"disk n1 slow fsync 300ms", "disk n2 slow fsync 300ms", "disk n3 slow fsync 300ms"}, w.calls[:3])
 }
 
-// TestCorruptBitFlipAsksForABitFlipOnOneNode.
-func TestCorruptBitFlipAsksForABitFlipOnOneNode(t *testing.T) {
+// startCorruptOnOneNode starts corrupt:mode on five nodes and checks
+// that it killed one node and asked its agent for kind; it returns the
+// fault, its world and the node.
+func startCorruptOnOneNode(t *testing.T, mode, kind string) (Fault, diskWorld, string) {
+	t.Helper()
 	w := diskWorld{newWorld(5)}
-	c := Spec{{Kind: KindCorrupt, Mode: CorruptBitFlip}}.Faults(w, w)[0]
+	c := Spec{{Kind: KindCorrupt, Mode: mode}}.Faults(w, w)[0]
 	v, err := c.Start(context.Background(), rand.New(rand.NewPCG(3, 3)))
 	require.NoError(t, err)
 	got := v.(DiskTargets)
@@ -66,7 +69,26 @@ func TestCorruptBitFlipAsksForABitFlipOnOneNode(t *testing.T) {
 	n := got.Nodes[0]
 	require.Len(t, w.calls, 2)
 	assert.Equal(t, "kill "+n, w.calls[0])
-	assert.Regexp(t, `^corrupt `+n+` \d+ bit-flip$`, w.calls[1])
+	assert.Regexp(t, `^corrupt `+n+` \d+ `+kind+`$`, w.calls[1])
+	return c, w, n
+}
+
+// TestCorruptBitFlipAsksForABitFlipOnOneNode.
+func TestCorruptBitFlipAsksForABitFlipOnOneNode(t *testing.T) {
+	startCorruptOnOneNode(t, CorruptBitFlip, "bit-flip")
+}
+
+// TestCorruptDiskReplacedOnOneNode: disk-replaced is named, never drawn,
+// and asks the agent to empty one killed node's data dir; Stop starts it.
+func TestCorruptDiskReplacedOnOneNode(t *testing.T) {
+	s, err := ParseSpec("corrupt:disk-replaced")
+	require.NoError(t, err)
+	assert.Equal(t, Spec{{Kind: KindCorrupt, Mode: CorruptDiskReplaced}}, s)
+	assert.NotContains(t, ProcessTargetModes, CorruptDiskReplaced, "never in the random mix")
+	c, w, n := startCorruptOnOneNode(t, CorruptDiskReplaced, "disk-replaced")
+	_, err = c.Stop(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, "start "+n, w.calls[len(w.calls)-1])
 }
 
 // TestLaggingThenLeader: one node other than the controller is cut off

@@ -161,7 +161,7 @@ type Spec []FaultSpec
 // minority, majority, leaders, controller, all; power also takes
 // follower-then-leader, after-fsync-error, after-slow-fsync and
 // restart-lagging-then-leader, corrupt also bit-flip,
-// bit-flip-then-leader and unreplicated-tail; partition takes one, halves, majorities-ring,
+// bit-flip-then-leader, unreplicated-tail and disk-replaced; partition takes one, halves, majorities-ring,
 // controller and lagging-then-leader; lagging-failover takes cut, slow;
 // packet takes delay, loss, duplicate, reorder; none, rolling-restart and
 // membership take none. An entry may compose faults of different kinds

@@ -216,6 +216,8 @@ func describeNemesis(op checker.Op) string {
 		verb = "slowed the disk of"
 	case f == "corrupt" && rawMode(op.Raw) == "unreplicated-tail":
 		return tailFlipSummary(op.Raw)
+	case f == "corrupt" && rawMode(op.Raw) == "disk-replaced":
+		verb = "killed and replaced with an empty disk the data dir of"
 	case f == "corrupt":
 		verb = "killed and corrupted the data of"
 	case strings.Contains(f, "unpause") || strings.Contains(f, "resume") || strings.Contains(f, "cont"):

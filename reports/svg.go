@@ -371,6 +371,7 @@ var faultLooks = map[string]faultLook{
 // corrupt:unreplicated-tail kills nobody.
 var faultModeStates = map[string]string{
 	"corrupt:unreplicated-tail":             "cut off from its followers, a bit flipped in a batch only it had",
+	"corrupt:disk-replaced":                 "killed, its disk replaced by an empty one",
 	"partition:leader-cut-then-killed":      "cut off from its followers, then killed",
 	"partition:coordinator-cut-then-killed": "cut off from all but two nodes, then killed",
 }

@@ -353,11 +353,21 @@ func (m *Manager) applyPartition(t *metadata.Topic, pt metadata.Partition, tp st
 		p = nil
 	}
 	if p == nil {
-		log, err := m.cfg.Logs.GetOrCreateLog(tp, settings.Log)
+		created := settings
+		if created.Log.Validate() != nil {
+			// A topic whose overrides the log refuses (written before
+			// the controller checked them) still gets its replica, on
+			// the broker's default log settings; the SetConfig below
+			// logs why.
+			if def, err := m.cfg.TopicSettings(nil); err == nil {
+				created.Log = def.Log
+			}
+		}
+		log, err := m.cfg.Logs.GetOrCreateLog(tp, created.Log)
 		if err != nil {
 			return fmt.Errorf("create log: %w", err)
 		}
-		p = &partition{tp: tp, topicID: t.ID, log: log, settings: settings, state: NewReplica, leader: -1, leaderEpoch: -1, hwMoved: make(chan struct{})}
+		p = &partition{tp: tp, topicID: t.ID, log: log, settings: created, state: NewReplica, leader: -1, leaderEpoch: -1, hwMoved: make(chan struct{})}
 		m.mu.Lock()
 		m.parts[tp] = p
 		m.mu.Unlock()
@@ -365,20 +375,23 @@ func (m *Manager) applyPartition(t *metadata.Topic, pt metadata.Partition, tp st
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.topicID = t.ID
-	if settings != p.settings {
+	if settings.Log != p.settings.Log {
 		if err := p.log.SetConfig(settings.Log); err != nil {
-			// The partition keeps its old settings (the next image of
-			// the topic tries again) but still takes its role: a config
-			// the log refuses must not freeze leadership changes.
-			m.logger.Error(fmt.Sprintf("Partition %s keeps its config: the log refuses topic %s's", tp, t.Name), "err", err)
+			// The log keeps its settings (the next image of the topic
+			// tries again) but the partition still takes its role: a
+			// config the log refuses must not freeze leadership changes.
+			m.logger.Error(fmt.Sprintf("Partition %s keeps its log config: the log refuses topic %s's", tp, t.Name), "err", err)
 		} else {
-			p.settings = settings
-			p.stMu.Lock()
-			if p.st != nil {
-				p.st.MinInsyncReplicas = settings.MinInsyncReplicas
-			}
-			p.stMu.Unlock()
+			p.settings.Log = settings.Log
 		}
+	}
+	if settings.MinInsyncReplicas != p.settings.MinInsyncReplicas {
+		p.settings.MinInsyncReplicas = settings.MinInsyncReplicas
+		p.stMu.Lock()
+		if p.st != nil {
+			p.st.MinInsyncReplicas = settings.MinInsyncReplicas
+		}
+		p.stMu.Unlock()
 	}
 	switch {
 	case pt.Leader == m.cfg.NodeID:

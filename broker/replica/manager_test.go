@@ -508,6 +508,15 @@ func TestManagerConfigTheLogRefuses(t *testing.T) {
 	alter("segment.index.bytes", "4096")
 	require.Eventually(t, func() bool { return l.Config().SegmentIndexBytes == 4096 }, 10*time.Second, time.Millisecond)
 	assert.Equal(t, OnlineReplica, b.m.State("t", 0))
+
+	// A topic born with such a config still gets its replica, on the
+	// default log settings, and serves.
+	b.createTopic(t, "born", 1, map[string]string{"segment.index.bytes": "8", "min.insync.replicas": "1"})
+	require.Eventually(t, func() bool { return b.m.State("born", 0) == OnlineReplica }, 10*time.Second, time.Millisecond)
+	assert.Zero(t, b.m.Produce(ctx, "born", 0, batch("y"), -1).ErrorCode)
+	born, ok := b.lm.GetLog(storage.TopicPartition{Topic: "born", Partition: 0})
+	require.True(t, ok)
+	assert.Equal(t, storage.DefaultLogConfig().SegmentIndexBytes, born.Config().SegmentIndexBytes)
 }
 
 func TestManagerFollowerThenLeader(t *testing.T) {

@@ -23,8 +23,9 @@ const (
 	CorruptIndexGarbage  = "index-garbage"  // random bytes over part of an .index or .timeindex
 	CorruptCheckpoint    = "checkpoint-delete"
 	// CorruptDiskReplaced empties the data dir as a new disk would be:
-	// every partition's data and every checkpoint gone, meta.properties
-	// and the controller quorum's log kept (as on a disk of their own).
+	// every partition's data and every checkpoint gone, meta.properties,
+	// bootstrap.checkpoint and the controller quorum's log kept (as on a
+	// disk of their own).
 	// Never drawn: only when named.
 	CorruptDiskReplaced = "disk-replaced"
 )
@@ -230,7 +231,10 @@ func ListFiles(dir string) ([]File, error) {
 
 // keptOnDiskReplacement are the entries of a data dir a replaced disk
 // keeps: the node's identity and the controller quorum's log.
-var keptOnDiskReplacement = []string{"meta.properties", metadataDir}
+// (bootstrap.checkpoint is the metadata log dir's too: Apache Kafka's
+// storage tool writes it there at format). The directory id in
+// meta.properties survives, where a new disk would get a new one.
+var keptOnDiskReplacement = []string{"meta.properties", "bootstrap.checkpoint", metadataDir}
 
 // ApplyCorruption does c to the data under dir (the node must be down).
 func ApplyCorruption(dir string, c Corruption) error {

@@ -181,7 +181,7 @@ func TestPlanCorruptionOfKeepsToTheNamedKind(t *testing.T) {
 // controller quorum's log and nothing else; it is never drawn at random.
 func TestApplyDiskReplaced(t *testing.T) {
 	dir := t.TempDir()
-	for _, f := range []string{"meta.properties", "__cluster_metadata-0/00000000000000000000.log", "__cluster_metadata-0/quorum-state",
+	for _, f := range []string{"meta.properties", "bootstrap.checkpoint", "__cluster_metadata-0/00000000000000000000.log", "__cluster_metadata-0/quorum-state",
 		"t0-0/00000000000000000000.log", "t0-0/00000000000000000000.index", "t0-0/leader-epoch-checkpoint",
 		"recovery-point-offset-checkpoint", "replication-offset-checkpoint", "cleaner-offset-checkpoint", ".kafka_cleanshutdown"} {
 		require.NoError(t, os.MkdirAll(filepath.Join(dir, filepath.Dir(f)), 0o755))
@@ -203,6 +203,6 @@ func TestApplyDiskReplaced(t *testing.T) {
 	for _, f := range left {
 		paths = append(paths, f.Path)
 	}
-	assert.ElementsMatch(t, []string{"meta.properties", "__cluster_metadata-0/00000000000000000000.log", "__cluster_metadata-0/quorum-state"}, paths)
+	assert.ElementsMatch(t, []string{"meta.properties", "bootstrap.checkpoint", "__cluster_metadata-0/00000000000000000000.log", "__cluster_metadata-0/quorum-state"}, paths)
 	assert.Contains(t, c.String(), "replaced the disk")
 }
