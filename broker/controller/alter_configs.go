@@ -164,9 +164,8 @@ func (s *ClusterState) alterConfigs(alts []configAlteration, validateOnly bool) 
 		}
 	}
 	if len(turnedUnclean) > 0 {
-		for i, t := range turnedUnclean {
-			turnedUnclean[i] = im.Topic(t.Name)
-		}
+		// Each topic is altered by one resource at most, so the topics
+		// kept above are already as the final image has them.
 		if elected := s.electLeaderlessIn(im, turnedUnclean); len(elected) > 0 {
 			next, err := im.ApplyBatch(im.Offset, elected)
 			if err == nil {

@@ -360,7 +360,7 @@ func (c *Controller) alterConfigs(ctx context.Context, alts []configAlteration, 
 	// The requests carry no timeout: bound the decision as a forwarded
 	// request is bounded, so that a quorum that cannot commit does not
 	// hold c.mu until the client goes away.
-	ctx, cancel := requestContext(ctx, int32(alterConfigsTimeout/time.Millisecond))
+	ctx, cancel := context.WithTimeout(ctx, alterConfigsTimeout)
 	defer cancel()
 	active := !c.standingBy(ctx)
 	c.mu.Lock()

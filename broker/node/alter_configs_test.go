@@ -25,14 +25,7 @@ func TestClusterAlterConfigs(t *testing.T) {
 	nodes := startCluster(t, 3, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	var via *clusterNode
-	for _, c := range nodes {
-		if c.node.publisher.Image().ControllerID != c.id {
-			via = c
-			break
-		}
-	}
-	require.NotNil(t, via)
+	via := notController(t, nodes)
 	cl, err := kgo.NewClient(kgo.SeedBrokers(via.node.Addr().String()), kgo.DefaultProduceTopic("cfg"),
 		kgo.RequiredAcks(kgo.AllISRAcks()), kgo.DisableIdempotentWrite(), kgo.RecordRetries(0))
 	require.NoError(t, err)

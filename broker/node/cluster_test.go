@@ -632,14 +632,7 @@ func TestClusterElectLeaders(t *testing.T) {
 	}, 30*time.Second, 10*time.Millisecond, "the restarted replica rejoins the ISR, not as leader")
 	moved, _ := partitionState(nodes[0], "prefs", 0)
 
-	var via *clusterNode // a node that is not the active controller
-	for _, c := range nodes {
-		if c.node.publisher.Image().ControllerID != c.id {
-			via = c
-			break
-		}
-	}
-	require.NotNil(t, via)
+	via := notController(t, nodes)
 	vcl, err := kgo.NewClient(kgo.SeedBrokers(via.node.Addr().String()))
 	require.NoError(t, err)
 	defer vcl.Close()
@@ -673,6 +666,18 @@ func TestClusterElectLeaders(t *testing.T) {
 	require.NoError(t, err)
 	require.Contains(t, again, "prefs", "every topic is answered")
 	assert.Empty(t, again["prefs"], "nothing left to elect")
+}
+
+// notController is a node of nodes that is not the active controller.
+func notController(t *testing.T, nodes []*clusterNode) *clusterNode {
+	t.Helper()
+	for _, c := range nodes {
+		if c.node.publisher.Image().ControllerID != c.id {
+			return c
+		}
+	}
+	require.FailNow(t, "every node is the active controller")
+	return nil
 }
 
 // restartPreferred creates topic (one partition, RF 3), writes 50 records
