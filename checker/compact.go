@@ -131,15 +131,23 @@ type putRec struct {
 // that failed (G1a: under transactions, an aborted put's value). A log the cleaner has not
 // touched passes as well (the latest value is still last per key), and a
 // deleted key may be absent or still hold its tombstone. A history
-// without puts has nothing to check here.
+// without puts has nothing to check here. Without an ok scan the final
+// state is unknown, except for the keys of partitions the final scans
+// stopped short on (the harness's stalled-reads event): a key whose latest
+// acknowledged put lies at or above its partition's high watermark, or at
+// or above a last stable offset stuck below it, is unseen (unreadLatest).
 func runCompaction(ctx context.Context, h History, p *pairing, opts Options) CheckerResult {
 	res := CheckerResult{Name: "compaction", Valid: Valid}
 	puts := map[int][]putRec{}
 	var final map[int][]ScanEntry
 	var finalIndex int64
 	any := false
+	stalls := map[int]Stall{}
 	for pos := range h {
 		op := &h[pos]
+		for _, st := range op.Stalls() {
+			stalls[st.Key] = st
+		}
 		if !op.IsClient() || op.Type == Invoke && p.partner[pos] >= 0 {
 			continue
 		}
@@ -180,10 +188,6 @@ func runCompaction(ctx context.Context, h History, p *pairing, opts Options) Che
 	if !any {
 		return res
 	}
-	if final == nil {
-		res.Valid, res.Error = Unknown, "puts but no ok scan: the final state of the compacted topic is unknown"
-		return res
-	}
 	found := map[string]*AnomalyReport{}
 	report := func(name string, ex Example) {
 		a := found[name]
@@ -198,7 +202,18 @@ func runCompaction(ctx context.Context, h History, p *pairing, opts Options) Che
 		}
 	}
 	for _, k := range slices.Sorted(maps.Keys(puts)) {
+		if final == nil {
+			unreadLatest(k, puts[k], stalls, report)
+			continue
+		}
 		checkKey(k, puts[k], final[k], finalIndex, report)
+	}
+	if final == nil && len(found) == 0 {
+		res.Valid, res.Error = Unknown, "puts but no ok scan: the final state of the compacted topic is unknown"
+		if len(stalls) > 0 {
+			res.Error += " (the final scans stopped short, and no key's latest acknowledged put lies where the harness found they could not read)"
+		}
+		return res
 	}
 	res.Anomalies = map[string]AnomalyReport{}
 	for name, a := range found {
@@ -218,13 +233,7 @@ func showValue(v *int64) string {
 // checkKey judges one key: its puts and what the final scan (op scanIndex)
 // shows for it.
 func checkKey(k int, puts []putRec, scan []ScanEntry, scanIndex int64, report func(string, Example)) {
-	var latest *putRec
-	for i := range puts {
-		pr := &puts[i]
-		if pr.typ == OK && pr.offset != nil && (latest == nil || *pr.offset > *latest.offset) {
-			latest = pr
-		}
-	}
+	latest := latestAcked(puts)
 	var last *ScanEntry
 	if n := len(scan); n > 0 {
 		last = &scan[n-1]
@@ -292,6 +301,52 @@ func checkKey(k int, puts []putRec, scan []ScanEntry, scanIndex int64, report fu
 	ex.Text = fmt.Sprintf("key %d's latest acknowledged put is %s at offset %d (op %d), but the final scan op %d shows %s last",
 		k, showValue(latest.value), *latest.offset, latest.index, scanIndex, shown)
 	report(AnomalyLostLatestValue, ex)
+}
+
+// latestAcked is the put of the highest offset among a key's
+// acknowledged ones, or nil.
+func latestAcked(puts []putRec) *putRec {
+	var latest *putRec
+	for i := range puts {
+		pr := &puts[i]
+		if pr.typ == OK && pr.offset != nil && (latest == nil || *pr.offset > *latest.offset) {
+			latest = pr
+		}
+	}
+	return latest
+}
+
+// unreadLatest judges a key when no scan reached the end of the topic: if
+// the final scans stopped short on its partition (a stalled-reads event
+// from a cluster that served again after the heal) and its latest
+// acknowledged put lies at or above the partition's high watermark (the
+// healed partition no longer holds it) or, read_committed, at or above a
+// last stable offset held below the high watermark (no committed reader
+// can ever reach it, nor the key's latest value), the put is unseen. A put
+// below the last stable offset was readable and is not judged.
+func unreadLatest(k int, puts []putRec, stalls map[int]Stall, report func(string, Example)) {
+	s, ok := stalls[k]
+	latest := latestAcked(puts)
+	if !ok || latest == nil || s.Unrecovered || s.Missing || s.HighWatermark < 0 {
+		return
+	}
+	o := *latest.offset
+	ex := Example{Key: k, Offset: ptr(o), Writer: ptr(latest.index)}
+	if latest.value != nil {
+		ex.Value = ptr(*latest.value)
+	}
+	what := fmt.Sprintf("key %d's latest acknowledged put, %s at offset %d of %s-%d (op %d)", k, showValue(latest.value), o, s.Topic, s.Partition, latest.index)
+	switch {
+	case o >= s.HighWatermark:
+		ex.Text = fmt.Sprintf("%s, was never read back: the final scans stopped short on the partition, whose high watermark %d, listed after them, is at or below it, so the healed partition no longer holds it",
+			what, s.HighWatermark)
+	case s.LastStable >= 0 && s.LastStable < s.HighWatermark && o >= s.LastStable:
+		ex.Text = fmt.Sprintf("%s, was never read back: read_committed reads of the partition stop at its last stable offset %d, below its high watermark %d: %s (a transaction never ended blocks every later record, so no committed reader sees the key's latest value)",
+			what, s.LastStable, s.HighWatermark, s.heldBy())
+	default:
+		return
+	}
+	report(AnomalyUnseen, ex)
 }
 
 func sameValue(a, b *int64) bool {

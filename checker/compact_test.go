@@ -143,3 +143,69 @@ func TestCompactionAbortedDeleteIsAnAbortedRead(t *testing.T) {
 	assert.Equal(t, "the final scan op 5 shows the tombstone of key 1 at offset 2, written by op 3, which failed (its transaction aborted)",
 		res.Anomalies[AnomalyG1a].Examples[0].Text)
 }
+
+// compactionStalled is a transactional compaction history whose final
+// scan never got to the end: key 1's latest acknowledged put at offset
+// 4, key 2's at offset 1 (both in partition 0), key 3's at offset 7 (in
+// partition 1), and the harness's stalled-reads event with stalls (the
+// JSON objects of its list).
+func compactionStalled(t *testing.T, stalls string) CheckerResult {
+	t.Helper()
+	return compaction(t, `{"index":0,"time":0,"process":0,"type":"invoke","f":"put","value":[1,10]}
+{"index":1,"time":1,"process":0,"type":"ok","f":"put","value":[1,10,0]}
+{"index":2,"time":2,"process":0,"type":"invoke","f":"put","value":[2,20]}
+{"index":3,"time":3,"process":0,"type":"ok","f":"put","value":[2,20,1]}
+{"index":4,"time":4,"process":0,"type":"invoke","f":"put","value":[1,11]}
+{"index":5,"time":5,"process":0,"type":"ok","f":"put","value":[1,11,4]}
+{"index":6,"time":6,"process":0,"type":"invoke","f":"put","value":[3,30]}
+{"index":7,"time":7,"process":0,"type":"ok","f":"put","value":[3,30,7]}
+{"index":8,"time":8,"process":1,"type":"invoke","f":"scan","value":null}
+{"index":9,"time":9,"process":1,"type":"fail","f":"scan","value":null,"error":"scan did not reach the end of partitions map[0:6]"}
+{"index":10,"time":10,"process":"harness","type":"info","f":"stalled-reads","value":[`+stalls+`]}
+`)
+}
+
+// TestCompactionStuckLastStableOffsetIsUnseen: with no scan to the end, a
+// key whose latest acknowledged put lies at or above a last stable offset
+// held below the high watermark can never be read committed: unseen, the
+// open transaction named. A key below it (2) and a key of a partition the
+// scans finished (3) are not judged.
+func TestCompactionStuckLastStableOffsetIsUnseen(t *testing.T) {
+	p0 := `"topic":"c0","partition":0,"high-watermark":6,"last-stable-offset":2,"open-transactions":[{"producer-id":7,"epoch":3,"first-offset":2}]`
+	res := compactionStalled(t, `{"key":1,`+p0+`},{"key":2,`+p0+`}`)
+	assert.Equal(t, Invalid, res.Valid)
+	require.Contains(t, res.Anomalies, AnomalyUnseen)
+	a := res.Anomalies[AnomalyUnseen]
+	assert.Equal(t, 1, a.Count)
+	assert.Equal(t, 1, a.Examples[0].Key)
+	assert.Equal(t, int64(4), *a.Examples[0].Offset)
+	assert.Equal(t, int64(5), *a.Examples[0].Writer)
+	assert.Contains(t, a.Examples[0].Text, "last stable offset 2, below its high watermark 6: held by the open transaction of producer 7 epoch 3 from offset 2")
+}
+
+// TestCompactionHighWatermarkBelowLatestIsUnseen: a latest acknowledged
+// put at or above the healed partition's high watermark is gone.
+func TestCompactionHighWatermarkBelowLatestIsUnseen(t *testing.T) {
+	res := compactionStalled(t, `{"key":1,"topic":"c0","partition":0,"high-watermark":3,"last-stable-offset":3}`)
+	assert.Equal(t, Invalid, res.Valid)
+	require.Contains(t, res.Anomalies, AnomalyUnseen)
+	assert.Contains(t, res.Anomalies[AnomalyUnseen].Examples[0].Text, "high watermark 3, listed after them, is at or below it")
+}
+
+// TestCompactionStallsThatProveNothingAreUnknown: a stall whose last
+// stable offset is the high watermark (the scan could have read on), one
+// from a cluster that never served again after the heal, and one whose
+// offsets could not be listed leave the final state unknown.
+func TestCompactionStallsThatProveNothingAreUnknown(t *testing.T) {
+	for name, stall := range map[string]string{
+		"not held":    `{"key":1,"topic":"c0","partition":0,"high-watermark":6,"last-stable-offset":6}`,
+		"unrecovered": `{"key":1,"topic":"c0","partition":0,"high-watermark":6,"last-stable-offset":2,"unrecovered":true}`,
+		"unlisted":    `{"key":1,"topic":"c0","partition":0,"high-watermark":-1,"last-stable-offset":-1,"error":"high watermark: timeout"}`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			res := compactionStalled(t, stall)
+			assert.Equal(t, Unknown, res.Valid)
+			assert.Contains(t, res.Error, "the final scans stopped short")
+		})
+	}
+}

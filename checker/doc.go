@@ -80,7 +80,12 @@
 //     workload's): the last ok scan of the compacted topic must show, last
 //     for each key, its latest acknowledged put, or a later put whose
 //     outcome is unknown (lost-latest-value, resurrected-delete); a
-//     deleted key may be absent or keep its tombstone.
+//     deleted key may be absent or keep its tombstone. Without an ok scan
+//     the final state is unknown, but a key of a partition the final scans
+//     stopped short on (the stalled-reads event) whose latest acknowledged
+//     put lies at or above the partition's high watermark, or at or above
+//     a last stable offset an unfinished transaction holds below it, is
+//     unseen: no reader, and no read_committed one, can reach it.
 //   - "transactional-ids" (only when the history has a harness
 //     "txn-id-probe" event): a transactional.id under which no new producer
 //     could start after the faults healed (TxnIDProbe.Stuck) is a

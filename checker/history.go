@@ -1,6 +1,10 @@
 package checker
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+)
 
 // OpType is the kind of a history entry, after Jepsen: an invoke is followed
 // by exactly one completion (ok, fail or info) from the same process.
@@ -74,6 +78,22 @@ func (s Stall) LogEnd() int64 {
 		return 0
 	}
 	return s.HighWatermark
+}
+
+// heldBy says what holds the stall's last stable offset: the open
+// transactions listed, or why none was.
+func (s Stall) heldBy() string {
+	switch {
+	case len(s.OpenTxns) > 0:
+		var open []string
+		for _, o := range s.OpenTxns {
+			open = append(open, fmt.Sprintf("producer %d epoch %d from offset %d", o.ProducerID, o.Epoch, o.FirstOffset))
+		}
+		return "held by the open transaction of " + strings.Join(open, ", ")
+	case s.Error != "":
+		return "its open transactions could not be listed (" + s.Error + ")"
+	}
+	return "no open transaction was listed"
 }
 
 // OpenTxn is a producer's transaction open on a partition.

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strings"
 )
 
 // Anomaly names, as Jepsen's Kafka checker spells them (the last,
@@ -554,19 +553,8 @@ func (q *queue) stallText(k int, unseen []int64) string {
 	case lowest >= 0 && lowest < s.LastStable:
 		return fmt.Sprintf("; the final reads stopped short on %s-%d below its last stable offset %d (high watermark %d), so no open transaction held them", s.Topic, s.Partition, s.LastStable, s.HighWatermark)
 	}
-	held := "no open transaction was listed"
-	switch {
-	case len(s.OpenTxns) > 0:
-		var open []string
-		for _, o := range s.OpenTxns {
-			open = append(open, fmt.Sprintf("producer %d epoch %d from offset %d", o.ProducerID, o.Epoch, o.FirstOffset))
-		}
-		held = "held by the open transaction of " + strings.Join(open, ", ")
-	case s.Error != "":
-		held = "its open transactions could not be listed (" + s.Error + ")"
-	}
 	return fmt.Sprintf("; read_committed reads of %s-%d stop at its last stable offset %d, below its high watermark %d: %s (a transaction never ended blocks every later record)",
-		s.Topic, s.Partition, s.LastStable, s.HighWatermark, held)
+		s.Topic, s.Partition, s.LastStable, s.HighWatermark, s.heldBy())
 }
 
 // stallOf returns the harness's stalled-reads entry for key k, if the

@@ -56,22 +56,28 @@ func (r *run) recordStalls(ctx context.Context, final workloads.Final, recovered
 	if len(stalls) == 0 || ctx.Err() != nil {
 		return // an interrupted lookup answers nothing worth keeping
 	}
+	printed := map[string]bool{} // one line a partition: a compacted topic's keys share them
 	for i := range stalls {
 		s := &stalls[i]
 		s.Unrecovered = !recovered
+		tp := fmt.Sprintf("%s-%d", s.Topic, s.Partition)
+		if printed[tp] {
+			continue
+		}
+		printed[tp] = true
 		note := ""
 		if len(s.OpenTxns) > 0 {
 			note = fmt.Sprintf(", %d open transaction(s)", len(s.OpenTxns))
 		}
 		if s.Missing {
-			fmt.Fprintf(r.out, "  %s-%d: no longer listed by the cluster\n", s.Topic, s.Partition)
+			fmt.Fprintf(r.out, "  %s: no longer listed by the cluster\n", tp)
 			continue
 		}
 		if s.Error != "" {
 			note += " (" + strings.ReplaceAll(s.Error, "\n", "; ") + ")"
 		}
-		fmt.Fprintf(r.out, "  %s-%d: high watermark %d, last stable offset %d%s\n",
-			s.Topic, s.Partition, s.HighWatermark, s.LastStable, note)
+		fmt.Fprintf(r.out, "  %s: high watermark %d, last stable offset %d%s\n",
+			tp, s.HighWatermark, s.LastStable, note)
 	}
 	raw, err := json.Marshal(stalls)
 	if err != nil {

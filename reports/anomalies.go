@@ -39,7 +39,7 @@ var anomalyCatalog = []anomalyKind{
 		Definition: "Polls read these values, so they lay below the partition's high watermark and were committed; once the faults had healed, the final reads stopped short of them and the partition's high watermark was at or below every offset they had been read at, or the cluster no longer listed the partition at all: the cluster lost records consumers had already read. (faultline's check: Jepsen's lost-write and unseen count only values no poll ever read.)",
 		one:        "1 value consumers had read was lost", many: "%d values consumers had read were lost"},
 	{Name: checker.AnomalyUnseen, loss: true,
-		Definition: "An acknowledged send that no poll had returned by the end of the test, after the final reads. Either it was lost above the highest offset read, or reads never caught up.",
+		Definition: "An acknowledged send that no poll had returned by the end of the test, after the final reads. Either it was lost above the highest offset read, or reads never caught up. In the compaction workload: a key's latest acknowledged put that no final scan could reach, because it lies at or above the healed partition's high watermark, or at or above a last stable offset held below the high watermark by a transaction that never ended (every read_committed reader stops there).",
 		one:        "1 acknowledged write was never read back", many: "%d acknowledged writes were never read back"},
 	{Name: checker.AnomalyInconsistentOffsets, overwrite: true, Definition: "One offset of a partition held two or more different values, as seen by sends and polls.",
 		one: "1 offset held two different values", many: "%d offsets held two or more different values"},

@@ -14,7 +14,10 @@
 // errors is info (it may have been written). The scan reads every partition up to the end offsets it
 // lists at its start and completes as {"k": [[offset, v], ...]}; one that
 // does not get there in time fails, and the final phase tries again with
-// a fresh process. The topic rolls segments every second and asks for
+// a fresh process. When the final phase ends without a scan that got
+// there, it says why (Stalls): for every key of a partition the last scan
+// did not finish, the partition's high watermark, last stable offset and
+// open transactions, which the harness records as a stalled-reads event. The topic rolls segments every second and asks for
 // eager cleaning (min.cleanable.dirty.ratio 0.01, delete.retention.ms
 // 2 s), so a broker's cleaner runs during a short test; a broker that does
 // not compact (kfake) keeps the whole log, which checks valid as well.
@@ -164,6 +167,10 @@ type final struct {
 	w       *workload
 	started map[int]bool
 	done    bool
+	mu      sync.Mutex // guards short: scans run on the harness's workers
+	// short maps the partitions the last scan that stopped short did not
+	// finish to the end offsets it needed.
+	short map[int32]int64
 }
 
 func (f *final) Next(p int) (checker.Op, bool) {
@@ -193,11 +200,41 @@ func (f *final) NewClient() (workloads.Client, error) {
 		return nil, err
 	}
 	c.readCommitted = f.w.o.Txn
+	c.stoppedShort = func(need map[int32]int64) {
+		f.mu.Lock()
+		f.short = need
+		f.mu.Unlock()
+	}
 	return c, nil
 }
 
 func (f *final) Done() bool      { return f.done }
 func (f *final) Missing() string { return "a scan of topic " + Topic + " to its end" }
+
+var _ workloads.StallExplainer = (*final)(nil)
+
+// Stalls says, for every key the workload may have put to a partition the
+// last scan did not finish, what the healed cluster answers for that
+// partition (workloads.FillStalls): under --txn a last stable offset held
+// below the high watermark by a transaction that never ended keeps the
+// scan, and every read_committed reader, from the records above it, which
+// the checker then reports where it finds acknowledged puts there.
+func (f *final) Stalls(ctx context.Context) []checker.Stall {
+	f.mu.Lock()
+	short := f.short
+	f.mu.Unlock()
+	if len(short) == 0 {
+		return nil
+	}
+	var out []checker.Stall
+	for k := range f.w.gen.KeysUsed() {
+		if p := int32(k % f.w.parts); short[p] > 0 {
+			out = append(out, checker.Stall{Key: k, Topic: Topic, Partition: p})
+		}
+	}
+	workloads.FillStalls(ctx, f.w.adm, requestTimeout, f.w.o.Txn, out)
+	return out
+}
 
 // Generator hands out puts: three in four upsert a fresh value, one in
 // four deletes, each to a random key of a sliding window of keys. Every
@@ -238,6 +275,15 @@ func (g *Generator) Next(int) (checker.Op, bool) {
 // Update learns nothing: puts do not depend on outcomes.
 func (g *Generator) Update(checker.Op) {}
 
+// KeysUsed is how many keys the puts handed out so far may have written:
+// keys 0 up to (not including) it.
+func (g *Generator) KeysUsed() int {
+	if g.puts == 0 {
+		return 0
+	}
+	return (g.puts-1)/RetireEvery + g.keys
+}
+
 type client struct {
 	parts    int
 	producer *kgo.Client
@@ -246,6 +292,9 @@ type client struct {
 	txn *txnPut
 	// readCommitted makes the scan read committed records only (--txn).
 	readCommitted bool
+	// stoppedShort, when set, learns the partitions a scan did not
+	// finish and the end offsets it needed there.
+	stoppedShort func(need map[int32]int64)
 }
 
 func newClient(o workloads.Options, parts, n int, began *workloads.TxnIDs) (*client, error) {
@@ -392,6 +441,9 @@ func (c *client) scan(ctx context.Context, op checker.Op) checker.Op {
 		})
 	}
 	if len(need) > 0 {
+		if c.stoppedShort != nil {
+			c.stoppedShort(need)
+		}
 		op.Type, op.Error = checker.Fail, fmt.Sprintf("scan did not reach the end of partitions %v", need)
 		return op
 	}

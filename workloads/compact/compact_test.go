@@ -2,6 +2,7 @@ package compact
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"strconv"
 	"testing"
@@ -10,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/faultline/faultline/checker"
 	"github.com/faultline/faultline/workloads"
@@ -50,12 +52,11 @@ func TestGeneratorRetiresKeysAndIsSeeded(t *testing.T) {
 	assert.Greater(t, retired, n/RetireEvery-2*Keys, "keys written for the last time well before the end")
 }
 
-// TestTxnPutsAgainstKfake drives the --txn client against franz-go's fake
-// cluster (which compacts nothing): committed puts are ok with their
-// offset, aborted ones fail, the read_committed scan reaches every
-// partition's end (a marker) and shows no aborted value, and the history
-// checks valid.
-func TestTxnPutsAgainstKfake(t *testing.T) {
+// txnOnKfake starts franz-go's fake cluster of one broker and the --txn
+// workload on it (2 partitions, seed 5) with one client whose aborted
+// puts are held open at most 20 ms; all closed when t ends.
+func txnOnKfake(t *testing.T) (*kfake.Cluster, workloads.Workload, workloads.Client, context.Context) {
+	t.Helper()
 	c, err := kfake.NewCluster(kfake.NumBrokers(1))
 	require.NoError(t, err)
 	t.Cleanup(c.Close)
@@ -69,6 +70,35 @@ func TestTxnPutsAgainstKfake(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(wc.Close)
 	wc.(*client).txn.maxHold = 20 * time.Millisecond
+	return c, w, wc, ctx
+}
+
+// scanOnce runs the final phase's first scan, as process 1, for at most
+// d, and records its invoke and completion.
+func scanOnce(t *testing.T, ctx context.Context, w workloads.Workload, d time.Duration, record func(checker.Op)) (workloads.Final, checker.Op) {
+	t.Helper()
+	fin := w.Final(ctx, io.Discard)
+	sc, err := fin.NewClient()
+	require.NoError(t, err)
+	t.Cleanup(sc.Close)
+	op, ok := fin.Next(1)
+	require.True(t, ok)
+	op.Process = 1
+	record(op)
+	sctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	done := sc.Invoke(sctx, op)
+	record(done)
+	return fin, done
+}
+
+// TestTxnPutsAgainstKfake drives the --txn client against franz-go's fake
+// cluster (which compacts nothing): committed puts are ok with their
+// offset, aborted ones fail, the read_committed scan reaches every
+// partition's end (a marker) and shows no aborted value, and the history
+// checks valid.
+func TestTxnPutsAgainstKfake(t *testing.T) {
+	_, w, wc, ctx := txnOnKfake(t)
 	assert.Equal(t, []string{"faultline-compact-1"}, w.(*workload).TransactionalIDs())
 
 	var h checker.History
@@ -100,20 +130,75 @@ func TestTxnPutsAgainstKfake(t *testing.T) {
 	assert.Greater(t, types[checker.OK], 30)
 	assert.Greater(t, types[checker.Fail], 5, "about one in four aborted on purpose")
 
-	fin := w.Final(ctx, io.Discard)
-	sc, err := fin.NewClient()
-	require.NoError(t, err)
-	t.Cleanup(sc.Close)
-	op, ok := fin.Next(1)
-	require.True(t, ok)
-	op.Process = 1
-	record(op)
-	done := sc.Invoke(ctx, op)
-	record(done)
+	_, done := scanOnce(t, ctx, w, time.Minute, record)
 	require.Equal(t, checker.OK, done.Type, done.Error)
 	for v := range failed {
 		assert.NotContains(t, string(done.Raw), ","+v+"]", "an aborted value in the committed scan")
 	}
 	res := checker.Analyze(ctx, h, checker.Options{Txn: true})
 	assert.Equal(t, checker.Valid, res.Valid, "%v", res.Anomalies)
+}
+
+// TestScanHeldByAnOpenTransactionIsExplained: a transaction left open on
+// partition 0 holds its last stable offset, so the read_committed scan
+// cannot reach the end of it; the final phase then says why (Stalls: every
+// key the puts may have used on partition 0, with the high watermark, the
+// last stable offset and the open transaction), and with that recorded the
+// checker finds the committed puts above the transaction unseen.
+func TestScanHeldByAnOpenTransactionIsExplained(t *testing.T) {
+	c, w, wc, ctx := txnOnKfake(t)
+
+	var h checker.History
+	record := func(op checker.Op) {
+		op.Index, op.Time = int64(len(h)), int64(len(h))
+		h = append(h, op)
+	}
+	put := func(n int) {
+		for range n {
+			op, ok := w.Generator().Next(0)
+			require.True(t, ok)
+			record(op)
+			done := wc.Invoke(ctx, op)
+			require.NotEqual(t, checker.Info, done.Type, done.Error)
+			record(done)
+		}
+	}
+	put(10)
+	open, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...), kgo.TransactionalID("left-open"),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	require.NoError(t, err)
+	t.Cleanup(open.Close)
+	require.NoError(t, open.BeginTransaction())
+	require.NoError(t, open.ProduceSync(ctx, &kgo.Record{Topic: Topic, Partition: 0, Key: []byte("other"), Value: []byte("1")}).FirstErr())
+	put(30)
+
+	fin, done := scanOnce(t, ctx, w, 3*time.Second, record)
+	require.Equal(t, checker.Fail, done.Type)
+	assert.Contains(t, done.Error, "scan did not reach the end of partitions map[0:")
+	fin.Update(done)
+	require.False(t, fin.Done())
+
+	stalls := fin.(workloads.StallExplainer).Stalls(ctx)
+	require.NotEmpty(t, stalls)
+	for _, s := range stalls {
+		assert.Equal(t, 0, s.Key%2, "only partition 0's keys")
+		assert.Equal(t, int32(0), s.Partition)
+		assert.Empty(t, s.Error)
+		assert.Less(t, s.LastStable, s.HighWatermark, "held by the open transaction")
+		require.Len(t, s.OpenTxns, 1)
+		assert.Equal(t, s.LastStable, s.OpenTxns[0].FirstOffset)
+	}
+	raw, err := json.Marshal(stalls)
+	require.NoError(t, err)
+	record(checker.Op{Process: checker.HarnessProcess, Type: checker.Info, F: checker.FStalledReads, Raw: raw})
+	res := checker.Analyze(ctx, h, checker.Options{Txn: true})
+	assert.Equal(t, checker.Invalid, res.Valid)
+	var compaction checker.CheckerResult
+	for _, r := range res.Checkers {
+		if r.Name == "compaction" {
+			compaction = r
+		}
+	}
+	require.Contains(t, compaction.Anomalies, checker.AnomalyUnseen)
+	assert.Contains(t, compaction.Anomalies[checker.AnomalyUnseen].Examples[0].Text, "held by the open transaction of producer")
 }

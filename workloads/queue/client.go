@@ -227,64 +227,18 @@ func (t *Topics) Ensure(ctx context.Context, keys []int) error {
 
 // Stalls reads, for each key, its partition's high watermark, last stable
 // offset (ListOffsets read_committed) and, with txn, the transactions open
-// there (DescribeProducers); what could not be read is the Stall's Error.
+// there (DescribeProducers); what could not be read is the Stall's Error
+// (workloads.FillStalls).
 func (t *Topics) Stalls(ctx context.Context, keys []int, txn bool) []checker.Stall {
 	if len(keys) == 0 {
 		return nil
 	}
-	// Each request gets its own timeout, so that a slow one leaves the
-	// others their chance.
-	call := func() (context.Context, context.CancelFunc) { return context.WithTimeout(ctx, t.opts.RequestTimeout) }
-	names := t.opts.topicsOf(keys)
-	set := kadm.TopicsSet{}
-	for _, k := range keys {
-		set.Add(t.opts.TopicPartition(k))
-	}
-	cctx, cancel := call()
-	hw, hwErr := t.adm.ListEndOffsets(cctx, names...)
-	cancel()
-	cctx, cancel = call()
-	lso, lsoErr := t.adm.ListCommittedOffsets(cctx, names...)
-	cancel()
-	var producers kadm.DescribedProducersTopics
-	var prodErr error
-	if txn {
-		cctx, cancel = call()
-		producers, prodErr = t.adm.DescribeProducers(cctx, set)
-		cancel()
-	}
-	var out []checker.Stall
+	out := make([]checker.Stall, 0, len(keys))
 	for _, k := range keys {
 		topic, part := t.opts.TopicPartition(k)
-		s := checker.Stall{Key: k, Topic: topic, Partition: part, HighWatermark: -1, LastStable: -1}
-		var errs []error
-		lookup := func(what string, listed kadm.ListedOffsets, err error, into *int64) {
-			o, ok := listed.Lookup(topic, part)
-			switch {
-			case ok && o.Err == nil:
-				*into = o.Offset
-			case ok:
-				errs = append(errs, fmt.Errorf("%s: %w", what, o.Err))
-			case err != nil:
-				errs = append(errs, fmt.Errorf("%s: %w", what, err))
-			default:
-				errs = append(errs, fmt.Errorf("%s: not listed", what))
-			}
-		}
-		lookup("high watermark", hw, hwErr, &s.HighWatermark)
-		lookup("last stable offset", lso, lsoErr, &s.LastStable)
-		if txn {
-			open, err := openTxns(producers, prodErr, topic, part)
-			s.OpenTxns = open
-			if err != nil {
-				errs = append(errs, err)
-			}
-		}
-		if err := errors.Join(errs...); err != nil {
-			s.Error = err.Error()
-		}
-		out = append(out, s)
+		out = append(out, checker.Stall{Key: k, Topic: topic, Partition: part})
 	}
+	workloads.FillStalls(ctx, t.adm, t.opts.RequestTimeout, txn, out)
 	var unlisted []int // keys whose high watermark was not listed
 	for _, s := range out {
 		if s.HighWatermark < 0 {
@@ -407,28 +361,6 @@ func unlistedIn(resp *kmsg.MetadataResponse, topic string, part int32) bool {
 		return false
 	}
 	return false
-}
-
-// openTxns lists the transactions open on a partition from a
-// DescribeProducers answer (err: the request's error), and why they could
-// not be listed.
-func openTxns(producers kadm.DescribedProducersTopics, err error, topic string, part int32) ([]checker.OpenTxn, error) {
-	dp, ok := producers[topic].Partitions[part]
-	switch {
-	case ok && dp.Err != nil:
-		return nil, fmt.Errorf("producers: %w", dp.Err)
-	case !ok && err != nil:
-		return nil, fmt.Errorf("producers: %w", err)
-	case !ok:
-		return nil, errors.New("producers: not listed")
-	}
-	var out []checker.OpenTxn
-	for _, p := range dp.ActiveProducers.Sorted() {
-		if p.CurrentTxnStartOffset >= 0 {
-			out = append(out, checker.OpenTxn{ProducerID: p.ProducerID, Epoch: p.ProducerEpoch, FirstOffset: p.CurrentTxnStartOffset})
-		}
-	}
-	return out, nil
 }
 
 // EndOffsets returns each key's end offset (the offset the next write
