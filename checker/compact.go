@@ -134,8 +134,9 @@ type putRec struct {
 // without puts has nothing to check here. Without an ok scan the final
 // state is unknown, except for the keys of partitions the final scans
 // stopped short on (the harness's stalled-reads event): a key whose latest
-// acknowledged put lies at or above its partition's high watermark, or at
-// or above a last stable offset stuck below it, is unseen (unreadLatest).
+// acknowledged put lies at or above its partition's high watermark lost
+// it, and one whose latest put lies at or above a last stable offset
+// stuck below it, past the transaction timeout, is unseen (unreadLatest).
 func runCompaction(ctx context.Context, h History, p *pairing, opts Options) CheckerResult {
 	res := CheckerResult{Name: "compaction", Valid: Valid}
 	puts := map[int][]putRec{}
@@ -201,16 +202,22 @@ func runCompaction(ctx context.Context, h History, p *pairing, opts Options) Che
 			a.Examples = append(a.Examples, ex)
 		}
 	}
+	notJudged := ""
 	for _, k := range slices.Sorted(maps.Keys(puts)) {
 		if final == nil {
-			unreadLatest(k, puts[k], stalls, report)
+			if why := unreadLatest(k, puts[k], stalls, report); notJudged == "" {
+				notJudged = why
+			}
 			continue
 		}
 		checkKey(k, puts[k], final[k], finalIndex, report)
 	}
 	if final == nil && len(found) == 0 {
 		res.Valid, res.Error = Unknown, "puts but no ok scan: the final state of the compacted topic is unknown"
-		if len(stalls) > 0 {
+		switch {
+		case notJudged != "":
+			res.Error += " (the final scans stopped short: " + notJudged + ")"
+		case len(stalls) > 0:
 			res.Error += " (the final scans stopped short, and no key's latest acknowledged put lies where the harness found they could not read)"
 		}
 		return res
@@ -316,19 +323,30 @@ func latestAcked(puts []putRec) *putRec {
 	return latest
 }
 
-// unreadLatest judges a key when no scan reached the end of the topic: if
-// the final scans stopped short on its partition (a stalled-reads event
-// from a cluster that served again after the heal) and its latest
-// acknowledged put lies at or above the partition's high watermark (the
-// healed partition no longer holds it) or, read_committed, at or above a
-// last stable offset held below the high watermark (no committed reader
-// can ever reach it, nor the key's latest value), the put is unseen. A put
-// below the last stable offset was readable and is not judged.
-func unreadLatest(k int, puts []putRec, stalls map[int]Stall, report func(string, Example)) {
+// abortGraceMs is how long past its timeout an open transaction may still
+// hold a last stable offset at a correct broker: Kafka's coordinator looks
+// for timed-out transactions every 10 s
+// (transaction.abort.timed.out.transaction.cleanup.interval.ms), and the
+// abort's markers take a moment more.
+const abortGraceMs = 15_000
+
+// unreadLatest judges a key when no scan reached the end of the topic; it
+// returns why it could not, or "". If the final scans stopped short on the
+// key's partition (a stalled-reads event from a cluster that served again
+// after the heal) and the key's latest acknowledged put lies at or above
+// the partition's high watermark, the healed partition no longer holds it:
+// lost-latest-value. If, in read_committed scans (Stall.TxnTimeoutMs set),
+// it lies at or above a last stable offset held below the high watermark
+// by transactions that all outlived their timeout by abortGraceMs (by
+// their producers' last writes), no committed reader can ever reach it,
+// nor the key's latest value: unseen. A put below the last stable offset
+// was readable and is not judged, nor one behind a transaction a correct
+// coordinator might still abort.
+func unreadLatest(k int, puts []putRec, stalls map[int]Stall, report func(string, Example)) string {
 	s, ok := stalls[k]
 	latest := latestAcked(puts)
 	if !ok || latest == nil || s.Unrecovered || s.Missing || s.HighWatermark < 0 {
-		return
+		return ""
 	}
 	o := *latest.offset
 	ex := Example{Key: k, Offset: ptr(o), Writer: ptr(latest.index)}
@@ -336,17 +354,41 @@ func unreadLatest(k int, puts []putRec, stalls map[int]Stall, report func(string
 		ex.Value = ptr(*latest.value)
 	}
 	what := fmt.Sprintf("key %d's latest acknowledged put, %s at offset %d of %s-%d (op %d)", k, showValue(latest.value), o, s.Topic, s.Partition, latest.index)
-	switch {
-	case o >= s.HighWatermark:
+	if o >= s.HighWatermark {
 		ex.Text = fmt.Sprintf("%s, was never read back: the final scans stopped short on the partition, whose high watermark %d, listed after them, is at or below it, so the healed partition no longer holds it",
 			what, s.HighWatermark)
-	case s.LastStable >= 0 && s.LastStable < s.HighWatermark && o >= s.LastStable:
-		ex.Text = fmt.Sprintf("%s, was never read back: read_committed reads of the partition stop at its last stable offset %d, below its high watermark %d: %s (a transaction never ended blocks every later record, so no committed reader sees the key's latest value)",
-			what, s.LastStable, s.HighWatermark, s.heldBy())
-	default:
-		return
+		report(AnomalyLostLatestValue, ex)
+		return ""
 	}
+	if s.TxnTimeoutMs <= 0 || s.LastStable < 0 || s.LastStable >= s.HighWatermark || o < s.LastStable {
+		return ""
+	}
+	if young := s.youngTxn(); young != "" {
+		return fmt.Sprintf("key %d's latest acknowledged put at offset %d of %s-%d lies above its last stable offset %d, %s", k, o, s.Topic, s.Partition, s.LastStable, young)
+	}
+	ex.Text = fmt.Sprintf("%s, was never read back: read_committed reads of the partition stop at its last stable offset %d, below its high watermark %d: %s, each producer's last write more than %d ms before the look, past the %d ms transaction timeout (a transaction never ended blocks every later record, so no committed reader sees the key's latest value)",
+		what, s.LastStable, s.HighWatermark, s.heldBy(), s.TxnTimeoutMs+abortGraceMs, s.TxnTimeoutMs)
 	report(AnomalyUnseen, ex)
+	return ""
+}
+
+// youngTxn says why the stall's open transactions do not prove a stuck
+// last stable offset, or "" when they do: none listed, a last write not
+// known, or one too recent for a correct coordinator to have aborted it.
+func (s Stall) youngTxn() string {
+	if len(s.OpenTxns) == 0 || s.ListedAt <= 0 {
+		return "but " + s.heldBy()
+	}
+	for _, t := range s.OpenTxns {
+		if t.LastTimestamp <= 0 {
+			return fmt.Sprintf("held by the open transaction of producer %d, whose last write time is not known", t.ProducerID)
+		}
+		if age := s.ListedAt - t.LastTimestamp; age <= s.TxnTimeoutMs+abortGraceMs {
+			return fmt.Sprintf("held by the open transaction of producer %d, written to %d ms before the look: within its %d ms timeout and %d ms for the coordinator to abort it",
+				t.ProducerID, age, s.TxnTimeoutMs, abortGraceMs)
+		}
+	}
+	return ""
 }
 
 func sameValue(a, b *int64) bool {

@@ -167,11 +167,13 @@ func compactionStalled(t *testing.T, stalls string) CheckerResult {
 
 // TestCompactionStuckLastStableOffsetIsUnseen: with no scan to the end, a
 // key whose latest acknowledged put lies at or above a last stable offset
-// held below the high watermark can never be read committed: unseen, the
-// open transaction named. A key below it (2) and a key of a partition the
-// scans finished (3) are not judged.
+// held below the high watermark, by a transaction whose producer last
+// wrote longer ago than its timeout and the abort check's grace, can never
+// be read committed: unseen, the open transaction named. A key below it
+// (2) and a key of a partition the scans finished (3) are not judged.
 func TestCompactionStuckLastStableOffsetIsUnseen(t *testing.T) {
-	p0 := `"topic":"c0","partition":0,"high-watermark":6,"last-stable-offset":2,"open-transactions":[{"producer-id":7,"epoch":3,"first-offset":2}]`
+	p0 := `"topic":"c0","partition":0,"high-watermark":6,"last-stable-offset":2,"listed-at":100000,"txn-timeout-ms":10000,` +
+		`"open-transactions":[{"producer-id":7,"epoch":3,"first-offset":2,"last-timestamp":70000}]`
 	res := compactionStalled(t, `{"key":1,`+p0+`},{"key":2,`+p0+`}`)
 	assert.Equal(t, Invalid, res.Valid)
 	require.Contains(t, res.Anomalies, AnomalyUnseen)
@@ -181,31 +183,54 @@ func TestCompactionStuckLastStableOffsetIsUnseen(t *testing.T) {
 	assert.Equal(t, int64(4), *a.Examples[0].Offset)
 	assert.Equal(t, int64(5), *a.Examples[0].Writer)
 	assert.Contains(t, a.Examples[0].Text, "last stable offset 2, below its high watermark 6: held by the open transaction of producer 7 epoch 3 from offset 2")
+	assert.Contains(t, a.Examples[0].Text, "past the 10000 ms transaction timeout")
 }
 
-// TestCompactionHighWatermarkBelowLatestIsUnseen: a latest acknowledged
-// put at or above the healed partition's high watermark is gone.
-func TestCompactionHighWatermarkBelowLatestIsUnseen(t *testing.T) {
-	res := compactionStalled(t, `{"key":1,"topic":"c0","partition":0,"high-watermark":3,"last-stable-offset":3}`)
+// TestCompactionHighWatermarkBelowLatestIsLost: a latest acknowledged put
+// at or above the healed partition's high watermark is gone, whatever the
+// last stable offset (here not listed) and in any run.
+func TestCompactionHighWatermarkBelowLatestIsLost(t *testing.T) {
+	res := compactionStalled(t, `{"key":1,"topic":"c0","partition":0,"high-watermark":3,"last-stable-offset":-1,"error":"last stable offset: timeout"}`)
 	assert.Equal(t, Invalid, res.Valid)
-	require.Contains(t, res.Anomalies, AnomalyUnseen)
-	assert.Contains(t, res.Anomalies[AnomalyUnseen].Examples[0].Text, "high watermark 3, listed after them, is at or below it")
+	require.Contains(t, res.Anomalies, AnomalyLostLatestValue)
+	assert.Contains(t, res.Anomalies[AnomalyLostLatestValue].Examples[0].Text, "high watermark 3, listed after them, is at or below it")
 }
 
-// TestCompactionStallsThatProveNothingAreUnknown: a stall whose last
-// stable offset is the high watermark (the scan could have read on), one
-// from a cluster that never served again after the heal, and one whose
-// offsets could not be listed leave the final state unknown.
+// TestCompactionStallsThatProveNothingAreUnknown: stalls that do not show
+// a put out of every reader's reach leave the final state unknown, with
+// the reason: a last stable offset at the high watermark (the scan could
+// have read on), a cluster that never served again after the heal,
+// offsets that could not be listed, a scan that was not read_committed (no
+// transaction timeout recorded), no open transaction listed, and one whose
+// producer wrote within its timeout and the abort check's grace.
 func TestCompactionStallsThatProveNothingAreUnknown(t *testing.T) {
-	for name, stall := range map[string]string{
-		"not held":    `{"key":1,"topic":"c0","partition":0,"high-watermark":6,"last-stable-offset":6}`,
-		"unrecovered": `{"key":1,"topic":"c0","partition":0,"high-watermark":6,"last-stable-offset":2,"unrecovered":true}`,
-		"unlisted":    `{"key":1,"topic":"c0","partition":0,"high-watermark":-1,"last-stable-offset":-1,"error":"high watermark: timeout"}`,
+	const held = `"topic":"c0","partition":0,"high-watermark":6,"last-stable-offset":2,"listed-at":100000`
+	for name, c := range map[string]struct{ stall, why string }{
+		"not held":       {`{"key":1,"topic":"c0","partition":0,"high-watermark":6,"last-stable-offset":6}`, "no key's latest acknowledged put"},
+		"unrecovered":    {`{"key":1,` + held + `,"txn-timeout-ms":10000,"unrecovered":true}`, "no key's latest acknowledged put"},
+		"unlisted":       {`{"key":1,"topic":"c0","partition":0,"high-watermark":-1,"last-stable-offset":-1,"error":"high watermark: timeout"}`, "no key's latest acknowledged put"},
+		"not committed":  {`{"key":1,` + held + `}`, "no key's latest acknowledged put"},
+		"nothing open":   {`{"key":1,` + held + `,"txn-timeout-ms":10000}`, "but no open transaction was listed"},
+		"within timeout": {`{"key":1,` + held + `,"txn-timeout-ms":10000,"open-transactions":[{"producer-id":7,"epoch":3,"first-offset":2,"last-timestamp":80000}]}`, "written to 20000 ms before the look: within its 10000 ms timeout"},
+		"time not known": {`{"key":1,` + held + `,"txn-timeout-ms":10000,"open-transactions":[{"producer-id":7,"epoch":3,"first-offset":2}]}`, "whose last write time is not known"},
 	} {
 		t.Run(name, func(t *testing.T) {
-			res := compactionStalled(t, stall)
+			res := compactionStalled(t, c.stall)
 			assert.Equal(t, Unknown, res.Valid)
 			assert.Contains(t, res.Error, "the final scans stopped short")
+			assert.Contains(t, res.Error, c.why)
 		})
 	}
+}
+
+// TestCompactionStallsGiveWayToAScan: once a scan reached the end, the
+// stalls of earlier attempts are not judged; the scan is.
+func TestCompactionStallsGiveWayToAScan(t *testing.T) {
+	res := compaction(t, `{"index":0,"time":0,"process":0,"type":"invoke","f":"put","value":[1,10]}
+{"index":1,"time":1,"process":0,"type":"ok","f":"put","value":[1,10,4]}
+{"index":2,"time":2,"process":"harness","type":"info","f":"stalled-reads","value":[{"key":1,"topic":"c0","partition":0,"high-watermark":3,"last-stable-offset":3}]}
+{"index":3,"time":3,"process":1,"type":"invoke","f":"scan","value":null}
+{"index":4,"time":4,"process":1,"type":"ok","f":"scan","value":{"1":[[4,10]]}}
+`)
+	assert.Equal(t, Valid, res.Valid, "%v", res.Anomalies)
 }

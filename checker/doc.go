@@ -81,11 +81,15 @@
 //     for each key, its latest acknowledged put, or a later put whose
 //     outcome is unknown (lost-latest-value, resurrected-delete); a
 //     deleted key may be absent or keep its tombstone. Without an ok scan
-//     the final state is unknown, but a key of a partition the final scans
-//     stopped short on (the stalled-reads event) whose latest acknowledged
-//     put lies at or above the partition's high watermark, or at or above
-//     a last stable offset an unfinished transaction holds below it, is
-//     unseen: no reader, and no read_committed one, can reach it.
+//     the final state is unknown, but for a key of a partition the final
+//     scans stopped short on (the stalled-reads event): a latest
+//     acknowledged put at or above the partition's high watermark is a
+//     lost-latest-value (the healed partition no longer holds it), and
+//     one at or above a last stable offset held below the high watermark
+//     by transactions whose producers last wrote longer ago than the
+//     transaction timeout (Stall.TxnTimeoutMs) and 15 s more is unseen: no
+//     read_committed reader can ever reach it. A younger transaction may
+//     still be aborted by a correct coordinator, and proves nothing.
 //   - "transactional-ids" (only when the history has a harness
 //     "txn-id-probe" event): a transactional.id under which no new producer
 //     could start after the faults healed (TxnIDProbe.Stuck) is a

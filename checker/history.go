@@ -63,6 +63,14 @@ type Stall struct {
 	// heal: a node still cut off may have answered for a partition it no
 	// longer leads, so its high watermark proves no loss.
 	Unrecovered bool `json:"unrecovered,omitempty"`
+	// ListedAt is when the offsets were listed, in ms since the epoch
+	// (0: not recorded).
+	ListedAt int64 `json:"listed-at,omitempty"`
+	// TxnTimeoutMs is the transaction timeout of the run's producers, set
+	// by a workload whose final reads are read_committed (the compaction
+	// workload under --txn): an open transaction holding the last stable
+	// offset proves nothing before a coordinator had to abort it.
+	TxnTimeoutMs int64 `json:"txn-timeout-ms,omitempty"`
 	// Missing marks a partition the healed cluster no longer lists: at
 	// each of several looks seconds apart, every broker answered a
 	// Metadata request and said its topic does not exist or listed the
@@ -101,6 +109,9 @@ type OpenTxn struct {
 	ProducerID  int64 `json:"producer-id"`
 	Epoch       int16 `json:"epoch"`
 	FirstOffset int64 `json:"first-offset"`
+	// LastTimestamp is the timestamp of the producer's last write to the
+	// partition, in ms since the epoch (0: not known).
+	LastTimestamp int64 `json:"last-timestamp,omitempty"`
 }
 
 // FTxnIDProbe is the f of a harness event recording, after the final

@@ -14,8 +14,9 @@ import (
 // FillStalls reads, for each stall (Key, Topic and Partition set), its
 // partition's high watermark, last stable offset (ListOffsets
 // read_committed) and, with txn, the transactions open there
-// (DescribeProducers), in place; what could not be read is -1 and the
-// Stall's Error says why. Each of the three requests gets its own timeout,
+// (DescribeProducers, with each producer's last write time), in place,
+// and when they were listed (ListedAt); what could not be read is -1 and
+// the Stall's Error says why. Each of the three requests gets its own timeout,
 // so that a slow one leaves the others their chance.
 func FillStalls(ctx context.Context, adm *kadm.Client, timeout time.Duration, txn bool, stalls []checker.Stall) {
 	if len(stalls) == 0 {
@@ -43,9 +44,10 @@ func FillStalls(ctx context.Context, adm *kadm.Client, timeout time.Duration, tx
 		producers, prodErr = adm.DescribeProducers(cctx, set)
 		cancel()
 	}
+	listedAt := time.Now().UnixMilli()
 	for i := range stalls {
 		s := &stalls[i]
-		s.HighWatermark, s.LastStable, s.OpenTxns = -1, -1, nil
+		s.HighWatermark, s.LastStable, s.OpenTxns, s.ListedAt = -1, -1, nil, listedAt
 		var errs []error
 		lookup := func(what string, listed kadm.ListedOffsets, err error, into *int64) {
 			o, ok := listed.Lookup(s.Topic, s.Partition)
@@ -91,7 +93,8 @@ func openTxns(producers kadm.DescribedProducersTopics, err error, topic string, 
 	var out []checker.OpenTxn
 	for _, p := range dp.ActiveProducers.Sorted() {
 		if p.CurrentTxnStartOffset >= 0 {
-			out = append(out, checker.OpenTxn{ProducerID: p.ProducerID, Epoch: p.ProducerEpoch, FirstOffset: p.CurrentTxnStartOffset})
+			out = append(out, checker.OpenTxn{ProducerID: p.ProducerID, Epoch: p.ProducerEpoch, FirstOffset: p.CurrentTxnStartOffset,
+				LastTimestamp: max(p.LastTimestamp, 0)})
 		}
 	}
 	return out, nil

@@ -215,10 +215,13 @@ var _ workloads.StallExplainer = (*final)(nil)
 
 // Stalls says, for every key the workload may have put to a partition the
 // last scan did not finish, what the healed cluster answers for that
-// partition (workloads.FillStalls): under --txn a last stable offset held
-// below the high watermark by a transaction that never ended keeps the
-// scan, and every read_committed reader, from the records above it, which
-// the checker then reports where it finds acknowledged puts there.
+// partition (workloads.FillStalls), and under --txn the transaction
+// timeout: a last stable offset held below the high watermark by a
+// transaction that never ended keeps the scan, and every read_committed
+// reader, from the records above it, which the checker reports where it
+// finds acknowledged puts there once the transaction outlived its timeout.
+// The keys repeat their partition's answer; there are about puts /
+// RetireEvery + Keys of them in all.
 func (f *final) Stalls(ctx context.Context) []checker.Stall {
 	f.mu.Lock()
 	short := f.short
@@ -233,6 +236,12 @@ func (f *final) Stalls(ctx context.Context) []checker.Stall {
 		}
 	}
 	workloads.FillStalls(ctx, f.w.adm, requestTimeout, f.w.o.Txn, out)
+	if f.w.o.Txn {
+		timeout := workloads.TxnTimeoutOr(f.w.o.TxnTimeout, requestTimeout).Milliseconds()
+		for i := range out {
+			out[i].TxnTimeoutMs = timeout
+		}
+	}
 	return out
 }
 
@@ -276,7 +285,8 @@ func (g *Generator) Next(int) (checker.Op, bool) {
 func (g *Generator) Update(checker.Op) {}
 
 // KeysUsed is how many keys the puts handed out so far may have written:
-// keys 0 up to (not including) it.
+// keys 0 up to (not including) it. Like Next, it must not run
+// concurrently with Next.
 func (g *Generator) KeysUsed() int {
 	if g.puts == 0 {
 		return 0

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -27,10 +28,12 @@ func TestGeneratorRetiresKeysAndIsSeeded(t *testing.T) {
 			require.True(t, ok)
 			pv, err := checker.ParsePut(op.Raw)
 			require.NoError(t, err)
+			require.Less(t, pv.Key, g.KeysUsed(), "KeysUsed bounds every key handed out")
 			ks = append(ks, pv.Key)
 		}
 		return ks
 	}
+	assert.Zero(t, NewGenerator(7, Keys).KeysUsed(), "no put, no key")
 	ks := keysOf(7)
 	assert.Equal(t, ks, keysOf(7), "a pure function of its seed")
 	assert.NotEqual(t, ks, keysOf(8))
@@ -185,20 +188,36 @@ func TestScanHeldByAnOpenTransactionIsExplained(t *testing.T) {
 		assert.Equal(t, int32(0), s.Partition)
 		assert.Empty(t, s.Error)
 		assert.Less(t, s.LastStable, s.HighWatermark, "held by the open transaction")
+		assert.Positive(t, s.ListedAt)
+		assert.Equal(t, wc.(*client).txn.timeout.Milliseconds(), s.TxnTimeoutMs, "the workload's transaction timeout")
 		require.Len(t, s.OpenTxns, 1)
 		assert.Equal(t, s.LastStable, s.OpenTxns[0].FirstOffset)
+		assert.InDelta(t, s.ListedAt, s.OpenTxns[0].LastTimestamp, float64(time.Minute.Milliseconds()), "the open transaction's last write")
 	}
-	raw, err := json.Marshal(stalls)
-	require.NoError(t, err)
-	record(checker.Op{Process: checker.HarnessProcess, Type: checker.Info, F: checker.FStalledReads, Raw: raw})
-	res := checker.Analyze(ctx, h, checker.Options{Txn: true})
-	assert.Equal(t, checker.Invalid, res.Valid)
-	var compaction checker.CheckerResult
-	for _, r := range res.Checkers {
-		if r.Name == "compaction" {
-			compaction = r
+	compaction := func(stalls []checker.Stall) checker.CheckerResult {
+		raw, err := json.Marshal(stalls)
+		require.NoError(t, err)
+		hs := append(slices.Clone(h), checker.Op{Index: int64(len(h)), Time: int64(len(h)), Process: checker.HarnessProcess, Type: checker.Info, F: checker.FStalledReads, Raw: raw})
+		for _, r := range checker.Analyze(ctx, hs, checker.Options{Txn: true}).Checkers {
+			if r.Name == "compaction" {
+				return r
+			}
 		}
+		t.Fatal("no compaction checker")
+		return checker.CheckerResult{}
 	}
-	require.Contains(t, compaction.Anomalies, checker.AnomalyUnseen)
-	assert.Contains(t, compaction.Anomalies[checker.AnomalyUnseen].Examples[0].Text, "held by the open transaction of producer")
+	// Seconds old, the transaction proves nothing: a coordinator may
+	// still abort it by its timeout.
+	young := compaction(stalls)
+	assert.Equal(t, checker.Unknown, young.Valid)
+	assert.Contains(t, young.Error, "within its")
+	// The same look a minute later: it outlived its timeout, so the
+	// committed puts above it are out of every read_committed reader's reach.
+	for i := range stalls {
+		stalls[i].ListedAt += time.Minute.Milliseconds()
+	}
+	old := compaction(stalls)
+	assert.Equal(t, checker.Invalid, old.Valid)
+	require.Contains(t, old.Anomalies, checker.AnomalyUnseen)
+	assert.Contains(t, old.Anomalies[checker.AnomalyUnseen].Examples[0].Text, "held by the open transaction of producer")
 }
