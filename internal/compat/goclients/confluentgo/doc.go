@@ -17,5 +17,10 @@
 //     TestTransactionalProducer runs with one line patched, its Flush(-1),
 //     which returns at once with the messages queued in v2.11.1 (a
 //     negative timeout is no wait there) and so fails against any broker,
-//     made a Flush(30000).
+//     made a Flush(30000); and TestProducerFunc and TestProducerFuncDR run
+//     with their produce closure patched, so that librdkafka refusing the
+//     message to a partition the topic lacks at Produce (once it has the
+//     topic's metadata) counts as that message's delivery error, as it
+//     does when the refusal comes in the delivery report (before): a race
+//     with the metadata answer that hung the test against any broker.
 package confluentgo
