@@ -7,6 +7,7 @@ import (
 	"maps"
 	"slices"
 	"strconv"
+	"strings"
 )
 
 // Functions of the compaction workload. A put writes one record of a
@@ -336,12 +337,13 @@ const abortGraceMs = 15_000
 // after the heal) and the key's latest acknowledged put lies at or above
 // the partition's high watermark, the healed partition no longer holds it:
 // lost-latest-value. If, in read_committed scans (Stall.TxnTimeoutMs set),
-// it lies at or above a last stable offset held below the high watermark
-// by transactions that all outlived their timeout by abortGraceMs (by
-// their producers' last writes), no committed reader can ever reach it,
-// nor the key's latest value: unseen. A put below the last stable offset
-// was readable and is not judged, nor one behind a transaction a correct
-// coordinator might still abort.
+// it lies at or above a last stable offset held below the high watermark,
+// and every transaction open at or below it (the lowest at the last
+// stable offset) has been seen open by the harness for longer than the
+// timeout and abortGraceMs (OpenTxn.OpenForMs, the harness's clock), no
+// committed reader can ever reach it, nor the key's latest value: unseen.
+// A put below the last stable offset was readable and is not judged, nor
+// one behind a transaction a correct coordinator might still abort.
 func unreadLatest(k int, puts []putRec, stalls map[int]Stall, report func(string, Example)) string {
 	s, ok := stalls[k]
 	latest := latestAcked(puts)
@@ -363,32 +365,41 @@ func unreadLatest(k int, puts []putRec, stalls map[int]Stall, report func(string
 	if s.TxnTimeoutMs <= 0 || s.LastStable < 0 || s.LastStable >= s.HighWatermark || o < s.LastStable {
 		return ""
 	}
-	if young := s.youngTxn(); young != "" {
-		return fmt.Sprintf("key %d's latest acknowledged put at offset %d of %s-%d lies above its last stable offset %d, %s", k, o, s.Topic, s.Partition, s.LastStable, young)
+	held, why := s.stuckBelow(o)
+	if why != "" {
+		return fmt.Sprintf("key %d's latest acknowledged put at offset %d of %s-%d lies above its last stable offset %d, %s", k, o, s.Topic, s.Partition, s.LastStable, why)
 	}
-	ex.Text = fmt.Sprintf("%s, was never read back: read_committed reads of the partition stop at its last stable offset %d, below its high watermark %d: %s, each producer's last write more than %d ms before the look, past the %d ms transaction timeout (a transaction never ended blocks every later record, so no committed reader sees the key's latest value)",
-		what, s.LastStable, s.HighWatermark, s.heldBy(), s.TxnTimeoutMs+abortGraceMs, s.TxnTimeoutMs)
+	ex.Text = fmt.Sprintf("%s, was never read back: read_committed reads of the partition stop at its last stable offset %d, below its high watermark %d: held by %s, each seen open by the harness for more than %d ms, past the %d ms transaction timeout (a transaction never ended blocks every later record, so no committed reader sees the key's latest value)",
+		what, s.LastStable, s.HighWatermark, held, s.TxnTimeoutMs+abortGraceMs, s.TxnTimeoutMs)
 	report(AnomalyUnseen, ex)
 	return ""
 }
 
-// youngTxn says why the stall's open transactions do not prove a stuck
-// last stable offset, or "" when they do: none listed, a last write not
-// known, or one too recent for a correct coordinator to have aborted it.
-func (s Stall) youngTxn() string {
-	if len(s.OpenTxns) == 0 || s.ListedAt <= 0 {
-		return "but " + s.heldBy()
-	}
+// stuckBelow finds the transactions that keep offset o from committed
+// readers for good: every transaction open at or below o, the lowest
+// starting at the last stable offset, each seen open for longer than the
+// timeout and abortGraceMs. It returns them spelt out, or why they do not
+// prove it.
+func (s Stall) stuckBelow(o int64) (held, why string) {
+	var open []string
+	lowest := int64(-1)
 	for _, t := range s.OpenTxns {
-		if t.LastTimestamp <= 0 {
-			return fmt.Sprintf("held by the open transaction of producer %d, whose last write time is not known", t.ProducerID)
+		if t.FirstOffset > o {
+			continue // opened above the put: it does not hold it
 		}
-		if age := s.ListedAt - t.LastTimestamp; age <= s.TxnTimeoutMs+abortGraceMs {
-			return fmt.Sprintf("held by the open transaction of producer %d, written to %d ms before the look: within its %d ms timeout and %d ms for the coordinator to abort it",
-				t.ProducerID, age, s.TxnTimeoutMs, abortGraceMs)
+		if lowest < 0 || t.FirstOffset < lowest {
+			lowest = t.FirstOffset
 		}
+		if t.OpenForMs <= s.TxnTimeoutMs+abortGraceMs {
+			return "", fmt.Sprintf("held by the open transaction of producer %d epoch %d from offset %d, seen open for %d ms: within its %d ms timeout and %d ms for the coordinator to abort it",
+				t.ProducerID, t.Epoch, t.FirstOffset, t.OpenForMs, s.TxnTimeoutMs, abortGraceMs)
+		}
+		open = append(open, fmt.Sprintf("the open transaction of producer %d epoch %d from offset %d (seen open for %d ms)", t.ProducerID, t.Epoch, t.FirstOffset, t.OpenForMs))
 	}
-	return ""
+	if lowest != s.LastStable {
+		return "", "but no transaction listed open at or below the put starts there (" + s.heldBy() + ")"
+	}
+	return strings.Join(open, ", "), ""
 }
 
 func sameValue(a, b *int64) bool {

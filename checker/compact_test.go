@@ -167,13 +167,14 @@ func compactionStalled(t *testing.T, stalls string) CheckerResult {
 
 // TestCompactionStuckLastStableOffsetIsUnseen: with no scan to the end, a
 // key whose latest acknowledged put lies at or above a last stable offset
-// held below the high watermark, by a transaction whose producer last
-// wrote longer ago than its timeout and the abort check's grace, can never
+// held below the high watermark, by a transaction the harness has seen
+// open for longer than its timeout and the abort check's grace, can never
 // be read committed: unseen, the open transaction named. A key below it
-// (2) and a key of a partition the scans finished (3) are not judged.
+// (2) and a key of a partition the scans finished (3) are not judged, and
+// a young transaction opened above the put does not hold it.
 func TestCompactionStuckLastStableOffsetIsUnseen(t *testing.T) {
-	p0 := `"topic":"c0","partition":0,"high-watermark":6,"last-stable-offset":2,"listed-at":100000,"txn-timeout-ms":10000,` +
-		`"open-transactions":[{"producer-id":7,"epoch":3,"first-offset":2,"last-timestamp":70000}]`
+	p0 := `"topic":"c0","partition":0,"high-watermark":6,"last-stable-offset":2,"txn-timeout-ms":10000,` +
+		`"open-transactions":[{"producer-id":7,"epoch":3,"first-offset":2,"open-for-ms":30000},{"producer-id":8,"epoch":1,"first-offset":5,"open-for-ms":10}]`
 	res := compactionStalled(t, `{"key":1,`+p0+`},{"key":2,`+p0+`}`)
 	assert.Equal(t, Invalid, res.Valid)
 	require.Contains(t, res.Anomalies, AnomalyUnseen)
@@ -182,8 +183,9 @@ func TestCompactionStuckLastStableOffsetIsUnseen(t *testing.T) {
 	assert.Equal(t, 1, a.Examples[0].Key)
 	assert.Equal(t, int64(4), *a.Examples[0].Offset)
 	assert.Equal(t, int64(5), *a.Examples[0].Writer)
-	assert.Contains(t, a.Examples[0].Text, "last stable offset 2, below its high watermark 6: held by the open transaction of producer 7 epoch 3 from offset 2")
+	assert.Contains(t, a.Examples[0].Text, "last stable offset 2, below its high watermark 6: held by the open transaction of producer 7 epoch 3 from offset 2 (seen open for 30000 ms), each seen open")
 	assert.Contains(t, a.Examples[0].Text, "past the 10000 ms transaction timeout")
+	assert.NotContains(t, a.Examples[0].Text, "producer 8")
 }
 
 // TestCompactionHighWatermarkBelowLatestIsLost: a latest acknowledged put
@@ -201,18 +203,24 @@ func TestCompactionHighWatermarkBelowLatestIsLost(t *testing.T) {
 // the reason: a last stable offset at the high watermark (the scan could
 // have read on), a cluster that never served again after the heal,
 // offsets that could not be listed, a scan that was not read_committed (no
-// transaction timeout recorded), no open transaction listed, and one whose
-// producer wrote within its timeout and the abort check's grace.
+// transaction timeout recorded), no open transaction listed, none starting
+// at the last stable offset, one seen open for no longer than its timeout
+// and the abort check's grace (or first seen by this look, whatever the
+// broker's own timestamp says), and a young one below the put beside an
+// old one.
 func TestCompactionStallsThatProveNothingAreUnknown(t *testing.T) {
-	const held = `"topic":"c0","partition":0,"high-watermark":6,"last-stable-offset":2,"listed-at":100000`
+	const held = `"topic":"c0","partition":0,"high-watermark":6,"last-stable-offset":2`
+	const txn = `{"producer-id":7,"epoch":3,"first-offset":2,"open-for-ms":30000}`
 	for name, c := range map[string]struct{ stall, why string }{
-		"not held":       {`{"key":1,"topic":"c0","partition":0,"high-watermark":6,"last-stable-offset":6}`, "no key's latest acknowledged put"},
-		"unrecovered":    {`{"key":1,` + held + `,"txn-timeout-ms":10000,"unrecovered":true}`, "no key's latest acknowledged put"},
-		"unlisted":       {`{"key":1,"topic":"c0","partition":0,"high-watermark":-1,"last-stable-offset":-1,"error":"high watermark: timeout"}`, "no key's latest acknowledged put"},
-		"not committed":  {`{"key":1,` + held + `}`, "no key's latest acknowledged put"},
-		"nothing open":   {`{"key":1,` + held + `,"txn-timeout-ms":10000}`, "but no open transaction was listed"},
-		"within timeout": {`{"key":1,` + held + `,"txn-timeout-ms":10000,"open-transactions":[{"producer-id":7,"epoch":3,"first-offset":2,"last-timestamp":80000}]}`, "written to 20000 ms before the look: within its 10000 ms timeout"},
-		"time not known": {`{"key":1,` + held + `,"txn-timeout-ms":10000,"open-transactions":[{"producer-id":7,"epoch":3,"first-offset":2}]}`, "whose last write time is not known"},
+		"not held":          {`{"key":1,"topic":"c0","partition":0,"high-watermark":6,"last-stable-offset":6}`, "no key's latest acknowledged put"},
+		"unrecovered":       {`{"key":1,` + held + `,"txn-timeout-ms":10000,"open-transactions":[` + txn + `],"unrecovered":true}`, "no key's latest acknowledged put"},
+		"unlisted":          {`{"key":1,"topic":"c0","partition":0,"high-watermark":-1,"last-stable-offset":-1,"error":"high watermark: timeout"}`, "no key's latest acknowledged put"},
+		"not committed":     {`{"key":1,` + held + `,"open-transactions":[` + txn + `]}`, "no key's latest acknowledged put"},
+		"nothing open":      {`{"key":1,` + held + `,"txn-timeout-ms":10000}`, "but no transaction listed open at or below the put starts there (no open transaction was listed)"},
+		"not at the lso":    {`{"key":1,` + held + `,"txn-timeout-ms":10000,"open-transactions":[{"producer-id":7,"epoch":3,"first-offset":3,"open-for-ms":30000}]}`, "starts there"},
+		"within timeout":    {`{"key":1,` + held + `,"txn-timeout-ms":10000,"open-transactions":[{"producer-id":7,"epoch":3,"first-offset":2,"open-for-ms":20000}]}`, "seen open for 20000 ms: within its 10000 ms timeout"},
+		"first seen now":    {`{"key":1,` + held + `,"txn-timeout-ms":10000,"open-transactions":[{"producer-id":7,"epoch":3,"first-offset":2,"last-timestamp":5}]}`, "seen open for 0 ms"},
+		"a young one below": {`{"key":1,` + held + `,"txn-timeout-ms":10000,"open-transactions":[` + txn + `,{"producer-id":8,"epoch":1,"first-offset":3,"open-for-ms":100}]}`, "producer 8 epoch 1 from offset 3, seen open for 100 ms"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			res := compactionStalled(t, c.stall)

@@ -86,10 +86,11 @@
 //     acknowledged put at or above the partition's high watermark is a
 //     lost-latest-value (the healed partition no longer holds it), and
 //     one at or above a last stable offset held below the high watermark
-//     by transactions whose producers last wrote longer ago than the
-//     transaction timeout (Stall.TxnTimeoutMs) and 15 s more is unseen: no
-//     read_committed reader can ever reach it. A younger transaction may
-//     still be aborted by a correct coordinator, and proves nothing.
+//     by transactions the harness has seen open (OpenTxn.OpenForMs) for
+//     longer than the transaction timeout (Stall.TxnTimeoutMs) and 15 s
+//     more is unseen: no read_committed reader can ever reach it. A
+//     transaction seen open for less may still be aborted by a correct
+//     coordinator, and proves nothing.
 //   - "transactional-ids" (only when the history has a harness
 //     "txn-id-probe" event): a transactional.id under which no new producer
 //     could start after the faults healed (TxnIDProbe.Stuck) is a

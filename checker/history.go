@@ -63,13 +63,14 @@ type Stall struct {
 	// heal: a node still cut off may have answered for a partition it no
 	// longer leads, so its high watermark proves no loss.
 	Unrecovered bool `json:"unrecovered,omitempty"`
-	// ListedAt is when the offsets were listed, in ms since the epoch
+	// ListedAt is when the harness's look ended, in ms since the epoch
 	// (0: not recorded).
 	ListedAt int64 `json:"listed-at,omitempty"`
 	// TxnTimeoutMs is the transaction timeout of the run's producers, set
 	// by a workload whose final reads are read_committed (the compaction
 	// workload under --txn): an open transaction holding the last stable
-	// offset proves nothing before a coordinator had to abort it.
+	// offset proves nothing before a coordinator had to abort it (see
+	// OpenTxn.OpenForMs).
 	TxnTimeoutMs int64 `json:"txn-timeout-ms,omitempty"`
 	// Missing marks a partition the healed cluster no longer lists: at
 	// each of several looks seconds apart, every broker answered a
@@ -109,9 +110,16 @@ type OpenTxn struct {
 	ProducerID  int64 `json:"producer-id"`
 	Epoch       int16 `json:"epoch"`
 	FirstOffset int64 `json:"first-offset"`
-	// LastTimestamp is the timestamp of the producer's last write to the
-	// partition, in ms since the epoch (0: not known).
+	// LastTimestamp is the producer's last timestamp on the partition as
+	// the broker reports it (DescribeProducers; 0: not known). Brokers
+	// differ in what it means (a batch's timestamp, a transaction's start,
+	// a broker clock), so no verdict rests on it.
 	LastTimestamp int64 `json:"last-timestamp,omitempty"`
+	// OpenForMs is how long the harness has seen the transaction open:
+	// from the first look that found it, after a final read stopped
+	// short, to this one, on the harness's clock (0: this look found it
+	// first).
+	OpenForMs int64 `json:"open-for-ms,omitempty"`
 }
 
 // FTxnIDProbe is the f of a harness event recording, after the final

@@ -167,10 +167,23 @@ type final struct {
 	w       *workload
 	started map[int]bool
 	done    bool
-	mu      sync.Mutex // guards short: scans run on the harness's workers
+	mu      sync.Mutex // guards short and seen: scans run on the harness's workers
 	// short maps the partitions the last scan that stopped short did not
 	// finish to the end offsets it needed.
 	short map[int32]int64
+	// seen maps each open transaction a look after a stopped scan found
+	// on a partition it did not finish to when a look first found it
+	// (under --txn): how long a transaction stays open is measured on the
+	// harness's clock, never the broker's.
+	seen map[openTxn]time.Time
+}
+
+// openTxn names a transaction open on a partition of the topic.
+type openTxn struct {
+	partition   int32
+	producerID  int64
+	epoch       int16
+	firstOffset int64
 }
 
 func (f *final) Next(p int) (checker.Op, bool) {
@@ -200,12 +213,42 @@ func (f *final) NewClient() (workloads.Client, error) {
 		return nil, err
 	}
 	c.readCommitted = f.w.o.Txn
-	c.stoppedShort = func(need map[int32]int64) {
-		f.mu.Lock()
-		f.short = need
-		f.mu.Unlock()
-	}
+	c.stoppedShort = f.stopped
 	return c, nil
+}
+
+// stopped learns the partitions a scan did not finish and, under --txn,
+// looks at the transactions open on them (DescribeProducers), noting when
+// each was first found open.
+func (f *final) stopped(need map[int32]int64) {
+	f.mu.Lock()
+	f.short = need
+	f.mu.Unlock()
+	if !f.w.o.Txn {
+		return
+	}
+	looks := make([]checker.Stall, 0, len(need))
+	for p := range need {
+		looks = append(looks, checker.Stall{Key: -1, Topic: Topic, Partition: p})
+	}
+	// The scan's own context has ended; this look gets its own bound.
+	ctx, cancel := context.WithTimeout(context.Background(), 3*requestTimeout)
+	defer cancel()
+	workloads.FillStalls(ctx, f.w.adm, requestTimeout, true, looks)
+	now := time.Now()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.seen == nil {
+		f.seen = map[openTxn]time.Time{}
+	}
+	for _, l := range looks {
+		for _, t := range l.OpenTxns {
+			k := openTxn{l.Partition, t.ProducerID, t.Epoch, t.FirstOffset}
+			if _, ok := f.seen[k]; !ok {
+				f.seen[k] = now
+			}
+		}
+	}
 }
 
 func (f *final) Done() bool      { return f.done }
@@ -216,10 +259,13 @@ var _ workloads.StallExplainer = (*final)(nil)
 // Stalls says, for every key the workload may have put to a partition the
 // last scan did not finish, what the healed cluster answers for that
 // partition (workloads.FillStalls), and under --txn the transaction
-// timeout: a last stable offset held below the high watermark by a
-// transaction that never ended keeps the scan, and every read_committed
-// reader, from the records above it, which the checker reports where it
-// finds acknowledged puts there once the transaction outlived its timeout.
+// timeout of the workload's producers (the only writers of the topic) and
+// how long each open transaction has been seen open, from the first look
+// that found it after a scan stopped short (OpenTxn.OpenForMs): a last
+// stable offset held below the high watermark by a transaction that never
+// ended keeps the scan, and every read_committed reader, from the records
+// above it, which the checker reports where it finds acknowledged puts
+// there once the transaction stayed open well past its timeout.
 // The keys repeat their partition's answer; there are about puts /
 // RetireEvery + Keys of them in all.
 func (f *final) Stalls(ctx context.Context) []checker.Stall {
@@ -238,9 +284,19 @@ func (f *final) Stalls(ctx context.Context) []checker.Stall {
 	workloads.FillStalls(ctx, f.w.adm, requestTimeout, f.w.o.Txn, out)
 	if f.w.o.Txn {
 		timeout := workloads.TxnTimeoutOr(f.w.o.TxnTimeout, requestTimeout).Milliseconds()
+		now := time.Now()
+		f.mu.Lock()
 		for i := range out {
-			out[i].TxnTimeoutMs = timeout
+			s := &out[i]
+			s.TxnTimeoutMs = timeout
+			for j := range s.OpenTxns {
+				t := &s.OpenTxns[j]
+				if first, ok := f.seen[openTxn{s.Partition, t.ProducerID, t.Epoch, t.FirstOffset}]; ok {
+					t.OpenForMs = now.Sub(first).Milliseconds()
+				}
+			}
 		}
+		f.mu.Unlock()
 	}
 	return out
 }

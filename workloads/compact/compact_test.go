@@ -146,8 +146,10 @@ func TestTxnPutsAgainstKfake(t *testing.T) {
 // partition 0 holds its last stable offset, so the read_committed scan
 // cannot reach the end of it; the final phase then says why (Stalls: every
 // key the puts may have used on partition 0, with the high watermark, the
-// last stable offset and the open transaction), and with that recorded the
-// checker finds the committed puts above the transaction unseen.
+// last stable offset and the open transaction, seen open since the look
+// after the scan stopped), and with that recorded the checker finds the
+// committed puts above the transaction unseen once it has stayed open past
+// its timeout.
 func TestScanHeldByAnOpenTransactionIsExplained(t *testing.T) {
 	c, w, wc, ctx := txnOnKfake(t)
 
@@ -181,6 +183,7 @@ func TestScanHeldByAnOpenTransactionIsExplained(t *testing.T) {
 	fin.Update(done)
 	require.False(t, fin.Done())
 
+	require.Len(t, fin.(*final).seen, 1, "the look after the stopped scan found the open transaction")
 	stalls := fin.(workloads.StallExplainer).Stalls(ctx)
 	require.NotEmpty(t, stalls)
 	for _, s := range stalls {
@@ -192,7 +195,7 @@ func TestScanHeldByAnOpenTransactionIsExplained(t *testing.T) {
 		assert.Equal(t, wc.(*client).txn.timeout.Milliseconds(), s.TxnTimeoutMs, "the workload's transaction timeout")
 		require.Len(t, s.OpenTxns, 1)
 		assert.Equal(t, s.LastStable, s.OpenTxns[0].FirstOffset)
-		assert.InDelta(t, s.ListedAt, s.OpenTxns[0].LastTimestamp, float64(time.Minute.Milliseconds()), "the open transaction's last write")
+		assert.Less(t, s.OpenTxns[0].OpenForMs, time.Minute.Milliseconds(), "seen open since the look after the scan stopped")
 	}
 	compaction := func(stalls []checker.Stall) checker.CheckerResult {
 		raw, err := json.Marshal(stalls)
@@ -206,15 +209,16 @@ func TestScanHeldByAnOpenTransactionIsExplained(t *testing.T) {
 		t.Fatal("no compaction checker")
 		return checker.CheckerResult{}
 	}
-	// Seconds old, the transaction proves nothing: a coordinator may
+	// Just seen open, the transaction proves nothing: a coordinator may
 	// still abort it by its timeout.
 	young := compaction(stalls)
 	assert.Equal(t, checker.Unknown, young.Valid)
 	assert.Contains(t, young.Error, "within its")
-	// The same look a minute later: it outlived its timeout, so the
-	// committed puts above it are out of every read_committed reader's reach.
+	// The same look a minute later: it stayed open past its timeout, so
+	// the committed puts above it are out of every read_committed
+	// reader's reach.
 	for i := range stalls {
-		stalls[i].ListedAt += time.Minute.Milliseconds()
+		stalls[i].OpenTxns[0].OpenForMs += time.Minute.Milliseconds()
 	}
 	old := compaction(stalls)
 	assert.Equal(t, checker.Invalid, old.Valid)
