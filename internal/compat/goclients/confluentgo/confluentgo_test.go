@@ -195,18 +195,24 @@ var flushFix = [2]string{"remaining := producer.Flush(-1)", "remaining := produc
 // 9 minutes). Patched, that synchronous refusal counts as the message's
 // delivery error, the same kafka.Error value the report carries, so the
 // test's checks (the error expected, the count in the topic) hold either
-// way; any other Produce error still fails the test.
+// way. Any other Produce error still fails the test, and with delivery
+// reports also stands in for the report it will never get, so that the
+// test fails at once instead of waiting for it until the suite's timeout.
 var produceFix = [2]string{`			err := p.Produce(m, drChan)
 			if err != nil {
 				t.Errorf("Produce() failed: %v", err)
 			}`, `			err := p.Produce(m, drChan)
-			if err != nil && m.TopicPartition.Partition == 10000 {
+			if e, ok := err.(Error); ok && e.Code() == ErrUnknownPartition && m.TopicPartition.Partition == 10000 {
 				if drChan != nil { // faultline's produceFix
 					m.TopicPartition.Error = err
 					drChan <- m
 				}
 			} else if err != nil {
 				t.Errorf("Produce() failed: %v", err)
+				if drChan != nil { // no report will come: fail now, not at the timeout
+					m.TopicPartition.Error = err
+					drChan <- m
+				}
 			}`}
 
 // TestConfluentGoSuite runs confluent-kafka-go's own integration and
