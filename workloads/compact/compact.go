@@ -17,10 +17,11 @@
 // a fresh process. When the final phase ends without a scan that got
 // there, it says why (Stalls): for every key of a partition the last scan
 // did not finish, the partition's high watermark, last stable offset and
-// open transactions, which the harness records as a stalled-reads event. The topic rolls segments every second and asks for
-// eager cleaning (min.cleanable.dirty.ratio 0.01, delete.retention.ms
-// 2 s), so a broker's cleaner runs during a short test; a broker that does
-// not compact (kfake) keeps the whole log, which checks valid as well.
+// open transactions, which the harness records as a stalled-reads event.
+// The topic rolls segments every second and asks for eager cleaning
+// (min.cleanable.dirty.ratio 0.01, delete.retention.ms 2 s), so a
+// broker's cleaner runs during a short test; a broker that does not
+// compact (kfake) keeps the whole log, which checks valid as well.
 //
 // Under --txn (txn.go) every put is a transaction of its own from a
 // transactional producer per client: ok once committed, fail once aborted
