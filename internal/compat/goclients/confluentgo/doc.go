@@ -1,6 +1,7 @@
 // Package confluentgo checks the broker against confluent-kafka-go, Go
 // over librdkafka (bundled with the module, so cgo and a C compiler are
-// needed; without cgo its tests skip, and fail under CI=true):
+// needed; without cgo the package's one test fails, saying what to
+// install):
 //
 //   - TestConfluentGoTransactionsUnderKill: transactions of 4 sends over 3
 //     partitions, one in five aborted, on a three-node cluster while two
