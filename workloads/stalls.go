@@ -65,7 +65,7 @@ func FillStalls(ctx context.Context, adm *kadm.Client, timeout time.Duration, tx
 		lookup("high watermark", hw, hwErr, &s.HighWatermark)
 		lookup("last stable offset", lso, lsoErr, &s.LastStable)
 		if txn {
-			open, err := openTxns(producers, prodErr, s.Topic, s.Partition)
+			open, err := OpenTxns(producers, prodErr, s.Topic, s.Partition)
 			s.OpenTxns = open
 			if err != nil {
 				errs = append(errs, err)
@@ -78,9 +78,10 @@ func FillStalls(ctx context.Context, adm *kadm.Client, timeout time.Duration, tx
 	}
 }
 
-// openTxns lists the transactions open on one partition from a
-// DescribeProducers answer.
-func openTxns(producers kadm.DescribedProducersTopics, err error, topic string, part int32) ([]checker.OpenTxn, error) {
+// OpenTxns lists the transactions open on one partition from a
+// DescribeProducers answer (err its request's error), or says why it
+// cannot.
+func OpenTxns(producers kadm.DescribedProducersTopics, err error, topic string, part int32) ([]checker.OpenTxn, error) {
 	dp, ok := producers[topic].Partitions[part]
 	switch {
 	case ok && dp.Err != nil:

@@ -228,23 +228,24 @@ func (f *final) stopped(need map[int32]int64) {
 	if !f.w.o.Txn {
 		return
 	}
-	looks := make([]checker.Stall, 0, len(need))
+	set := kadm.TopicsSet{}
 	for p := range need {
-		looks = append(looks, checker.Stall{Key: -1, Topic: Topic, Partition: p})
+		set.Add(Topic, p)
 	}
 	// The scan's own context has ended; this look gets its own bound.
-	ctx, cancel := context.WithTimeout(context.Background(), 3*requestTimeout)
-	defer cancel()
-	workloads.FillStalls(ctx, f.w.adm, requestTimeout, true, looks)
+	ctx, cancel := context.WithTimeout(context.Background(), requestTimeout)
+	producers, err := f.w.adm.DescribeProducers(ctx, set)
+	cancel()
 	now := time.Now()
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.seen == nil {
 		f.seen = map[openTxn]time.Time{}
 	}
-	for _, l := range looks {
-		for _, t := range l.OpenTxns {
-			k := openTxn{l.Partition, t.ProducerID, t.Epoch, t.FirstOffset}
+	for p := range need {
+		open, _ := workloads.OpenTxns(producers, err, Topic, p) // a partition not listed is looked at next time
+		for _, t := range open {
+			k := openTxn{p, t.ProducerID, t.Epoch, t.FirstOffset}
 			if _, ok := f.seen[k]; !ok {
 				f.seen[k] = now
 			}

@@ -215,6 +215,17 @@ var produceFix = [2]string{`			err := p.Produce(m, drChan)
 				}
 			}`}
 
+// patchSuite replaces fix[0] with fix[1] in the suite's file name, after
+// checking that fix[0] is there exactly times times (a new version of the
+// suite must be looked at again, not patched blindly).
+func patchSuite(t *testing.T, name string, fix [2]string, times int) {
+	t.Helper()
+	b, err := os.ReadFile(name)
+	require.NoError(t, err)
+	require.Equal(t, times, bytes.Count(b, []byte(fix[0])), "the text patched in %s", filepath.Base(name))
+	require.NoError(t, os.WriteFile(name, bytes.ReplaceAll(b, []byte(fix[0]), []byte(fix[1])), 0o644))
+}
+
 // TestConfluentGoSuite runs confluent-kafka-go's own integration and
 // transactional tests, from the module's source at go.mod's version,
 // against a three-node cluster with min.insync.replicas 1 (it creates
@@ -237,16 +248,8 @@ func TestConfluentGoSuite(t *testing.T) {
 	require.NotEmpty(t, src)
 	dst := filepath.Join(t.TempDir(), "confluent-kafka-go")
 	require.NoError(t, os.CopyFS(dst, os.DirFS(src)))
-	txnTest := filepath.Join(dst, "kafka", "txn_integration_test.go")
-	b, err := os.ReadFile(txnTest)
-	require.NoError(t, err)
-	require.Equal(t, 1, bytes.Count(b, []byte(flushFix[0])), "the line flushFix patches, once")
-	require.NoError(t, os.WriteFile(txnTest, bytes.Replace(b, []byte(flushFix[0]), []byte(flushFix[1]), 1), 0o644))
-	intTest := filepath.Join(dst, "kafka", "integration_test.go")
-	b, err = os.ReadFile(intTest)
-	require.NoError(t, err)
-	require.Equal(t, 2, bytes.Count(b, []byte(produceFix[0])), "the closure produceFix patches, twice")
-	require.NoError(t, os.WriteFile(intTest, bytes.ReplaceAll(b, []byte(produceFix[0]), []byte(produceFix[1])), 0o644))
+	patchSuite(t, filepath.Join(dst, "kafka", "txn_integration_test.go"), flushFix, 1)
+	patchSuite(t, filepath.Join(dst, "kafka", "integration_test.go"), produceFix, 2)
 
 	c := goclients.StartCluster(t, "min.insync.replicas=1\ngroup.initial.rebalance.delay.ms=0\n")
 	conf := fmt.Sprintf(`{"Brokers": %q, "TopicName": "ckgsuite", "GroupID": "ckgsuite", "PerfMsgCount": 10000, "PerfMsgSize": 100}`, c.Bootstrap())
