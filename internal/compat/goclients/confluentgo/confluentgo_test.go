@@ -226,6 +226,17 @@ func patchSuite(t *testing.T, name string, fix [2]string, times int) {
 	require.NoError(t, os.WriteFile(name, bytes.ReplaceAll(b, []byte(fix[0]), []byte(fix[1])), 0o644))
 }
 
+// topicFix is the third patch, in the suite's createTestTopic: it seeds
+// math/rand with the current second before drawing a topic's number, so
+// two tests that create a topic of the same suffix within one second get
+// the same name, and the second fails with "already exists" (the topic
+// is there; the broker is right). TestTransactionalProducer and
+// TestTransactionalSendOffsets both create "txnFakedInput" and
+// "txnOutput"; against this broker the first takes under a second, and
+// the second failed 3 runs in a row at 17:35 UTC on 2026-12-06. Seeded
+// with the nanosecond, the names differ.
+var topicFix = [2]string{"rand.Seed(time.Now().Unix())\n\n\ttopic := fmt.Sprintf(", "rand.Seed(time.Now().UnixNano())\n\n\ttopic := fmt.Sprintf("}
+
 // TestConfluentGoSuite runs confluent-kafka-go's own integration and
 // transactional tests, from the module's source at go.mod's version,
 // against a three-node cluster with min.insync.replicas 1 (it creates
@@ -236,8 +247,8 @@ func patchSuite(t *testing.T, name string, fix [2]string, times int) {
 // expect the group deletable at once; Kafka, and this broker, end a
 // group's initial rebalance only when the delay is over). Nothing is
 // skipped: the tests of APIs faultline does not serve must fail as
-// unserved says, every other test must pass, and flushFix and produceFix
-// are the two patches.
+// unserved says, every other test must pass, and flushFix, produceFix and
+// topicFix are the three patches.
 func TestConfluentGoSuite(t *testing.T) {
 	if testing.Short() {
 		t.Skip("confluent-kafka-go's suite takes about 3 minutes; skipped with -short")
@@ -250,6 +261,7 @@ func TestConfluentGoSuite(t *testing.T) {
 	require.NoError(t, os.CopyFS(dst, os.DirFS(src)))
 	patchSuite(t, filepath.Join(dst, "kafka", "txn_integration_test.go"), flushFix, 1)
 	patchSuite(t, filepath.Join(dst, "kafka", "integration_test.go"), produceFix, 2)
+	patchSuite(t, filepath.Join(dst, "kafka", "testhelpers_test.go"), topicFix, 1)
 
 	c := goclients.StartCluster(t, "min.insync.replicas=1\ngroup.initial.rebalance.delay.ms=0\n")
 	conf := fmt.Sprintf(`{"Brokers": %q, "TopicName": "ckgsuite", "GroupID": "ckgsuite", "PerfMsgCount": 10000, "PerfMsgSize": 100}`, c.Bootstrap())

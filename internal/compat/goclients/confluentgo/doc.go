@@ -23,5 +23,9 @@
 //     message to a partition the topic lacks at Produce (once it has the
 //     topic's metadata) counts as that message's delivery error, as it
 //     does when the refusal comes in the delivery report (before): a race
-//     with the metadata answer that hung the test against any broker.
+//     with the metadata answer that hung the test against any broker; and
+//     its createTestTopic seeds math/rand with the nanosecond, not the
+//     second, so that two tests creating a topic of the same suffix
+//     within one second (the transactional ones, against a fast broker)
+//     do not draw the same name.
 package confluentgo
